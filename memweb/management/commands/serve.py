@@ -1,0 +1,91 @@
+"""Command 1's second half: prepare the database and run web + worker until Ctrl-C."""
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import BaseCommand, call_command
+
+from memweb.env import env_int, env_str
+
+
+class Command(BaseCommand):
+    help = "Migrate, create the admin once, load demo data, then run the web server and a Celery worker."
+
+    def handle(self, *args, **options):
+        host = env_str("MEMWEB_HOST", "127.0.0.1")
+        port = env_int("MEMWEB_PORT", 8000, minimum=1, maximum=65535)
+        call_command("migrate", interactive=False, verbosity=0)
+        call_command("collectstatic", interactive=False, verbosity=0)
+        self._create_admin_once()
+        call_command("load_demo")
+        children = [self._start_worker(), self._start_web(host, port)]
+        self.stdout.write(self.style.SUCCESS(f"\nmemweb is running at http://{host}:{port}/  (Ctrl-C stops everything)\n"))
+        try:
+            self._wait(children)
+        finally:
+            self._stop(children)
+
+    def _create_admin_once(self) -> None:
+        users = get_user_model()
+        if users.objects.filter(is_superuser=True).exists():
+            self.stdout.write("Admin account exists; log in with the password printed on the first run.")
+            return
+        password = secrets.token_urlsafe(15)
+        users.objects.create_superuser("admin", email="", password=password)
+        # Printed to the terminal only: never written to a file or a log.
+        self.stdout.write(self.style.WARNING(
+            f"\nCreated the admin account.\n  user: admin\n  password: {password}\n"
+            "This password is shown once and stored nowhere; keep it now.\n"
+        ))
+
+    def _start_worker(self) -> subprocess.Popen:
+        concurrency = str(env_int("MEMWEB_WORKER_CONCURRENCY", 2, minimum=1))
+        return _spawn([sys.executable, "-m", "celery", "-A", "memweb", "worker",
+                       "--loglevel", "INFO", "--concurrency", concurrency])
+
+    def _start_web(self, host: str, port: int) -> subprocess.Popen:
+        return _spawn([sys.executable, "-m", "gunicorn", "memweb.wsgi", "--bind", f"{host}:{port}",
+                       "--workers", "2", "--threads", "4", "--access-logfile", "-"])
+
+    def _wait(self, children: list[subprocess.Popen]) -> None:
+        signal.signal(signal.SIGTERM, _interrupt)
+        try:
+            while all(child.poll() is None for child in children):
+                time.sleep(0.5)
+            self.stderr.write("A memweb process exited on its own; stopping the others.")
+        except KeyboardInterrupt:
+            self.stdout.write("\nStopping memweb…")
+
+    def _stop(self, children: list[subprocess.Popen]) -> None:
+        for child in children:
+            if child.poll() is None:
+                os.killpg(child.pid, signal.SIGTERM)
+        for child in children:
+            try:
+                child.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(child.pid, signal.SIGKILL)
+                child.wait()
+        if settings.USES_EMBEDDED_DB:
+            from django.db import connections
+
+            from memweb import embedded_db
+
+            connections.close_all()
+            embedded_db.stop(embedded_db.EmbeddedServer(settings.DATA_DIR))
+        self.stdout.write("memweb stopped: web server, worker and database are down.")
+
+
+def _spawn(args: list[str]) -> subprocess.Popen:
+    # Own process group, so Ctrl-C reaches us first and we stop children in order.
+    return subprocess.Popen(args, start_new_session=True)
+
+
+def _interrupt(*_signal_args) -> None:
+    """SIGTERM stops memweb the same way Ctrl-C does."""
+    raise KeyboardInterrupt

@@ -1,0 +1,95 @@
+"""The four roles and how pages and the API enforce them.
+
+A role is a Django group. Superusers and members of `admin` pass every check.
+"""
+from functools import wraps
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db import models
+
+
+class Role(models.TextChoices):
+    OPERATOR = "operator", "Operator"
+    REVIEWER = "reviewer", "Reviewer"
+    ANNOTATOR = "annotator", "Annotator"
+    ADMIN = "admin", "Admin"
+
+
+def user_roles(user) -> set[str]:
+    if not user.is_authenticated:
+        return set()
+    cached = getattr(user, "_memweb_roles", None)
+    if cached is None:
+        cached = set(user.groups.filter(name__in=Role.values).values_list("name", flat=True))
+        if user.is_superuser:
+            cached.add(Role.ADMIN)
+        user._memweb_roles = cached
+    return cached
+
+
+def has_role(user, *roles: str) -> bool:
+    """True if the user holds any of `roles`; admins hold them all."""
+    held = user_roles(user)
+    return Role.ADMIN in held or bool(held.intersection(roles))
+
+
+def role_required(*roles: str):
+    """Login required, then 403 unless the user has one of `roles`. No roles
+    means any signed-in user. The roles are kept on the view so the
+    authorisation-matrix test can read them from the URL configuration."""
+
+    def decorator(view):
+        @wraps(view)
+        def wrapped(request, *args, **kwargs):
+            if roles and not has_role(request.user, *roles):
+                raise PermissionDenied(f"This page needs one of the roles: {', '.join(roles)}")
+            return view(request, *args, **kwargs)
+
+        guarded = login_required(wrapped)
+        guarded.required_roles = tuple(roles)
+        return guarded
+
+    return decorator
+
+
+def roles_context(request) -> dict:
+    held = user_roles(request.user) if hasattr(request, "user") else set()
+    is_admin = Role.ADMIN in held
+    return {
+        "user_roles": held,
+        "is_operator": is_admin or Role.OPERATOR in held,
+        "is_reviewer": is_admin or Role.REVIEWER in held,
+        "is_annotator": is_admin or Role.ANNOTATOR in held,
+        "is_admin_role": is_admin,
+    }
+
+
+# Django model permissions each role's group receives (used by the admin site).
+# Apps add their models here as they land; admins are superusers or get all.
+ROLE_MODEL_PERMISSIONS: dict[str, tuple[str, ...]] = {
+    Role.OPERATOR: ("memweb.view_llmcall", "memweb.view_workerheartbeat"),
+    Role.REVIEWER: (),
+    Role.ANNOTATOR: (),
+}
+
+
+def roles_sync(**_signal_kwargs) -> None:
+    """Create the role groups and give them their permissions (idempotent;
+    runs after every migrate so new models' permissions are picked up)."""
+    from django.contrib.auth.models import Group, Permission
+
+    for role in Role.values:
+        group, _ = Group.objects.get_or_create(name=role)
+        if role == Role.ADMIN:
+            group.permissions.set(Permission.objects.all())
+            continue
+        wanted = [_permission(dotted) for dotted in ROLE_MODEL_PERMISSIONS.get(role, ())]
+        group.permissions.set([perm for perm in wanted if perm is not None])
+
+
+def _permission(dotted: str):
+    from django.contrib.auth.models import Permission
+
+    app_label, codename = dotted.split(".", 1)
+    return Permission.objects.filter(content_type__app_label=app_label, codename=codename).first()

@@ -1,0 +1,185 @@
+"""memweb settings: everything comes from the environment (see README's table)."""
+import secrets
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from memweb.env import env_bool, env_choice, env_int, env_list, env_str
+from memweb.llm.config import read_all_roles
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(env_str("MEMWEB_DATA_DIR", str(BASE_DIR / ".data")))
+
+
+def _local_secret_key() -> str:
+    """A per-checkout key kept in the git-ignored data folder, so sessions
+    survive restarts without anyone having to invent a key locally."""
+    path = DATA_DIR / "secret_key"
+    if not path.exists():
+        DATA_DIR.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_urlsafe(50))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+DEBUG = env_bool("DEBUG", False)
+SECRET_KEY = env_str("SECRET_KEY") or _local_secret_key()
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+for _origin in CSRF_TRUSTED_ORIGINS:
+    if "://" not in _origin:
+        raise ImproperlyConfigured(
+            f"CSRF_TRUSTED_ORIGINS entry {_origin!r} needs a scheme, e.g. https://memweb.example.com"
+        )
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "ninja",
+    "memweb",
+    "orbs",
+    "evaluation",
+    "annotation",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "memweb.urls"
+WSGI_APPLICATION = "memweb.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "memweb.roles.roles_context",
+            ],
+        },
+    },
+]
+
+
+# --- Database: DATABASE_URL, else the embedded PostgreSQL started on demand ---
+def _external_database(url: str) -> dict:
+    if not url.startswith(("postgres://", "postgresql://")):
+        raise ImproperlyConfigured("DATABASE_URL must be a postgresql:// URL (memweb needs PostgreSQL with pgvector)")
+    return dj_database_url.parse(url, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0))
+
+
+def _embedded_database() -> tuple[dict, bool]:
+    from memweb import embedded_db
+
+    server, started = embedded_db.ensure_running(DATA_DIR, EMBEDDED_DB_NAME)
+    return dj_database_url.parse(server.url(EMBEDDED_DB_NAME), conn_max_age=60), started
+
+
+EMBEDDED_DB_NAME = "memweb"
+USES_EMBEDDED_DB = not env_str("DATABASE_URL")
+if USES_EMBEDDED_DB:
+    # Started on demand by whichever process needs it first (web, worker, manage.py, pytest).
+    _default_db, EMBEDDED_DB_STARTED_HERE = _embedded_database()
+else:
+    _default_db, EMBEDDED_DB_STARTED_HERE = _external_database(env_str("DATABASE_URL")), False
+DATABASES = {"default": _default_db}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STATICFILES_DIRS = [
+    BASE_DIR / "static",
+    ("vendor/chart.js", BASE_DIR / "node_modules" / "chart.js" / "dist"),
+]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
+# Tests and local runs serve straight from the finders, so no collectstatic is needed to see a page.
+WHITENOISE_USE_FINDERS = True
+
+# --- Security: strict when DEBUG is off (check --deploy runs clean in production) ---
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_SECONDS > 0
+SECURE_HSTS_PRELOAD = SECURE_HSTS_SECONDS > 0
+if env_bool("BEHIND_TLS_PROXY", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+
+# --- Celery: CELERY_BROKER_URL, else kombu's SQLAlchemy transport on our PostgreSQL ---
+def _default_broker_url() -> str:
+    db = DATABASES["default"]
+    host = db.get("HOST") or ""
+    if host.startswith("/"):
+        return f"sqla+postgresql+psycopg://{db['USER']}@/{db['NAME']}?host={host}&port={db.get('PORT') or 5432}"
+    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
+    return f"sqla+postgresql+psycopg://{db['USER']}{password}@{host}:{db.get('PORT') or 5432}/{db['NAME']}"
+
+
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or _default_broker_url()
+CELERY_TASK_ALWAYS_EAGER = False
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# kombu hands the sqla transport's options to SQLAlchemy's create_engine.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"pool_pre_ping": True} if CELERY_BROKER_URL.startswith("sqla+") else {}
+WORKER_HEARTBEAT_SECONDS = env_int("MEMWEB_WORKER_HEARTBEAT_SECONDS", 10, minimum=1)
+
+# --- LLM roles (memweb/llm) and embeddings (memweb/embeddings.py) ---
+LLM_ROLES = read_all_roles()
+EMBEDDING_MODEL = env_choice("MEMWEB_EMBEDDING_MODEL", "all-MiniLM-L6-v2", ("all-MiniLM-L6-v2", "bge-m3"))
+EMBEDDING_MODEL_PATH = env_str("MEMWEB_EMBEDDING_MODEL_PATH")
+if EMBEDDING_MODEL == "bge-m3" and not EMBEDDING_MODEL_PATH:
+    raise ImproperlyConfigured("MEMWEB_EMBEDDING_MODEL=bge-m3 needs MEMWEB_EMBEDDING_MODEL_PATH (a folder with its weights)")
+EMBEDDING_BATCH_SIZE = env_int("MEMWEB_EMBEDDING_BATCH_SIZE", 64, minimum=1, maximum=4096)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_choice("LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR"))},
+}
