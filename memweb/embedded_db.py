@@ -62,8 +62,11 @@ def _bin(name: str) -> str:
 
 
 def _run_as_owner(args: list[str], **kwargs) -> subprocess.CompletedProcess:
-    user = SYSTEM_USER if os.geteuid() == 0 else None
-    return subprocess.run(args, user=user, capture_output=True, text=True, **kwargs)
+    if os.geteuid() == 0:
+        # Drop root's group and supplementary groups too, or folder permissions
+        # meant for "others" would be judged against root's group.
+        kwargs.update(user=SYSTEM_USER, group=SYSTEM_USER, extra_groups=[])
+    return subprocess.run(args, capture_output=True, text=True, **kwargs)
 
 
 @contextmanager

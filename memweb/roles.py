@@ -66,12 +66,19 @@ def roles_context(request) -> dict:
 
 
 # Django model permissions each role's group receives (used by the admin site).
-# Apps add their models here as they land; admins are superusers or get all.
-ROLE_MODEL_PERMISSIONS: dict[str, tuple[str, ...]] = {
+# Each app adds its own through its AppConfig's `role_permissions`.
+CORE_ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
     Role.OPERATOR: ("memweb.view_llmcall", "memweb.view_workerheartbeat"),
-    Role.REVIEWER: (),
-    Role.ANNOTATOR: (),
 }
+
+
+def _declared_permissions(role: str) -> list[str]:
+    from django.apps import apps
+
+    declared = list(CORE_ROLE_PERMISSIONS.get(role, ()))
+    for config in apps.get_app_configs():
+        declared.extend(getattr(config, "role_permissions", {}).get(role, ()))
+    return declared
 
 
 def roles_sync(**_signal_kwargs) -> None:
@@ -84,7 +91,7 @@ def roles_sync(**_signal_kwargs) -> None:
         if role == Role.ADMIN:
             group.permissions.set(Permission.objects.all())
             continue
-        wanted = [_permission(dotted) for dotted in ROLE_MODEL_PERMISSIONS.get(role, ())]
+        wanted = [_permission(dotted) for dotted in _declared_permissions(role)]
         group.permissions.set([perm for perm in wanted if perm is not None])
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from memweb.env import env_bool, env_choice, env_int, env_list, env_str
+from memweb.env import env_bool, env_choice, env_float, env_int, env_list, env_str
 from memweb.llm.config import read_all_roles
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -81,27 +81,23 @@ TEMPLATES = [
 
 
 # --- Database: DATABASE_URL, else the embedded PostgreSQL started on demand ---
-def _external_database(url: str) -> dict:
-    if not url.startswith(("postgres://", "postgresql://")):
-        raise ImproperlyConfigured("DATABASE_URL must be a postgresql:// URL (memweb needs PostgreSQL with pgvector)")
-    return dj_database_url.parse(url, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0))
-
-
-def _embedded_database() -> tuple[dict, bool]:
+def _embedded_database_url() -> tuple[str, bool]:
     from memweb import embedded_db
 
     server, started = embedded_db.ensure_running(DATA_DIR, EMBEDDED_DB_NAME)
-    return dj_database_url.parse(server.url(EMBEDDED_DB_NAME), conn_max_age=60), started
+    return server.url(EMBEDDED_DB_NAME), started
 
 
 EMBEDDED_DB_NAME = "memweb"
 USES_EMBEDDED_DB = not env_str("DATABASE_URL")
 if USES_EMBEDDED_DB:
     # Started on demand by whichever process needs it first (web, worker, manage.py, pytest).
-    _default_db, EMBEDDED_DB_STARTED_HERE = _embedded_database()
+    DATABASE_URL, EMBEDDED_DB_STARTED_HERE = _embedded_database_url()
 else:
-    _default_db, EMBEDDED_DB_STARTED_HERE = _external_database(env_str("DATABASE_URL")), False
-DATABASES = {"default": _default_db}
+    DATABASE_URL, EMBEDDED_DB_STARTED_HERE = env_str("DATABASE_URL"), False
+    if not DATABASE_URL.startswith(("postgres://", "postgresql://")):
+        raise ImproperlyConfigured("DATABASE_URL must be a postgresql:// URL (memweb needs PostgreSQL with pgvector)")
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0))}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -150,12 +146,9 @@ if env_bool("BEHIND_TLS_PROXY", False):
 
 # --- Celery: CELERY_BROKER_URL, else kombu's SQLAlchemy transport on our PostgreSQL ---
 def _default_broker_url() -> str:
-    db = DATABASES["default"]
-    host = db.get("HOST") or ""
-    if host.startswith("/"):
-        return f"sqla+postgresql+psycopg://{db['USER']}@/{db['NAME']}?host={host}&port={db.get('PORT') or 5432}"
-    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
-    return f"sqla+postgresql+psycopg://{db['USER']}{password}@{host}:{db.get('PORT') or 5432}/{db['NAME']}"
+    """kombu's SQLAlchemy transport on the same PostgreSQL: a durable queue with no extra service."""
+    scheme, rest = DATABASE_URL.split("://", 1)
+    return f"sqla+postgresql+psycopg://{rest}"
 
 
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or _default_broker_url()
@@ -171,6 +164,8 @@ WORKER_HEARTBEAT_SECONDS = env_int("MEMWEB_WORKER_HEARTBEAT_SECONDS", 10, minimu
 
 # --- LLM roles (memweb/llm) and embeddings (memweb/embeddings.py) ---
 LLM_ROLES = read_all_roles()
+LLM_BACKOFF_SECONDS = env_float("MEMWEB_LLM_BACKOFF_SECONDS", 0.5, minimum=0.0)
+LLM_BACKOFF_MAX_SECONDS = env_float("MEMWEB_LLM_BACKOFF_MAX_SECONDS", 20.0, minimum=0.0)
 EMBEDDING_MODEL = env_choice("MEMWEB_EMBEDDING_MODEL", "all-MiniLM-L6-v2", ("all-MiniLM-L6-v2", "bge-m3"))
 EMBEDDING_MODEL_PATH = env_str("MEMWEB_EMBEDDING_MODEL_PATH")
 if EMBEDDING_MODEL == "bge-m3" and not EMBEDDING_MODEL_PATH:

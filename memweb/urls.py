@@ -1,9 +1,22 @@
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 
+from memweb import views
 from memweb.api import api
 
 urlpatterns = [
+    path("", views.home, name="home"),
+    path("login/", views.login_view, name="login"),
+    path("logout/", views.logout_view, name="logout"),
+    path("health/", views.health, name="health"),
+    path("health/probe/", views.probe_send, name="probe_send"),
+    path("health/probe/<int:probe_id>/", views.probe_status, name="probe_status"),
+    path("api-keys/", views.api_keys, name="api_keys"),
+    path("api-keys/new/", views.api_key_create, name="api_key_create"),
+    path("api-keys/<int:key_id>/revoke/", views.api_key_revoke, name="api_key_revoke"),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
+    path("orbs/", include("orbs.urls")),
+    path("evaluation/", include("evaluation.urls")),
+    path("annotation/", include("annotation.urls")),
 ]

@@ -3,3 +3,23 @@ from django.apps import AppConfig
 
 class OrbsConfig(AppConfig):
     name = "orbs"
+    verbose_name = "Orbs (reflection memory)"
+    # Read by memweb: navigation entries (label, url name, roles that see it)
+    # and the Django model permissions each role's group receives.
+    nav_items: tuple = (
+        ("Review queue", "orbs:queue", ("reviewer",)),
+        ("Memory banks", "orbs:bank_list", ("reviewer", "operator")),
+    )
+    home_counts: tuple = (
+        ("Orbs awaiting review", "orbs.services.count_pending", ("reviewer",), "orbs:queue"),
+    )
+    role_permissions: dict = {
+        "reviewer": (
+            "orbs.view_memorybank", "orbs.view_orb", "orbs.change_orb", "orbs.view_reviewevent",
+            "orbs.view_retrievallog", "orbs.view_episoderecord",
+        ),
+        "operator": (
+            "orbs.view_memorybank", "orbs.add_memorybank", "orbs.change_memorybank", "orbs.view_orb",
+            "orbs.view_retrievallog", "orbs.view_episoderecord",
+        ),
+    }

@@ -4,7 +4,7 @@ from django.conf import settings
 
 from memweb import celery_app
 
-pytest_plugins = ["tests.fixtures.users"]
+pytest_plugins = ["tests.fixtures.users", "tests.fakes.openai_server"]
 
 
 @pytest.fixture(autouse=True)

@@ -50,7 +50,8 @@ class Command(BaseCommand):
 
     def _start_web(self, host: str, port: int) -> subprocess.Popen:
         return _spawn([sys.executable, "-m", "gunicorn", "memweb.wsgi", "--bind", f"{host}:{port}",
-                       "--workers", "2", "--threads", "4", "--access-logfile", "-"])
+                       "--workers", "2", "--threads", "4", "--access-logfile", "-",
+                       "--no-control-socket"])
 
     def _wait(self, children: list[subprocess.Popen]) -> None:
         signal.signal(signal.SIGTERM, _interrupt)
@@ -62,15 +63,18 @@ class Command(BaseCommand):
             self.stdout.write("\nStopping memweb…")
 
     def _stop(self, children: list[subprocess.Popen]) -> None:
+        # SIGTERM to each main process only: gunicorn and Celery then shut their
+        # own workers down gracefully; whatever is left after that is killed.
         for child in children:
             if child.poll() is None:
-                os.killpg(child.pid, signal.SIGTERM)
+                child.terminate()
         for child in children:
             try:
                 child.wait(timeout=30)
             except subprocess.TimeoutExpired:
-                os.killpg(child.pid, signal.SIGKILL)
+                child.kill()
                 child.wait()
+            _kill_group(child.pid)
         if settings.USES_EMBEDDED_DB:
             from django.db import connections
 
@@ -84,6 +88,13 @@ class Command(BaseCommand):
 def _spawn(args: list[str]) -> subprocess.Popen:
     # Own process group, so Ctrl-C reaches us first and we stop children in order.
     return subprocess.Popen(args, start_new_session=True)
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def _interrupt(*_signal_args) -> None:

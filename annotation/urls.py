@@ -1,0 +1,22 @@
+from django.urls import path
+
+from annotation import views
+
+app_name = "annotation"
+urlpatterns = [
+    path("", views.index, name="index"),
+    path("campaigns/", views.campaign_list, name="campaign_list"),
+    path("campaigns/new/", views.campaign_create, name="campaign_create"),
+    path("campaigns/<int:pk>/", views.campaign_detail, name="campaign_detail"),
+    path("campaigns/<int:pk>/edit/", views.campaign_edit, name="campaign_edit"),
+    path("campaigns/<int:pk>/progress/", views.campaign_progress, name="campaign_progress"),
+    path("campaigns/<int:pk>/status/", views.campaign_status, name="campaign_status"),
+    path("campaigns/<int:pk>/upload/", views.campaign_upload, name="campaign_upload"),
+    path("campaigns/<int:pk>/results/", views.campaign_results, name="campaign_results"),
+    path("campaigns/<int:pk>/export/<str:kind>.<str:fmt>", views.campaign_export, name="campaign_export"),
+    path("queue/", views.queue, name="queue"),
+    path("campaigns/<int:pk>/judge-next/", views.judge_next, name="judge_next"),
+    path("campaigns/<int:pk>/write-next/", views.write_next, name="write_next"),
+    path("judge/<uuid:token>/", views.judge, name="judge"),
+    path("write/<uuid:token>/", views.write, name="write"),
+]

@@ -1,0 +1,54 @@
+"""A real worker process and a real broker run a task to completion.
+
+Redis (production's broker, running on 127.0.0.1:6379 here) and the default
+that needs no extra service (kombu's SQLAlchemy transport on PostgreSQL)."""
+import pytest
+from kombu import Connection
+from sqlalchemy.pool import NullPool
+
+from memweb import celery_app
+from memweb.models import TaskProbe, WorkerHeartbeat
+from tests.support.processes import celery_worker, database_url_for_tests, wait_until, worker_env
+
+pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+
+
+def _sqla_broker_url() -> str:
+    return "sqla+" + database_url_for_tests().replace("postgresql://", "postgresql+psycopg://", 1)
+
+
+BROKERS = {
+    "default-sqlalchemy-on-postgres": _sqla_broker_url,
+    "redis": lambda: "redis://127.0.0.1:6379/15",
+}
+
+
+@pytest.fixture(params=sorted(BROKERS))
+def broker_url(request):
+    return BROKERS[request.param]()
+
+
+def _queue_probe(broker_url: str) -> TaskProbe:
+    probe = TaskProbe.objects.create(token=f"probe-{broker_url[:5]}")
+    # NullPool: the publisher's SQLAlchemy engine must not keep a connection to the test database open.
+    with Connection(broker_url, transport_options={"poolclass": NullPool}) as conn:
+        celery_app.send_task("memweb.tasks.complete_probe", args=[probe.pk], connection=conn)
+    return probe
+
+
+def test_it_runs_a_queued_task_on_a_real_worker(broker_url):
+    probe = _queue_probe(broker_url)  # queued before the worker exists: the broker keeps it
+    env = worker_env(None if broker_url.startswith("sqla+") else broker_url)
+    with celery_worker(env, hostname="probe-worker@%h"):
+        wait_until(lambda: TaskProbe.objects.filter(pk=probe.pk, done_at__isnull=False).exists(),
+                   timeout=60, message="the worker to complete the probe task")
+        probe.refresh_from_db()
+        assert probe.worker.startswith("probe-worker@")
+        assert WorkerHeartbeat.objects.filter(hostname__startswith="probe-worker@").exists()
+
+
+def test_it_forgets_the_heartbeat_when_the_worker_stops():
+    with celery_worker(worker_env(), hostname="brief-worker@%h"):
+        wait_until(lambda: WorkerHeartbeat.objects.filter(hostname__startswith="brief-worker@").exists(),
+                   timeout=60, message="the worker's first heartbeat")
+    assert not WorkerHeartbeat.objects.filter(hostname__startswith="brief-worker@").exists()

@@ -1,0 +1,69 @@
+"""The embedded PostgreSQL: first start, reuse, and recovery after SIGKILL.
+
+Each test uses its own data folder, so it exercises a real initdb and never
+disturbs the server the rest of the suite runs on."""
+import os
+import signal
+
+import psycopg
+import pytest
+
+from memweb import embedded_db
+
+
+@pytest.fixture
+def fresh_server(tmp_path):
+    data_dir = tmp_path / "data"
+    yield data_dir
+    embedded_db.stop(embedded_db.EmbeddedServer(data_dir))
+
+
+def _query(server, sql):
+    with psycopg.connect(server.url("memweb")) as conn:
+        return conn.execute(sql).fetchone()[0]
+
+
+def test_it_initialises_starts_and_offers_pgvector(fresh_server):
+    server, started = embedded_db.ensure_running(fresh_server, "memweb")
+    assert started
+    assert (server.pgdata / "PG_VERSION").exists()
+    assert _query(server, "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'")
+
+
+def test_it_reuses_a_running_server(fresh_server):
+    server, _ = embedded_db.ensure_running(fresh_server, "memweb")
+    pid = embedded_db._postmaster_pid(server)
+    again, started = embedded_db.ensure_running(fresh_server, "memweb")
+    assert not started
+    assert embedded_db._postmaster_pid(again) == pid
+
+
+def test_it_recovers_after_the_server_was_killed(fresh_server):
+    server, _ = embedded_db.ensure_running(fresh_server, "memweb")
+    with psycopg.connect(server.url("memweb"), autocommit=True) as conn:
+        conn.execute("CREATE TABLE survivor (note text)")
+        conn.execute("INSERT INTO survivor VALUES ('kept')")
+    os.kill(embedded_db._postmaster_pid(server), signal.SIGKILL)
+
+    recovered, started = embedded_db.ensure_running(fresh_server, "memweb")
+
+    assert started
+    assert _query(recovered, "SELECT note FROM survivor") == "kept"
+
+
+def test_it_ignores_a_stale_pid_file_naming_another_process(fresh_server):
+    server, _ = embedded_db.ensure_running(fresh_server, "memweb")
+    embedded_db.stop(server)
+    # A postmaster.pid whose PID now belongs to an unrelated process (this test).
+    (server.pgdata / "postmaster.pid").write_text(f"{os.getpid()}\n{server.pgdata}\n")
+
+    _, started = embedded_db.ensure_running(fresh_server, "memweb")
+
+    assert started
+    assert embedded_db.is_running(server)
+
+
+def test_it_stops_cleanly(fresh_server):
+    server, _ = embedded_db.ensure_running(fresh_server, "memweb")
+    embedded_db.stop(server)
+    assert not embedded_db.is_running(server)

@@ -1,0 +1,67 @@
+"""Start real memweb processes (Celery workers) against the test database."""
+import os
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def database_url_for_tests() -> str:
+    """A DATABASE_URL naming the database pytest-django created for this session."""
+    scheme, rest = settings.DATABASE_URL.split("://", 1)
+    credentials_and_host, tail = rest.split("/", 1)
+    query = tail.split("?", 1)[1] if "?" in tail else ""
+    name = connection.settings_dict["NAME"]
+    return f"{scheme}://{credentials_and_host}/{name}" + (f"?{query}" if query else "")
+
+
+def worker_env(broker_url: str | None = None, **extra: str) -> dict:
+    env = {**os.environ, "DATABASE_URL": database_url_for_tests(), "MEMWEB_WORKER_HEARTBEAT_SECONDS": "1", **extra}
+    env.pop("CELERY_BROKER_URL", None)
+    if broker_url:
+        env["CELERY_BROKER_URL"] = broker_url
+    return env
+
+
+@contextmanager
+def celery_worker(env: dict, *, concurrency: int = 1, hostname: str = "test-worker@%h"):
+    """A real `celery worker` process; killed (with its children) on exit."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "memweb", "worker", "--loglevel", "INFO",
+         "--concurrency", str(concurrency), "--hostname", hostname, "--without-gossip", "--without-mingle"],
+        cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        yield process
+    finally:
+        stop_process_group(process)
+
+
+def stop_process_group(process: subprocess.Popen, timeout: float = 20) -> str:
+    """SIGTERM the process group, SIGKILL what remains; return what it printed."""
+    import signal
+
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        output, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
+    return output or ""
+
+
+def wait_until(predicate, *, timeout: float, interval: float = 0.2, message: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {message}")
