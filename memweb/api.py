@@ -62,9 +62,12 @@ class EmbeddingOut(Schema):
 class LLMRoleOut(Schema):
     role: str
     offline: bool
+    backend: str
     model: str
     base_url: str
-    label: str
+    last_status: str | None
+    last_error: str
+    last_at: datetime | None
 
 
 class HealthOut(Schema):

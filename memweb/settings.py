@@ -100,6 +100,11 @@ else:
 DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0))}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Shared by all web workers (login/API-key failure counters), with no extra service.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "memweb_cache"}}
+MEMWEB_AUTH_MAX_FAILURES = env_int("MEMWEB_AUTH_MAX_FAILURES", 10, minimum=1)
+MEMWEB_AUTH_FAILURE_WINDOW_SECONDS = env_int("MEMWEB_AUTH_FAILURE_WINDOW_SECONDS", 300, minimum=1)
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

@@ -4,7 +4,7 @@ from django.conf import settings
 
 from memweb import celery_app
 
-pytest_plugins = ["tests.fixtures.users", "tests.fakes.openai_server"]
+pytest_plugins = ["tests.fixtures.users", "tests.fakes.openai_server", "tests.browser"]
 
 
 @pytest.fixture(autouse=True)
@@ -12,6 +12,15 @@ def _test_settings(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     # No collectstatic in tests: plain storage, served from the finders.
     settings.STORAGES = {**settings.STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}
+    # Otherwise WhiteNoise rescans every static file for each new test client (~1 s each).
+    settings.WHITENOISE_AUTOREFRESH = True
+
+
+    # A per-test in-memory cache: login/API-key failure counters of one test must not throttle the next.
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "tests"}}
+    from django.core.cache import cache
+
+    cache.clear()
 
 
 @pytest.fixture(autouse=True)

@@ -20,6 +20,7 @@ class Command(BaseCommand):
         host = env_str("MEMWEB_HOST", "127.0.0.1")
         port = env_int("MEMWEB_PORT", 8000, minimum=1, maximum=65535)
         call_command("migrate", interactive=False, verbosity=0)
+        call_command("createcachetable", verbosity=0)
         call_command("collectstatic", interactive=False, verbosity=0)
         self._create_admin_once()
         call_command("load_demo")

@@ -1,0 +1,152 @@
+"""Who may call the JSON API: a signed-in browser session or an agent's API key,
+then a role check. Also the brute-force guard shared by API keys and the login page.
+
+Use `auth=api_auth(Role.REVIEWER)` on a ninja operation; `api_auth()` (no roles)
+admits any authenticated user. `request.auth` and `request.user` are the User.
+"""
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db.models import Q
+from django.utils import timezone
+from ninja.errors import AuthenticationError, AuthorizationError, HttpError
+from ninja.security import APIKeyCookie, APIKeyHeader, HttpBearer
+from ninja.utils import check_csrf
+
+from memweb.models import ApiKey
+from memweb.roles import has_role
+
+NO_CREDENTIALS = "Authentication required: sign in, or send an API key as 'Authorization: Bearer <key>' or 'X-API-Key: <key>'"
+BAD_KEY = "Invalid or revoked API key"
+TOO_MANY_FAILURES = "Too many failed attempts from this address; try again in a few minutes"
+# last_used_at is for humans auditing keys: minute resolution saves a write per request.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+# --- brute-force guard: failures per client address in a fixed window (Django's cache) ---
+def client_ip(request) -> str:
+    # REMOTE_ADDR only: X-Forwarded-For is client-controlled unless a trusted proxy rewrites it.
+    return request.META.get("REMOTE_ADDR") or "unknown"
+
+
+def _failure_key(scope: str, ip: str) -> str:
+    return f"memweb:auth-failures:{scope}:{ip}"
+
+
+def _max_failures() -> int:
+    return settings.MEMWEB_AUTH_MAX_FAILURES
+
+
+def _failure_window() -> int:
+    return settings.MEMWEB_AUTH_FAILURE_WINDOW_SECONDS
+
+
+def auth_failures_exceeded(*, scope: str, ip: str) -> bool:
+    return cache.get(_failure_key(scope, ip), 0) >= _max_failures()
+
+
+def auth_failure_record(*, scope: str, ip: str) -> None:
+    key = _failure_key(scope, ip)
+    # add() starts the window at the first failure; incr() keeps that expiry.
+    cache.add(key, 0, timeout=_failure_window())
+    try:
+        cache.incr(key)
+    except ValueError:  # the window expired between add() and incr()
+        cache.add(key, 1, timeout=_failure_window())
+
+
+def auth_failures_reset(*, scope: str, ip: str) -> None:
+    cache.delete(_failure_key(scope, ip))
+
+
+# --- API keys ---
+def api_key_user(*, request, secret: str):
+    """The active user owning `secret`, or 401/429. Counts failures per address."""
+    ip = client_ip(request)
+    if auth_failures_exceeded(scope="api", ip=ip):
+        raise HttpError(429, TOO_MANY_FAILURES)
+    key = (
+        ApiKey.objects.select_related("user")
+        .filter(key_hash=ApiKey.hash_secret(secret.strip()), revoked_at__isnull=True, user__is_active=True)
+        .first()
+    )
+    if key is None:
+        auth_failure_record(scope="api", ip=ip)
+        raise AuthenticationError(401, BAD_KEY)
+    api_key_touch(key=key)
+    return key.user
+
+
+def api_key_touch(*, key: ApiKey) -> None:
+    now = timezone.now()
+    stale = now - LAST_USED_RESOLUTION
+    if key.last_used_at is not None and key.last_used_at >= stale:
+        return
+    # Conditional so concurrent requests write at most once per minute.
+    ApiKey.objects.filter(pk=key.pk).filter(Q(last_used_at__isnull=True) | Q(last_used_at__lt=stale)).update(
+        last_used_at=now
+    )
+
+
+def role_check(*, request, user, roles: tuple[str, ...]):
+    if roles and not has_role(user, *roles):
+        raise AuthorizationError(403, f"needs one of the roles: {', '.join(roles)}")
+    request.user = user
+    return user
+
+
+# --- the three ways in; each carries `.roles` for the authorisation-matrix test ---
+class ApiKeyBearer(HttpBearer):
+    def __init__(self, roles: tuple[str, ...]):
+        self.roles = roles
+        super().__init__()
+
+    def authenticate(self, request, token):
+        return role_check(request=request, user=api_key_user(request=request, secret=token), roles=self.roles)
+
+
+class ApiKeyHeader(APIKeyHeader):
+    param_name = "X-API-Key"
+
+    def __init__(self, roles: tuple[str, ...]):
+        self.roles = roles
+        super().__init__()
+
+    def authenticate(self, request, key):
+        if not key:
+            return None
+        return role_check(request=request, user=api_key_user(request=request, secret=key), roles=self.roles)
+
+
+class SessionRoleAuth(APIKeyCookie):
+    """Django's session, with CSRF on unsafe methods (as ninja's SessionAuth).
+    Runs last, so reaching it without a session means no credentials at all."""
+
+    param_name = settings.SESSION_COOKIE_NAME
+
+    def __init__(self, roles: tuple[str, ...]):
+        self.roles = roles
+        super().__init__(csrf=True)
+
+    def __call__(self, request):
+        if not request.user.is_authenticated:
+            raise AuthenticationError(401, NO_CREDENTIALS)
+        if not getattr(request, "_ninja_csrf_exempt", False) and check_csrf(request):
+            raise HttpError(403, "CSRF check failed: send the X-CSRFToken header with the csrftoken cookie's value")
+        return self.authenticate(request, None)
+
+    def authenticate(self, request, key):
+        return role_check(request=request, user=request.user, roles=self.roles)
+
+
+class ApiAuth(list):
+    """The value for ninja's `auth=`: key schemes first, so agents never hit the CSRF check."""
+
+    def __init__(self, roles: tuple[str, ...]):
+        self.roles = roles
+        super().__init__([ApiKeyBearer(roles), ApiKeyHeader(roles), SessionRoleAuth(roles)])
+
+
+def api_auth(*roles: str) -> ApiAuth:
+    return ApiAuth(tuple(str(role) for role in roles))

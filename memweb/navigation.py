@@ -1,0 +1,93 @@
+"""What the base UI shows each user: navigation links and the home page's live counts.
+
+Apps contribute both through class attributes of their AppConfig:
+
+    nav_items = (("Review queue", "orbs:review_queue", ("reviewer",)),)
+    home_counts = (("Orbs awaiting review", "orbs.services.orbs_count_pending", ("reviewer",), "orbs:review_queue"),)
+
+A nav item is (label, url name, roles). A home count is (label, dotted path of a
+function taking no arguments and returning an int, roles[, url name to link]).
+An entry is shown to users holding one of its roles; no roles means every
+signed-in user; admins see everything.
+"""
+from dataclasses import dataclass
+
+from django.apps import apps
+from django.core.exceptions import ImproperlyConfigured
+from django.urls import reverse
+from django.utils.module_loading import import_string
+
+from memweb.roles import Role, has_role
+
+
+@dataclass(frozen=True)
+class NavItem:
+    label: str
+    url_name: str
+    roles: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class HomeCount:
+    label: str
+    function: str
+    roles: tuple[str, ...] = ()
+    url_name: str = ""
+
+
+CORE_NAV_BEFORE = (NavItem("Home", "home"),)
+CORE_NAV_AFTER = (
+    NavItem("Health", "health"),
+    NavItem("API keys", "api_keys", (Role.OPERATOR,)),
+    NavItem("API docs", "api:openapi-view"),
+    NavItem("Admin", "admin:index", (Role.ADMIN,)),
+)
+
+
+def _declared(attribute: str, kind: type, sizes: tuple[int, ...]) -> list:
+    found = []
+    for config in apps.get_app_configs():
+        for entry in getattr(config, attribute, ()):
+            if not isinstance(entry, tuple) or len(entry) not in sizes:
+                raise ImproperlyConfigured(
+                    f"{config.name}: each entry of {attribute} must be a tuple of {' or '.join(map(str, sizes))} items, got {entry!r}"
+                )
+            found.append(kind(entry[0], entry[1], tuple(str(role) for role in entry[2]), *entry[3:]))
+    return found
+
+
+def nav_items_declared() -> list[NavItem]:
+    return [*CORE_NAV_BEFORE, *_declared("nav_items", NavItem, (3,)), *CORE_NAV_AFTER]
+
+
+def home_counts_declared() -> list[HomeCount]:
+    return _declared("home_counts", HomeCount, (3, 4))
+
+
+def _visible(user, roles: tuple[str, ...]) -> bool:
+    return user.is_authenticated and (not roles or has_role(user, *roles))
+
+
+def nav_for(*, user, current_path: str) -> list[dict]:
+    """Links the user may follow; the one holding the current page is marked active."""
+    links = [
+        {"label": item.label, "url": reverse(item.url_name)}
+        for item in nav_items_declared()
+        if _visible(user, item.roles)
+    ]
+    # The longest matching prefix wins, so "/orbs/review/" beats "/orbs/" and "/" matches only home.
+    matches = [link for link in links if current_path == link["url"] or (link["url"] != "/" and current_path.startswith(link["url"]))]
+    active = max(matches, key=lambda link: len(link["url"]), default=None)
+    return [{**link, "active": link is active} for link in links]
+
+
+def home_counts_for(*, user) -> list[dict]:
+    return [
+        {
+            "label": count.label,
+            "value": import_string(count.function)(),
+            "url": reverse(count.url_name) if count.url_name else "",
+        }
+        for count in home_counts_declared()
+        if _visible(user, count.roles)
+    ]

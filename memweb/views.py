@@ -1,0 +1,132 @@
+"""Core pages: sign in/out, home with live counts, health, agent API keys."""
+from datetime import timedelta
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth import logout
+from django.contrib.auth.forms import AuthenticationForm
+from django.contrib.auth.views import LoginView
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.utils.cache import patch_cache_control
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from memweb.auth import auth_failure_record, auth_failures_exceeded, auth_failures_reset, client_ip
+from memweb.health import health_report
+from memweb.models import ApiKey, TaskProbe
+from memweb.navigation import home_counts_for, nav_for
+from memweb.roles import Role, has_role, role_required
+from memweb.services import probe_queue
+
+# After this long without a worker the probe partial says so (and keeps polling, slower).
+PROBE_PATIENCE = timedelta(seconds=30)
+_login_page = LoginView.as_view(template_name="registration/login.html", redirect_authenticated_user=True)
+
+
+@require_http_methods(["GET", "POST"])
+def login_view(request):
+    ip = client_ip(request)
+    if request.method == "POST" and auth_failures_exceeded(scope="login", ip=ip):
+        context = {"form": AuthenticationForm(request), "blocked": True}
+        return render(request, "registration/login.html", context, status=429)
+    response = _login_page(request)
+    if request.method == "POST":
+        # LoginView redirects on success and re-renders the form on bad credentials.
+        if response.status_code == 200:
+            auth_failure_record(scope="login", ip=ip)
+        else:
+            auth_failures_reset(scope="login", ip=ip)
+    return response
+
+
+@require_POST
+def logout_view(request):
+    logout(request)
+    messages.info(request, "You are signed out.")
+    return redirect("login")
+
+
+@require_GET
+@role_required()
+def home(request):
+    context = {"counts": home_counts_for(user=request.user)}
+    if request.htmx:
+        return render(request, "memweb/_counts.html", context)
+    context["shortcuts"] = [link for link in nav_for(user=request.user, current_path="") if link["url"] != "/"]
+    return render(request, "memweb/home.html", context)
+
+
+@require_GET
+@role_required()
+def health(request):
+    return render(request, "memweb/health.html", {"report": health_report()})
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def probe_send(request):
+    probe = probe_queue()
+    if request.htmx:
+        return render(request, "memweb/_probe.html", _probe_context(probe))
+    messages.info(request, "Probe task queued; this page shows its round trip once a worker has run it.")
+    return redirect("health")
+
+
+@require_GET
+@role_required(Role.OPERATOR)
+def probe_status(request, probe_id: int):
+    """Polled by the health page until a worker has completed the probe."""
+    probe = get_object_or_404(TaskProbe, pk=probe_id)
+    return render(request, "memweb/_probe.html", _probe_context(probe))
+
+
+def _probe_context(probe: TaskProbe) -> dict:
+    waited = (probe.done_at or timezone.now()) - probe.queued_at
+    return {"probe": probe, "elapsed_ms": round(waited.total_seconds() * 1000), "stalled": waited > PROBE_PATIENCE}
+
+
+class ApiKeyForm(forms.Form):
+    name = forms.CharField(
+        max_length=ApiKey._meta.get_field("name").max_length,
+        label="Key name",
+        help_text="Which agent or script will use it, e.g. “shop-agent staging”.",
+    )
+
+
+def _keys_visible_to(user):
+    keys = ApiKey.objects.select_related("user")
+    return keys if has_role(user, Role.ADMIN) else keys.filter(user=user)
+
+
+def _api_keys_page(request, *, form, new_secret: str = "", status: int = 200):
+    context = {"keys": _keys_visible_to(request.user), "form": form, "new_secret": new_secret}
+    response = render(request, "memweb/api_keys.html", context, status=status)
+    # The one response that carries a secret must not be kept by any cache.
+    patch_cache_control(response, no_store=True)
+    return response
+
+
+@require_GET
+@role_required(Role.OPERATOR)
+def api_keys(request):
+    return _api_keys_page(request, form=ApiKeyForm())
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def api_key_create(request):
+    form = ApiKeyForm(request.POST)
+    if not form.is_valid():
+        return _api_keys_page(request, form=form, status=400)
+    key, secret = ApiKey.issue(user=request.user, name=form.cleaned_data["name"])
+    messages.success(request, f"API key “{key.name}” created. Copy it now: it is shown only once.")
+    return _api_keys_page(request, form=ApiKeyForm(), new_secret=secret)
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def api_key_revoke(request, key_id: int):
+    key = get_object_or_404(_keys_visible_to(request.user), pk=key_id, revoked_at__isnull=True)
+    key.revoke()
+    messages.success(request, f"API key “{key.name}” revoked; agents using it now get 401.")
+    return redirect("api_keys")
