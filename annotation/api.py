@@ -9,6 +9,7 @@ from django.db import IntegrityError, transaction
 from django.shortcuts import get_object_or_404
 from ninja import File, Router, Schema
 from ninja.files import UploadedFile
+from ninja.responses import Status
 
 from annotation import services
 from annotation.models import Assignment, Campaign, default_criteria
@@ -135,18 +136,18 @@ def campaign_list(request, status: str = ""):
 
 @router.post("/campaigns", response={201: CampaignOut, 409: ErrorOut, 422: FieldErrorOut}, auth=OPERATORS)
 def campaign_create(request, payload: CampaignIn):
-    fields = payload.dict()
+    fields = payload.model_dump()
     fields["criteria"] = fields["criteria"] or default_criteria()
     campaign = Campaign(created_by=request.auth, **fields)
     problem = _campaign_problem(campaign)
     if problem:
-        return 422, {"detail": problem[1], "field": problem[0]}
+        return Status(422, {"detail": problem[1], "field": problem[0]})
     try:
         with transaction.atomic():
             campaign.save()
     except IntegrityError:
-        return 409, {"detail": f"a campaign named {campaign.name!r} exists"}
-    return 201, campaign
+        return Status(409, {"detail": f"a campaign named {campaign.name!r} exists"})
+    return Status(201, campaign)
 
 
 def _campaign_problem(campaign: Campaign) -> tuple[str, str] | None:
@@ -162,6 +163,20 @@ def _campaign_problem(campaign: Campaign) -> tuple[str, str] | None:
 @router.get("/campaigns/{campaign_id}", response=CampaignOut, auth=OPERATORS)
 def campaign_detail(request, campaign_id: int):
     return get_object_or_404(Campaign, pk=campaign_id)
+
+
+class StatusIn(Schema):
+    status: str
+
+
+@router.post("/campaigns/{campaign_id}/status", response={200: CampaignOut, 409: ErrorOut}, auth=OPERATORS)
+def campaign_status(request, campaign_id: int, payload: StatusIn):
+    """Open, close or reopen a campaign (draft -> open -> closed -> open)."""
+    campaign = get_object_or_404(Campaign, pk=campaign_id)
+    try:
+        return Status(200, services.campaign_status_change(campaign=campaign, status=payload.status))
+    except services.CampaignStateError as error:
+        return Status(409, {"detail": str(error)})
 
 
 @router.post("/campaigns/{campaign_id}/items", response={201: ImportReportOut, 422: ImportRejectedOut},
@@ -183,9 +198,9 @@ def items_upload(request, campaign_id: int, file: File[UploadedFile]):
 
 def _import_answer(report: services.ImportReport):
     if report.ok:
-        return 201, report.as_dict()
+        return Status(201, report.as_dict())
     detail = f"{len(report.problems)} problem(s) found; nothing was stored"
-    return 422, {"detail": detail, "report": report.as_dict()}
+    return Status(422, {"detail": detail, "report": report.as_dict()})
 
 
 @router.get("/campaigns/{campaign_id}/progress", response=ProgressOut, auth=OPERATORS)
@@ -206,8 +221,8 @@ def assignment_next(request, campaign_id: int):
     campaign = get_object_or_404(Campaign, pk=campaign_id, status=Campaign.Status.OPEN)
     assignment = services.assignment_next(campaign=campaign, annotator=request.auth)
     if assignment is None:
-        return 204, None
-    return 200, pair_payload(assignment)
+        return Status(204, None)
+    return Status(200, pair_payload(assignment))
 
 
 @router.get("/assignments/{token}", response=PairOut, auth=ANNOTATORS)
@@ -226,10 +241,10 @@ def judgment_create(request, token: UUID, payload: JudgmentIn):
         submitted = services.judgment_submit(token=token, annotator=request.auth, choices=payload.choices,
                                              comment=payload.comment, time_spent_ms=payload.time_spent_ms)
     except services.SubmitError as error:
-        return 422, {"detail": error.reason, "field": error.field}
+        return Status(422, {"detail": error.reason, "field": error.field})
     judgment = submitted.judgment
     answer = {"token": token, "choices": judgment.choices, "comment": judgment.comment, "created": submitted.created}
-    return (201 if submitted.created else 200), answer
+    return Status(201 if submitted.created else 200, answer)
 
 
 def _own_assignment(request, token: UUID) -> Assignment:

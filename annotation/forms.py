@@ -1,0 +1,66 @@
+"""Operator forms: campaign settings (criteria edited as plain lines) and uploads."""
+from django import forms
+from django.utils.text import slugify
+
+from annotation.models import Campaign
+from annotation.services import campaign_has_judgments, criteria_problem
+
+FROZEN_ONCE_JUDGED = ("criteria_text", "annotators_per_item", "allow_ties")
+
+
+def criteria_to_text(criteria: list[dict]) -> str:
+    return "\n".join(f"{criterion['label']}: {criterion.get('definition', '')}".rstrip() for criterion in criteria)
+
+
+def criteria_from_text(text: str) -> list[dict]:
+    """One criterion per line, "Label: definition"; the key is the label in snake_case."""
+    criteria = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        label, _, definition = line.partition(":")
+        key = slugify(label).replace("-", "_")
+        criteria.append({"key": key, "label": label.strip(), "definition": definition.strip()})
+    return criteria
+
+
+class CampaignForm(forms.ModelForm):
+    criteria_text = forms.CharField(
+        label="Criteria", widget=forms.Textarea(attrs={"rows": 4}),
+        help_text='One per line: "Label: definition". Frozen once the first judgment exists.',
+    )
+    deadline = forms.DateTimeField(required=False, widget=forms.DateTimeInput(attrs={"type": "datetime-local"},
+                                                                              format="%Y-%m-%dT%H:%M"))
+
+    class Meta:
+        model = Campaign
+        fields = ["name", "instructions", "annotators_per_item", "allow_ties", "deadline",
+                  "assignment_timeout_minutes"]
+        widgets = {"instructions": forms.Textarea(attrs={"rows": 8})}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["criteria_text"].initial = criteria_to_text(self.instance.criteria)
+        if self.instance.pk and campaign_has_judgments(campaign=self.instance):
+            for name in FROZEN_ONCE_JUDGED:
+                self.fields[name].disabled = True
+
+    def clean_criteria_text(self) -> str:
+        text = self.cleaned_data["criteria_text"]
+        problem = criteria_problem(criteria_from_text(text))
+        if problem:
+            raise forms.ValidationError(problem)
+        return text
+
+    def save(self, commit: bool = True) -> Campaign:
+        self.instance.criteria = criteria_from_text(self.cleaned_data["criteria_text"])
+        return super().save(commit=commit)
+
+
+class UploadForm(forms.Form):
+    file = forms.FileField(help_text="A .jsonl or .csv file; see the field list below.")
+
+
+class CampaignFilterForm(forms.Form):
+    q = forms.CharField(required=False, label="Search")
+    status = forms.ChoiceField(required=False, choices=[("", "Any status"), *Campaign.Status.choices])

@@ -1,0 +1,137 @@
+"""Agreement and preference statistics for the annotation study (no Django).
+
+Labels are in *source* terms ("human", "simulated", "tie"), never in the A/B
+terms an annotator saw: sides are randomised per assignment, so "A" means a
+different feedback on each annotator's screen.
+"""
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from statistics import median
+
+HUMAN = "human"
+SIMULATED = "simulated"
+TIE = "tie"
+SOURCES = (HUMAN, SIMULATED)
+
+
+def fleiss_kappa(counts: Sequence[Sequence[int]]) -> float | None:
+    """Fleiss' kappa (Fleiss 1971) for a subjects x categories table of counts.
+
+    Every subject must have been rated by the same number n >= 2 of raters.
+    Returns None when kappa is undefined: no subjects, or every rating fell in
+    one category (chance agreement is then 1 and the formula divides by zero).
+    """
+    if not counts:
+        return None
+    raters = _raters_per_subject(counts)
+    subjects = len(counts)
+    total = subjects * raters
+    category_shares = [sum(column) / total for column in zip(*counts)]
+    chance = sum(share * share for share in category_shares)
+    if chance >= 1.0:
+        return None
+    observed = sum(_subject_agreement(row, raters) for row in counts) / subjects
+    return (observed - chance) / (1.0 - chance)
+
+
+def _raters_per_subject(counts: Sequence[Sequence[int]]) -> int:
+    sizes = {sum(row) for row in counts}
+    if len(sizes) != 1:
+        raise ValueError(f"every subject needs the same number of ratings; got {sorted(sizes)}")
+    if len({len(row) for row in counts}) != 1:
+        raise ValueError("every subject needs a count for every category")
+    raters = sizes.pop()
+    if raters < 2:
+        raise ValueError("Fleiss' kappa needs at least two ratings per subject")
+    if any(value < 0 for row in counts for value in row):
+        raise ValueError("counts cannot be negative")
+    return raters
+
+
+def _subject_agreement(row: Sequence[int], raters: int) -> float:
+    """P_i: the share of rater pairs that agree on this subject."""
+    return (sum(value * value for value in row) - raters) / (raters * (raters - 1))
+
+
+def counts_from_labels(subjects: Iterable[Sequence[str]], categories: Sequence[str]) -> list[list[int]]:
+    """Turn each subject's list of labels into a row of per-category counts."""
+    index = {category: position for position, category in enumerate(categories)}
+    table = []
+    for labels in subjects:
+        row = [0] * len(categories)
+        for label in labels:
+            if label not in index:
+                raise ValueError(f"label {label!r} is not one of {list(categories)}")
+            row[index[label]] += 1
+        table.append(row)
+    return table
+
+
+@dataclass(frozen=True)
+class WinRates:
+    """How often each source was preferred. Rates are shares of all judgments
+    (ties included, so the three add up to 1); `simulated_vs_human` leaves ties out."""
+
+    total: int
+    simulated: int
+    human: int
+    ties: int
+
+    def _share(self, count: int) -> float | None:
+        return count / self.total if self.total else None
+
+    @property
+    def simulated_rate(self) -> float | None:
+        return self._share(self.simulated)
+
+    @property
+    def human_rate(self) -> float | None:
+        return self._share(self.human)
+
+    @property
+    def tie_rate(self) -> float | None:
+        return self._share(self.ties)
+
+    @property
+    def simulated_vs_human(self) -> float | None:
+        decided = self.simulated + self.human
+        return self.simulated / decided if decided else None
+
+    def as_dict(self) -> dict:
+        return {
+            **asdict(self),
+            "simulated_rate": self.simulated_rate,
+            "human_rate": self.human_rate,
+            "tie_rate": self.tie_rate,
+            "simulated_vs_human": self.simulated_vs_human,
+        }
+
+
+def win_rates(preferences: Iterable[str]) -> WinRates:
+    tally = Counter(preferences)
+    unknown = set(tally) - {HUMAN, SIMULATED, TIE}
+    if unknown:
+        raise ValueError(f"unknown preference labels: {sorted(unknown)}")
+    return WinRates(
+        total=sum(tally.values()), simulated=tally[SIMULATED], human=tally[HUMAN], ties=tally[TIE]
+    )
+
+
+def majority_label(labels: Sequence[str]) -> str | None:
+    """The label more than half of the raters chose, or None without a strict majority."""
+    if not labels:
+        return None
+    label, count = Counter(labels).most_common(1)[0]
+    return label if count * 2 > len(labels) else None
+
+
+def majority_agreement(pairs: Iterable[tuple[str, str | None]]) -> tuple[int, int]:
+    """(agreements, comparisons) over (own label, item majority) pairs;
+    items without a majority are not compared."""
+    compared = [(own, majority) for own, majority in pairs if majority is not None]
+    return sum(1 for own, majority in compared if own == majority), len(compared)
+
+
+def median_or_none(values: Sequence[float]) -> float | None:
+    return median(values) if values else None

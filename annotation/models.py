@@ -1,0 +1,239 @@
+"""Annotation campaigns: items (a conversation with human and simulated
+feedback), the feedback-writing queue, blind A/B assignments and judgments."""
+import secrets
+import uuid
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from annotation.metrics import HUMAN, SIMULATED, TIE
+
+# The MemoryBench study's three criteria, worded for memweb's annotators.
+DEFAULT_CRITERIA = [
+    {
+        "key": "naturalness",
+        "label": "Naturalness",
+        "definition": "Which feedback reads more like something a real customer would write: "
+        "natural wording, tone and length for the situation.",
+    },
+    {
+        "key": "relevance",
+        "label": "Relevance",
+        "definition": "Which feedback addresses what actually happened in this conversation and "
+        "the customer's request, rather than generic remarks.",
+    },
+    {
+        "key": "overall_quality",
+        "label": "Overall quality",
+        "definition": "Taking everything into account, which feedback would be more useful to "
+        "improve the agent.",
+    },
+]
+
+
+def default_criteria() -> list[dict]:
+    return [dict(criterion) for criterion in DEFAULT_CRITERIA]
+
+
+class Campaign(models.Model):
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        OPEN = "open", "Open"
+        CLOSED = "closed", "Closed"
+
+    name = models.CharField(max_length=200, unique=True)
+    instructions = models.TextField(blank=True, help_text="Markdown, shown to annotators.")
+    criteria = models.JSONField(default=default_criteria)
+    annotators_per_item = models.PositiveSmallIntegerField(
+        default=3, validators=[MinValueValidator(1), MaxValueValidator(20)]
+    )
+    allow_ties = models.BooleanField(default=False)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT, db_index=True)
+    deadline = models.DateTimeField(null=True, blank=True)
+    assignment_timeout_minutes = models.PositiveIntegerField(
+        default=30, validators=[MinValueValidator(1), MaxValueValidator(7 * 24 * 60)],
+        help_text="An unfinished assignment or feedback task is handed to someone else after this long.",
+    )
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def criterion_keys(self) -> list[str]:
+        return [criterion["key"] for criterion in self.criteria]
+
+    @property
+    def categories(self) -> tuple[str, ...]:
+        """The labels a judgment can take, in source terms (for kappa)."""
+        return (HUMAN, SIMULATED, TIE) if self.allow_ties else (HUMAN, SIMULATED)
+
+    @property
+    def timeout(self) -> timedelta:
+        return timedelta(minutes=self.assignment_timeout_minutes)
+
+    def is_accepting_work(self, now=None) -> bool:
+        now = now or timezone.now()
+        return self.status == self.Status.OPEN and (self.deadline is None or self.deadline > now)
+
+    def status_set(self, status: str) -> None:
+        self.status = status
+        self.save(update_fields=["status", "updated_at"])
+
+
+class Item(models.Model):
+    class TaskFormat(models.TextChoices):
+        # MemoryBench's input/output length formats: Long/Short input, Long/Short output.
+        LISO = "LiSo", "LiSo (long input, short output)"
+        SILO = "SiLo", "SiLo (short input, long output)"
+        LILO = "LiLo", "LiLo (long input, long output)"
+        SISO = "SiSo", "SiSo (short input, short output)"
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="items")
+    source_ref = models.CharField(max_length=200, blank=True,
+                                  help_text="Where the item came from (file row id, episode).")
+    conversation = models.JSONField(default=list, help_text="[{role, content}, ...]")
+    task_description = models.TextField(blank=True)
+    evaluation_context = models.TextField(blank=True)
+    human_feedback = models.TextField(blank=True)
+    human_feedback_author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                              on_delete=models.SET_NULL, related_name="+")
+    simulated_feedback = models.TextField()
+    language = models.CharField(max_length=16, db_index=True)
+    task_format = models.CharField(max_length=4, choices=TaskFormat.choices, db_index=True)
+    domain = models.CharField(max_length=64, db_index=True)
+    is_gold = models.BooleanField(default=False, help_text="Attention/gold item: left out of kappa and win rates.")
+    gold_expected = models.JSONField(default=dict, blank=True, help_text="{criterion: human|simulated|tie}")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "source_ref"], condition=~Q(source_ref=""),
+                                    name="annotation_item_unique_source_ref"),
+        ]
+
+    def __str__(self) -> str:
+        return f"item {self.pk} ({self.language}/{self.task_format}/{self.domain})"
+
+    @property
+    def is_ready(self) -> bool:
+        """Judging opens only once the human feedback exists."""
+        return bool(self.human_feedback.strip())
+
+
+def _opaque_token() -> uuid.UUID:
+    return uuid.uuid4()
+
+
+def _coin_flip() -> bool:
+    # secrets, not random: the side must not be predictable from earlier draws.
+    return secrets.randbelow(2) == 1
+
+
+class FeedbackTask(models.Model):
+    """The study's first step: an annotator writes the human feedback for an item."""
+
+    class Status(models.TextChoices):
+        OPEN = "open", "Open"
+        ASSIGNED = "assigned", "Assigned"
+        DONE = "done", "Done"
+
+    token = models.UUIDField(default=_opaque_token, unique=True, editable=False)
+    item = models.OneToOneField(Item, on_delete=models.CASCADE, related_name="feedback_task")
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="feedback_tasks")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN, db_index=True)
+    writer = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                               related_name="annotation_feedback_tasks")
+    text = models.TextField(blank=True)
+    assigned_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    time_spent_ms = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["pk"]
+        constraints = [
+            # One task in hand per writer per campaign: a double click cannot grab two.
+            models.UniqueConstraint(fields=["campaign", "writer"], condition=Q(status="assigned"),
+                                    name="annotation_feedbacktask_one_active"),
+        ]
+
+    def __str__(self) -> str:
+        return f"feedback task for {self.item}"
+
+
+class Assignment(models.Model):
+    """One annotator's turn at judging one item. `side_a_is_human` is drawn per
+    assignment and never leaves the server."""
+
+    class Status(models.TextChoices):
+        ASSIGNED = "assigned", "Assigned"
+        COMPLETED = "completed", "Completed"
+        EXPIRED = "expired", "Expired (reclaimed)"
+
+    token = models.UUIDField(default=_opaque_token, unique=True, editable=False)
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="assignments")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                                  related_name="annotation_assignments")
+    side_a_is_human = models.BooleanField(default=_coin_flip)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ASSIGNED, db_index=True)
+    assigned_at = models.DateTimeField(default=timezone.now)
+    opened_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["item", "annotator"], condition=~Q(status="expired"),
+                                    name="annotation_assignment_once_per_annotator"),
+            models.UniqueConstraint(fields=["campaign", "annotator"], condition=Q(status="assigned"),
+                                    name="annotation_assignment_one_active"),
+        ]
+
+    def __str__(self) -> str:
+        return f"assignment {self.pk} ({self.status})"
+
+    @property
+    def server_seconds(self) -> float | None:
+        start = self.opened_at or self.assigned_at
+        if self.completed_at is None:
+            return None
+        return (self.completed_at - start).total_seconds()
+
+    def source_of(self, side: str) -> str:
+        """Which feedback sits on side "A" or "B" for this annotator."""
+        a_source, b_source = (HUMAN, SIMULATED) if self.side_a_is_human else (SIMULATED, HUMAN)
+        return {"A": a_source, "B": b_source, "tie": TIE}[side]
+
+    def feedback_for_side(self, side: str) -> str:
+        source = self.source_of(side)
+        return self.item.human_feedback if source == HUMAN else self.item.simulated_feedback
+
+
+class Judgment(models.Model):
+    """What one annotator chose. `choices` keeps the A/B they clicked;
+    `preferences` the same choices resolved to sources, for the statistics."""
+
+    assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="judgment")
+    choices = models.JSONField(help_text="{criterion: A|B|tie} as shown")
+    preferences = models.JSONField(help_text="{criterion: human|simulated|tie}")
+    comment = models.TextField(blank=True)
+    time_spent_ms = models.PositiveIntegerField(default=0, help_text="Active time measured in the browser.")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["pk"]
+
+    def __str__(self) -> str:
+        return f"judgment {self.pk}"

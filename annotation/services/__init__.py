@@ -1,0 +1,38 @@
+"""Annotation services; import from here (`from annotation.services import ...`)."""
+from annotation.services.allocation import (
+    assignment_active,
+    assignment_next,
+    assignments_reclaim,
+    feedback_task_active,
+    feedback_task_next,
+    feedback_tasks_reclaim,
+    items_available,
+)
+from annotation.services.campaigns import (
+    CampaignStateError,
+    campaign_has_judgments,
+    campaign_status_change,
+    criteria_problem,
+    item_facets,
+    items_filter,
+)
+from annotation.services.exports import judgment_records, records_render, result_records
+from annotation.services.intake import ImportReport, RowProblem, items_from_conversations, items_import, upload_parse
+from annotation.services.judging import (
+    SubmitError,
+    Submitted,
+    assignment_open,
+    feedback_task_submit,
+    judgment_submit,
+    side_options,
+)
+from annotation.services.results import campaign_progress, campaign_results
+
+__all__ = [
+    "CampaignStateError", "ImportReport", "RowProblem", "SubmitError", "Submitted",
+    "assignment_active", "assignment_next", "assignment_open", "assignments_reclaim", "campaign_has_judgments",
+    "campaign_progress", "campaign_results", "campaign_status_change", "criteria_problem", "feedback_task_active",
+    "feedback_task_next", "feedback_task_submit", "feedback_tasks_reclaim", "item_facets", "items_available",
+    "items_filter", "items_from_conversations", "items_import", "judgment_records", "judgment_submit",
+    "records_render", "result_records", "side_options", "upload_parse",
+]

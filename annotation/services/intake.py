@@ -1,0 +1,285 @@
+"""Items in: JSONL/CSV uploads, the JSON API and memweb's own conversations.
+
+Imports are all-or-nothing: every row is validated first, and if any row has
+a problem nothing is stored and the report lists every problem (row, field,
+reason). Rows count data records from 1; a CSV header is not a row.
+"""
+import csv
+import io
+import json
+import re
+from dataclasses import asdict, dataclass, field
+
+from django.db import IntegrityError, transaction
+
+from annotation.metrics import HUMAN, SIMULATED, TIE
+from annotation.models import Campaign, FeedbackTask, Item
+
+MAX_UPLOAD_BYTES = 10 * 1024 * 1024
+MAX_ROWS = 5000
+MAX_TEXT = 50_000
+MAX_MESSAGES = 500
+FIELDS = (
+    "source_ref", "conversation", "task_description", "evaluation_context", "human_feedback",
+    "simulated_feedback", "language", "task_format", "domain", "is_gold", "gold_expected",
+)
+REQUIRED = ("conversation", "simulated_feedback", "language", "task_format", "domain")
+_LANGUAGE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
+_FORMATS = {choice.lower(): choice for choice in Item.TaskFormat.values}
+_TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no", ""}
+
+
+@dataclass(frozen=True)
+class RowProblem:
+    row: int
+    field: str
+    reason: str
+
+
+@dataclass
+class ImportReport:
+    rows: int = 0
+    created: int = 0
+    needs_feedback: int = 0
+    problems: list[RowProblem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def as_dict(self) -> dict:
+        return {"ok": self.ok, "rows": self.rows, "created": self.created, "needs_feedback": self.needs_feedback,
+                "problems": [asdict(problem) for problem in self.problems]}
+
+
+class _RowErrors(list):
+    def add(self, row: int, name: str, reason: str) -> None:
+        self.append(RowProblem(row=row, field=name, reason=reason))
+
+
+def upload_parse(*, filename: str, data: bytes) -> tuple[list[tuple[int, dict]], list[RowProblem]]:
+    """Read an uploaded file into (row number, record) pairs, by its extension."""
+    problems = _RowErrors()
+    if len(data) > MAX_UPLOAD_BYTES:
+        problems.add(0, "file", f"larger than {MAX_UPLOAD_BYTES // (1024 * 1024)} MB")
+        return [], problems
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        problems.add(0, "file", f"not UTF-8 text ({error.reason} at byte {error.start})")
+        return [], problems
+    name = filename.lower()
+    if name.endswith((".jsonl", ".ndjson")):
+        return _jsonl_records(text, problems), problems
+    if name.endswith(".csv"):
+        return _csv_records(text, problems), problems
+    problems.add(0, "file", "unsupported file type: upload a .jsonl or .csv file")
+    return [], problems
+
+
+def _jsonl_records(text: str, problems: _RowErrors) -> list[tuple[int, dict]]:
+    records = []
+    for row, line in enumerate((line for line in text.splitlines() if line.strip()), start=1):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            problems.add(row, "(row)", f"not valid JSON: {error.msg} at column {error.colno}")
+            continue
+        if not isinstance(record, dict):
+            problems.add(row, "(row)", "each line must be a JSON object")
+            continue
+        records.append((row, record))
+    return records
+
+
+def _csv_records(text: str, problems: _RowErrors) -> list[tuple[int, dict]]:
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    if not reader.fieldnames:
+        problems.add(0, "file", "empty CSV: the first line must name the columns")
+        return []
+    # A misspelt column is reported once, not on every row.
+    for unknown in [name for name in reader.fieldnames if name.strip() not in FIELDS]:
+        problems.add(0, unknown, f"unknown column; expected some of: {', '.join(FIELDS)}")
+    records = []
+    try:
+        for row, record in enumerate(reader, start=1):
+            if None in record:
+                problems.add(row, "(row)", "more cells than columns in the header")
+                record.pop(None)
+            records.append((row, {key.strip(): value for key, value in record.items()
+                                  if value is not None and key.strip() in FIELDS}))
+    except csv.Error as error:
+        problems.add(reader.line_num, "(row)", f"unreadable CSV: {error}")
+    return records
+
+
+def items_import(*, campaign: Campaign, records: list[tuple[int, dict]],
+                 problems: list[RowProblem] | None = None) -> ImportReport:
+    """Validate every record, then store all of them or none."""
+    errors = _RowErrors(problems or [])
+    report = ImportReport(rows=len(records))
+    if campaign.status == Campaign.Status.CLOSED:
+        errors.add(0, "campaign", "the campaign is closed; reopen it to add items")
+    if len(records) > MAX_ROWS:
+        errors.add(0, "file", f"{len(records)} rows; at most {MAX_ROWS} per import")
+    if not records and not errors:
+        errors.add(0, "file", "no rows to import")
+    if errors:
+        report.problems = sorted(errors, key=lambda problem: problem.row)
+        return report
+    items = _validated_items(campaign, records, errors)
+    if errors:
+        report.problems = sorted(errors, key=lambda problem: problem.row)
+        return report
+    try:
+        _store(items, report)
+    except IntegrityError:
+        report.problems = [RowProblem(0, "source_ref", "a parallel import added the same source_ref; upload again")]
+    return report
+
+
+def _validated_items(campaign: Campaign, records: list[tuple[int, dict]], errors: _RowErrors) -> list[Item]:
+    existing_refs = set(campaign.items.exclude(source_ref="").values_list("source_ref", flat=True))
+    seen_refs: dict[str, int] = {}
+    items = []
+    for row, record in records:
+        values = _row_values(campaign, row, record, errors)
+        ref = values.get("source_ref", "")
+        if ref and ref in existing_refs:
+            errors.add(row, "source_ref", f"{ref!r} is already in this campaign")
+        elif ref and ref in seen_refs:
+            errors.add(row, "source_ref", f"{ref!r} repeats row {seen_refs[ref]}")
+        elif ref:
+            seen_refs[ref] = row
+        items.append(Item(campaign=campaign, **values))
+    return items
+
+
+@transaction.atomic
+def _store(items: list[Item], report: ImportReport) -> None:
+    created = Item.objects.bulk_create(items)
+    waiting = [item for item in created if not item.is_ready]
+    FeedbackTask.objects.bulk_create(FeedbackTask(item=item, campaign=item.campaign) for item in waiting)
+    report.created, report.needs_feedback = len(created), len(waiting)
+
+
+def _row_values(campaign: Campaign, row: int, record: dict, errors: _RowErrors) -> dict:
+    for unknown in sorted(set(record) - set(FIELDS)):
+        errors.add(row, unknown, f"unknown field; expected some of: {', '.join(FIELDS)}")
+    for name in REQUIRED:
+        if _blank(record.get(name)):
+            errors.add(row, name, "required")
+    values = {
+        "source_ref": _text(row, record, "source_ref", errors, limit=200),
+        "conversation": _conversation(row, record.get("conversation"), errors),
+        "task_description": _text(row, record, "task_description", errors),
+        "evaluation_context": _text(row, record, "evaluation_context", errors),
+        "human_feedback": _text(row, record, "human_feedback", errors),
+        "simulated_feedback": _text(row, record, "simulated_feedback", errors),
+        "language": _language(row, record.get("language"), errors),
+        "task_format": _task_format(row, record.get("task_format"), errors),
+        "domain": _text(row, record, "domain", errors, limit=64),
+        "is_gold": _boolean(row, record.get("is_gold"), errors),
+    }
+    values["gold_expected"] = _gold_expected(campaign, row, record.get("gold_expected"), values["is_gold"], errors)
+    return values
+
+
+def _blank(value) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip()) or value in ([], {})
+
+
+def _text(row: int, record: dict, name: str, errors: _RowErrors, limit: int = MAX_TEXT) -> str:
+    value = record.get(name)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        errors.add(row, name, f"must be text, got {type(value).__name__}")
+        return ""
+    if len(value) > limit:
+        errors.add(row, name, f"longer than {limit} characters")
+    return value.strip()
+
+
+def _conversation(row: int, value, errors: _RowErrors) -> list:
+    if _blank(value):
+        return []
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as error:
+            errors.add(row, "conversation", f"not valid JSON: {error.msg}")
+            return []
+    if not isinstance(value, list) or len(value) > MAX_MESSAGES:
+        errors.add(row, "conversation", f"must be a list of at most {MAX_MESSAGES} messages")
+        return []
+    return [message for index, message in enumerate(value) if _message_ok(row, index, message, errors)]
+
+
+def _message_ok(row: int, index: int, message, errors: _RowErrors) -> bool:
+    where = f"conversation[{index}]"
+    if not isinstance(message, dict) or not isinstance(message.get("role"), str) or not message["role"].strip():
+        errors.add(row, where, 'each message needs a "role" (text)')
+        return False
+    if not isinstance(message.get("content"), str):
+        errors.add(row, where, 'each message needs a "content" (text)')
+        return False
+    return True
+
+
+def _language(row: int, value, errors: _RowErrors) -> str:
+    if _blank(value):
+        return ""
+    code = str(value).strip()
+    if not _LANGUAGE.match(code):
+        errors.add(row, "language", f"{code!r} is not a language code such as en, zh or pt-BR")
+    return code
+
+
+def _task_format(row: int, value, errors: _RowErrors) -> str:
+    if _blank(value):
+        return ""
+    normalised = _FORMATS.get(str(value).strip().lower())
+    if normalised is None:
+        errors.add(row, "task_format", f"{value!r} is not one of {', '.join(Item.TaskFormat.values)}")
+        return ""
+    return normalised
+
+
+def _boolean(row: int, value, errors: _RowErrors) -> bool:
+    if isinstance(value, bool) or value is None:
+        return bool(value)
+    text = str(value).strip().lower()
+    if text not in _TRUE | _FALSE:
+        errors.add(row, "is_gold", f"{value!r} is not true/false")
+    return text in _TRUE
+
+
+def _gold_expected(campaign: Campaign, row: int, value, is_gold: bool, errors: _RowErrors) -> dict:
+    if _blank(value):
+        if is_gold:
+            errors.add(row, "gold_expected", "a gold item needs its expected answers")
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as error:
+            errors.add(row, "gold_expected", f"not valid JSON: {error.msg}")
+            return {}
+    allowed = (HUMAN, SIMULATED, TIE) if campaign.allow_ties else (HUMAN, SIMULATED)
+    if not isinstance(value, dict) or set(value) - set(campaign.criterion_keys) or set(value.values()) - set(allowed):
+        errors.add(row, "gold_expected",
+                   f"must map criteria ({', '.join(campaign.criterion_keys)}) to one of {', '.join(allowed)}")
+        return {}
+    return value
+
+
+def items_from_conversations(*, campaign: Campaign, conversations: list[dict]) -> ImportReport:
+    """memweb's own intake (hook for the evaluation app): each dict has the
+    upload row's fields, e.g. an evaluation episode mapped to
+    {"source_ref": "episode:<id>", "conversation": [{role, content}, ...],
+     "task_description", "evaluation_context", "simulated_feedback",
+     "language", "task_format", "domain"}.
+    Conversations without "human_feedback" enter the feedback-writing queue,
+    and their pairwise judging opens once an annotator has written it."""
+    return items_import(campaign=campaign, records=list(enumerate(conversations, start=1)))

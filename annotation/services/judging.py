@@ -1,0 +1,127 @@
+"""Recording judgments and written feedback. Both are idempotent: a second
+submit of the same work returns what the first one stored."""
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.models import Assignment, Campaign, FeedbackTask, Judgment
+
+MAX_COMMENT = 5000
+MAX_FEEDBACK = 10_000
+MAX_TIME_MS = 24 * 3600 * 1000
+
+
+class SubmitError(ValueError):
+    """Bad input or a submit that can no longer be accepted; names the field."""
+
+    def __init__(self, field: str, reason: str):
+        super().__init__(f"{field}: {reason}")
+        self.field, self.reason = field, reason
+
+
+@dataclass(frozen=True)
+class Submitted:
+    judgment: Judgment
+    created: bool
+
+
+def side_options(campaign: Campaign) -> tuple[str, ...]:
+    return ("A", "B", "tie") if campaign.allow_ties else ("A", "B")
+
+
+def choices_validate(*, campaign: Campaign, choices: dict) -> dict[str, str]:
+    options = side_options(campaign)
+    for key in campaign.criterion_keys:
+        if choices.get(key) not in options:
+            raise SubmitError(key, f"choose one of {', '.join(options)}")
+    extra = sorted(set(choices) - set(campaign.criterion_keys))
+    if extra:
+        raise SubmitError(extra[0], "not a criterion of this campaign")
+    return {key: choices[key] for key in campaign.criterion_keys}
+
+
+def judgment_submit(*, token, annotator, choices: dict, comment: str = "", time_spent_ms: int = 0) -> Submitted:
+    """Store the annotator's judgment for the assignment `token` (theirs only:
+    anyone else's token raises Assignment.DoesNotExist)."""
+    comment = (comment or "").strip()
+    if len(comment) > MAX_COMMENT:
+        raise SubmitError("comment", f"longer than {MAX_COMMENT} characters")
+    with transaction.atomic():
+        assignment = (Assignment.objects.select_for_update(of=("self",)).select_related("item", "campaign")
+                      .get(token=token, annotator=annotator))
+        existing = Judgment.objects.filter(assignment=assignment).first()
+        if existing:
+            return Submitted(existing, created=False)
+        valid = choices_validate(campaign=assignment.campaign, choices=choices)
+        _accepting_check(assignment)
+        judgment = Judgment.objects.create(
+            assignment=assignment, choices=valid, comment=comment, time_spent_ms=_clamp_ms(time_spent_ms),
+            preferences={key: assignment.source_of(side) for key, side in valid.items()},
+        )
+        assignment.status, assignment.completed_at = Assignment.Status.COMPLETED, timezone.now()
+        assignment.save(update_fields=["status", "completed_at"])
+    return Submitted(judgment, created=True)
+
+
+def _accepting_check(assignment: Assignment) -> None:
+    if assignment.campaign.status == Campaign.Status.CLOSED:
+        raise SubmitError("campaign", "the campaign is closed")
+    if assignment.status == Assignment.Status.EXPIRED and not _revivable(assignment):
+        raise SubmitError("assignment", "this assignment timed out and its item went to other annotators")
+
+
+def _revivable(assignment: Assignment) -> bool:
+    """A late submit still counts if the item has room and the annotator holds
+    no newer assignment for it. The item row lock serialises this with allocation."""
+    item = type(assignment.item).objects.select_for_update().get(pk=assignment.item_id)
+    live = Assignment.objects.filter(item=item).exclude(status=Assignment.Status.EXPIRED)
+    return live.count() < assignment.campaign.annotators_per_item and not live.filter(
+        annotator_id=assignment.annotator_id).exists()
+
+
+def _clamp_ms(value) -> int:
+    try:
+        return max(0, min(int(value or 0), MAX_TIME_MS))
+    except (TypeError, ValueError):
+        return 0
+
+
+def assignment_open(*, assignment: Assignment) -> None:
+    """Note when the annotator first saw the item (server-side timing)."""
+    if assignment.opened_at is None:
+        Assignment.objects.filter(pk=assignment.pk, opened_at__isnull=True).update(opened_at=timezone.now())
+        assignment.refresh_from_db(fields=["opened_at"])
+
+
+def feedback_task_submit(*, token, writer, text: str, time_spent_ms: int = 0) -> FeedbackTask:
+    """Store the writer's feedback as the item's human feedback; this is what
+    opens the item for pairwise judging."""
+    text = (text or "").strip()
+    if not text:
+        raise SubmitError("text", "write the feedback before submitting")
+    if len(text) > MAX_FEEDBACK:
+        raise SubmitError("text", f"longer than {MAX_FEEDBACK} characters")
+    with transaction.atomic():
+        task = FeedbackTask.objects.select_for_update(of=("self",)).select_related("item", "campaign").get(token=token)
+        if task.status == FeedbackTask.Status.DONE and task.writer_id == writer.pk:
+            return task
+        _writable_check(task, writer)
+        _feedback_store(task, writer, text, time_spent_ms)
+    return task
+
+
+def _writable_check(task: FeedbackTask, writer) -> None:
+    if task.campaign.status == Campaign.Status.CLOSED:
+        raise SubmitError("campaign", "the campaign is closed")
+    if task.status == FeedbackTask.Status.DONE or (task.writer_id not in (None, writer.pk)):
+        raise SubmitError("task", "this task timed out and went to another annotator")
+
+
+def _feedback_store(task: FeedbackTask, writer, text: str, time_spent_ms) -> None:
+    task.status, task.writer, task.text = FeedbackTask.Status.DONE, writer, text
+    task.completed_at, task.time_spent_ms = timezone.now(), _clamp_ms(time_spent_ms)
+    task.save(update_fields=["status", "writer", "text", "completed_at", "time_spent_ms"])
+    item = task.item
+    item.human_feedback, item.human_feedback_author = text, writer
+    item.save(update_fields=["human_feedback", "human_feedback_author"])

@@ -1,0 +1,26 @@
+from django import template
+
+from annotation.markup import markdown_to_safe_html
+
+register = template.Library()
+
+
+@register.filter
+def markdown_safe(text: str):
+    """Operator markdown -> sanitised HTML (see annotation.markup)."""
+    return markdown_to_safe_html(text)
+
+
+@register.filter
+def percent(value, digits: int = 0):
+    """0.4213 -> "42%"; None -> "–" (undefined, e.g. no judgments yet)."""
+    if value is None:
+        return "–"
+    return f"{100 * value:.{int(digits)}f}%"
+
+
+@register.filter
+def decimal(value, digits: int = 3):
+    if value is None:
+        return "–"
+    return f"{value:.{int(digits)}f}"

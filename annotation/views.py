@@ -1,0 +1,296 @@
+"""Annotation pages. Operators manage campaigns and read results; annotators
+write feedback and judge blind pairs, addressed only by opaque tokens."""
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.db.models import Count, Q
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from annotation import services
+from annotation.forms import CampaignFilterForm, CampaignForm, UploadForm
+from annotation.models import Assignment, Campaign, FeedbackTask
+from annotation.services.intake import FIELDS, REQUIRED
+from memweb.roles import Role, has_role, role_required
+
+PAGE_SIZE = 20
+
+
+@require_GET
+@role_required(Role.OPERATOR, Role.ANNOTATOR)
+def index(request):
+    if has_role(request.user, Role.OPERATOR):
+        return redirect("annotation:campaign_list")
+    return redirect("annotation:queue")
+
+
+# --- operators: campaigns ---
+@require_GET
+@role_required(Role.OPERATOR)
+def campaign_list(request):
+    form = CampaignFilterForm(request.GET or None)
+    campaigns = Campaign.objects.annotate(item_count=Count("items")).order_by("-created_at", "-pk")
+    if form.is_valid():
+        if form.cleaned_data["q"]:
+            campaigns = campaigns.filter(name__icontains=form.cleaned_data["q"])
+        if form.cleaned_data["status"]:
+            campaigns = campaigns.filter(status=form.cleaned_data["status"])
+    page = Paginator(campaigns, PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {"form": form, "page": page, "query": _query_without_page(request)}
+    if request.htmx:
+        return render(request, "annotation/_campaign_rows.html", context)
+    return render(request, "annotation/campaign_list.html", context)
+
+
+def _query_without_page(request) -> str:
+    query = request.GET.copy()
+    query.pop("page", None)
+    return query.urlencode()
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(Role.OPERATOR)
+def campaign_create(request):
+    form = CampaignForm(request.POST or None, instance=Campaign(created_by=request.user))
+    if request.method == "POST" and form.is_valid():
+        campaign = form.save()
+        messages.success(request, f"Campaign “{campaign.name}” created as a draft. Add items, then open it.")
+        return redirect("annotation:campaign_detail", pk=campaign.pk)
+    return render(request, "annotation/campaign_form.html", {"form": form}, status=400 if form.errors else 200)
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(Role.OPERATOR)
+def campaign_edit(request, pk: int):
+    campaign = get_object_or_404(Campaign, pk=pk)
+    form = CampaignForm(request.POST or None, instance=campaign)
+    if request.method == "POST" and form.is_valid():
+        form.save()
+        messages.success(request, "Campaign saved.")
+        return redirect("annotation:campaign_detail", pk=campaign.pk)
+    context = {"form": form, "campaign": campaign}
+    return render(request, "annotation/campaign_form.html", context, status=400 if form.errors else 200)
+
+
+@require_GET
+@role_required(Role.OPERATOR)
+def campaign_detail(request, pk: int):
+    campaign = get_object_or_404(Campaign, pk=pk)
+    context = _detail_context(request, campaign)
+    if request.htmx:
+        return render(request, "annotation/_items.html", context)
+    return render(request, "annotation/campaign_detail.html", context)
+
+
+def _detail_context(request, campaign: Campaign, **extra) -> dict:
+    filters = {name: request.GET.get(name, "") for name in ("language", "task_format", "domain", "stage")}
+    items = services.items_filter(campaign=campaign, **filters).annotate(
+        judged=Count("assignments", filter=Q(assignments__status=Assignment.Status.COMPLETED)))
+    return {
+        "campaign": campaign, "progress": services.campaign_progress(campaign=campaign),
+        "page": Paginator(items, PAGE_SIZE).get_page(request.GET.get("page")), "filters": filters,
+        "facets": services.item_facets(campaign=campaign), "query": _query_without_page(request),
+        "upload_form": UploadForm(), "fields": FIELDS, "required": REQUIRED, **extra,
+    }
+
+
+@require_GET
+@role_required(Role.OPERATOR)
+def campaign_progress(request, pk: int):
+    """Polled by the detail page while the campaign is open."""
+    campaign = get_object_or_404(Campaign, pk=pk)
+    context = {"campaign": campaign, "progress": services.campaign_progress(campaign=campaign)}
+    return render(request, "annotation/_progress.html", context)
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def campaign_status(request, pk: int):
+    campaign = get_object_or_404(Campaign, pk=pk)
+    try:
+        services.campaign_status_change(campaign=campaign, status=request.POST.get("status", ""))
+    except services.CampaignStateError as error:
+        messages.error(request, f"Status: {error}")
+    else:
+        messages.success(request, f"The campaign is now {campaign.get_status_display().lower()}.")
+    return redirect("annotation:campaign_detail", pk=campaign.pk)
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def campaign_upload(request, pk: int):
+    """All-or-nothing: any bad row stores nothing and the report lists every problem."""
+    campaign = get_object_or_404(Campaign, pk=pk)
+    form = UploadForm(request.POST, request.FILES)
+    if not form.is_valid():
+        return _upload_answer(request, campaign, form, None, status=400)
+    upload = form.cleaned_data["file"]
+    records, problems = services.upload_parse(filename=upload.name, data=upload.read())
+    report = services.items_import(campaign=campaign, records=records, problems=problems)
+    if report.ok and not request.htmx:
+        messages.success(request, f"Imported {report.created} items ({report.needs_feedback} need human feedback).")
+        return redirect("annotation:campaign_detail", pk=campaign.pk)
+    return _upload_answer(request, campaign, form, report, status=200 if report.ok else 400)
+
+
+def _upload_answer(request, campaign, form, report, *, status: int):
+    if request.htmx:
+        return render(request, "annotation/_upload_report.html", {"report": report, "upload_form": form,
+                                                                  "campaign": campaign}, status=status)
+    context = _detail_context(request, campaign, upload_form=form, report=report)
+    return render(request, "annotation/campaign_detail.html", context, status=status)
+
+
+@require_GET
+@role_required(Role.OPERATOR)
+def campaign_results(request, pk: int):
+    campaign = get_object_or_404(Campaign, pk=pk)
+    results = services.campaign_results(campaign=campaign)
+    return render(request, "annotation/results.html", {"campaign": campaign, "results": results,
+                                                       "chart_data": _chart_data(results)})
+
+
+def _chart_data(results: dict) -> dict:
+    overall = results["overall"]
+    return {
+        "criteria": [stats["label"] for stats in overall],
+        "simulated": [stats["win"]["simulated"] for stats in overall],
+        "human": [stats["win"]["human"] for stats in overall],
+        "ties": [stats["win"]["ties"] for stats in overall],
+        "kappa": [stats["kappa"] for stats in overall],
+        "breakdowns": [
+            {"label": breakdown["label"], "groups": [group["group"] for group in breakdown["groups"]],
+             "series": [{"criterion": stats["label"], "values": [
+                 group["criteria"][index]["win"]["simulated_vs_human"] for group in breakdown["groups"]]}
+                 for index, stats in enumerate(overall)]}
+            for breakdown in results["breakdowns"]
+        ],
+    }
+
+
+@require_GET
+@role_required(Role.OPERATOR)
+def campaign_export(request, pk: int, kind: str, fmt: str):
+    campaign = get_object_or_404(Campaign, pk=pk)
+    builders = {"judgments": services.judgment_records, "results": services.result_records}
+    if kind not in builders or fmt not in ("csv", "jsonl"):
+        raise Http404("unknown export")
+    content_type = "text/csv" if fmt == "csv" else "application/x-ndjson"
+    response = HttpResponse(services.records_render(builders[kind](campaign=campaign), fmt),
+                            content_type=f"{content_type}; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="campaign-{campaign.pk}-{kind}.{fmt}"'
+    return response
+
+
+# --- annotators ---
+@require_GET
+@role_required(Role.ANNOTATOR)
+def queue(request):
+    campaigns = Campaign.objects.filter(status=Campaign.Status.OPEN).order_by("name")
+    rows = [_queue_row(campaign, request.user) for campaign in campaigns if campaign.is_accepting_work()]
+    return render(request, "annotation/queue.html", {"rows": rows})
+
+
+def _queue_row(campaign: Campaign, user) -> dict:
+    services.assignments_reclaim(campaign=campaign)
+    services.feedback_tasks_reclaim(campaign=campaign)
+    return {
+        "campaign": campaign,
+        "active": services.assignment_active(campaign=campaign, annotator=user),
+        "available": services.items_available(campaign=campaign, annotator=user).count(),
+        "judged": Assignment.objects.filter(campaign=campaign, annotator=user,
+                                            status=Assignment.Status.COMPLETED).count(),
+        "writing": services.feedback_task_active(campaign=campaign, writer=user),
+        "to_write": FeedbackTask.objects.filter(campaign=campaign, status=FeedbackTask.Status.OPEN).count(),
+        "written": FeedbackTask.objects.filter(campaign=campaign, writer=user,
+                                               status=FeedbackTask.Status.DONE).count(),
+    }
+
+
+@require_POST
+@role_required(Role.ANNOTATOR)
+def judge_next(request, pk: int):
+    return _judge_next_redirect(request, get_object_or_404(Campaign, pk=pk))
+
+
+def _judge_next_redirect(request, campaign: Campaign):
+    assignment = services.assignment_next(campaign=campaign, annotator=request.user)
+    if assignment is None:
+        messages.info(request, f"Nothing is waiting for you to judge in “{campaign.name}”. Thank you!")
+        return redirect("annotation:queue")
+    return redirect("annotation:judge", token=assignment.token)
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(Role.ANNOTATOR)
+def judge(request, token):
+    assignment = get_object_or_404(Assignment.objects.select_related("item", "campaign"), token=token,
+                                   annotator=request.user)
+    if request.method == "GET":
+        services.assignment_open(assignment=assignment)
+        return render(request, "annotation/judge.html", _judge_context(assignment, request.user))
+    choices = {key: request.POST.get(f"criterion_{key}", "") for key in assignment.campaign.criterion_keys}
+    try:
+        services.judgment_submit(token=assignment.token, annotator=request.user, choices=choices,
+                                 comment=request.POST.get("comment", ""),
+                                 time_spent_ms=request.POST.get("time_spent_ms", 0))
+    except services.SubmitError as error:
+        context = _judge_context(assignment, request.user, error=error, posted=choices,
+                                 comment=request.POST.get("comment", ""))
+        return render(request, "annotation/judge.html", context, status=400)
+    return _judge_next_redirect(request, assignment.campaign)
+
+
+def _judge_context(assignment: Assignment, user, **extra) -> dict:
+    """Only side-labelled data goes to the template; which side is human stays here."""
+    campaign = assignment.campaign
+    judgment = getattr(assignment, "judgment", None)
+    chosen = extra.pop("posted", None) or (judgment.choices if judgment else {})
+    criteria = [{**criterion, "chosen": chosen.get(criterion["key"], "")} for criterion in campaign.criteria]
+    done = Assignment.objects.filter(campaign=campaign, annotator=user, status=Assignment.Status.COMPLETED).count()
+    return {
+        "token": assignment.token, "campaign": campaign, "item": _context_of(assignment.item),
+        "feedback_a": assignment.feedback_for_side("A"), "feedback_b": assignment.feedback_for_side("B"),
+        "criteria": criteria, "options": services.side_options(campaign), "judged": judgment is not None,
+        "done": done, "remaining": services.items_available(campaign=campaign, annotator=user).count(),
+        "comment": judgment.comment if judgment else "", **extra,
+    }
+
+
+def _context_of(item) -> dict:
+    """The conversation context shown to annotators (no ids, no sources)."""
+    return {"conversation": item.conversation, "task_description": item.task_description,
+            "evaluation_context": item.evaluation_context}
+
+
+@require_POST
+@role_required(Role.ANNOTATOR)
+def write_next(request, pk: int):
+    return _write_next_redirect(request, get_object_or_404(Campaign, pk=pk))
+
+
+def _write_next_redirect(request, campaign: Campaign):
+    task = services.feedback_task_next(campaign=campaign, writer=request.user)
+    if task is None:
+        messages.info(request, f"No conversation in “{campaign.name}” needs feedback right now.")
+        return redirect("annotation:queue")
+    return redirect("annotation:write", token=task.token)
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(Role.ANNOTATOR)
+def write(request, token):
+    task = get_object_or_404(FeedbackTask.objects.select_related("item", "campaign"), token=token)
+    if task.writer_id not in (None, request.user.pk):
+        raise Http404("not your task")
+    context = {"task": task, "campaign": task.campaign, "item": _context_of(task.item)}
+    if request.method == "GET":
+        return render(request, "annotation/write.html", context)
+    text = request.POST.get("text", "")
+    try:
+        services.feedback_task_submit(token=task.token, writer=request.user, text=text,
+                                      time_spent_ms=request.POST.get("time_spent_ms", 0))
+    except services.SubmitError as error:
+        return render(request, "annotation/write.html", {**context, "error": error, "text": text}, status=400)
+    messages.success(request, "Feedback saved. Thank you!")
+    return _write_next_redirect(request, task.campaign)

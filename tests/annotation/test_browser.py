@@ -1,0 +1,66 @@
+"""A real browser judges an item with the keyboard, resumes a draft, and draws the results charts."""
+import pytest
+from django.urls import reverse
+
+from annotation.models import Judgment
+from annotation.services import assignment_next
+from tests.browser import browser, browser_page, login  # noqa: F401  (fixtures, until conftest lists tests.browser)
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_it_judges_an_item_with_the_keyboard(browser_page, live_server, make_campaign, make_items, annotator_user):
+    campaign = make_campaign()
+    make_items(campaign, 2)
+    page = browser_page
+    login(page, live_server, annotator_user)
+    page.goto(live_server.url + reverse("annotation:queue"))
+    page.get_by_role("button", name="Judge next").click()
+    page.wait_for_url("**/annotation/judge/**")
+    first_url = page.url
+    page.wait_for_timeout(300)  # some active time for the timer
+    for key in ("1", "2", "1"):
+        page.keyboard.press(key)
+    checked = page.eval_on_selector_all("input[type=radio]:checked", "inputs => inputs.map(i => i.value)")
+    assert checked == ["A", "B", "A"]
+    page.keyboard.press("Enter")
+    page.wait_for_url(lambda url: url != first_url)
+    judgment = Judgment.objects.get()
+    assert judgment.choices == {"naturalness": "A", "relevance": "B", "overall_quality": "A"}
+    assert judgment.time_spent_ms >= 300
+    assert page.get_by_text("you have judged 1 item").is_visible()
+
+
+def test_it_refuses_enter_until_every_criterion_is_answered(browser_page, live_server, make_campaign, make_items,
+                                                            annotator_user):
+    campaign = make_campaign()
+    make_items(campaign, 1)
+    assignment = assignment_next(campaign=campaign, annotator=annotator_user)
+    page = browser_page
+    login(page, live_server, annotator_user)
+    url = live_server.url + reverse("annotation:judge", args=[assignment.token])
+    page.goto(url)
+    page.keyboard.press("2")
+    page.keyboard.press("Enter")
+    page.wait_for_timeout(300)
+    assert page.url == url and not Judgment.objects.exists()
+    page.reload()  # the draft survives a reload: resume where you left off
+    assert page.eval_on_selector_all("input[type=radio]:checked", "inputs => inputs.map(i => i.name)") == [
+        "criterion_naturalness"]
+    page.keyboard.press("j")  # skip ahead; after answering, the skipped criterion is highlighted again
+    page.keyboard.press("1")
+    page.keyboard.press("1")
+    page.keyboard.press("Enter")
+    page.wait_for_url(lambda current: current != url)
+    assert Judgment.objects.get().choices == {"naturalness": "B", "relevance": "A", "overall_quality": "A"}
+
+
+def test_it_draws_the_results_charts(browser_page, live_server, make_campaign, make_items, operator_user):
+    campaign = make_campaign()
+    make_items(campaign, 1)
+    page = browser_page
+    login(page, live_server, operator_user)
+    page.goto(live_server.url + reverse("annotation:campaign_results", args=[campaign.pk]))
+    drawn = page.evaluate("['wins-chart', 'kappa-chart', 'chart-language'].map("
+                          "id => Boolean(Chart.getChart(document.getElementById(id))))")
+    assert drawn == [True, True, True]
