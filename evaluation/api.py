@@ -1,3 +1,119 @@
-from ninja import Router
+"""The evaluation JSON API: tasks (list, read, export, import) and single episodes.
+
+All operations need the operator role (session or API key). Errors are `{"detail": ...}`:
+404 unknown task, task set or episode; 422 invalid input (an import lists each bad line).
+"""
+from django.http import HttpResponse
+from ninja import Query, Router
+from ninja.errors import HttpError
+from ninja.responses import Status
+from pydantic import ValidationError
+
+from evaluation.models import Episode, Task, TaskSet
+from evaluation.schemas import (
+    EpisodeFilters, EpisodeIn, EpisodeOut, EpisodeSummaryOut, ErrorOut, TaskDetailOut, TaskFilters, TaskImportErrorOut,
+    TaskImportIn, TaskImportOut, TaskListOut,
+)
+from evaluation.services import (
+    EpisodeConfigError, episode_run, episode_trajectory, tasks_export_jsonl, tasks_filtered, tasks_import_jsonl,
+)
+from memweb.auth import api_auth
+from memweb.roles import Role
 
 router = Router(tags=["evaluation"])
+OPERATOR = api_auth(Role.OPERATOR)
+
+
+def _task_out(task: Task) -> dict:
+    return {"id": task.pk, "task_set": task.task_set.name, "external_id": task.external_id, "domain": task.domain,
+            "split": task.split, "difficulty": task.difficulty, "error_kinds": task.error_kinds,
+            "summary": task.summary, "spec": task.spec}
+
+
+def _task_set(name: str) -> TaskSet:
+    found = TaskSet.objects.filter(name=name).first()
+    if found is None:
+        raise HttpError(404, f"No task set {name!r}")
+    return found
+
+
+@router.get("/tasks", response=TaskListOut, auth=OPERATOR)
+def task_list(request, filters: Query[TaskFilters]):
+    task_set = _task_set(filters.task_set) if filters.task_set else None
+    tasks = tasks_filtered(task_set=task_set, domain=filters.domain, split=filters.split,
+                           difficulty=filters.difficulty, error_kind=filters.error_kind, q=filters.q)
+    page = tasks[filters.offset:filters.offset + filters.limit]
+    return {"count": tasks.count(), "items": [_task_out(t) for t in page]}
+
+
+@router.get("/tasks/export", auth=OPERATOR, response={404: ErrorOut})
+def task_export(request, task_set: str):
+    found = _task_set(task_set)
+    response = HttpResponse(tasks_export_jsonl(task_set=found), content_type="application/x-ndjson; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{found.name}.jsonl"'
+    return response
+
+
+@router.post("/tasks/import", response={201: TaskImportOut, 422: TaskImportErrorOut}, auth=OPERATOR)
+def task_import(request, payload: TaskImportIn):
+    report = tasks_import_jsonl(text=payload.jsonl, task_set_name=payload.task_set, description=payload.description)
+    if not report.ok:
+        return Status(422, {"detail": [{"line": line, "reason": reason} for line, reason in report.errors]})
+    return Status(201, {"task_set": report.task_set_name, "created": report.created, "updated": report.updated})
+
+
+@router.get("/tasks/{int:task_id}", response={200: TaskDetailOut, 404: ErrorOut}, auth=OPERATOR)
+def task_detail(request, task_id: int):
+    task = Task.objects.select_related("task_set").filter(pk=task_id).first()
+    if task is None:
+        raise HttpError(404, f"No task #{task_id}")
+    return _task_out(task)
+
+
+def _episode_out(episode: Episode) -> dict:
+    out = {field: getattr(episode, field) for field in EpisodeOut.model_fields
+           if field not in ("task_external_id", "scripted")}
+    out["task_external_id"] = episode.task_snapshot["id"]
+    out["scripted"] = episode.agent_scripted or episode.customer_scripted
+    return out
+
+
+@router.post("/episodes", response={201: EpisodeOut, 404: ErrorOut, 422: ErrorOut}, auth=OPERATOR)
+def episode_create(request, payload: EpisodeIn):
+    """Play one episode synchronously and return it (offline backends answer in milliseconds)."""
+    task = Task.objects.filter(pk=payload.task_id).first()
+    if task is None:
+        raise HttpError(404, f"No task #{payload.task_id}")
+    try:
+        episode = episode_run(task=task, agent_config=payload.agent, customer_config=payload.customer,
+                              memory_config=payload.memory, seed=payload.seed, max_turns=payload.max_turns)
+    except (EpisodeConfigError, ValidationError) as exc:
+        return Status(422, {"detail": str(exc)})
+    return Status(201, _episode_out(episode))
+
+
+@router.get("/episodes", response=list[EpisodeSummaryOut], auth=OPERATOR)
+def episode_list(request, filters: Query[EpisodeFilters]):
+    """The latest episodes, newest first."""
+    episodes = Episode.objects.select_related("task")
+    if filters.task_id is not None:
+        episodes = episodes.filter(task_id=filters.task_id)
+    return [_episode_out(e) for e in episodes[:filters.limit]]
+
+
+@router.get("/episodes/{int:episode_id}", response={200: EpisodeOut, 404: ErrorOut}, auth=OPERATOR)
+def episode_detail(request, episode_id: int):
+    return _episode_out(_episode(episode_id))
+
+
+@router.get("/episodes/{int:episode_id}/trajectory", response={200: dict, 404: ErrorOut}, auth=OPERATOR)
+def episode_trajectory_get(request, episode_id: int):
+    """The episode in the shared trajectory shape that POST /api/orbs/banks/{slug}/episodes accepts."""
+    return episode_trajectory(_episode(episode_id))
+
+
+def _episode(episode_id: int) -> Episode:
+    episode = Episode.objects.select_related("task").filter(pk=episode_id).first()
+    if episode is None:
+        raise HttpError(404, f"No episode #{episode_id}")
+    return episode

@@ -1,4 +1,15 @@
-from django.urls import path  # noqa: F401  (pages are added here as the app grows)
+from django.urls import path
+
+from evaluation import views
 
 app_name = "evaluation"
-urlpatterns: list = []
+urlpatterns = [
+    path("tasks/", views.task_list, name="task_list"),
+    path("tasks/load-builtin/", views.tasks_load_builtin, name="tasks_load_builtin"),
+    path("tasks/import/", views.task_import, name="task_import"),
+    path("tasks/export/", views.task_export, name="task_export"),
+    path("tasks/<int:task_id>/", views.task_detail, name="task_detail"),
+    path("tasks/<int:task_id>/play/", views.task_play, name="task_play"),
+    path("episodes/", views.episode_list, name="episode_list"),
+    path("episodes/<int:episode_id>/", views.episode_detail, name="episode_detail"),
+]

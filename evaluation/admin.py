@@ -1,0 +1,26 @@
+from django.contrib import admin
+
+from evaluation.models import Episode, Task, TaskSet
+
+
+@admin.register(TaskSet)
+class TaskSetAdmin(admin.ModelAdmin):
+    list_display = ("name", "is_builtin", "created_at")
+    search_fields = ("name", "description")
+
+
+@admin.register(Task)
+class TaskAdmin(admin.ModelAdmin):
+    list_display = ("external_id", "task_set", "domain", "split", "difficulty", "summary")
+    list_filter = ("task_set", "domain", "split", "difficulty")
+    search_fields = ("external_id", "summary")
+
+
+@admin.register(Episode)
+class EpisodeAdmin(admin.ModelAdmin):
+    list_display = ("pk", "task", "agent_backend", "customer_backend", "memory_kind", "success", "reward", "turns",
+                    "status", "created_at")
+    list_filter = ("success", "status", "memory_kind", "agent_backend", "customer_backend")
+    search_fields = ("task__external_id",)
+    raw_id_fields = ("task",)
+    readonly_fields = [field.name for field in Episode._meta.fields]

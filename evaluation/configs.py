@@ -1,0 +1,49 @@
+"""The three configurations of an episode (agent, simulated customer, memory), validated.
+
+Plain pydantic models: the API uses them as request bodies, services accept them or dicts.
+"""
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from evaluation.shop.errors import ERROR_KINDS
+
+
+class _Config(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class AgentConfig(_Config):
+    backend: Literal["scripted", "llm"] = "scripted"
+    # Scripted agent only: probability (per episode) of making each error kind.
+    error_rates: dict[Literal[ERROR_KINDS], float] = Field(default_factory=dict)
+    # LLM agent only: model calls allowed per customer turn (tool rounds included).
+    max_steps: int = Field(default=8, ge=1, le=30)
+
+    @model_validator(mode="after")
+    def _rates_are_probabilities(self):
+        for kind, rate in self.error_rates.items():
+            if not 0.0 <= rate <= 1.0:
+                raise ValueError(f"error_rates.{kind} must be between 0 and 1, got {rate}")
+        return self
+
+
+class CustomerConfig(_Config):
+    backend: Literal["agenda", "llm"] = "agenda"
+
+
+class MemoryConfig(_Config):
+    kind: Literal["none", "memorb"] = "none"
+    bank: str = Field(default="", max_length=200, description="Memory bank name or slug (MemOrb)")
+    k: int | None = Field(default=None, ge=1, le=50, description="Top-k; the bank's own k when empty")
+    approved_only: bool = True
+    same_customer_only: bool = Field(default=False, description="The paper's no-cross-user ablation")
+    same_domain_only: bool = False
+    min_score: float | None = Field(default=None, ge=-1.0, le=1.0)
+    per_turn: bool = Field(default=True, description="Retrieve before every agent turn, or once per episode")
+
+    @model_validator(mode="after")
+    def _bank_for_memorb(self):
+        if self.kind == "memorb" and not self.bank.strip():
+            raise ValueError("bank is required when kind is memorb")
+        return self

@@ -1,0 +1,87 @@
+"""Forms of the task and episode pages; each error names its field."""
+from django import forms
+
+from evaluation.models import Difficulty, Domain, ErrorKind, Split, TaskSet
+from evaluation.shop.episode import DEFAULT_MAX_TURNS
+from evaluation.shop.errors import ERROR_KINDS
+
+MAX_UPLOAD_BYTES = 5 * 1024 * 1024
+
+
+def _choices(choices, blank: str) -> list[tuple[str, str]]:
+    return [("", blank), *choices]
+
+
+class TaskFilterForm(forms.Form):
+    task_set = forms.ModelChoiceField(queryset=TaskSet.objects.all(), required=False, empty_label="all task sets",
+                                      to_field_name="name")
+    domain = forms.ChoiceField(required=False, choices=_choices(Domain.choices, "any domain"))
+    split = forms.ChoiceField(required=False, choices=_choices(Split.choices, "any split"))
+    difficulty = forms.ChoiceField(required=False, choices=_choices(Difficulty.choices, "any difficulty"))
+    error_kind = forms.ChoiceField(required=False, choices=_choices(ErrorKind.choices, "any error kind"),
+                                   label="Error kind")
+    q = forms.CharField(required=False, max_length=200, label="Search",
+                        widget=forms.TextInput(attrs={"type": "search", "placeholder": "id, intent, customer"}))
+
+    def filters(self) -> dict:
+        if not self.is_valid():
+            return {}
+        data = self.cleaned_data
+        return {"task_set": data["task_set"], "domain": data["domain"], "split": data["split"],
+                "difficulty": data["difficulty"], "error_kind": data["error_kind"], "q": data["q"]}
+
+
+class TaskImportForm(forms.Form):
+    task_set = forms.CharField(max_length=100, label="Task set name",
+                               help_text="A new name creates a set; an existing one is extended (same ids updated).")
+    description = forms.CharField(required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 2}))
+    file = forms.FileField(required=False, label="JSONL file", help_text="One task per line, as exported.")
+    text = forms.CharField(required=False, label="…or paste JSONL", widget=forms.Textarea(attrs={"rows": 6,
+                                                                                                "class": "mono"}))
+
+    def clean_file(self):
+        upload = self.cleaned_data.get("file")
+        if upload is None:
+            return ""
+        if upload.size > MAX_UPLOAD_BYTES:
+            raise forms.ValidationError(f"The file is larger than {MAX_UPLOAD_BYTES // (1024 * 1024)} MB.")
+        try:
+            return upload.read().decode("utf-8")
+        except UnicodeDecodeError:
+            raise forms.ValidationError("The file is not UTF-8 text.") from None
+
+    def clean(self):
+        cleaned = super().clean()
+        if not self.errors and not cleaned.get("file") and not cleaned.get("text", "").strip():
+            self.add_error("file", "Choose a JSONL file or paste its lines.")
+        return cleaned
+
+    def jsonl(self) -> str:
+        """The lines to import: the uploaded file's text, else the pasted text."""
+        return self.cleaned_data["file"] or self.cleaned_data["text"]
+
+
+class PlayForm(forms.Form):
+    """Play one episode of a task with the offline backends (or the LLM roles when configured)."""
+
+    agent = forms.ChoiceField(choices=[("scripted", "scripted agent"), ("llm", "LLM agent (actor role)")])
+    customer = forms.ChoiceField(choices=[("agenda", "agenda-based customer (scripted)"),
+                                          ("llm", "LLM customer (user simulator role)")])
+    seed = forms.IntegerField(initial=0, min_value=0, max_value=2**31 - 1)
+    max_turns = forms.IntegerField(initial=DEFAULT_MAX_TURNS, min_value=1, max_value=50, label="Max turns")
+    wrong_tool = forms.FloatField(initial=0.0, min_value=0.0, max_value=1.0, label="Wrong-tool rate")
+    wrong_arguments = forms.FloatField(initial=0.0, min_value=0.0, max_value=1.0, label="Wrong-arguments rate")
+    result_unused = forms.FloatField(initial=0.0, min_value=0.0, max_value=1.0, label="Result-unused rate")
+    bank = forms.CharField(required=False, max_length=200, label="MemOrb bank",
+                           help_text="Name of a memory bank to retrieve from before each turn; empty for no memory.")
+
+    def configs(self) -> dict:
+        data = self.cleaned_data
+        memory = {"kind": "memorb", "bank": data["bank"].strip()} if data["bank"].strip() else {"kind": "none"}
+        return {
+            "agent_config": {"backend": data["agent"], "error_rates": {k: data[k] for k in ERROR_KINDS if data[k]}},
+            "customer_config": {"backend": data["customer"]},
+            "memory_config": memory,
+            "seed": data["seed"],
+            "max_turns": data["max_turns"],
+        }

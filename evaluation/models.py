@@ -1,0 +1,132 @@
+"""Shop tasks and the episodes played on them.
+
+An Episode is a self-contained record of one conversation: it keeps a snapshot of the task spec it
+ran and every configuration, so it stays readable after tasks are edited or re-imported.
+Evaluation runs (issue 6) reference episodes from their own rows — one per (run, trial, task),
+unique there — instead of Episode pointing back at a run: an ad-hoc episode played from the task
+page or the API needs no run, and nothing here has to be nullable for it.
+"""
+from django.db import models
+from django.urls import reverse
+from django.utils import timezone
+
+SCRIPTED = "scripted"
+
+
+class Domain(models.TextChoices):
+    APPLIANCES = "appliances", "Household appliances"
+    CLOTHING = "clothing", "Clothing"
+
+
+class Split(models.TextChoices):
+    TRAIN = "train", "train"
+    DEV = "dev", "dev"
+    TEST = "test", "test"
+
+
+class Difficulty(models.TextChoices):
+    EASY = "easy", "easy"
+    MEDIUM = "medium", "medium"
+    HARD = "hard", "hard"
+
+
+class ErrorKind(models.TextChoices):
+    """The MemOrb paper's error kinds (values match evaluation.shop.errors.ERROR_KINDS)."""
+
+    WRONG_TOOL = "wrong_tool", "wrong tool"
+    WRONG_ARGUMENTS = "wrong_arguments", "wrong arguments"
+    RESULT_UNUSED = "result_unused", "result not used"
+
+
+class TaskSet(models.Model):
+    """A named collection of tasks: the 130 built-in ones, or a set a user imported."""
+
+    name = models.CharField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    is_builtin = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-is_builtin", "name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Task(models.Model):
+    task_set = models.ForeignKey(TaskSet, on_delete=models.CASCADE, related_name="tasks")
+    external_id = models.CharField(max_length=100)
+    domain = models.CharField(max_length=16, choices=Domain.choices, db_index=True)
+    split = models.CharField(max_length=8, choices=Split.choices, db_index=True)
+    difficulty = models.CharField(max_length=8, choices=Difficulty.choices, db_index=True)
+    error_kinds = models.JSONField(default=list, blank=True)
+    summary = models.CharField(max_length=300, blank=True)
+    spec = models.JSONField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["task_set", "external_id"]
+        constraints = [models.UniqueConstraint(fields=["task_set", "external_id"], name="task_unique_in_set")]
+
+    def __str__(self) -> str:
+        return f"{self.task_set.name}/{self.external_id}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("evaluation:task_detail", args=[self.pk])
+
+
+class Episode(models.Model):
+    class Status(models.TextChoices):
+        COMPLETED = "completed", "completed"
+        ERROR = "error", "infrastructure error"
+
+    class EndedBy(models.TextChoices):
+        STOP = "stop", "customer ended"
+        TRANSFER = "transfer", "transferred to a human"
+        MAX_TURNS = "max_turns", "turn limit"
+        ERROR = "error", "error"
+
+    task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="episodes")
+    task_snapshot = models.JSONField(help_text="The task spec as it was when the episode ran.")
+    seed = models.BigIntegerField()
+    agent_backend = models.CharField(max_length=200)
+    customer_backend = models.CharField(max_length=200)
+    memory_kind = models.CharField(max_length=16, default="none")
+    agent_config = models.JSONField(default=dict)
+    customer_config = models.JSONField(default=dict)
+    memory_config = models.JSONField(default=dict)
+    max_turns = models.PositiveSmallIntegerField()
+    status = models.CharField(max_length=16, choices=Status.choices, db_index=True)
+    ended_by = models.CharField(max_length=16, choices=EndedBy.choices)
+    success = models.BooleanField(db_index=True)
+    reward = models.FloatField()
+    reward_breakdown = models.JSONField(default=dict)
+    reward_details = models.JSONField(default=dict, help_text="Missing look-ups and outputs, invented ids, hashes.")
+    transcript = models.JSONField(default=list)
+    memories = models.JSONField(default=list, help_text="Retrieved memories, one record per retrieval.")
+    errors = models.JSONField(default=list, help_text="Diagnosed error kinds (wrong tool, wrong arguments, ...).")
+    committed_errors = models.JSONField(default=list, help_text="Error kinds the scripted agent chose to make.")
+    infra_error = models.TextField(blank=True)
+    turns = models.PositiveSmallIntegerField()
+    tool_calls = models.PositiveIntegerField(default=0)
+    tokens_in = models.PositiveIntegerField(default=0)
+    tokens_out = models.PositiveIntegerField(default=0)
+    latency_ms = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"episode {self.pk} on {self.task.external_id}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("evaluation:episode_detail", args=[self.pk])
+
+    @property
+    def agent_scripted(self) -> bool:
+        return self.agent_backend == SCRIPTED
+
+    @property
+    def customer_scripted(self) -> bool:
+        return self.customer_backend.startswith("agenda")

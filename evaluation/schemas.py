@@ -1,0 +1,113 @@
+"""API schemas of the evaluation app (tasks and episodes)."""
+from datetime import datetime
+from typing import Any
+
+from ninja import Schema
+from pydantic import Field
+
+from evaluation.configs import AgentConfig, CustomerConfig, MemoryConfig
+from evaluation.shop.episode import DEFAULT_MAX_TURNS
+
+
+class ErrorOut(Schema):
+    detail: Any
+
+
+class TaskOut(Schema):
+    id: int
+    task_set: str
+    external_id: str
+    domain: str
+    split: str
+    difficulty: str
+    error_kinds: list[str]
+    summary: str
+
+
+class TaskDetailOut(TaskOut):
+    spec: dict[str, Any]
+
+
+class TaskListOut(Schema):
+    count: int
+    items: list[TaskOut]
+
+
+class TaskFilters(Schema):
+    task_set: str = ""
+    domain: str = ""
+    split: str = ""
+    difficulty: str = ""
+    error_kind: str = ""
+    q: str = Field(default="", max_length=200)
+    limit: int = Field(default=50, ge=1, le=500)
+    offset: int = Field(default=0, ge=0)
+
+
+class TaskImportIn(Schema):
+    task_set: str = Field(min_length=1, max_length=100, description="Name of the task set to create or extend")
+    description: str = Field(default="", max_length=2000)
+    jsonl: str = Field(description="One task per line, as produced by the export")
+
+
+class LineErrorOut(Schema):
+    line: int
+    reason: str
+
+
+class TaskImportOut(Schema):
+    task_set: str
+    created: int
+    updated: int
+
+
+class TaskImportErrorOut(Schema):
+    detail: list[LineErrorOut]
+
+
+class EpisodeIn(Schema):
+    task_id: int = Field(description="Database id of the task (see GET /tasks)")
+    seed: int = 0
+    max_turns: int = Field(default=DEFAULT_MAX_TURNS, ge=1, le=50)
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    customer: CustomerConfig = Field(default_factory=CustomerConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+
+
+class EpisodeFilters(Schema):
+    task_id: int | None = None
+    limit: int = Field(default=50, ge=1, le=500)
+
+
+class EpisodeSummaryOut(Schema):
+    id: int
+    task_id: int
+    task_external_id: str
+    seed: int
+    agent_backend: str
+    customer_backend: str
+    memory_kind: str
+    scripted: bool
+    status: str
+    ended_by: str
+    success: bool
+    reward: float
+    turns: int
+    created_at: datetime
+
+
+class EpisodeOut(EpisodeSummaryOut):
+    reward_breakdown: dict[str, Any]
+    reward_details: dict[str, Any]
+    errors: list[dict[str, Any]]
+    committed_errors: list[str]
+    infra_error: str
+    tool_calls: int
+    tokens_in: int
+    tokens_out: int
+    latency_ms: int
+    agent_config: dict[str, Any]
+    customer_config: dict[str, Any]
+    memory_config: dict[str, Any]
+    transcript: list[dict[str, Any]]
+    memories: list[dict[str, Any]]

@@ -1,0 +1,14 @@
+"""The evaluation app's service layer; other apps call these functions, never the models' internals."""
+from evaluation.services.episodes import (
+    EpisodeConfigError, EpisodePlay, episode_ref, episode_run, episode_save, episode_simulate, episode_trajectory,
+)
+from evaluation.services.tasks import (
+    BUILTIN_SET, ImportReport, task_summary, taskset_builtin_load, tasks_export_jsonl, tasks_filtered,
+    tasks_import_jsonl,
+)
+
+__all__ = [
+    "BUILTIN_SET", "EpisodeConfigError", "EpisodePlay", "ImportReport", "episode_ref", "episode_run", "episode_save",
+    "episode_simulate", "episode_trajectory", "task_summary", "taskset_builtin_load", "tasks_export_jsonl",
+    "tasks_filtered", "tasks_import_jsonl",
+]

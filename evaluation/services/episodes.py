@@ -1,0 +1,183 @@
+"""Playing and storing episodes, and turning them into the shared trajectory dict.
+
+`episode_simulate` plays an episode and touches no evaluation table (only the Orbs retrieval log
+when memory is on); `episode_save` stores it in one short transaction. Evaluation runs call the
+two separately, so an LLM conversation never holds a transaction open and a run can store the
+episode together with its own (run, trial, task) row. `episode_run` does both.
+"""
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from evaluation.configs import AgentConfig, CustomerConfig, MemoryConfig
+from evaluation.llm_backends import LLMAgent, LLMCustomer
+from evaluation.memory import MemOrbHook
+from evaluation.models import SCRIPTED, Episode, Task
+from evaluation.shop.customers import STOP, AgendaCustomer
+from evaluation.shop.episode import DEFAULT_MAX_TURNS, EpisodeOutcome, episode_play
+from evaluation.shop.scripted_agent import ScriptedAgent
+from memweb.llm import LLMError, role_config
+from orbs.models import MemoryBank
+from orbs.services import retrieval_outcome_record
+
+TOOL_CONTENT_CHARS = 4000  # per tool message in a trajectory (the Orbs schema caps messages at 20k)
+MAX_TURNS_LIMIT = 50
+
+
+class EpisodeConfigError(ValueError):
+    """A configuration that cannot run (unknown bank, LLM backend without endpoint...)."""
+
+
+@dataclass
+class EpisodePlay:
+    task: Task
+    seed: int
+    max_turns: int
+    agent_config: AgentConfig
+    customer_config: CustomerConfig
+    memory_config: MemoryConfig
+    agent_backend: str
+    customer_backend: str
+    outcome: EpisodeOutcome
+    retrieval_ids: list[int]
+
+
+def _parsed(model, value):
+    return value if isinstance(value, model) else model.model_validate(value or {})
+
+
+def episode_simulate(*, task: Task, agent_config: AgentConfig | dict | None = None,
+                     customer_config: CustomerConfig | dict | None = None,
+                     memory_config: MemoryConfig | dict | None = None, seed: int = 0,
+                     max_turns: int = DEFAULT_MAX_TURNS) -> EpisodePlay:
+    """Play one episode of `task`. Raises EpisodeConfigError (or pydantic's ValidationError) for a
+    configuration that cannot run; an LLM that fails mid-episode is recorded, not raised."""
+    agent_config, customer_config = _parsed(AgentConfig, agent_config), _parsed(CustomerConfig, customer_config)
+    memory_config = _parsed(MemoryConfig, memory_config)
+    if not 1 <= max_turns <= MAX_TURNS_LIMIT:
+        raise EpisodeConfigError(f"max_turns must be between 1 and {MAX_TURNS_LIMIT}, got {max_turns}")
+    spec = task.spec
+    agent = _agent(agent_config, spec, seed)
+    customer = _customer(customer_config, spec, seed)
+    memory = _memory(memory_config, spec)
+    outcome = episode_play(task=spec, agent=agent, customer=customer, memory=memory, max_turns=max_turns,
+                           infra_errors=(LLMError,))
+    return EpisodePlay(task=task, seed=seed, max_turns=max_turns, agent_config=agent_config,
+                       customer_config=customer_config, memory_config=memory_config, agent_backend=agent.label,
+                       customer_backend=customer.label, outcome=outcome,
+                       retrieval_ids=memory.retrieval_ids if memory else [])
+
+
+def _require_online(role: str) -> None:
+    if role_config(role).is_offline:
+        raise EpisodeConfigError(f"the {role} role has no LLM endpoint configured (MEMWEB_LLM_{role.upper()}_BASE_URL);"
+                                 " use the scripted backend or configure one")
+
+
+def _agent(config: AgentConfig, spec: dict, seed: int):
+    if config.backend == SCRIPTED:
+        return ScriptedAgent(seed=seed, key=spec["id"], error_rates=config.error_rates)
+    _require_online("actor")
+    return LLMAgent(max_steps=config.max_steps)
+
+
+def _customer(config: CustomerConfig, spec: dict, seed: int):
+    if config.backend == "agenda":
+        return AgendaCustomer(task=spec, seed=seed)
+    _require_online("user_simulator")
+    return LLMCustomer(task=spec)
+
+
+def _memory(config: MemoryConfig, spec: dict):
+    if config.kind == "none":
+        return None
+    try:
+        return MemOrbHook(config=config, task=spec)
+    except MemoryBank.DoesNotExist:
+        raise EpisodeConfigError(f"memory bank {config.bank!r} does not exist") from None
+
+
+def episode_save(*, play: EpisodePlay) -> Episode:
+    outcome, reward = play.outcome, play.outcome.reward
+    with transaction.atomic():
+        episode = Episode.objects.create(
+            task=play.task, task_snapshot=play.task.spec, seed=play.seed, max_turns=play.max_turns,
+            agent_backend=play.agent_backend, customer_backend=play.customer_backend,
+            memory_kind=play.memory_config.kind, agent_config=play.agent_config.model_dump(),
+            customer_config=play.customer_config.model_dump(), memory_config=play.memory_config.model_dump(),
+            status=Episode.Status.ERROR if outcome.infra_error else Episode.Status.COMPLETED,
+            ended_by=outcome.ended_by, success=reward.success, reward=reward.reward,
+            reward_breakdown=reward.breakdown, reward_details=_details(reward), transcript=outcome.messages,
+            memories=outcome.memories, errors=outcome.errors, committed_errors=outcome.committed,
+            infra_error=outcome.infra_error, turns=outcome.turns, tool_calls=len(outcome.calls),
+            tokens_in=outcome.tokens_in, tokens_out=outcome.tokens_out, latency_ms=outcome.latency_ms)
+        _note_retrieval_outcome(play, episode)
+    return episode
+
+
+def _details(reward) -> dict:
+    return {"missing_lookups": reward.missing_lookups, "missing_outputs": reward.missing_outputs,
+            "invented_ids": reward.invented_ids, "state_hash": reward.state_hash,
+            "gold_state_hash": reward.gold_state_hash}
+
+
+def _note_retrieval_outcome(play: EpisodePlay, episode: Episode) -> None:
+    if play.retrieval_ids:
+        retrieval_outcome_record(retrieval_ids=play.retrieval_ids, success=episode.success, reward=episode.reward,
+                                 episode_ref=episode_ref(episode))
+
+
+def episode_run(*, task: Task, agent_config=None, customer_config=None, memory_config=None, seed: int = 0,
+                max_turns: int = DEFAULT_MAX_TURNS) -> Episode:
+    """Play one episode and store it (see episode_simulate for the arguments)."""
+    play = episode_simulate(task=task, agent_config=agent_config, customer_config=customer_config,
+                            memory_config=memory_config, seed=seed, max_turns=max_turns)
+    return episode_save(play=play)
+
+
+def episode_ref(episode: Episode) -> str:
+    return f"evaluation-episode:{episode.pk}"
+
+
+# --- the shared trajectory shape (orbs.schemas.TrajectoryIn) ---------------------------------
+
+def episode_trajectory(episode: Episode) -> dict:
+    """The episode as the trajectory dict orbs.services.orb_from_episode takes."""
+    spec = episode.task_snapshot
+    return {
+        "task_id": spec["id"],
+        "domain": spec["domain"],
+        "customer_key": spec["customer_id"],
+        "messages": [m for m in (_message(m) for m in episode.transcript) if m is not None],
+        "reward": episode.reward,
+        "success": episode.success,
+        "reward_breakdown": episode.reward_breakdown,
+        "errors": episode.errors,
+        "metadata": _metadata(episode, spec),
+    }
+
+
+def _message(message: dict) -> dict | None:
+    role, content = message["role"], (message.get("content") or "")
+    if role == "user":
+        content = content.replace(STOP, "").strip()
+        return {"role": "user", "content": content} if content else None
+    if role == "tool":
+        return {"role": "tool", "content": content[:TOOL_CONTENT_CHARS], "tool_name": message["tool_name"]}
+    calls = [{"name": c["name"], "arguments": c.get("arguments") or {}} for c in message.get("tool_calls", ())]
+    return {"role": "assistant", "content": content, **({"tool_calls": calls} if calls else {})}
+
+
+def _metadata(episode: Episode, spec: dict) -> dict:
+    # The call the task turns on: its first change, else its last look-up.
+    main = (spec["gold_actions"][:1] or spec["gold_lookups"][-1:] or [{"arguments": {}}])[0]
+    arguments = main["arguments"]
+    products = [i["slots"]["product"] for i in spec["intents"] if "product" in i["slots"]]
+    return {
+        "order_id": arguments.get("order_id"), "sku": arguments.get("new_sku") or arguments.get("product_id"),
+        "product": products[0] if products else None, "template": spec.get("template", ""),
+        "intents": [i["kind"] for i in spec["intents"]], "agent": episode.agent_backend,
+        "customer": episode.customer_backend, "seed": episode.seed,
+        # Read by orbs: the retrievals this episode used, so each hit's page shows how it ended.
+        "retrieval_ids": [m["retrieval_id"] for m in episode.memories],
+    }

@@ -1,0 +1,89 @@
+"""One episode, Django-free: the customer and the agent take turns on a fresh copy of the shop,
+then the episode is scored and its errors diagnosed.
+
+Agents implement `respond(*, text, memory, env) -> str` (tool calls go through `env`); customers
+implement `opening() -> str` and `respond(agent_text) -> str`; both expose `label`, `tokens_in`
+and `tokens_out`. A memory hook implements `before_turn(*, turn, query) -> (prompt_block, record)`.
+"""
+import functools
+import json
+import time
+from dataclasses import dataclass, field
+
+from evaluation.shop.customers import STOP
+from evaluation.shop.errors import errors_diagnose
+from evaluation.shop.generator import shop_fresh
+from evaluation.shop.reward import RewardResult, gold_replay, reward_compute, state_fingerprint
+from evaluation.shop.env import ShopEnv
+
+DEFAULT_MAX_TURNS = 12
+
+
+@dataclass
+class EpisodeOutcome:
+    messages: list[dict]
+    memories: list[dict]
+    calls: list[dict]
+    turns: int
+    ended_by: str  # stop | transfer | max_turns | error
+    reward: RewardResult
+    errors: list[dict]
+    committed: list[str] = field(default_factory=list)  # error kinds the scripted agent chose to make
+    infra_error: str = ""
+    tokens_in: int = 0
+    tokens_out: int = 0
+    latency_ms: int = 0
+
+
+@functools.lru_cache(maxsize=1024)
+def _gold_hash(seed: int, gold_actions: str) -> str:
+    return state_fingerprint(gold_replay({"shop_seed": seed, "gold_lookups": [],
+                                         "gold_actions": json.loads(gold_actions)}).state)
+
+
+def gold_state_hash(task: dict) -> str:
+    """The fingerprint of the gold-replayed shop, computed once per distinct solution."""
+    return _gold_hash(task["shop_seed"], json.dumps(task["gold_actions"], sort_keys=True))
+
+
+def episode_play(*, task: dict, agent, customer, memory=None, max_turns: int = DEFAULT_MAX_TURNS,
+                 infra_errors: tuple[type[Exception], ...] = ()) -> EpisodeOutcome:
+    """Play one episode and score it. Exceptions in `infra_errors` (an LLM endpoint that failed
+    for good) end the episode with ended_by="error" instead of propagating."""
+    started = time.monotonic()
+    env = ShopEnv(shop_fresh(task["shop_seed"]))
+    messages, memories, turns, ended_by, infra_error = [], [], 0, "max_turns", ""
+    try:
+        turns, ended_by = _converse(agent, customer, memory, env, messages, memories, max_turns)
+    except infra_errors as exc:
+        messages += env.drain()
+        ended_by, infra_error = "error", str(exc)
+    replies = [m["content"] for m in messages if m["role"] == "assistant" and m.get("content")]
+    reward = reward_compute(task=task, final_state=env.state, calls=env.calls, replies=replies,
+                            gold_state_hash=gold_state_hash(task))
+    return EpisodeOutcome(
+        messages=messages, memories=memories, calls=env.calls, turns=turns, ended_by=ended_by, reward=reward,
+        errors=errors_diagnose(task=task, calls=env.calls, reward=reward),
+        committed=sorted(getattr(agent, "committed", ())), infra_error=infra_error,
+        tokens_in=agent.tokens_in + customer.tokens_in, tokens_out=agent.tokens_out + customer.tokens_out,
+        latency_ms=round((time.monotonic() - started) * 1000))
+
+
+def _converse(agent, customer, memory, env: ShopEnv, messages: list, memories: list, max_turns: int):
+    text = customer.opening()
+    for turn in range(1, max_turns + 1):
+        messages.append({"role": "user", "content": text, "turn": turn})
+        if STOP in text:
+            return turn - 1, "stop"
+        block = ""
+        if memory is not None:
+            block, record = memory.before_turn(turn=turn, query=text)
+            if record is not None:
+                memories.append(record)
+        reply = agent.respond(text=text, memory=block, env=env)
+        messages += [{**m, "turn": turn} for m in env.drain()]
+        messages.append({"role": "assistant", "content": reply, "turn": turn})
+        if env.transferred():
+            return turn, "transfer"
+        text = customer.respond(reply)
+    return max_turns, "max_turns"

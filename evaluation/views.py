@@ -1,0 +1,141 @@
+"""Pages: the task list, a task, task import/export, episodes and their transcripts."""
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from pydantic import ValidationError
+
+from evaluation.forms import PlayForm, TaskFilterForm, TaskImportForm
+from evaluation.models import Episode, Task, TaskSet
+from evaluation.services import (
+    EpisodeConfigError, episode_run, taskset_builtin_load, tasks_export_jsonl, tasks_filtered, tasks_import_jsonl,
+)
+from memweb.roles import Role, role_required
+
+PAGE_SIZE = 25
+
+
+def _querystring(request, *, drop: str) -> str:
+    params = request.GET.copy()
+    params.pop(drop, None)
+    return params.urlencode()
+
+
+# --- tasks ---------------------------------------------------------------------------
+
+@require_GET
+@role_required(Role.OPERATOR)
+def task_list(request):
+    form = TaskFilterForm(request.GET or None)
+    page = Paginator(tasks_filtered(**form.filters()), PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {"form": form, "page": page, "query": _querystring(request, drop="page"),
+               "has_sets": TaskSet.objects.exists()}
+    if request.htmx:
+        return render(request, "evaluation/_task_rows.html", context)
+    return render(request, "evaluation/task_list.html", context)
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def tasks_load_builtin(request):
+    task_set = taskset_builtin_load()
+    messages.success(request, f"Loaded the built-in task set {task_set.name} ({task_set.tasks.count()} tasks).")
+    return redirect("evaluation:task_list")
+
+
+@require_GET
+@role_required(Role.OPERATOR)
+def task_detail(request, task_id: int):
+    task = get_object_or_404(Task.objects.select_related("task_set"), pk=task_id)
+    context = {"task": task, "spec": task.spec, "form": PlayForm(),
+               "episodes": task.episodes.all()[:20]}
+    return render(request, "evaluation/task_detail.html", context)
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def task_play(request, task_id: int):
+    task = get_object_or_404(Task, pk=task_id)
+    form = PlayForm(request.POST)
+    error = ""
+    if form.is_valid():
+        try:
+            episode = episode_run(task=task, **form.configs())
+        except (EpisodeConfigError, ValidationError) as exc:
+            error = str(exc)
+        else:
+            return redirect(episode)
+    context = {"task": task, "spec": task.spec, "form": form, "play_error": error,
+               "episodes": task.episodes.all()[:20]}
+    return render(request, "evaluation/task_detail.html", context, status=422)
+
+
+# --- import / export -------------------------------------------------------------------
+
+@require_http_methods(["GET", "POST"])
+@role_required(Role.OPERATOR)
+def task_import(request):
+    form = TaskImportForm(request.POST or None, request.FILES or None)
+    report, status = None, 200
+    if request.method == "POST":
+        report, status = _import(form)
+    context = {"form": form, "report": report, "task_sets": TaskSet.objects.all()}
+    if request.htmx:
+        return render(request, "evaluation/_import_report.html", context, status=status)
+    return render(request, "evaluation/task_import.html", context, status=status)
+
+
+def _import(form: TaskImportForm):
+    if not form.is_valid():
+        return None, 422
+    report = tasks_import_jsonl(text=form.jsonl(), task_set_name=form.cleaned_data["task_set"],
+                                description=form.cleaned_data["description"])
+    return report, 200 if report.ok else 422
+
+
+@require_GET
+@role_required(Role.OPERATOR)
+def task_export(request):
+    task_set = get_object_or_404(TaskSet, name=request.GET.get("task_set", ""))
+    response = HttpResponse(tasks_export_jsonl(task_set=task_set), content_type="application/x-ndjson; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{task_set.name}.jsonl"'
+    return response
+
+
+# --- episodes ------------------------------------------------------------------------------
+
+@require_GET
+@role_required(Role.OPERATOR)
+def episode_list(request):
+    episodes = Episode.objects.select_related("task", "task__task_set")
+    task_id = request.GET.get("task", "")
+    if task_id.isdigit():
+        episodes = episodes.filter(task_id=int(task_id))
+    outcome = request.GET.get("outcome", "")
+    if outcome in ("success", "failure"):
+        episodes = episodes.filter(success=outcome == "success")
+    page = Paginator(episodes, PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {"page": page, "query": _querystring(request, drop="page"), "outcome": outcome, "task_id": task_id}
+    if request.htmx:
+        return render(request, "evaluation/_episode_rows.html", context)
+    return render(request, "evaluation/episode_list.html", context)
+
+
+@require_GET
+@role_required(Role.OPERATOR)
+def episode_detail(request, episode_id: int):
+    episode = get_object_or_404(Episode.objects.select_related("task", "task__task_set"), pk=episode_id)
+    context = {"episode": episode, "spec": episode.task_snapshot, "turns": _turns(episode)}
+    return render(request, "evaluation/episode_detail.html", context)
+
+
+def _turns(episode: Episode) -> list[dict]:
+    """The transcript grouped by turn, each with the memories retrieved before the agent answered."""
+    memories = {m["turn"]: m for m in episode.memories}
+    turns: dict[int, dict] = {}
+    for message in episode.transcript:
+        number = message.get("turn", 0)
+        turn = turns.setdefault(number, {"number": number, "messages": [], "memory": memories.get(number)})
+        turn["messages"].append(message)
+    return list(turns.values())
