@@ -9,6 +9,7 @@ class OrbsConfig(AppConfig):
     nav_items: tuple = (
         ("Review queue", "orbs:queue", ("reviewer",)),
         ("Memory banks", "orbs:bank_list", ("reviewer", "operator")),
+        ("Experiences (DMRM)", "orbs:experience_list", ("reviewer", "operator")),
     )
     home_counts: tuple = (
         ("Orbs awaiting review", "orbs.services.count_pending", ("reviewer",), "orbs:queue"),
@@ -17,9 +18,12 @@ class OrbsConfig(AppConfig):
         "reviewer": (
             "orbs.view_memorybank", "orbs.view_orb", "orbs.change_orb", "orbs.view_reviewevent",
             "orbs.view_retrievallog", "orbs.view_episoderecord",
+            "orbs.view_experience", "orbs.change_experience", "orbs.view_sourcememory", "orbs.view_dmrmretrievallog",
         ),
         "operator": (
             "orbs.view_memorybank", "orbs.add_memorybank", "orbs.change_memorybank", "orbs.view_orb",
             "orbs.view_retrievallog", "orbs.view_episoderecord",
+            "orbs.view_experience", "orbs.view_dmrmsettings", "orbs.change_dmrmsettings", "orbs.view_sourcememory",
+            "orbs.add_sourcememory", "orbs.view_dmrmretrievallog",
         ),
     }

@@ -1,0 +1,62 @@
+from django.contrib import admin
+
+from orbs.models import EpisodeRecord, MemoryBank, Orb, RetrievalLog, ReviewEvent
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Audit and log rows are written by the services only."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(MemoryBank)
+class MemoryBankAdmin(admin.ModelAdmin):
+    list_display = ("name", "slug", "retrieval_k", "approved_only", "min_score", "auto_approve", "embedding_model")
+    list_filter = ("auto_approve", "approved_only", "embedding_model")
+    search_fields = ("name", "slug")
+    readonly_fields = ("embedding_model", "created_at")
+
+
+@admin.register(Orb)
+class OrbAdmin(admin.ModelAdmin):
+    list_display = ("id", "short_hash", "bank", "status", "emotion", "domain", "source", "reflector_backend",
+                    "times_retrieved", "created_at")
+    list_filter = ("status", "bank", "emotion", "domain", "source", "reflector_backend", "embedding_model")
+    search_fields = ("content_hash", "obs", "outcome", "customer_key", "source_label", "episode_ref")
+    date_hierarchy = "created_at"
+    exclude = ("vector",)
+    raw_id_fields = ("supersedes", "near_duplicate_of", "merged_into", "reviewer", "episode")
+    # Review decisions go through the queue, where they are versioned and audited.
+    readonly_fields = ("content_hash", "status", "version", "reviewer", "reviewed_at", "times_retrieved",
+                       "last_retrieved_at", "embedding_model", "created_at")
+
+
+@admin.register(ReviewEvent)
+class ReviewEventAdmin(ReadOnlyAdmin):
+    list_display = ("at", "orb", "action", "actor_name", "note")
+    list_filter = ("action", "at")
+    search_fields = ("orb__content_hash", "actor_name", "note")
+    date_hierarchy = "at"
+
+
+@admin.register(RetrievalLog)
+class RetrievalLogAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "bank", "client", "query", "k", "search_ms", "outcome_success")
+    list_filter = ("bank", "client", "rewriter_backend", "outcome_success")
+    search_fields = ("query", "rewritten_query", "client")
+    date_hierarchy = "created_at"
+
+
+@admin.register(EpisodeRecord)
+class EpisodeRecordAdmin(admin.ModelAdmin):
+    list_display = ("id", "bank", "status", "source", "source_label", "episode_ref", "attempts", "created_at")
+    list_filter = ("status", "bank", "source")
+    search_fields = ("source_label", "episode_ref", "error")
+    readonly_fields = ("orb", "created_orb", "attempts", "started_at", "finished_at")

@@ -1,0 +1,228 @@
+"""The Orbs JSON API: agents write episodes and retrieve memories; reviewers review.
+
+Agents and operators (role operator) write and retrieve; reviewers review;
+both read. Errors are `{"detail": ...}`: 404 unknown bank or Orb, 409 a
+stale review (ConflictOut), 422 invalid input naming each field.
+"""
+from functools import wraps
+
+from django.http import StreamingHttpResponse
+from django.urls import reverse
+from ninja import File, Form, Query, Router
+from ninja.errors import HttpError
+from ninja.files import UploadedFile
+from ninja.pagination import PageNumberPagination, paginate
+from ninja.responses import Status
+
+from memweb.auth import api_auth
+from memweb.roles import Role
+from orbs.dmrm.api import router as dmrm_router
+from orbs.errors import InvalidTransition, OrbConflict, OrbsError
+from orbs.models import EpisodeRecord, MemoryBank, Orb, Source
+from orbs.schemas import (
+    ApproveIn, BankIn, BankOut, BankStatsOut, BulkReviewIn, BulkReviewOut, ConflictOut, EditIn, EpisodeIn,
+    EpisodeQueuedOut, ErrorOut, ImportReportOut, IngestOut, MergeIn, OrbDetailOut, OrbListFilters, OrbOut, RejectIn,
+    RetrievalOutcomeIn, RetrieveIn, RetrieveOut,
+)
+from orbs.services import (
+    bank_export, bank_get_or_create, bank_import, bank_resolve, bank_stats, episode_reflect, episode_submit,
+    orb_approve, orb_edit, orb_merge, orb_reject, orbs_bulk_review, orbs_retrieve, retrieval_outcome_record,
+)
+from orbs.services.queue import orbs_queue
+
+router = Router(tags=["orbs"])
+router.add_router("/experiences", dmrm_router)
+WRITE = api_auth(Role.OPERATOR)
+READ = api_auth(Role.OPERATOR, Role.REVIEWER)
+REVIEW = api_auth(Role.REVIEWER)
+REVIEW_RESPONSES = {200: OrbOut, 404: ErrorOut, 409: ConflictOut, 422: ErrorOut}
+
+
+def _bank(slug: str) -> MemoryBank:
+    try:
+        return bank_resolve(slug)
+    except MemoryBank.DoesNotExist:
+        raise HttpError(404, f"No memory bank {slug!r}") from None
+
+
+def _orb(orb_id: int) -> Orb:
+    orb = Orb.objects.select_related("bank", "reviewer").filter(pk=orb_id).first()
+    if orb is None:
+        raise HttpError(404, f"No Orb #{orb_id}")
+    return orb
+
+
+def _review_errors(view):
+    """Service refusals as HTTP answers: stale version 409 with the current state, others 409/422."""
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        try:
+            return view(request, *args, **kwargs)
+        except Orb.DoesNotExist:
+            raise HttpError(404, "No such Orb") from None
+        except OrbConflict as conflict:
+            return Status(409, {"detail": str(conflict), "orb_id": conflict.orb_id,
+                                "current_version": conflict.current_version, "current_status": conflict.current_status})
+        except InvalidTransition as refused:
+            return Status(409, {"detail": str(refused)})
+        except OrbsError as refused:
+            return Status(422, {"detail": str(refused)})
+    return wrapped
+
+
+# --- banks ------------------------------------------------------------------
+
+@router.get("/banks", response=list[BankOut], auth=READ)
+def bank_list(request):
+    return MemoryBank.objects.all()
+
+
+@router.post("/banks", response={201: BankOut, 422: ErrorOut}, auth=WRITE)
+def bank_create(request, payload: BankIn):
+    if MemoryBank.objects.filter(name=payload.name).exists():
+        return Status(422, {"detail": f"name: a bank called {payload.name!r} already exists"})
+    return Status(201, bank_get_or_create(**payload.dict()))
+
+
+# Declared before /banks/{slug}, whose pattern would otherwise take the path.
+@router.post("/banks/import", response={201: ImportReportOut, 422: ImportReportOut}, auth=WRITE)
+def bank_import_jsonl(request, file: File[UploadedFile], name: Form[str] = ""):
+    """Import an exported bank (all lines or nothing); `name` imports it under another name."""
+    try:
+        lines = file.read().decode("utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        return Status(422, {"ok": False, "bank": name, "orbs": 0, "events": 0,
+                            "errors": [{"line": 0, "field": "file", "message": f"not UTF-8 text ({exc.reason})"}]})
+    report = bank_import(lines=lines, name=name.strip() or None)
+    return Status(201 if report.ok else 422, {**report.__dict__, "ok": report.ok})
+
+
+@router.get("/banks/{slug}", response=BankOut, auth=READ)
+def bank_detail(request, slug: str):
+    return _bank(slug)
+
+
+@router.get("/banks/{slug}/stats", response=BankStatsOut, auth=READ)
+def bank_statistics(request, slug: str):
+    return bank_stats(bank=_bank(slug))
+
+
+@router.get("/banks/{slug}/export", auth=READ)
+def bank_export_jsonl(request, slug: str):
+    """The bank as JSON Lines: line 1 the bank, then every Orb with revisions, vector and review history."""
+    bank = _bank(slug)
+    response = StreamingHttpResponse(bank_export(bank=bank), content_type="application/x-ndjson")
+    response["Content-Disposition"] = f'attachment; filename="{bank.slug}.jsonl"'
+    return response
+
+
+# --- episodes -> Orbs ----------------------------------------------------------
+
+def _ingest_out(record: EpisodeRecord) -> dict:
+    return {
+        "ingest_id": record.pk, "status": record.status, "orb": record.orb, "error": record.error,
+        "created": record.created_orb if record.orb else None,
+        "near_duplicate_of_id": record.orb.near_duplicate_of_id if record.orb else None,
+    }
+
+
+@router.post("/banks/{slug}/episodes", auth=WRITE,
+             response={200: IngestOut, 201: IngestOut, 202: EpisodeQueuedOut, 404: ErrorOut, 422: IngestOut})
+def episode_write(request, slug: str, payload: EpisodeIn, sync: bool = False):
+    """Store a finished episode; its reflection into an Orb runs as a background task (202 with
+    a status URL), or right away with `?sync=true` (201 new Orb, 200 the same Orb already stored)."""
+    bank = _bank(slug)
+    record = episode_submit(bank=bank, trajectory=payload.trajectory, source_label=payload.source_label,
+                            episode_ref=payload.episode_ref, source=Source.API, user=request.auth, queue=not sync)
+    if not sync:
+        url = reverse("api:orbs_episode_status", kwargs={"ingest_id": record.pk})
+        return Status(202, {"ingest_id": record.pk, "status": record.status, "status_url": url})
+    record = episode_reflect(ingest_id=record.pk)
+    if record.status == EpisodeRecord.Status.FAILED:
+        return Status(422, _ingest_out(record))
+    return Status(201 if record.created_orb else 200, _ingest_out(record))
+
+
+@router.get("/episodes/{ingest_id}", response={200: IngestOut, 404: ErrorOut}, auth=WRITE,
+            url_name="orbs_episode_status")
+def episode_status(request, ingest_id: int):
+    record = EpisodeRecord.objects.select_related("orb__bank", "orb__reviewer").filter(pk=ingest_id).first()
+    if record is None:
+        raise HttpError(404, f"No episode #{ingest_id}")
+    return _ingest_out(record)
+
+
+# --- retrieval --------------------------------------------------------------------
+
+@router.post("/banks/{slug}/retrieve", response={200: RetrieveOut, 404: ErrorOut, 422: ErrorOut}, auth=WRITE)
+@_review_errors
+def retrieve(request, slug: str, payload: RetrieveIn):
+    """q' = rewrite(query ⊕ context), embedded, top-k Orbs by cosine similarity, plus a prompt block."""
+    result = orbs_retrieve(bank=_bank(slug), **payload.dict())
+    return {
+        "retrieval_id": result.retrieval_id, "rewritten_query": result.rewritten_query,
+        "rewriter_backend": result.rewriter_backend, "prompt_block": result.prompt_block,
+        "hits": [{"rank": hit.rank, "score": hit.score, "orb": hit.orb} for hit in result.hits],
+    }
+
+
+@router.post("/retrievals/{retrieval_id}/outcome", response={200: ErrorOut, 404: ErrorOut}, auth=WRITE)
+def retrieval_outcome(request, retrieval_id: int, payload: RetrievalOutcomeIn):
+    """Tell memweb how the episode that used this retrieval ended (shown on each hit Orb's page)."""
+    if not retrieval_outcome_record(retrieval_ids=[retrieval_id], **payload.dict()):
+        raise HttpError(404, f"No retrieval #{retrieval_id}")
+    return {"detail": "recorded"}
+
+
+# --- reading Orbs --------------------------------------------------------------------
+
+@router.get("/orbs", response=list[OrbOut], auth=READ)
+@paginate(PageNumberPagination, page_size=50)
+def orb_list(request, filters: Query[OrbListFilters]):
+    """Pending first, oldest first; every filter optional."""
+    return orbs_queue(filters=filters.to_filters())
+
+
+# Declared before /orbs/{orb_id}, whose pattern would otherwise take the path.
+@router.post("/orbs/bulk", response={200: BulkReviewOut, 404: ErrorOut, 409: ConflictOut, 422: ErrorOut}, auth=REVIEW)
+@_review_errors
+def orb_bulk(request, payload: BulkReviewIn):
+    """Approve or reject a selection: every Orb, or none when any of them is stale."""
+    orbs = orbs_bulk_review(action=payload.action, items=[(i.id, i.expected_version) for i in payload.items],
+                            actor=request.auth, reason=payload.reason)
+    return {"action": payload.action, "orbs": orbs}
+
+
+@router.get("/orbs/{orb_id}", response={200: OrbDetailOut, 404: ErrorOut}, auth=READ)
+def orb_detail(request, orb_id: int):
+    orb = _orb(orb_id)
+    orb.history = list(orb.events.all())
+    return orb
+
+
+# --- review ---------------------------------------------------------------------
+
+@router.post("/orbs/{orb_id}/approve", response=REVIEW_RESPONSES, auth=REVIEW)
+@_review_errors
+def orb_approve_view(request, orb_id: int, payload: ApproveIn):
+    return orb_approve(orb_id=orb_id, actor=request.auth, **payload.dict())
+
+
+@router.post("/orbs/{orb_id}/reject", response=REVIEW_RESPONSES, auth=REVIEW)
+@_review_errors
+def orb_reject_view(request, orb_id: int, payload: RejectIn):
+    return orb_reject(orb_id=orb_id, actor=request.auth, **payload.dict())
+
+
+@router.post("/orbs/{orb_id}/edit", response=REVIEW_RESPONSES, auth=REVIEW)
+@_review_errors
+def orb_edit_view(request, orb_id: int, payload: EditIn):
+    """A new revision (new hash, re-embedded); the old one becomes superseded. Returns the new revision."""
+    return orb_edit(orb_id=orb_id, actor=request.auth, **payload.dict())
+
+
+@router.post("/orbs/{orb_id}/merge", response=REVIEW_RESPONSES, auth=REVIEW)
+@_review_errors
+def orb_merge_view(request, orb_id: int, payload: MergeIn):
+    """Merge this near-duplicate into `into_id`; returns the kept Orb."""
+    return orb_merge(orb_id=orb_id, actor=request.auth, **payload.dict())

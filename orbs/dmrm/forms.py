@@ -1,0 +1,59 @@
+"""Forms of the DMRM pages: browser filters, review, per-bank settings, the source builder."""
+from django import forms
+from django.db.models import Q
+
+from orbs.dmrm.models import DMRMSettings, Experience
+from orbs.models import MemoryBank
+
+DOMAINS = (("clothing", "clothing"), ("appliances", "appliances"))
+
+
+class ExperienceFilterForm(forms.Form):
+    bank = forms.ModelChoiceField(MemoryBank.objects.all(), required=False, to_field_name="slug",
+                                  empty_label="all banks")
+    memory = forms.ChoiceField(choices=[("", "both memories"), *Experience.Memory.choices], required=False)
+    status = forms.ChoiceField(choices=[("", "any status"), *Experience.Status.choices], required=False)
+    domain = forms.CharField(required=False, max_length=64)
+    task = forms.CharField(required=False, max_length=200, label="Task / trajectory")
+    min_reward = forms.FloatField(required=False, label="Reward ≥")
+    max_reward = forms.FloatField(required=False, label="Reward ≤")
+    min_q = forms.FloatField(required=False, label="Q ≥")
+    max_q = forms.FloatField(required=False, label="Q ≤")
+
+    LOOKUPS = {"bank": "bank", "memory": "memory", "status": "status", "domain": "domain",
+               "min_reward": "reward__gte", "max_reward": "reward__lte",
+               "min_q": "q_value__gte", "max_q": "q_value__lte"}
+
+    def filtered(self, queryset):
+        if not self.is_valid():
+            return queryset
+        for name, lookup in self.LOOKUPS.items():
+            value = self.cleaned_data.get(name)
+            if value not in (None, ""):
+                queryset = queryset.filter(**{lookup: value})
+        task = self.cleaned_data.get("task")
+        if task:
+            queryset = queryset.filter(Q(task_ref__icontains=task) | Q(trajectory_id__icontains=task))
+        return queryset
+
+
+class ReviewForm(forms.Form):
+    decision = forms.ChoiceField(choices=[("approved", "approve"), ("rejected", "reject")])
+    version = forms.IntegerField(min_value=1)
+    note = forms.CharField(required=False, max_length=2000, label="Reason")
+
+
+class DMRMSettingsForm(forms.ModelForm):
+    class Meta:
+        model = DMRMSettings
+        fields = ("alpha", "gamma", "c_max", "n_success", "suppression_mode", "source_weight", "scan_limit")
+        labels = {"alpha": "α (learning rate)", "gamma": "γ (discount)", "c_max": "C_max (tokens)",
+                  "n_success": "n (successful trajectories)"}
+
+
+class SourceBuildForm(forms.Form):
+    name = forms.CharField(max_length=100, required=False, help_text="Needed to build; not for the preview.")
+    source_domain = forms.ChoiceField(choices=DOMAINS, help_text="Finished episodes of this domain are read.")
+    min_reward = forms.FloatField(initial=1.0, help_text="Keep episodes that succeeded or reached this reward.")
+    min_q = forms.FloatField(initial=0.0, help_text="Keep steps whose discounted return reaches this.")
+    gamma = forms.FloatField(initial=0.9, min_value=0.0, max_value=1.0)

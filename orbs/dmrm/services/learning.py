@@ -1,0 +1,158 @@
+"""The target memory M_t: each decision step appends (o_i, g_i, a_i, r_i, o_{i+1}) and
+updates that (state, action) entry's Q-value.
+
+One row per (bank, state, action) is the Q-table entry. The update runs under
+SELECT ... FOR UPDATE on that row, so episodes running in parallel that meet the
+same pair queue behind each other and every update is counted. The next state's
+best Q is read inside the same lock. Only the target memory is ever written here:
+source memories are read-only to runs.
+"""
+import math
+from dataclasses import dataclass
+
+from django.db import OperationalError, transaction
+from django.db.models import F, Max
+from django.utils import timezone
+
+from orbs.dmrm.models import DMRMSettings, Experience, ExperienceTrajectory
+from orbs.dmrm.qlearning import entry_text, q_target, q_update, state_key, text_key
+from orbs.errors import OrbsError
+from orbs.services.banks import bank_embedder
+
+DEADLOCK_DETECTED = "40P01"  # PostgreSQL's SQLSTATE for a detected deadlock
+DEADLOCK_RETRIES = 3
+
+REQUIRED_TEXT = ("trajectory_id", "goal", "observation", "action")
+
+
+class SourceMemoryReadOnly(OrbsError):
+    """Runs never write to a source memory."""
+
+
+class TransitionError(OrbsError):
+    def __init__(self, problems: list[tuple[str, str]]):
+        self.problems = problems  # (field path, message)
+        super().__init__("invalid transitions: " + "; ".join(f"{f}: {m}" for f, m in problems))
+
+
+@dataclass
+class Transition:
+    trajectory_id: str
+    step: int
+    goal: str
+    observation: str
+    action: str
+    reward: float
+    next_observation: str = ""
+    done: bool = False
+    success: bool | None = None
+    memory: str = Experience.Memory.TARGET
+    domain: str = ""
+    task_ref: str = ""
+    run_ref: str = ""
+    episode_ref: str = ""
+
+
+def dmrm_settings_get(*, bank) -> DMRMSettings:
+    settings, _ = DMRMSettings.objects.get_or_create(bank=bank)
+    return settings
+
+
+def successful_trajectories(*, bank) -> int:
+    return ExperienceTrajectory.objects.filter(bank=bank, success=True).count()
+
+
+def _problems(index: int, t: Transition) -> list[tuple[str, str]]:
+    where = f"transitions[{index}]"
+    problems = [(f"{where}.{name}", "must not be empty") for name in REQUIRED_TEXT if not str(getattr(t, name)).strip()]
+    if not isinstance(t.reward, (int, float)) or not math.isfinite(t.reward):
+        problems.append((f"{where}.reward", "must be a finite number"))
+    if t.memory != Experience.Memory.TARGET:
+        problems.append((f"{where}.memory", "runs write to the target memory only; source memories are read-only"))
+    return problems
+
+
+def _validated(transitions: list[Transition]) -> None:
+    problems = [p for i, t in enumerate(transitions) for p in _problems(i, t)]
+    if any(p[1].startswith("runs write") for p in problems):
+        raise SourceMemoryReadOnly("; ".join(f"{f}: {m}" for f, m in problems))
+    if problems:
+        raise TransitionError(problems)
+
+
+def _next_max(bank, next_key: str) -> float | None:
+    return Experience.objects.filter(bank=bank, memory=Experience.Memory.TARGET, state_key=next_key).aggregate(
+        best=Max("q_value"))["best"]
+
+
+def _entry(bank, t: Transition, *, vector, tokens: int, model: str) -> Experience:
+    entry, _ = Experience.objects.get_or_create(
+        bank=bank, memory=Experience.Memory.TARGET, state_key=state_key(goal=t.goal, observation=t.observation),
+        action_key=text_key(t.action),
+        defaults={"goal": t.goal, "observation": t.observation, "action": t.action, "reward": t.reward,
+                  "next_observation": t.next_observation, "next_state_key": "", "trajectory_id": t.trajectory_id,
+                  "step": t.step, "domain": t.domain, "task_ref": t.task_ref, "run_ref": t.run_ref,
+                  "episode_ref": t.episode_ref, "vector": vector, "embedding_model": model, "token_length": tokens},
+    )
+    return Experience.objects.select_for_update().get(pk=entry.pk)
+
+
+def _learn(entry: Experience, t: Transition, settings: DMRMSettings) -> Experience:
+    next_key = state_key(goal=t.goal, observation=t.next_observation)
+    target = q_target(reward=t.reward, gamma=settings.gamma, next_max=_next_max(entry.bank_id, next_key))
+    entry.q_value = q_update(q=entry.q_value, alpha=settings.alpha, target=target)
+    entry.visits += 1
+    entry.reward, entry.next_observation, entry.next_state_key = t.reward, t.next_observation, next_key
+    entry.updated_at = timezone.now()
+    entry.save(update_fields=["q_value", "visits", "reward", "next_observation", "next_state_key", "updated_at"])
+    return entry
+
+
+def _trajectory_note(bank, t: Transition) -> None:
+    row, _ = ExperienceTrajectory.objects.get_or_create(bank=bank, trajectory_id=t.trajectory_id)
+    changes = {"steps": F("steps") + 1}
+    if t.done:
+        changes.update(success=t.success, finished_at=timezone.now())
+        Experience.objects.filter(bank=bank, memory=Experience.Memory.TARGET, trajectory_id=t.trajectory_id).update(
+            success=t.success)
+    ExperienceTrajectory.objects.filter(pk=row.pk).update(**changes)
+
+
+def experiences_append_batch(*, bank, transitions: list[Transition]) -> list[Experience]:
+    """Apply the transitions in order, all or none. Embedding happens before the
+    transaction so row locks are held for milliseconds."""
+    _validated(transitions)
+    settings, model = dmrm_settings_get(bank=bank), bank_embedder(bank)
+    vectors = model.embed([f"{t.observation}\n{t.goal}" for t in transitions])
+    lengths = [model.count_tokens(entry_text(goal=t.goal, observation=t.observation, action=t.action))
+               for t in transitions]
+    for attempt in range(DEADLOCK_RETRIES):
+        try:
+            return _apply_in_order(bank, transitions, vectors, lengths, settings, model.model_name)
+        except OperationalError as error:
+            # Two batches locking shared entries in opposite orders: PostgreSQL aborts one
+            # of them whole, so replaying it is safe and keeps the updates in order.
+            if getattr(error.__cause__, "sqlstate", None) != DEADLOCK_DETECTED or attempt == DEADLOCK_RETRIES - 1:
+                raise
+
+
+def _apply_in_order(bank, transitions, vectors, lengths, settings, model_name: str) -> list[Experience]:
+    entries = []
+    with transaction.atomic():
+        for t, vector, tokens in zip(transitions, vectors, lengths):
+            entry = _entry(bank, t, vector=vector.tolist(), tokens=tokens, model=model_name)
+            entries.append(_learn(entry, t, settings))
+            _trajectory_note(bank, t)
+    return entries
+
+
+def experience_append(*, bank, trajectory_id: str, step: int, goal: str, observation: str, action: str,
+                      reward: float, next_observation: str = "", done: bool = False, success: bool | None = None,
+                      memory: str = Experience.Memory.TARGET, domain: str = "", task_ref: str = "",
+                      run_ref: str = "", episode_ref: str = "") -> Experience:
+    """One decision step into M_t; `done` with `success` closes the trajectory."""
+    transition = Transition(trajectory_id=trajectory_id, step=step, goal=goal, observation=observation,
+                            action=action, reward=reward, next_observation=next_observation, done=done,
+                            success=success, memory=memory, domain=domain, task_ref=task_ref, run_ref=run_ref,
+                            episode_ref=episode_ref)
+    return experiences_append_batch(bank=bank, transitions=[transition])[0]

@@ -1,0 +1,129 @@
+"""Source memories M_s: built once from finished episodes of another domain, then read-only.
+
+Each assistant tool call of an episode is one step: g is the task (the first
+customer utterance), o the last customer utterance plus the last tool result,
+a the tool name with its arguments, r the episode's final reward on the last
+step and 0 before it. A step's Q is its discounted return within the episode.
+A step is kept when its episode succeeded or reached the reward threshold, and
+its Q reaches the Q threshold.
+"""
+import json
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from orbs.dmrm.models import Experience, SourceMemory
+from orbs.dmrm.qlearning import discounted_returns, entry_text, state_key, text_key
+from orbs.errors import OrbsError
+from orbs.services.banks import bank_embedder
+
+TOOL_CONTEXT_CHARS = 300
+
+
+@dataclass(frozen=True)
+class SourceCandidate:
+    trajectory_id: str
+    step: int
+    goal: str
+    observation: str
+    action: str
+    reward: float
+    next_observation: str
+    q_value: float
+    success: bool
+    episode_reward: float
+    domain: str
+    included: bool
+    reason: str
+
+
+def _action(call: dict) -> str:
+    return f"{call['name']}({json.dumps(call.get('arguments') or {}, sort_keys=True, ensure_ascii=False)})"
+
+
+def _observation(user: str, tool: str) -> str:
+    return f"{user}\nTool result: {tool[:TOOL_CONTEXT_CHARS]}" if tool else user
+
+
+def trajectory_steps(trajectory: dict) -> list[tuple[str, str, str]]:
+    """(goal, observation, action) for every assistant tool call, in order."""
+    goal, user, tool, steps = "", "", "", []
+    for message in trajectory.get("messages", []):
+        if message["role"] == "user":
+            user = message.get("content", "")
+            goal = goal or user
+        elif message["role"] == "tool":
+            tool = message.get("content", "")
+        for call in message.get("tool_calls") or ():
+            steps.append((goal, _observation(user, tool), _action(call)))
+    return steps
+
+
+def _candidates(trajectory: dict, *, index: int, gamma: float, min_reward: float, min_q: float):
+    steps = trajectory_steps(trajectory)
+    final, success = float(trajectory.get("reward") or 0.0), bool(trajectory.get("success"))
+    rewards = [0.0] * (len(steps) - 1) + [final] if steps else []
+    returns = discounted_returns(rewards, gamma=gamma)
+    good_episode = success or final >= min_reward
+    trajectory_id = str(trajectory.get("episode_ref") or trajectory.get("task_id") or index)
+    for i, ((goal, observation, action), r, q) in enumerate(zip(steps, rewards, returns)):
+        nxt = steps[i + 1][1] if i + 1 < len(steps) else ""
+        keep = good_episode and q >= min_q
+        reason = ("kept" if keep else "left out") + (
+            f": episode {'succeeded' if success else 'failed'}, reward {final:g} (min {min_reward:g}); "
+            f"Q {q:.3f} (min {min_q:g})")
+        yield SourceCandidate(trajectory_id, i, goal, observation, action, r, nxt, q, success, final,
+                              str(trajectory.get("domain", "")), keep, reason)
+
+
+def source_memory_preview(*, trajectories: list[dict], gamma: float, min_reward: float,
+                          min_q: float) -> list[SourceCandidate]:
+    """Every step of the episodes with whether the builder would keep it, and why."""
+    return [c for index, t in enumerate(trajectories)
+            for c in _candidates(t, index=index, gamma=gamma, min_reward=min_reward, min_q=min_q)]
+
+
+def _experience(bank, memory: SourceMemory, c: SourceCandidate, vector, tokens: int, model: str) -> Experience:
+    return Experience(
+        bank=bank, memory=Experience.Memory.SOURCE, source_memory=memory, goal=c.goal, observation=c.observation,
+        action=c.action, reward=c.reward, next_observation=c.next_observation,
+        state_key=state_key(goal=c.goal, observation=c.observation),
+        next_state_key=state_key(goal=c.goal, observation=c.next_observation), action_key=text_key(c.action),
+        q_value=c.q_value, visits=1, trajectory_id=c.trajectory_id, step=c.step, success=c.success,
+        domain=c.domain, task_ref=c.trajectory_id, episode_ref=c.trajectory_id, vector=vector,
+        embedding_model=model, token_length=tokens,
+    )
+
+
+def source_memory_build(*, bank, name: str, source_domain: str, trajectories: list[dict], gamma: float,
+                        min_reward: float, min_q: float, actor=None) -> SourceMemory:
+    """Create the named source memory with the kept steps, all or nothing."""
+    if not name.strip():
+        raise OrbsError("name: a source memory needs a name")
+    if SourceMemory.objects.filter(bank=bank, name=name.strip()).exists():
+        raise OrbsError(f"name: bank {bank.name!r} already has a source memory called {name.strip()!r}")
+    kept = [c for c in source_memory_preview(trajectories=trajectories, gamma=gamma, min_reward=min_reward,
+                                             min_q=min_q) if c.included]
+    if not kept:
+        raise OrbsError("thresholds: no step of these episodes passes them; nothing to build")
+    model = bank_embedder(bank)
+    vectors = model.embed([f"{c.observation}\n{c.goal}" for c in kept])
+    with transaction.atomic():
+        memory = SourceMemory.objects.create(bank=bank, name=name.strip(), source_domain=source_domain,
+                                             min_reward=min_reward, min_q=min_q, gamma=gamma,
+                                             episodes_read=len(trajectories), created_by=actor)
+        Experience.objects.bulk_create([
+            _experience(bank, memory, c, v.tolist(),
+                        model.count_tokens(entry_text(goal=c.goal, observation=c.observation, action=c.action)),
+                        model.model_name)
+            for c, v in zip(kept, vectors)])
+    return memory
+
+
+def source_trajectories_from_episodes(*, domain: str, limit: int = 500) -> list[dict]:
+    """Finished (completed) episodes of `domain`, newest first, as trajectory dicts."""
+    from evaluation.models import Episode
+    from evaluation.services.episodes import episode_trajectory
+
+    episodes = Episode.objects.filter(status=Episode.Status.COMPLETED, task__domain=domain)[:limit]
+    return [episode_trajectory(e) | {"episode_ref": f"episode:{e.pk}"} for e in episodes]

@@ -1,0 +1,137 @@
+"""DMRM pages: the experience browser with review and Q-value chart, per-bank
+settings, and the source-memory builder with its preview."""
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from memweb.roles import Role, has_role, role_required
+from orbs.dmrm.forms import DMRMSettingsForm, ExperienceFilterForm, ReviewForm, SourceBuildForm
+from orbs.dmrm.models import Experience
+from orbs.dmrm.qlearning import histogram
+from orbs.dmrm.services import (
+    dmrm_settings_get, experience_review, source_memory_build, source_memory_preview,
+    source_trajectories_from_episodes, successful_trajectories,
+)
+from orbs.errors import OrbsError
+from orbs.models import MemoryBank
+
+PAGE_SIZE = 25
+PREVIEW_ROWS = 100
+CHART_SAMPLE = 5000
+RECENT_RETRIEVALS = 10
+READERS = (Role.REVIEWER, Role.OPERATOR)
+
+
+def _browser_context(request) -> dict:
+    form = ExperienceFilterForm(request.GET or None)
+    queryset = form.filtered(Experience.objects.select_related("bank", "source_memory").defer("vector"))
+    page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+    params = request.GET.copy()
+    params.pop("page", None)
+    q_values = list(queryset.order_by().values_list("q_value", flat=True)[:CHART_SAMPLE])
+    return {"form": form, "page": page, "query": params.urlencode(), "chart": histogram(q_values),
+            "total": page.paginator.count, "can_review": has_role(request.user, Role.REVIEWER)}
+
+
+@require_GET
+@role_required(*READERS)
+def experience_list(request):
+    context = _browser_context(request)
+    if request.htmx:
+        return render(request, "orbs/dmrm/_experience_results.html", context)
+    return render(request, "orbs/dmrm/experience_list.html", context)
+
+
+@require_POST
+@role_required(Role.REVIEWER)
+def experience_review_action(request, pk: int):
+    experience = get_object_or_404(Experience, pk=pk)
+    form = ReviewForm(request.POST)
+    error = ""
+    if form.is_valid():
+        try:
+            experience = experience_review(experience_id=pk, expected_version=form.cleaned_data["version"],
+                                           status=form.cleaned_data["decision"], actor=request.user,
+                                           note=form.cleaned_data["note"])
+        except OrbsError as refused:
+            error = str(refused)
+    else:
+        error = "; ".join(f"{field}: {' '.join(errs)}" for field, errs in form.errors.items())
+    if request.htmx:
+        return render(request, "orbs/dmrm/_experience_row.html",
+                      {"e": experience, "error": error, "can_review": True}, status=422 if error else 200)
+    (messages.error if error else messages.success)(request, error or f"Experience #{pk} {experience.status}.")
+    return redirect("orbs:experience_list")
+
+
+def _settings_page(request, bank, form, status=200):
+    return render(request, "orbs/dmrm/settings.html", {
+        "bank": bank, "form": form, "can_edit": has_role(request.user, Role.OPERATOR),
+        "successes": successful_trajectories(bank=bank),
+        "source_memories": bank.source_memories.all(), "retrievals": bank.dmrm_retrievals.all()[:RECENT_RETRIEVALS],
+    }, status=status)
+
+
+@require_GET
+@role_required(*READERS)
+def dmrm_settings(request, slug: str):
+    bank = get_object_or_404(MemoryBank, slug=slug)
+    return _settings_page(request, bank, DMRMSettingsForm(instance=dmrm_settings_get(bank=bank)))
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def dmrm_settings_save(request, slug: str):
+    bank = get_object_or_404(MemoryBank, slug=slug)
+    form = DMRMSettingsForm(request.POST, instance=dmrm_settings_get(bank=bank))
+    if not form.is_valid():
+        return _settings_page(request, bank, form, status=422)
+    form.save()
+    messages.success(request, "DMRM settings saved.")
+    return redirect("orbs:dmrm_settings", bank.slug)
+
+
+def _preview(form: SourceBuildForm) -> tuple[list, list]:
+    data = form.cleaned_data
+    trajectories = source_trajectories_from_episodes(domain=data["source_domain"])
+    candidates = source_memory_preview(trajectories=trajectories, gamma=data["gamma"],
+                                       min_reward=data["min_reward"], min_q=data["min_q"])
+    return trajectories, candidates
+
+
+def _builder_page(request, bank, form, *, status=200):
+    context = {"bank": bank, "form": form}
+    if form.is_bound and form.is_valid():
+        trajectories, candidates = _preview(form)
+        context.update(episodes=len(trajectories), candidates=candidates[:PREVIEW_ROWS], total=len(candidates),
+                       kept=sum(c.included for c in candidates))
+    return render(request, "orbs/dmrm/source_builder.html", context, status=status)
+
+
+@require_GET
+@role_required(Role.OPERATOR)
+def dmrm_source(request, slug: str):
+    bank = get_object_or_404(MemoryBank, slug=slug)
+    return _builder_page(request, bank, SourceBuildForm(request.GET or None))
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def dmrm_source_build(request, slug: str):
+    bank = get_object_or_404(MemoryBank, slug=slug)
+    form = SourceBuildForm(request.POST)
+    if not form.is_valid():
+        return _builder_page(request, bank, form, status=422)
+    data = form.cleaned_data
+    try:
+        memory = source_memory_build(bank=bank, name=data["name"], source_domain=data["source_domain"],
+                                     trajectories=_preview(form)[0], gamma=data["gamma"],
+                                     min_reward=data["min_reward"], min_q=data["min_q"], actor=request.user)
+    except OrbsError as refused:
+        field, _, message = str(refused).partition(": ")
+        form.add_error(field if field in form.fields else None, message or str(refused))
+        return _builder_page(request, bank, form, status=422)
+    messages.success(request, f"Source memory {memory.name!r} built with {memory.experiences.count()} experiences "
+                              "(pending review).")
+    return redirect("orbs:dmrm_settings", bank.slug)

@@ -1,0 +1,117 @@
+"""Forms of the review pages; each error names its field."""
+from django import forms
+
+from orbs.backends.emotion import LABELS
+from orbs.models import MemoryBank, Orb, Source
+from orbs.services.banks import POLICY_FIELDS
+from orbs.services.queue import OrbFilters
+
+
+class VersionForm(forms.Form):
+    expected_version = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+
+
+class ApproveForm(VersionForm):
+    note = forms.CharField(required=False, max_length=2000)
+
+
+class RejectForm(VersionForm):
+    reason = forms.CharField(max_length=2000, error_messages={"required": "Give a reason to reject this Orb."})
+
+
+class MergeForm(VersionForm):
+    into_id = forms.IntegerField(min_value=1, label="Merge into Orb #")
+    note = forms.CharField(required=False, max_length=2000)
+
+
+class EditForm(VersionForm):
+    obs = forms.CharField(label="Observation (customer utterances)", widget=forms.Textarea(attrs={"rows": 5}))
+    emotion = forms.ChoiceField(choices=[(label, label) for label in LABELS])
+    outcome = forms.CharField(label="Outcome (policy reflection)", widget=forms.Textarea(attrs={"rows": 6}))
+    context = forms.JSONField(label="Context (JSON)", widget=forms.Textarea(attrs={"rows": 5, "class": "mono"}))
+    note = forms.CharField(required=False, max_length=2000, label="Review note")
+    approve = forms.BooleanField(required=False, initial=True, label="Approve this revision")
+
+    def clean_context(self):
+        context = self.cleaned_data["context"]
+        if not isinstance(context, dict):
+            raise forms.ValidationError("Context must be a JSON object, e.g. {\"reward\": 1.0}.")
+        return context
+
+
+class BulkForm(forms.Form):
+    action = forms.ChoiceField(choices=[("approve", "approve"), ("reject", "reject")])
+    selected = forms.MultipleChoiceField(error_messages={"required": "Select at least one Orb."})
+    reason = forms.CharField(required=False, max_length=2000)
+
+    def __init__(self, data=None, **kwargs):
+        super().__init__(data, **kwargs)
+        # The choices are whatever "id:version" pairs were posted; clean_selected checks their shape.
+        self.fields["selected"].choices = [(v, v) for v in (data.getlist("selected") if data else [])]
+
+    def clean_selected(self) -> list[tuple[int, int]]:
+        pairs = []
+        for value in self.cleaned_data["selected"]:
+            orb_id, _, version = value.partition(":")
+            if not (orb_id.isdigit() and version.isdigit()):
+                raise forms.ValidationError(f"Bad selection {value!r}.")
+            pairs.append((int(orb_id), int(version)))
+        return pairs
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("action") == "reject" and not cleaned.get("reason", "").strip():
+            self.add_error("reason", "Give a reason to reject the selected Orbs.")
+        return cleaned
+
+
+def _choices(values, blank: str) -> list[tuple[str, str]]:
+    return [("", blank)] + [(value, value) for value in values]
+
+
+class QueueFilterForm(forms.Form):
+    bank = forms.ChoiceField(required=False)
+    status = forms.ChoiceField(required=False, choices=_choices(Orb.Status.values, "any status"))
+    domain = forms.ChoiceField(required=False)
+    emotion = forms.ChoiceField(required=False, choices=_choices(LABELS, "any emotion"))
+    source = forms.ChoiceField(required=False, choices=[("", "any source")] + list(Source.choices))
+    source_label = forms.CharField(required=False, max_length=200, label="Source run")
+    q = forms.CharField(required=False, max_length=200, label="Text search")
+    semantic = forms.CharField(required=False, max_length=500, label="Semantic search")
+    near_duplicates = forms.BooleanField(required=False, label="Near-duplicates only")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        banks = MemoryBank.objects.order_by("name").values_list("slug", "name")
+        self.fields["bank"].choices = [("", "all banks")] + list(banks)
+        domains = Orb.objects.order_by("domain").values_list("domain", flat=True).distinct()
+        self.fields["domain"].choices = _choices([d for d in domains if d], "any domain")
+
+    def filters(self) -> OrbFilters:
+        data = self.cleaned_data if self.is_valid() else {}
+        return OrbFilters(
+            bank=data.get("bank", ""), status=data.get("status", ""), domain=data.get("domain", ""),
+            emotion=data.get("emotion", ""), source=data.get("source", ""),
+            source_label=data.get("source_label", ""), text=data.get("q", ""),
+            near_duplicates=data.get("near_duplicates", False),
+        )
+
+
+class BankPolicyForm(forms.ModelForm):
+    class Meta:
+        model = MemoryBank
+        fields = POLICY_FIELDS
+        widgets = {"description": forms.Textarea(attrs={"rows": 2})}
+
+
+class BankCreateForm(forms.ModelForm):
+    class Meta:
+        model = MemoryBank
+        fields = ("name", *POLICY_FIELDS)
+        widgets = {"description": forms.Textarea(attrs={"rows": 2})}
+
+
+class ImportForm(forms.Form):
+    file = forms.FileField(label="JSONL file", help_text="A file from a bank's “Export JSONL”.")
+    name = forms.CharField(required=False, max_length=100, label="Import as (bank name)",
+                           help_text="Leave empty to use the name in the file.")

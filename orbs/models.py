@@ -1,0 +1,287 @@
+"""Memory banks, Orbs (the MemOrb paper's reflection memories), their review
+audit trail, and the log of every retrieval an agent made."""
+import hashlib
+import json
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.utils import timezone
+from pgvector.django import HnswIndex, VectorField
+
+VECTOR_DIMENSIONS = 384
+# Chosen with bench/orbs_retrieval.py (docs/PERFORMANCE.md): at 1M Orbs, m=16 / ef_construction=64
+# reached only 0.85 recall@5 at ef_search=100; these reach 0.96.
+HNSW_M = 24
+HNSW_EF_CONSTRUCTION = 128
+HNSW_EF_SEARCH = 100
+NEGATIVE_EMOTIONS = ("angry", "frustrated", "anxious")
+
+
+PENDING_FIRST = models.Case(
+    models.When(status="pending", then=models.Value(0)), default=models.Value(1), output_field=models.IntegerField()
+)
+
+
+def content_hash_of(*, obs: str, emotion: str, outcome: str) -> str:
+    """The paper's Orb id: SHA-256(obs ‖ emotion ‖ outcome), as hex."""
+    return hashlib.sha256(f"{obs}{emotion}{outcome}".encode("utf-8")).hexdigest()
+
+
+class Source(models.TextChoices):
+    EPISODE = "episode", "episode"
+    API = "api", "API client"
+
+
+class MemoryBank(models.Model):
+    """A namespace of Orbs with its own retrieval and auto-approve policy."""
+
+    class AutoApprove(models.TextChoices):
+        NEVER = "never", "never: every Orb waits for a reviewer"
+        ALWAYS = "always", "always"
+        BY_RULE = "by_rule", "by rule: reward at least the threshold and the customer not upset"
+
+    name = models.CharField(max_length=100, unique=True)
+    slug = models.SlugField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    retrieval_k = models.PositiveSmallIntegerField(default=5, validators=[MinValueValidator(1), MaxValueValidator(50)])
+    approved_only = models.BooleanField(default=True, help_text="Agents retrieve only approved Orbs.")
+    min_score = models.FloatField(
+        default=0.0, validators=[MinValueValidator(-1.0), MaxValueValidator(1.0)],
+        help_text="Hits with a lower cosine similarity are dropped.",
+    )
+    near_duplicate_threshold = models.FloatField(
+        default=0.95, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="A new Orb at least this similar to an existing one is flagged for merging.",
+    )
+    auto_approve = models.CharField(max_length=16, choices=AutoApprove.choices, default=AutoApprove.NEVER)
+    auto_approve_min_reward = models.FloatField(
+        default=1.0,
+        help_text="By rule: approve when the episode's reward reaches this and the emotion is not negative.",
+    )
+    prompt_token_budget = models.PositiveIntegerField(
+        default=600, validators=[MinValueValidator(50), MaxValueValidator(8000)],
+        help_text="Upper bound on the tokens of the prompt block returned to agents.",
+    )
+    embedding_model = models.CharField(max_length=100)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def approves_automatically(self, *, reward: float, emotion: str) -> bool:
+        if self.auto_approve == self.AutoApprove.ALWAYS:
+            return True
+        if self.auto_approve == self.AutoApprove.BY_RULE:
+            return reward >= self.auto_approve_min_reward and emotion not in NEGATIVE_EMOTIONS
+        return False
+
+
+class EpisodeRecord(models.Model):
+    """A finished episode handed to memweb: the stored trajectory (the Orb's
+    provenance and transcript) and the state of its reflection work."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "queued"
+        RUNNING = "running", "running"
+        DONE = "done", "done"
+        FAILED = "failed", "failed"
+
+    bank = models.ForeignKey(MemoryBank, on_delete=models.CASCADE, related_name="episodes")
+    trajectory = models.JSONField()
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.EPISODE)
+    source_label = models.CharField(max_length=200, blank=True)
+    episode_ref = models.CharField(max_length=200, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    error = models.TextField(blank=True)
+    orb = models.ForeignKey("Orb", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_orb = models.BooleanField(default=False)
+    submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"episode {self.pk} ({self.status})"
+
+    @property
+    def success(self) -> bool | None:
+        return self.trajectory.get("success")
+
+    @property
+    def reward(self) -> float | None:
+        return self.trajectory.get("reward")
+
+
+class Orb(models.Model):
+    """⟨id, obs, emotion, outcome, context, timestamp⟩ plus review state and its vector."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        APPROVED = "approved", "approved"
+        REJECTED = "rejected", "rejected"
+        SUPERSEDED = "superseded", "superseded"
+
+    Source = Source
+
+    bank = models.ForeignKey(MemoryBank, on_delete=models.CASCADE, related_name="orbs")
+    content_hash = models.CharField(max_length=64)
+    obs = models.TextField()
+    emotion = models.CharField(max_length=32, db_index=True)
+    outcome = models.TextField()
+    context = models.JSONField(default=dict)
+    timestamp = models.DateTimeField(default=timezone.now)
+    customer_key = models.CharField(max_length=200, blank=True, db_index=True)
+    domain = models.CharField(max_length=64, blank=True, db_index=True)
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.EPISODE)
+    source_label = models.CharField(max_length=200, blank=True, db_index=True)
+    episode_ref = models.CharField(max_length=200, blank=True)
+    episode = models.ForeignKey(EpisodeRecord, null=True, blank=True, on_delete=models.SET_NULL, related_name="orbs")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    supersedes = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="revisions"
+    )
+    near_duplicate_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="near_duplicates"
+    )
+    near_duplicate_score = models.FloatField(null=True, blank=True)
+    merged_into = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="merged")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    review_note = models.TextField(blank=True)
+    vector = VectorField(dimensions=VECTOR_DIMENSIONS)
+    embedding_model = models.CharField(max_length=100)
+    emotion_backend = models.CharField(max_length=200, default="scripted")
+    reflector_backend = models.CharField(max_length=200, default="scripted")
+    backend_error = models.TextField(blank=True, help_text="Why the LLM backend was not used, when it failed.")
+    times_retrieved = models.PositiveIntegerField(default=0)
+    last_retrieved_at = models.DateTimeField(null=True, blank=True)
+    version = models.PositiveIntegerField(default=1, help_text="Bumped by every review action (optimistic locking).")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [models.UniqueConstraint(fields=["bank", "content_hash"], name="orb_unique_hash_per_bank")]
+        indexes = [
+            models.Index(fields=["bank", "status", "created_at"], name="orb_queue_idx"),
+            # The review queue's order (pending first, then oldest first), so a page is read, not sorted.
+            models.Index(PENDING_FIRST, "created_at", "id", name="orb_pending_first_idx"),
+            HnswIndex(
+                name="orb_vector_hnsw", fields=["vector"], m=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION,
+                opclasses=["vector_cosine_ops"],
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Orb {self.short_hash} ({self.status})"
+
+    @property
+    def short_hash(self) -> str:
+        return self.content_hash[:12]
+
+    @property
+    def document(self) -> str:
+        return orb_document(obs=self.obs, emotion=self.emotion, outcome=self.outcome, context=self.context)
+
+    @property
+    def is_scripted(self) -> bool:
+        return self.reflector_backend.startswith("scripted") or self.emotion_backend.startswith("scripted")
+
+    @property
+    def reward(self):
+        return self.context.get("reward") if isinstance(self.context, dict) else None
+
+
+def orb_document(*, obs: str, emotion: str, outcome: str, context: dict) -> str:
+    """The embedded text: obs ⊕ emotion ⊕ outcome ⊕ str(context); keys sorted so
+    the same context always gives the same vector."""
+    return "\n".join([obs, emotion, outcome, json.dumps(context, sort_keys=True, ensure_ascii=False)])
+
+
+class ReviewEvent(models.Model):
+    """Append-only audit of every decision and edit on an Orb."""
+
+    class Action(models.TextChoices):
+        CREATED = "created", "created"
+        AUTO_APPROVED = "auto_approved", "auto-approved"
+        APPROVED = "approved", "approved"
+        REJECTED = "rejected", "rejected"
+        EDITED = "edited", "edited (new revision)"
+        SUPERSEDED = "superseded", "superseded"
+        MERGED = "merged", "merged"
+
+    orb = models.ForeignKey(Orb, on_delete=models.CASCADE, related_name="events")
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    actor_name = models.CharField(max_length=150, blank=True, help_text="Kept when the account is gone or imported.")
+    action = models.CharField(max_length=16, choices=Action.choices)
+    before = models.JSONField(default=dict, blank=True)
+    after = models.JSONField(default=dict, blank=True)
+    note = models.TextField(blank=True)
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.action} by {self.actor_name or 'system'}"
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None:
+            raise ValueError("Review events are append-only")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise ValueError("Review events are append-only")
+
+
+class RetrievalLog(models.Model):
+    """One retrieval: what was asked, how it was rewritten, what came back, how long each stage took."""
+
+    bank = models.ForeignKey(MemoryBank, on_delete=models.CASCADE, related_name="retrievals")
+    query = models.TextField()
+    context = models.JSONField(default=dict, blank=True)
+    rewritten_query = models.TextField()
+    rewriter_backend = models.CharField(max_length=200, default="scripted")
+    k = models.PositiveSmallIntegerField()
+    filters = models.JSONField(default=dict, blank=True)
+    hits = models.JSONField(default=list, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    rewrite_ms = models.FloatField(default=0)
+    embed_ms = models.FloatField(default=0)
+    search_ms = models.FloatField(default=0)
+    client = models.CharField(max_length=200, blank=True)
+    outcome_success = models.BooleanField(null=True, blank=True, help_text="How the episode that used it ended.")
+    outcome_reward = models.FloatField(null=True, blank=True)
+    outcome_episode_ref = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"retrieval {self.pk} ({len(self.hits)} hits)"
+
+
+class RetrievalHit(models.Model):
+    """The through rows that let an Orb list every retrieval that returned it."""
+
+    retrieval = models.ForeignKey(RetrievalLog, on_delete=models.CASCADE, related_name="hit_rows")
+    orb = models.ForeignKey(Orb, on_delete=models.CASCADE, related_name="retrieval_hits")
+    rank = models.PositiveSmallIntegerField()
+    score = models.FloatField()
+
+    class Meta:
+        ordering = ["-retrieval__created_at", "rank"]
+        constraints = [models.UniqueConstraint(fields=["retrieval", "orb"], name="retrieval_hit_unique")]
+
+
+# The DMRM experience memory (issue 4) keeps its models in its own package;
+# importing them here registers them with the orbs app.
+from orbs.dmrm.models import *  # noqa: E402,F401,F403

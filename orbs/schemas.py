@@ -1,0 +1,336 @@
+"""API schemas of the Orbs app, and the shared trajectory shape (TrajectoryIn)
+that the evaluation code and external agents hand to `orb_from_episode`."""
+from datetime import datetime
+from typing import Any, Literal
+
+from ninja import Schema
+from pydantic import ConfigDict, Field, field_validator, model_validator
+
+from orbs.backends.emotion import EmotionLabel
+
+TRAJECTORY_EXAMPLE = {
+    "task_id": "appliances-017",
+    "domain": "appliances",
+    "customer_key": "cust-4821",
+    "messages": [
+        {"role": "user", "content": "Hi, my dishwasher DW-450 arrived with a cracked door. I want to return it."},
+        {"role": "assistant", "content": "Sorry to hear that. Let me look up your order.",
+         "tool_calls": [{"name": "get_order", "arguments": {"order_id": "W1001"}}]},
+        {"role": "tool", "tool_name": "get_order",
+         "content": '{"order_id": "W1001", "items": [{"sku": "DW-450", "price": 499.0}], "status": "delivered"}'},
+        {"role": "assistant", "content": "I have cancelled the order for you.",
+         "tool_calls": [{"name": "cancel_order", "arguments": {"order_id": "W1001"}}]},
+        {"role": "tool", "tool_name": "cancel_order", "content": '{"error": "order already delivered"}'},
+        {"role": "user", "content": "Cancel? It is already here and broken. This is ridiculous."},
+    ],
+    "reward": 0.0,
+    "success": False,
+    "reward_breakdown": {"return_created": False, "no_hallucination": True},
+    "errors": [{"kind": "wrong_tool", "tool": "cancel_order",
+                "detail": "delivered orders are returned with return_order, not cancelled"}],
+    "metadata": {"sku": "DW-450", "order_id": "W1001", "budget": None},
+}
+
+
+class ToolCallIn(Schema):
+    name: str = Field(min_length=1, max_length=100)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class MessageIn(Schema):
+    role: Literal["user", "assistant", "tool", "system"]
+    content: str = Field(default="", max_length=20000)
+    tool_calls: list[ToolCallIn] = Field(default_factory=list)
+    tool_name: str = Field(default="", max_length=100)
+
+
+class ErrorIn(Schema):
+    kind: Literal["wrong_tool", "wrong_arguments", "result_unused"]
+    tool: str = Field(min_length=1, max_length=100)
+    detail: str = Field(default="", max_length=2000)
+
+
+class TrajectoryIn(Schema):
+    """A finished customer-service episode: the dialogue with tool calls and results, and how it ended."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [TRAJECTORY_EXAMPLE]})
+
+    task_id: str = Field(min_length=1, max_length=200)
+    domain: str = Field(min_length=1, max_length=64)
+    customer_key: str = Field(default="", max_length=200)
+    messages: list[MessageIn] = Field(min_length=1, max_length=500)
+    reward: float = Field(allow_inf_nan=False)
+    success: bool
+    reward_breakdown: dict[str, float | bool] = Field(default_factory=dict)
+    errors: list[ErrorIn] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("messages")
+    @classmethod
+    def _has_user_utterance(cls, messages: list[MessageIn]) -> list[MessageIn]:
+        if not any(m.role == "user" and m.content.strip() for m in messages):
+            raise ValueError("needs at least one user message with content (obs is built from user utterances)")
+        return messages
+
+    @property
+    def user_utterances(self) -> list[str]:
+        return [m.content.strip() for m in self.messages if m.role == "user" and m.content.strip()]
+
+
+class EpisodeIn(Schema):
+    trajectory: TrajectoryIn
+    source_label: str = Field(default="", max_length=200, description="Where it came from, e.g. an evaluation run.")
+    episode_ref: str = Field(default="", max_length=200, description="The caller's own id for the episode.")
+
+
+class EpisodeQueuedOut(Schema):
+    ingest_id: int
+    status: str
+    status_url: str
+
+
+class OrbOut(Schema):
+    id: int
+    content_hash: str
+    bank: str
+    obs: str
+    emotion: str
+    outcome: str
+    context: dict[str, Any]
+    timestamp: datetime
+    customer_key: str
+    domain: str
+    source: str
+    source_label: str
+    episode_ref: str
+    status: str
+    version: int
+    supersedes_id: int | None
+    near_duplicate_of_id: int | None
+    near_duplicate_score: float | None
+    merged_into_id: int | None
+    reviewer: str | None
+    reviewed_at: datetime | None
+    review_note: str
+    embedding_model: str
+    emotion_backend: str
+    reflector_backend: str
+    backend_error: str
+    times_retrieved: int
+    last_retrieved_at: datetime | None
+    created_at: datetime
+
+    @staticmethod
+    def resolve_bank(orb) -> str:
+        return orb.bank.slug
+
+    @staticmethod
+    def resolve_reviewer(orb) -> str | None:
+        return orb.reviewer.get_username() if orb.reviewer else None
+
+
+class EventOut(Schema):
+    action: str
+    actor: str
+    before: dict[str, Any]
+    after: dict[str, Any]
+    note: str
+    at: datetime
+
+    @staticmethod
+    def resolve_actor(event) -> str:
+        return event.actor_name
+
+
+class OrbDetailOut(OrbOut):
+    document: str
+    history: list[EventOut]
+
+
+class OrbListFilters(Schema):
+    bank: str = ""
+    status: Literal["", "pending", "approved", "rejected", "superseded"] = ""
+    domain: str = ""
+    emotion: str = ""
+    source: Literal["", "episode", "api"] = ""
+    source_label: str = ""
+    customer_key: str = ""
+    q: str = Field(default="", max_length=200, description="Text in obs or outcome, or a hash prefix.")
+    near_duplicates: bool = False
+
+    def to_filters(self):
+        from orbs.services.queue import OrbFilters
+
+        return OrbFilters(
+            bank=self.bank, status=self.status, domain=self.domain, emotion=self.emotion, source=self.source,
+            source_label=self.source_label, customer_key=self.customer_key, text=self.q,
+            near_duplicates=self.near_duplicates,
+        )
+
+
+class IngestOut(Schema):
+    ingest_id: int
+    status: str
+    orb: OrbOut | None = None
+    created: bool | None = None
+    near_duplicate_of_id: int | None = None
+    error: str = ""
+
+
+class RetrieveIn(Schema):
+    query: str = Field(min_length=1, max_length=5000)
+    context: dict[str, Any] = Field(default_factory=dict)
+    k: int | None = Field(default=None, ge=1, le=50, description="Defaults to the bank's k (5).")
+    approved_only: bool = True
+    domain: str | None = Field(default=None, max_length=64)
+    customer_key: str | None = Field(default=None, max_length=200, description="Same-customer only (no cross-user).")
+    min_score: float | None = Field(default=None, ge=-1.0, le=1.0)
+    client: str = Field(default="", max_length=200)
+
+
+class HitOut(Schema):
+    rank: int
+    score: float
+    orb: OrbOut
+
+
+class RetrieveOut(Schema):
+    retrieval_id: int
+    rewritten_query: str
+    rewriter_backend: str
+    hits: list[HitOut]
+    prompt_block: str
+
+
+class RetrievalOutcomeIn(Schema):
+    success: bool
+    reward: float | None = Field(default=None, allow_inf_nan=False)
+    episode_ref: str = Field(default="", max_length=200)
+
+
+class VersionIn(Schema):
+    expected_version: int = Field(ge=1, description="The version you saw; a stale one gets 409 and changes nothing.")
+
+
+class ApproveIn(VersionIn):
+    note: str = Field(default="", max_length=2000)
+
+
+class RejectIn(VersionIn):
+    reason: str = Field(min_length=1, max_length=2000)
+
+    @field_validator("reason")
+    @classmethod
+    def _not_blank(cls, reason: str) -> str:
+        if not reason.strip():
+            raise ValueError("a reason is required to reject an Orb")
+        return reason.strip()
+
+
+class EditIn(VersionIn):
+    obs: str | None = Field(default=None, min_length=1, max_length=20000)
+    emotion: EmotionLabel | None = None
+    outcome: str | None = Field(default=None, min_length=1, max_length=20000)
+    context: dict[str, Any] | None = None
+    note: str = Field(default="", max_length=2000)
+    approve: bool = Field(default=True, description="Approve the new revision (else it waits as pending).")
+
+    @model_validator(mode="after")
+    def _changes_something(self):
+        if all(value is None for value in (self.obs, self.emotion, self.outcome, self.context)):
+            raise ValueError("give at least one of obs, emotion, outcome, context to edit")
+        return self
+
+
+class MergeIn(VersionIn):
+    into_id: int = Field(description="The Orb to keep; this one is marked superseded and merged into it.")
+    note: str = Field(default="", max_length=2000)
+
+
+class BulkItemIn(Schema):
+    id: int
+    expected_version: int = Field(ge=1)
+
+
+class BulkReviewIn(Schema):
+    action: Literal["approve", "reject"]
+    items: list[BulkItemIn] = Field(min_length=1, max_length=500)
+    reason: str = Field(default="", max_length=2000, description="Required to reject.")
+
+    @model_validator(mode="after")
+    def _reason_to_reject(self):
+        if self.action == "reject" and not self.reason.strip():
+            raise ValueError("reason: a reason is required to reject Orbs")
+        return self
+
+
+class BulkReviewOut(Schema):
+    action: str
+    orbs: list[OrbOut]
+
+
+class ConflictOut(Schema):
+    detail: str
+    orb_id: int | None = None
+    current_version: int | None = None
+    current_status: str | None = None
+
+
+class ErrorOut(Schema):
+    detail: str
+
+
+class BankIn(Schema):
+    name: str = Field(min_length=1, max_length=100)
+    description: str = Field(default="", max_length=2000)
+    retrieval_k: int = Field(default=5, ge=1, le=50)
+    approved_only: bool = True
+    min_score: float = Field(default=0.0, ge=-1.0, le=1.0)
+    near_duplicate_threshold: float = Field(default=0.95, ge=0.0, le=1.0)
+    auto_approve: Literal["never", "always", "by_rule"] = "never"
+    auto_approve_min_reward: float = Field(default=1.0, allow_inf_nan=False)
+    prompt_token_budget: int = Field(default=600, ge=50, le=8000)
+
+
+class BankOut(Schema):
+    id: int
+    name: str
+    slug: str
+    description: str
+    retrieval_k: int
+    approved_only: bool
+    min_score: float
+    near_duplicate_threshold: float
+    auto_approve: str
+    auto_approve_min_reward: float
+    prompt_token_budget: int
+    embedding_model: str
+    created_at: datetime
+
+
+class BankStatsOut(Schema):
+    bank: str
+    total: int
+    by_status: dict[str, int]
+    by_emotion: dict[str, int]
+    by_domain: dict[str, int]
+    scripted: int
+    near_duplicates_open: int
+    retrievals: int
+    retrievals_last_24h: int
+    mean_search_ms: float | None
+    episodes_failed: int
+
+
+class ImportLineError(Schema):
+    line: int
+    field: str
+    message: str
+
+
+class ImportReportOut(Schema):
+    ok: bool
+    bank: str
+    orbs: int
+    events: int
+    errors: list[ImportLineError]

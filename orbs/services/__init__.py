@@ -1,0 +1,20 @@
+"""The Orbs app's service layer; other apps call these functions, never the models' internals."""
+from orbs.services.banks import (
+    bank_get_or_create, bank_policy_update, bank_resolve, bank_stats, count_pending,
+)
+from orbs.services.ingest import (
+    OrbIngestResult, episode_reflect, episode_submit, orb_from_episode, trajectory_parse,
+)
+from orbs.services.retrieval import (
+    Hit, RetrievalResult, orbs_retrievable, orbs_retrieve, orbs_search, retrieval_outcome_record,
+)
+from orbs.services.review import orb_approve, orb_edit, orb_merge, orb_reject, orbs_bulk_review
+from orbs.services.transfer import ImportReport, bank_export, bank_import
+
+__all__ = [
+    "Hit", "ImportReport", "OrbIngestResult", "RetrievalResult", "bank_export", "bank_get_or_create",
+    "bank_import", "bank_policy_update", "bank_resolve", "bank_stats", "count_pending", "episode_reflect",
+    "episode_submit", "orb_approve", "orb_edit", "orb_from_episode", "orb_merge", "orb_reject",
+    "orbs_bulk_review", "orbs_retrievable", "orbs_retrieve", "orbs_search", "retrieval_outcome_record",
+    "trajectory_parse",
+]

@@ -1,0 +1,106 @@
+"""Memory banks: creation, lookup, statistics, and the vector model they hold."""
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import Avg, Count
+from django.utils import timezone
+from django.utils.text import slugify
+
+from memweb.embeddings import embedder
+from orbs.errors import BankModelMismatch, OrbsError
+from orbs.models import VECTOR_DIMENSIONS, EpisodeRecord, MemoryBank, Orb, RetrievalLog
+
+POLICY_FIELDS = (
+    "description", "retrieval_k", "approved_only", "min_score", "near_duplicate_threshold",
+    "auto_approve", "auto_approve_min_reward", "prompt_token_budget",
+)
+
+
+# Paths of their own under /orbs/banks/ and /api/orbs/banks/.
+RESERVED_SLUGS = ("new", "import")
+
+
+def bank_slug_unique(name: str) -> str:
+    base = slugify(name)[:90] or "bank"
+    slug, suffix = base, 2
+    while slug in RESERVED_SLUGS or MemoryBank.objects.filter(slug=slug).exists():
+        slug, suffix = f"{base}-{suffix}", suffix + 1
+    return slug
+
+
+def bank_get_or_create(*, name: str, **policy) -> MemoryBank:
+    """The bank called `name`, created with `policy` (see POLICY_FIELDS) when missing.
+    An existing bank keeps its own policy."""
+    unknown = set(policy) - set(POLICY_FIELDS)
+    if unknown:
+        raise TypeError(f"unknown bank policy fields: {', '.join(sorted(unknown))}")
+    existing = MemoryBank.objects.filter(name=name).first()
+    if existing:
+        return existing
+    bank = MemoryBank(name=name, slug=bank_slug_unique(name), embedding_model=settings.EMBEDDING_MODEL, **policy)
+    bank.full_clean()
+    bank.save()
+    return bank
+
+
+def bank_resolve(bank: MemoryBank | str) -> MemoryBank:
+    """A bank given as instance, slug or name; MemoryBank.DoesNotExist when unknown."""
+    if isinstance(bank, MemoryBank):
+        return bank
+    found = MemoryBank.objects.filter(slug=bank).first() or MemoryBank.objects.filter(name=bank).first()
+    if found is None:
+        raise MemoryBank.DoesNotExist(f"No memory bank {bank!r}")
+    return found
+
+
+def bank_embedder(bank: MemoryBank):
+    """This process's embedder, refusing a bank whose vectors come from another model."""
+    model = embedder()
+    if bank.embedding_model != model.model_name:
+        raise BankModelMismatch(
+            f"bank {bank.name!r} holds vectors of {bank.embedding_model}, but this server embeds with "
+            f"{model.model_name}; vectors of two models are never compared"
+        )
+    if model.dimension != VECTOR_DIMENSIONS:
+        raise OrbsError(f"Orb vectors have {VECTOR_DIMENSIONS} dimensions; {model.model_name} gives {model.dimension}")
+    return model
+
+
+def _counts(queryset, field: str) -> dict[str, int]:
+    rows = queryset.values_list(field).annotate(n=Count("id")).order_by(field)
+    return {key or "(none)": n for key, n in rows}
+
+
+def bank_stats(*, bank: MemoryBank) -> dict:
+    orbs = Orb.objects.filter(bank=bank)
+    retrievals = RetrievalLog.objects.filter(bank=bank)
+    day_ago = timezone.now() - timedelta(days=1)
+    return {
+        "bank": bank.slug,
+        "total": orbs.count(),
+        "by_status": {status: 0 for status in Orb.Status.values} | _counts(orbs, "status"),
+        "by_emotion": _counts(orbs, "emotion"),
+        "by_domain": _counts(orbs, "domain"),
+        "scripted": orbs.filter(reflector_backend__startswith="scripted").count(),
+        "near_duplicates_open": orbs.filter(status=Orb.Status.PENDING, near_duplicate_of__isnull=False).count(),
+        "retrievals": retrievals.count(),
+        "retrievals_last_24h": retrievals.filter(created_at__gte=day_ago).count(),
+        "mean_search_ms": retrievals.aggregate(mean=Avg("search_ms"))["mean"],
+        "episodes_failed": EpisodeRecord.objects.filter(bank=bank, status=EpisodeRecord.Status.FAILED).count(),
+    }
+
+
+def bank_policy_update(*, bank: MemoryBank, **policy) -> MemoryBank:
+    unknown = set(policy) - set(POLICY_FIELDS)
+    if unknown:
+        raise TypeError(f"unknown bank policy fields: {', '.join(sorted(unknown))}")
+    for field, value in policy.items():
+        setattr(bank, field, value)
+    bank.full_clean()
+    bank.save(update_fields=list(policy))
+    return bank
+
+
+def count_pending() -> int:
+    """Orbs waiting for a reviewer, over all banks (the home page's count)."""
+    return Orb.objects.filter(status=Orb.Status.PENDING).count()

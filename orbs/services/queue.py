@@ -1,0 +1,42 @@
+"""Listing Orbs for people and programs: the review queue's filters and order."""
+from dataclasses import dataclass
+
+from django.db.models import Q, QuerySet
+
+from orbs.models import PENDING_FIRST, Orb
+
+
+@dataclass(frozen=True)
+class OrbFilters:
+    bank: str = ""  # slug
+    status: str = ""
+    domain: str = ""
+    emotion: str = ""
+    source: str = ""
+    source_label: str = ""
+    customer_key: str = ""
+    text: str = ""
+    near_duplicates: bool = False
+
+
+def orbs_filtered(*, filters: OrbFilters) -> QuerySet:
+    """Orbs matching every given filter; text search looks in obs, outcome and the hash prefix."""
+    queryset = Orb.objects.select_related("bank", "reviewer").defer("vector")
+    exact = {
+        "bank__slug": filters.bank, "status": filters.status, "domain": filters.domain, "emotion": filters.emotion,
+        "source": filters.source, "source_label": filters.source_label, "customer_key": filters.customer_key,
+    }
+    queryset = queryset.filter(**{name: value for name, value in exact.items() if value})
+    if filters.text.strip():
+        text = filters.text.strip()
+        queryset = queryset.filter(
+            Q(obs__icontains=text) | Q(outcome__icontains=text) | Q(content_hash__startswith=text.lower())
+        )
+    if filters.near_duplicates:
+        queryset = queryset.filter(near_duplicate_of__isnull=False)
+    return queryset
+
+
+def orbs_queue(*, filters: OrbFilters) -> QuerySet:
+    """Pending first, then everything else; oldest first within each group."""
+    return orbs_filtered(filters=filters).order_by(PENDING_FIRST, "created_at", "id")

@@ -1,0 +1,136 @@
+"""Retrieval for agents: q' = rewrite(q ⊕ C), e = embed(q'), top-k Orbs by
+cosine similarity, a token-bounded prompt block, and a log of every call."""
+import time
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from memweb.embeddings import embedder
+from orbs.backends.rewriter import query_rewrite
+from orbs.models import MemoryBank, Orb, RetrievalHit, RetrievalLog
+from orbs.services.banks import bank_embedder, bank_resolve
+from orbs.services.search import orbs_nearest
+
+PROMPT_HEADER = "Memories from past customer-service episodes (most relevant first):"
+_SITUATION_CHARS = 300
+
+
+@dataclass(frozen=True)
+class Hit:
+    orb: Orb
+    score: float
+    rank: int
+
+
+@dataclass(frozen=True)
+class RetrievalResult:
+    retrieval_id: int
+    hits: list[Hit]
+    prompt_block: str
+    rewritten_query: str = ""
+    rewriter_backend: str = ""
+
+
+def _ms_since(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 3)
+
+
+def orbs_retrievable(*, bank: MemoryBank, approved_only: bool, domain: str | None = None,
+                     customer_key: str | None = None):
+    """The Orbs an agent may see. The bank's approved-only policy cannot be lifted by a request;
+    rejected and superseded Orbs are never served."""
+    statuses = [Orb.Status.APPROVED]
+    if not (approved_only or bank.approved_only):
+        statuses.append(Orb.Status.PENDING)
+    queryset = Orb.objects.select_related("bank").filter(
+        bank=bank, status__in=statuses, embedding_model=bank.embedding_model
+    )
+    if domain:
+        queryset = queryset.filter(domain=domain)
+    if customer_key:
+        queryset = queryset.filter(customer_key=customer_key)
+    return queryset
+
+
+def _entry(rank: int, orb: Orb) -> str:
+    situation = " / ".join(orb.obs.splitlines())[:_SITUATION_CHARS]
+    return f"[{rank}] Situation: {situation}\n    Customer felt: {orb.emotion}\n    Lesson: {orb.outcome}"
+
+
+def prompt_block_render(*, hits: list[Hit], token_budget: int, count_tokens) -> tuple[str, int]:
+    """The hits as prompt text, best first, stopping before the budget would be exceeded."""
+    if not hits:
+        return "", 0
+    block, used = PROMPT_HEADER, count_tokens(PROMPT_HEADER)
+    for hit in hits:
+        candidate = f"{block}\n{_entry(hit.rank, hit.orb)}"
+        tokens = count_tokens(candidate)
+        if tokens > token_budget:
+            break
+        block, used = candidate, tokens
+    return (block, used) if block != PROMPT_HEADER else ("", 0)
+
+
+def _log(*, bank, query, context, rewrite, k, filters, hits, prompt_tokens, timings, client) -> RetrievalLog:
+    with transaction.atomic():
+        log = RetrievalLog.objects.create(
+            bank=bank, query=query, context=context, rewritten_query=rewrite.value, rewriter_backend=rewrite.backend,
+            k=k, filters=filters, prompt_tokens=prompt_tokens, client=client, **timings,
+            hits=[{"orb_id": h.orb.pk, "content_hash": h.orb.content_hash, "score": h.score, "rank": h.rank}
+                  for h in hits],
+        )
+        RetrievalHit.objects.bulk_create(
+            [RetrievalHit(retrieval=log, orb=h.orb, rank=h.rank, score=h.score) for h in hits]
+        )
+        Orb.objects.filter(pk__in=[h.orb.pk for h in hits]).update(
+            times_retrieved=F("times_retrieved") + 1, last_retrieved_at=timezone.now()
+        )
+    return log
+
+
+def orbs_retrieve(*, bank: MemoryBank | str, query: str, context: dict, k: int | None = None,
+                  approved_only: bool = True, domain: str | None = None, customer_key: str | None = None,
+                  min_score: float | None = None, client: str = "") -> RetrievalResult:
+    """Top-k Orbs for an agent's current turn. Raises MemoryBank.DoesNotExist for an unknown bank."""
+    bank = bank_resolve(bank)
+    k = k or bank.retrieval_k
+    min_score = bank.min_score if min_score is None else min_score
+    model = bank_embedder(bank)
+    start = time.perf_counter()
+    rewrite = query_rewrite(query=query, context=context)
+    rewrite_ms, start = _ms_since(start), time.perf_counter()
+    vector = model.embed_one(rewrite.value)
+    embed_ms, start = _ms_since(start), time.perf_counter()
+    queryset = orbs_retrievable(bank=bank, approved_only=approved_only, domain=domain, customer_key=customer_key)
+    nearest = orbs_nearest(queryset=queryset, vector=vector, k=k)
+    search_ms = _ms_since(start)
+    hits = [Hit(orb, round(score, 6), rank) for rank, (orb, score) in enumerate(
+        [(orb, score) for orb, score in nearest if score >= min_score], start=1)]
+    block, tokens = prompt_block_render(hits=hits, token_budget=bank.prompt_token_budget,
+                                        count_tokens=model.count_tokens)
+    filters = {"approved_only": approved_only or bank.approved_only, "domain": domain, "customer_key": customer_key,
+               "min_score": min_score}
+    log = _log(bank=bank, query=query, context=context, rewrite=rewrite, k=k, filters=filters, hits=hits,
+               prompt_tokens=tokens, client=client,
+               timings={"rewrite_ms": rewrite_ms, "embed_ms": embed_ms, "search_ms": search_ms})
+    return RetrievalResult(log.pk, hits, block, rewrite.value, rewrite.backend)
+
+
+def retrieval_outcome_record(*, retrieval_ids: list[int], success: bool, reward: float | None = None,
+                             episode_ref: str = "") -> int:
+    """Note how the episode that used these retrievals ended (shown on each hit Orb's page)."""
+    if not retrieval_ids:
+        return 0
+    return RetrievalLog.objects.filter(pk__in=retrieval_ids).update(
+        outcome_success=success, outcome_reward=reward, outcome_episode_ref=episode_ref
+    )
+
+
+def orbs_search(*, text: str, queryset, limit: int = 20) -> list[tuple[Orb, float]]:
+    """A reviewer's semantic search: the raw text embedded, no rewrite, no retrieval log.
+    Vectors of other models are left out so scores stay comparable."""
+    model = embedder()
+    vector = model.embed_one(text)
+    return orbs_nearest(queryset=queryset.filter(embedding_model=model.model_name), vector=vector, k=limit)

@@ -1,0 +1,183 @@
+"""The review workflow: approve, reject, edit (a new revision), merge, bulk.
+
+Every action names the version the reviewer saw. The write is a conditional
+UPDATE ... WHERE version = expected, so when two reviewers act on the same
+Orb the second one gets OrbConflict and nothing of theirs is written. Each
+action appends a ReviewEvent with what changed, before and after.
+"""
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from orbs.errors import InvalidTransition, OrbConflict, OrbsError
+from orbs.models import Orb, ReviewEvent, content_hash_of, orb_document
+from orbs.services.banks import bank_embedder
+
+SNAPSHOT_FIELDS = ("status", "version", "content_hash", "obs", "emotion", "outcome", "context", "review_note")
+REVIEWABLE = (Orb.Status.PENDING, Orb.Status.APPROVED, Orb.Status.REJECTED)
+HUMAN = "human"
+
+
+def orb_snapshot(orb: Orb) -> dict:
+    return {field: getattr(orb, field) for field in SNAPSHOT_FIELDS}
+
+
+def _changes(before: dict, after: dict) -> tuple[dict, dict]:
+    changed = [field for field in after if before.get(field) != after[field]]
+    return {f: before.get(f) for f in changed}, {f: after[f] for f in changed}
+
+
+def _actor_name(actor) -> str:
+    return actor.get_username() if actor else ""
+
+
+def _event(orb: Orb, *, action: str, actor, before: dict, after: dict, note: str = "") -> ReviewEvent:
+    return ReviewEvent.objects.create(
+        orb=orb, action=action, actor=actor, actor_name=_actor_name(actor), before=before, after=after, note=note
+    )
+
+
+def _conflict(orb: Orb, expected_version: int) -> OrbConflict:
+    last = orb.events.order_by("-at", "-id").first()
+    return OrbConflict(orb_id=orb.pk, expected_version=expected_version, current_version=orb.version,
+                       current_status=orb.status, actor=last.actor_name if last else "")
+
+
+def _checked(orb_id: int, expected_version: int, allowed: tuple[str, ...], action: str) -> Orb:
+    orb = Orb.objects.select_related("bank").get(pk=orb_id)
+    if orb.version != expected_version:
+        raise _conflict(orb, expected_version)
+    if orb.status not in allowed:
+        raise InvalidTransition(f"cannot {action} Orb #{orb.pk}: it is {orb.status}")
+    return orb
+
+
+def _conditional_update(orb: Orb, expected_version: int, **changes) -> Orb:
+    updated = Orb.objects.filter(pk=orb.pk, version=expected_version).update(
+        **changes, version=F("version") + 1
+    )
+    if not updated:
+        orb.refresh_from_db()
+        raise _conflict(orb, expected_version)
+    orb.refresh_from_db()
+    return orb
+
+
+def _decide(*, orb_id, expected_version, actor, status, note, action, allowed) -> Orb:
+    with transaction.atomic():
+        orb = _checked(orb_id, expected_version, allowed, action)
+        before = orb_snapshot(orb)
+        orb = _conditional_update(orb, expected_version, status=status, reviewer=actor,
+                                  reviewed_at=timezone.now(), review_note=note)
+        changed_before, changed_after = _changes(before, orb_snapshot(orb))
+        _event(orb, action=action, actor=actor, before=changed_before, after=changed_after, note=note)
+    return orb
+
+
+def orb_approve(*, orb_id: int, expected_version: int, actor, note: str = "") -> Orb:
+    return _decide(orb_id=orb_id, expected_version=expected_version, actor=actor, status=Orb.Status.APPROVED,
+                   note=note, action=ReviewEvent.Action.APPROVED, allowed=(Orb.Status.PENDING, Orb.Status.REJECTED))
+
+
+def orb_reject(*, orb_id: int, expected_version: int, actor, reason: str) -> Orb:
+    if not reason.strip():
+        raise OrbsError("a reason is required to reject an Orb")
+    return _decide(orb_id=orb_id, expected_version=expected_version, actor=actor, status=Orb.Status.REJECTED,
+                   note=reason.strip(), action=ReviewEvent.Action.REJECTED,
+                   allowed=(Orb.Status.PENDING, Orb.Status.APPROVED))
+
+
+def _revision_fields(orb: Orb, *, obs, emotion, outcome, context) -> dict:
+    fields = {
+        "obs": orb.obs if obs is None else obs.strip(),
+        "emotion": orb.emotion if emotion is None else emotion,
+        "outcome": orb.outcome if outcome is None else outcome.strip(),
+        "context": orb.context if context is None else context,
+    }
+    if all(fields[name] == getattr(orb, name) for name in fields):
+        raise OrbsError("the edit changes nothing")
+    return fields
+
+
+def _edit_in_place(orb: Orb, expected_version: int, *, actor, context: dict, vector, note: str) -> Orb:
+    """A context-only edit keeps the Orb's id (the hash covers obs, emotion and outcome),
+    so it is the same Orb at a new version, re-embedded."""
+    before = orb_snapshot(orb)
+    orb = _conditional_update(orb, expected_version, context=context, vector=vector)
+    changed_before, changed_after = _changes(before, orb_snapshot(orb))
+    _event(orb, action=ReviewEvent.Action.EDITED, actor=actor, before=changed_before, after=changed_after, note=note)
+    return orb
+
+
+def _new_revision(old: Orb, fields: dict, *, actor, vector, note: str, approve: bool) -> Orb:
+    decision = {"status": Orb.Status.APPROVED, "reviewer": actor, "reviewed_at": timezone.now()} if approve else {}
+    return Orb.objects.create(
+        bank=old.bank, **fields, content_hash=content_hash_of(**{k: fields[k] for k in ("obs", "emotion", "outcome")}),
+        timestamp=old.timestamp, customer_key=old.customer_key, domain=old.domain, source=old.source,
+        source_label=old.source_label, episode_ref=old.episode_ref, episode=old.episode, supersedes=old,
+        vector=vector, embedding_model=old.embedding_model, review_note=note,
+        emotion_backend=HUMAN if fields["emotion"] != old.emotion else old.emotion_backend,
+        reflector_backend=HUMAN if fields["outcome"] != old.outcome else old.reflector_backend,
+        **decision,
+    )
+
+
+def _supersede(old: Orb, expected_version: int, fields: dict, *, actor, vector, note: str, approve: bool) -> Orb:
+    new_hash = content_hash_of(obs=fields["obs"], emotion=fields["emotion"], outcome=fields["outcome"])
+    clash = Orb.objects.filter(bank=old.bank, content_hash=new_hash).exclude(pk=old.pk).first()
+    if clash is not None:
+        raise OrbsError(f"Orb #{clash.pk} in this bank already has exactly this content")
+    before = orb_snapshot(old)
+    old = _conditional_update(old, expected_version, status=Orb.Status.SUPERSEDED)
+    new = _new_revision(old, fields, actor=actor, vector=vector, note=note, approve=approve)
+    _event(old, action=ReviewEvent.Action.SUPERSEDED, actor=actor, before={"status": before["status"]},
+           after={"status": old.status, "superseded_by": new.pk}, note=note)
+    changed_before, changed_after = _changes(before, orb_snapshot(new))
+    _event(new, action=ReviewEvent.Action.EDITED, actor=actor, before={**changed_before, "revision_of": old.pk},
+           after=changed_after, note=note)
+    return new
+
+
+def orb_edit(*, orb_id: int, expected_version: int, actor, obs: str | None = None, emotion: str | None = None,
+             outcome: str | None = None, context: dict | None = None, note: str = "", approve: bool = True) -> Orb:
+    """A new revision with its own hash and vector; the old one becomes superseded.
+    Returns the Orb as it stands after the edit (the new revision)."""
+    current = Orb.objects.select_related("bank").get(pk=orb_id)
+    fields = _revision_fields(current, obs=obs, emotion=emotion, outcome=outcome, context=context)
+    vector = bank_embedder(current.bank).embed_one(orb_document(**fields))
+    with transaction.atomic():
+        old = _checked(orb_id, expected_version, REVIEWABLE, "edit")
+        if content_hash_of(obs=fields["obs"], emotion=fields["emotion"], outcome=fields["outcome"]) == old.content_hash:
+            return _edit_in_place(old, expected_version, actor=actor, context=fields["context"], vector=vector,
+                                  note=note)
+        return _supersede(old, expected_version, fields, actor=actor, vector=vector, note=note, approve=approve)
+
+
+def orb_merge(*, orb_id: int, expected_version: int, into_id: int, actor, note: str = "") -> Orb:
+    """Fold a near-duplicate into the Orb to keep; returns the kept Orb."""
+    with transaction.atomic():
+        orb = _checked(orb_id, expected_version, REVIEWABLE, "merge")
+        target = Orb.objects.filter(pk=into_id, bank=orb.bank).exclude(pk=orb.pk).first()
+        if target is None:
+            raise OrbsError(f"merge target #{into_id} must be another Orb of bank {orb.bank.name!r}")
+        if target.status not in (Orb.Status.PENDING, Orb.Status.APPROVED):
+            raise InvalidTransition(f"cannot merge into Orb #{target.pk}: it is {target.status}")
+        before = orb_snapshot(orb)
+        orb = _conditional_update(orb, expected_version, status=Orb.Status.SUPERSEDED, merged_into=target,
+                                  reviewer=actor, reviewed_at=timezone.now(), review_note=note)
+        _event(orb, action=ReviewEvent.Action.MERGED, actor=actor, before={"status": before["status"]},
+               after={"status": orb.status, "merged_into": target.pk}, note=note)
+        _event(target, action=ReviewEvent.Action.MERGED, actor=actor, before={}, after={"absorbed": orb.pk}, note=note)
+    return target
+
+
+def orbs_bulk_review(*, action: str, items: list[tuple[int, int]], actor, reason: str = "") -> list[Orb]:
+    """Approve or reject a selection of (orb id, expected version): all of it, or none of it
+    when any Orb is stale or cannot take the action."""
+    selection = dict(items)
+    with transaction.atomic():
+        if action == "approve":
+            return [orb_approve(orb_id=i, expected_version=v, actor=actor, note=reason) for i, v in selection.items()]
+        if action == "reject":
+            return [orb_reject(orb_id=i, expected_version=v, actor=actor, reason=reason) for i, v in selection.items()]
+    raise OrbsError(f"unknown bulk action {action!r}; use approve or reject")

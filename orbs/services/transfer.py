@@ -1,0 +1,283 @@
+"""A bank as JSON Lines, and back, losslessly.
+
+Line 1 is the bank (name and policy); every further line is one Orb of any
+status with its vector, provenance episode and full review history. Orbs
+refer to each other (revision, near-duplicate, merge) by content hash, so a
+file can be imported into another server. Import checks every line first and
+writes nothing unless all of them are valid.
+"""
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+import pydantic
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from orbs.models import (
+    VECTOR_DIMENSIONS, EpisodeRecord, MemoryBank, Orb, ReviewEvent, content_hash_of,
+)
+from orbs.services.banks import POLICY_FIELDS, bank_slug_unique
+
+FORMAT = "memweb.orbs"
+FORMAT_VERSION = 1
+_REFERENCES = ("supersedes", "near_duplicate_of", "merged_into")
+_COPIED = (
+    "obs", "emotion", "outcome", "context", "timestamp", "customer_key", "domain", "source", "source_label",
+    "episode_ref", "status", "near_duplicate_score", "reviewed_at", "review_note", "embedding_model",
+    "emotion_backend", "reflector_backend", "backend_error", "times_retrieved", "last_retrieved_at", "version",
+    "created_at",
+)
+
+
+# --- export -------------------------------------------------------------------
+
+def _isoformat(value):
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def _episode_line(episode: EpisodeRecord | None) -> dict | None:
+    if episode is None:
+        return None
+    return {"key": episode.pk, "trajectory": episode.trajectory, "source": episode.source,
+            "source_label": episode.source_label, "episode_ref": episode.episode_ref,
+            "created_at": episode.created_at.isoformat()}
+
+
+def _event_line(event: ReviewEvent) -> dict:
+    return {"action": event.action, "actor": event.actor_name, "before": event.before, "after": event.after,
+            "note": event.note, "at": event.at.isoformat()}
+
+
+def _orb_line(orb: Orb, hashes: dict[int, str]) -> dict:
+    line = {"type": "orb", "content_hash": orb.content_hash}
+    line |= {name: _isoformat(getattr(orb, name)) for name in _COPIED}
+    line |= {name: hashes.get(getattr(orb, f"{name}_id")) for name in _REFERENCES}
+    line["reviewer"] = orb.reviewer.get_username() if orb.reviewer else None
+    line["vector"] = [float(x) for x in orb.vector]
+    line["episode"] = _episode_line(orb.episode)
+    line["events"] = [_event_line(event) for event in orb.events.all()]
+    return line
+
+
+def _bank_line(bank: MemoryBank) -> dict:
+    policy = {name: getattr(bank, name) for name in POLICY_FIELDS}
+    return {"type": "bank", "format": FORMAT, "format_version": FORMAT_VERSION, "name": bank.name,
+            "embedding_model": bank.embedding_model, "created_at": bank.created_at.isoformat(), **policy}
+
+
+def bank_export(*, bank: MemoryBank) -> Iterator[str]:
+    """The bank as JSON lines (each ending in a newline), oldest Orb first."""
+    yield json.dumps(_bank_line(bank), ensure_ascii=False) + "\n"
+    hashes = dict(Orb.objects.filter(bank=bank).values_list("pk", "content_hash"))
+    orbs = Orb.objects.filter(bank=bank).select_related("reviewer", "episode").prefetch_related("events")
+    for orb in orbs.order_by("created_at", "pk").iterator(chunk_size=200):
+        yield json.dumps(_orb_line(orb, hashes), ensure_ascii=False) + "\n"
+
+
+# --- import: the shape of each line -------------------------------------------
+
+class BankLine(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    type: Literal["bank"]
+    format: Literal["memweb.orbs"]
+    format_version: Literal[1]
+    name: str = pydantic.Field(min_length=1, max_length=100)
+    embedding_model: str = pydantic.Field(min_length=1, max_length=100)
+    created_at: datetime
+    description: str = ""
+    retrieval_k: int = pydantic.Field(ge=1, le=50)
+    approved_only: bool
+    min_score: float = pydantic.Field(ge=-1, le=1)
+    near_duplicate_threshold: float = pydantic.Field(ge=0, le=1)
+    auto_approve: Literal["never", "always", "by_rule"]
+    auto_approve_min_reward: float
+    prompt_token_budget: int = pydantic.Field(ge=50, le=8000)
+
+
+class EpisodeLine(pydantic.BaseModel):
+    key: int
+    trajectory: dict[str, Any]
+    source: Literal["episode", "api"]
+    source_label: str = pydantic.Field(max_length=200)
+    episode_ref: str = pydantic.Field(max_length=200)
+    created_at: datetime
+
+
+class EventLine(pydantic.BaseModel):
+    action: Literal[tuple(ReviewEvent.Action.values)]
+    actor: str = pydantic.Field(max_length=150)
+    before: dict[str, Any]
+    after: dict[str, Any]
+    note: str
+    at: datetime
+
+
+class OrbLine(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    type: Literal["orb"]
+    content_hash: str = pydantic.Field(pattern=r"^[0-9a-f]{64}$")
+    obs: str = pydantic.Field(min_length=1)
+    emotion: str = pydantic.Field(min_length=1, max_length=32)
+    outcome: str = pydantic.Field(min_length=1)
+    context: dict[str, Any]
+    timestamp: datetime
+    customer_key: str = pydantic.Field(max_length=200)
+    domain: str = pydantic.Field(max_length=64)
+    source: Literal["episode", "api"]
+    source_label: str = pydantic.Field(max_length=200)
+    episode_ref: str = pydantic.Field(max_length=200)
+    status: Literal[tuple(Orb.Status.values)]
+    supersedes: str | None
+    near_duplicate_of: str | None
+    near_duplicate_score: float | None
+    merged_into: str | None
+    reviewer: str | None
+    reviewed_at: datetime | None
+    review_note: str
+    vector: list[float] = pydantic.Field(min_length=VECTOR_DIMENSIONS, max_length=VECTOR_DIMENSIONS)
+    embedding_model: str = pydantic.Field(max_length=100)
+    emotion_backend: str = pydantic.Field(max_length=200)
+    reflector_backend: str = pydantic.Field(max_length=200)
+    backend_error: str
+    times_retrieved: int = pydantic.Field(ge=0)
+    last_retrieved_at: datetime | None
+    version: int = pydantic.Field(ge=1)
+    created_at: datetime
+    episode: EpisodeLine | None
+    events: list[EventLine]
+
+    @pydantic.model_validator(mode="after")
+    def _hash_matches(self):
+        if content_hash_of(obs=self.obs, emotion=self.emotion, outcome=self.outcome) != self.content_hash:
+            raise ValueError("content_hash is not SHA-256(obs ‖ emotion ‖ outcome): the line was altered")
+        return self
+
+
+# --- import: validation, then one transaction ------------------------------------
+
+@dataclass
+class ImportReport:
+    bank: str = ""
+    orbs: int = 0
+    events: int = 0
+    errors: list[dict] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def add(self, line: int, field_name: str, message: str) -> None:
+        self.errors.append({"line": line, "field": field_name, "message": message})
+
+
+def _parse(report: ImportReport, number: int, text: str, model):
+    try:
+        return model.model_validate_json(text)
+    except pydantic.ValidationError as exc:
+        for error in exc.errors(include_url=False):
+            report.add(number, ".".join(str(p) for p in error["loc"]) or "(line)", error["msg"])
+    return None
+
+
+def _check_header(report: ImportReport, header: BankLine, name: str | None, model_name: str) -> None:
+    target = name or header.name
+    report.bank = target
+    existing = MemoryBank.objects.filter(name=target).first()
+    if existing is not None and existing.orbs.exists():
+        report.add(1, "name", f"bank {target!r} already holds Orbs; import under another name")
+    if header.embedding_model != model_name:
+        report.add(1, "embedding_model", f"vectors of {header.embedding_model} cannot be searched with {model_name}")
+
+
+def _check_orbs(report: ImportReport, orbs: list[tuple[int, OrbLine]], model_name: str) -> None:
+    seen: set[str] = set()
+    for number, line in orbs:
+        if line.content_hash in seen:
+            report.add(number, "content_hash", "the same Orb appears twice in the file")
+        seen.add(line.content_hash)
+        if line.embedding_model != model_name:
+            report.add(number, "embedding_model", f"does not match the bank's {model_name}")
+    for number, line in orbs:
+        for name in _REFERENCES:
+            if getattr(line, name) is not None and getattr(line, name) not in seen:
+                report.add(number, name, "refers to an Orb that is not in the file")
+
+
+def _read(lines: Iterable[str], name: str | None, model_name: str) -> tuple[ImportReport, BankLine | None, list]:
+    report, header, orbs = ImportReport(), None, []
+    for number, text in enumerate(lines, start=1):
+        if not text.strip():
+            continue
+        if number == 1:
+            header = _parse(report, 1, text, BankLine)
+        elif (parsed := _parse(report, number, text, OrbLine)) is not None:
+            orbs.append((number, parsed))
+    if header is None and not report.errors:
+        report.add(1, "(line)", "the file is empty; line 1 must describe the bank")
+    if header is not None:
+        _check_header(report, header, name, model_name)
+        _check_orbs(report, orbs, header.embedding_model)
+    return report, header, orbs
+
+
+def _bank_from(header: BankLine, name: str | None) -> MemoryBank:
+    policy = {field_name: getattr(header, field_name) for field_name in POLICY_FIELDS}
+    target = name or header.name
+    bank, _ = MemoryBank.objects.get_or_create(
+        name=target, defaults={"slug": bank_slug_unique(target), "embedding_model": header.embedding_model,
+                               "created_at": header.created_at, **policy},
+    )
+    return bank
+
+
+def _episode_from(bank: MemoryBank, line: EpisodeLine | None, episodes: dict) -> EpisodeRecord | None:
+    if line is None:
+        return None
+    if line.key not in episodes:
+        episodes[line.key] = EpisodeRecord.objects.create(
+            bank=bank, trajectory=line.trajectory, source=line.source, source_label=line.source_label,
+            episode_ref=line.episode_ref, created_at=line.created_at, status=EpisodeRecord.Status.DONE,
+        )
+    return episodes[line.key]
+
+
+def _write(bank: MemoryBank, orbs: list[tuple[int, OrbLine]], report: ImportReport) -> None:
+    users = {u.get_username(): u for u in get_user_model().objects.all()}
+    created, episodes = {}, {}
+    for _, line in orbs:
+        orb = Orb.objects.create(
+            bank=bank, content_hash=line.content_hash, vector=line.vector, reviewer=users.get(line.reviewer),
+            episode=_episode_from(bank, line.episode, episodes), **{name: getattr(line, name) for name in _COPIED},
+        )
+        created[line.content_hash] = orb
+        ReviewEvent.objects.bulk_create([
+            ReviewEvent(orb=orb, actor=users.get(e.actor), actor_name=e.actor, action=e.action, before=e.before,
+                        after=e.after, note=e.note, at=e.at) for e in line.events
+        ])
+        report.events += len(line.events)
+    for _, line in orbs:  # references can point forward (an older Orb merged into a newer one)
+        links = {f"{name}_id": created[getattr(line, name)].pk for name in _REFERENCES if getattr(line, name)}
+        if links:
+            Orb.objects.filter(pk=created[line.content_hash].pk).update(**links)
+    for episode in episodes.values():
+        first = next(orb for orb in created.values() if orb.episode_id == episode.pk)
+        EpisodeRecord.objects.filter(pk=episode.pk).update(orb=first, created_orb=True)
+    report.orbs = len(created)
+
+
+def bank_import(*, lines: Iterable[str], name: str | None = None, model_name: str | None = None) -> ImportReport:
+    """Import an exported bank under its own name or `name`; all lines or nothing.
+    `model_name` (default: this server's embedder) is the model the vectors must come from."""
+    from memweb.embeddings import embedder
+
+    report, header, orbs = _read(lines, name, model_name or embedder().model_name)
+    if not report.ok:
+        return report
+    with transaction.atomic():
+        _write(_bank_from(header, name), orbs, report)
+    return report

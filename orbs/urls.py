@@ -1,0 +1,22 @@
+from django.urls import path
+
+from orbs import views
+from orbs.dmrm.urls import urlpatterns as dmrm_urlpatterns
+
+app_name = "orbs"
+urlpatterns = [
+    path("", views.queue, name="queue"),
+    path("bulk/", views.bulk, name="bulk"),
+    path("<int:orb_id>/", views.orb_detail, name="detail"),
+    path("<int:orb_id>/approve/", views.approve, name="approve"),
+    path("<int:orb_id>/reject/", views.reject, name="reject"),
+    path("<int:orb_id>/merge/", views.merge, name="merge"),
+    path("<int:orb_id>/edit/", views.edit, name="edit"),
+    path("banks/", views.bank_list, name="bank_list"),
+    path("banks/new/", views.bank_create, name="bank_create"),
+    path("banks/import/", views.bank_import_upload, name="bank_import"),
+    path("banks/<slug:slug>/", views.bank_detail, name="bank_detail"),
+    path("banks/<slug:slug>/policy/", views.bank_policy, name="bank_policy"),
+    path("banks/<slug:slug>/export/", views.bank_export_download, name="bank_export"),
+]
+urlpatterns += dmrm_urlpatterns

@@ -1,0 +1,279 @@
+"""Review pages: the queue, an Orb's page, review actions, memory banks."""
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from memweb.roles import Role, has_role, role_required
+from orbs.errors import OrbConflict, OrbsError
+from orbs.forms import (
+    ApproveForm, BankCreateForm, BankPolicyForm, BulkForm, EditForm, ImportForm, MergeForm, QueueFilterForm, RejectForm,
+)
+from orbs.models import MemoryBank, Orb, RetrievalHit, RetrievalLog
+from orbs.services import (
+    bank_export, bank_get_or_create, bank_import, bank_policy_update, bank_stats, orb_approve, orb_edit, orb_merge,
+    orb_reject, orbs_bulk_review, orbs_search,
+)
+from orbs.services.banks import POLICY_FIELDS
+from orbs.services.queue import orbs_filtered, orbs_queue
+
+PAGE_SIZE = 25
+SEMANTIC_LIMIT = 20
+READERS = (Role.REVIEWER, Role.OPERATOR)
+PAST_TENSE = {"approve": "approved", "reject": "rejected"}
+
+
+# --- the queue -------------------------------------------------------------------
+
+def _queue_context(request) -> dict:
+    form = QueueFilterForm(request.GET or None)
+    filters = form.filters()
+    semantic = form.cleaned_data.get("semantic", "").strip() if form.is_valid() else ""
+    context = {"form": form, "semantic": semantic, "query": _querystring(request, drop="page")}
+    if semantic:
+        context["results"] = orbs_search(text=semantic, queryset=orbs_filtered(filters=filters), limit=SEMANTIC_LIMIT)
+        return context
+    page = Paginator(orbs_queue(filters=filters), PAGE_SIZE).get_page(request.GET.get("page"))
+    context.update(page=page, results=[(orb, None) for orb in page.object_list])
+    return context
+
+
+def _querystring(request, *, drop: str) -> str:
+    params = request.GET.copy()
+    params.pop(drop, None)
+    return params.urlencode()
+
+
+@require_GET
+@role_required(Role.REVIEWER)
+def queue(request):
+    context = _queue_context(request)
+    if request.htmx:
+        return render(request, "orbs/_queue_results.html", context)
+    return render(request, "orbs/queue.html", context)
+
+
+# --- one Orb ----------------------------------------------------------------------
+
+def _revision_chain(orb: Orb) -> list[Orb]:
+    """Oldest first: the revisions this one superseded, itself, then the revisions that followed."""
+    chain, older = [orb], orb.supersedes
+    while older is not None:
+        chain.insert(0, older)
+        older = older.supersedes
+    newer = orb.revisions.first()
+    while newer is not None:
+        chain.append(newer)
+        newer = newer.revisions.first()
+    return chain
+
+
+@require_GET
+@role_required(*READERS)
+def orb_detail(request, orb_id: int):
+    orb = get_object_or_404(
+        Orb.objects.select_related("bank", "reviewer", "episode", "supersedes", "near_duplicate_of", "merged_into"),
+        pk=orb_id,
+    )
+    context = {
+        "orb": orb,
+        "events": orb.events.select_related("actor"),
+        "hits": RetrievalHit.objects.filter(orb=orb).select_related("retrieval")[:100],
+        "chain": _revision_chain(orb),
+        "trajectory": orb.episode.trajectory if orb.episode else None,
+        "can_review": has_role(request.user, Role.REVIEWER),
+        "reject_form": RejectForm(initial={"expected_version": orb.version}),
+    }
+    return render(request, "orbs/orb_detail.html", context)
+
+
+# --- review actions -------------------------------------------------------------------
+
+def _first_error(form) -> str:
+    field, errors = next(iter(form.errors.items()))
+    label = form.fields[field].label or field.replace("_", " ") if field in form.fields else "form"
+    return f"{label}: {errors[0]}"
+
+
+def _next_url(request, fallback: str) -> str:
+    target = request.POST.get("next") or request.GET.get("next")
+    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
+        return target
+    return fallback
+
+
+def _act(request, orb_id: int, form, action, done: str):
+    """Run one review action; htmx gets the Orb's row back (409 with a message when stale),
+    a plain form post is redirected with a flash message."""
+    get_object_or_404(Orb, pk=orb_id)
+    error, status = "", 200
+    if not form.is_valid():
+        error, status = _first_error(form), 422
+    else:
+        try:
+            action(form.cleaned_data)
+        except OrbConflict as conflict:
+            error, status = str(conflict), 409
+        except OrbsError as refused:
+            error, status = str(refused), 409
+    orb = Orb.objects.select_related("bank", "near_duplicate_of", "merged_into").get(pk=orb_id)
+    if request.htmx:
+        context = {"orb": orb, "error": error, "notice": "" if error else done}
+        return render(request, "orbs/_orb_row.html", context, status=status)
+    if error:
+        messages.error(request, error)
+    else:
+        messages.success(request, f"Orb #{orb.pk}: {done}.")
+    return redirect(_next_url(request, reverse("orbs:detail", args=[orb.pk])))
+
+
+@require_POST
+@role_required(Role.REVIEWER)
+def approve(request, orb_id: int):
+    def act(data):
+        orb_approve(orb_id=orb_id, expected_version=data["expected_version"], actor=request.user, note=data["note"])
+    return _act(request, orb_id, ApproveForm(request.POST), act, "approved")
+
+
+@require_POST
+@role_required(Role.REVIEWER)
+def reject(request, orb_id: int):
+    def act(data):
+        orb_reject(orb_id=orb_id, expected_version=data["expected_version"], actor=request.user, reason=data["reason"])
+    return _act(request, orb_id, RejectForm(request.POST), act, "rejected")
+
+
+@require_POST
+@role_required(Role.REVIEWER)
+def merge(request, orb_id: int):
+    def act(data):
+        orb_merge(orb_id=orb_id, expected_version=data["expected_version"], into_id=data["into_id"],
+                  actor=request.user, note=data["note"])
+    return _act(request, orb_id, MergeForm(request.POST), act, "merged")
+
+
+def _edit_initial(orb: Orb) -> dict:
+    return {"expected_version": orb.version, "obs": orb.obs, "emotion": orb.emotion, "outcome": orb.outcome,
+            "context": orb.context, "approve": True}
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(Role.REVIEWER)
+def edit(request, orb_id: int):
+    orb = get_object_or_404(Orb.objects.select_related("bank"), pk=orb_id)
+    form = EditForm(request.POST or None, initial=_edit_initial(orb))
+    if request.method == "POST" and form.is_valid():
+        data = {**form.cleaned_data}
+        try:
+            revision = orb_edit(orb_id=orb.pk, actor=request.user, **data)
+        except OrbsError as refused:
+            form.add_error(None, str(refused))
+        else:
+            messages.success(request, f"Saved as a new revision, Orb #{revision.pk}; #{orb.pk} is kept in its history.")
+            return redirect("orbs:detail", revision.pk)
+    status = 422 if form.errors else 200
+    return render(request, "orbs/orb_edit.html", {"orb": orb, "form": form}, status=status)
+
+
+@require_POST
+@role_required(Role.REVIEWER)
+def bulk(request):
+    form = BulkForm(request.POST)
+    if form.is_valid():
+        try:
+            orbs = orbs_bulk_review(action=form.cleaned_data["action"], items=form.cleaned_data["selected"],
+                                    actor=request.user, reason=form.cleaned_data["reason"])
+            messages.success(request, f"{len(orbs)} Orbs {PAST_TENSE[form.cleaned_data['action']]}.")
+        except OrbsError as refused:
+            messages.error(request, f"Nothing was changed. {refused}")
+    else:
+        messages.error(request, _first_error(form))
+    if request.htmx:
+        return render(request, "orbs/_queue_results.html", {**_queue_context(request), "flash": True})
+    return redirect(f"{reverse('orbs:queue')}?{request.GET.urlencode()}")
+
+
+# --- banks -----------------------------------------------------------------------------
+
+def _bank_rows() -> list[dict]:
+    return [{"bank": bank, "stats": bank_stats(bank=bank)} for bank in MemoryBank.objects.all()]
+
+
+@require_GET
+@role_required(*READERS)
+def bank_list(request):
+    context = {"rows": _bank_rows(), "create_form": BankCreateForm(), "import_form": ImportForm()}
+    return render(request, "orbs/bank_list.html", context)
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def bank_create(request):
+    form = BankCreateForm(request.POST)
+    if not form.is_valid():
+        context = {"rows": _bank_rows(), "create_form": form, "import_form": ImportForm()}
+        return render(request, "orbs/bank_list.html", context, status=422)
+    bank = bank_get_or_create(**form.cleaned_data)
+    messages.success(request, f"Memory bank “{bank.name}” created.")
+    return redirect("orbs:bank_detail", bank.slug)
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def bank_import_upload(request):
+    form = ImportForm(request.POST, request.FILES)
+    report = None
+    if form.is_valid():
+        try:
+            lines = form.cleaned_data["file"].read().decode("utf-8").splitlines()
+        except UnicodeDecodeError:
+            form.add_error("file", "The file is not UTF-8 text.")
+        else:
+            report = bank_import(lines=lines, name=form.cleaned_data["name"].strip() or None)
+    if report is not None and report.ok:
+        messages.success(request, f"Imported {report.orbs} Orbs and {report.events} review events "
+                                  f"into “{report.bank}”.")
+        return redirect("orbs:bank_detail", MemoryBank.objects.get(name=report.bank).slug)
+    context = {"rows": _bank_rows(), "create_form": BankCreateForm(), "import_form": form, "report": report}
+    return render(request, "orbs/bank_list.html", context, status=422)
+
+
+def _bank_page(request, bank: MemoryBank, form, status: int = 200):
+    context = {
+        "bank": bank, "stats": bank_stats(bank=bank), "form": form,
+        "can_edit": has_role(request.user, Role.OPERATOR),
+        "retrievals": RetrievalLog.objects.filter(bank=bank)[:20],
+        "failed": bank.episodes.filter(status="failed")[:20],
+    }
+    return render(request, "orbs/bank_detail.html", context, status=status)
+
+
+@require_GET
+@role_required(*READERS)
+def bank_detail(request, slug: str):
+    bank = get_object_or_404(MemoryBank, slug=slug)
+    return _bank_page(request, bank, BankPolicyForm(instance=bank))
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def bank_policy(request, slug: str):
+    bank = get_object_or_404(MemoryBank, slug=slug)
+    form = BankPolicyForm(request.POST, instance=MemoryBank.objects.get(pk=bank.pk))
+    if not form.is_valid():
+        return _bank_page(request, bank, form, status=422)
+    bank_policy_update(bank=bank, **{field: form.cleaned_data[field] for field in POLICY_FIELDS})
+    messages.success(request, "Policy saved.")
+    return redirect("orbs:bank_detail", bank.slug)
+
+
+@require_GET
+@role_required(*READERS)
+def bank_export_download(request, slug: str):
+    bank = get_object_or_404(MemoryBank, slug=slug)
+    response = StreamingHttpResponse(bank_export(bank=bank), content_type="application/x-ndjson")
+    response["Content-Disposition"] = f'attachment; filename="{bank.slug}.jsonl"'
+    return response
