@@ -1,0 +1,194 @@
+"""The simulated-feedback JSON API (mounted at /api/evaluation/feedback), for operators only.
+
+Errors are `{"detail": ...}`: 404 unknown episode or no feedback yet; 422 invalid input or
+calibration targets that cannot be met (the message names S or the field).
+"""
+from dataclasses import asdict
+from datetime import datetime
+from typing import Any
+
+from ninja import Query, Router, Schema
+from ninja.errors import HttpError
+from ninja.responses import Status
+from pydantic import Field, model_validator
+
+from evaluation.feedback.models import CalibrationSetting, EpisodeFeedback
+from evaluation.feedback.services import (
+    CalibrationTable,
+    calibration_recalibrate,
+    calibration_table,
+    feedback_for_episode,
+    feedback_rates,
+    run_episodes,
+)
+from evaluation.models import Domain, Episode, EvaluationRun
+from memweb.auth import api_auth
+from memweb.roles import Role
+
+router = Router(tags=["evaluation feedback"])
+OPERATOR = api_auth(Role.OPERATOR)
+
+
+class ErrorOut(Schema):
+    detail: str
+
+
+class FeedbackOut(Schema):
+    episode_id: int
+    judged_index: int | None
+    behavior: str
+    reasoning: str
+    response: str | None = Field(description="null when the user ends the conversation")
+    critique_backend: str
+    critique_scripted: bool
+    score: int
+    sampled_score: int
+    score_method: str
+    score_backend: str
+    score_scripted: bool
+    action: str
+    copied: bool
+    errors: list[dict[str, str]]
+    seed: int
+    params: dict[str, Any]
+    created_at: datetime
+
+
+class GenerateIn(Schema):
+    seed: int = Field(0, description="Seed of the action draw (mixed with the episode id).")
+
+
+class CalibrationRowOut(Schema):
+    score: int
+    p_score: float
+    p_like: float
+    p_dislike: float
+    p_none: float
+    p_copy: float
+
+
+class CalibrationOut(Schema):
+    params: dict[str, Any]
+    distribution_source: str
+    c_like: float
+    c_dislike: float
+    global_like: float
+    global_dislike: float
+    rows: list[CalibrationRowOut]
+    binary: dict[str, float] | None
+
+
+class RecalibrateIn(Schema):
+    episode_ids: list[int] | None = Field(None, max_length=100_000, description="Episodes whose scores to use.")
+    run_id: int | None = Field(None, description="…or all episodes of an evaluation run.")
+    latest: int | None = Field(None, ge=1, le=100_000, description="…or the latest N episodes with feedback.")
+
+    @model_validator(mode="after")
+    def _one_selection(self):
+        if sum(value is not None for value in (self.episode_ids, self.run_id, self.latest)) != 1:
+            raise ValueError("give exactly one of episode_ids, run_id or latest")
+        return self
+
+
+class RatesQuery(Schema):
+    run_id: int | None = Field(None, description="All episodes of this run; otherwise the latest ones.")
+    latest: int = Field(200, ge=1, le=100_000)
+    domain: Domain | None = None
+
+
+class RatesOut(Schema):
+    n: int
+    histogram: list[int]
+    counts: dict[str, int]
+    realised: dict[str, float]
+    targets: dict[str, float]
+    expected: dict[str, float] | None
+
+
+def _feedback_out(feedback: EpisodeFeedback) -> dict:
+    out = {name: getattr(feedback, name) for name in FeedbackOut.model_fields}
+    out["response"] = feedback.response or None
+    return out
+
+
+def _calibration_out(table: CalibrationTable, setting: CalibrationSetting) -> dict:
+    return {"params": table.params.model_dump(mode="json"), "distribution_source": setting.distribution_source,
+            "c_like": table.c_like, "c_dislike": table.c_dislike, "global_like": table.global_like,
+            "global_dislike": table.global_dislike, "rows": table.rows, "binary": table.binary}
+
+
+def _episode(episode_id: int) -> Episode:
+    episode = Episode.objects.filter(pk=episode_id).first()
+    if episode is None:
+        raise HttpError(404, f"No episode #{episode_id}")
+    return episode
+
+
+def _latest(latest: int, domain: str | None = None):
+    episodes = Episode.objects.filter(simulated_feedback__isnull=False)
+    return (episodes.filter(task__domain=domain) if domain else episodes)[:latest]
+
+
+def _run_episodes(run_id: int):
+    run = EvaluationRun.objects.filter(pk=run_id).first()
+    if run is None:
+        raise HttpError(404, f"No evaluation run #{run_id}")
+    return run_episodes(run=run)
+
+
+def _selection(payload: RecalibrateIn) -> tuple:
+    """(episodes, label) of a recalibration request."""
+    if payload.episode_ids is not None:
+        return payload.episode_ids, f"{len(payload.episode_ids)} episode ids"
+    if payload.run_id is not None:
+        return _run_episodes(payload.run_id), f"run #{payload.run_id}"
+    return _latest(payload.latest), f"latest {payload.latest}"
+
+
+@router.get("/episodes/{int:episode_id}", response={200: FeedbackOut, 404: ErrorOut}, auth=OPERATOR)
+def feedback_get(request, episode_id: int):
+    feedback = EpisodeFeedback.objects.filter(episode=_episode(episode_id)).first()
+    if feedback is None:
+        raise HttpError(404, f"Episode #{episode_id} has no simulated feedback yet")
+    return _feedback_out(feedback)
+
+
+@router.post("/episodes/{int:episode_id}", response={200: FeedbackOut, 201: FeedbackOut, 404: ErrorOut,
+                                                      422: ErrorOut}, auth=OPERATOR)
+def feedback_generate(request, episode_id: int, payload: GenerateIn):
+    """Generate the episode's feedback (201), or return the existing one unchanged (200)."""
+    episode = _episode(episode_id)
+    existed = EpisodeFeedback.objects.filter(episode=episode).exists()
+    try:
+        feedback = feedback_for_episode(episode=episode, seed=payload.seed)
+    except ValueError as exc:
+        return Status(422, {"detail": str(exc)})
+    return Status(200 if existed else 201, _feedback_out(feedback))
+
+
+@router.get("/calibration", response=CalibrationOut, auth=OPERATOR)
+def calibration_get(request):
+    setting = CalibrationSetting.current()
+    return _calibration_out(calibration_table(params=setting.params()), setting)
+
+
+@router.post("/calibration/recalibrate", response={200: CalibrationOut, 404: ErrorOut, 422: ErrorOut},
+             auth=OPERATOR)
+def calibration_recalibrate_post(request, payload: RecalibrateIn):
+    episodes, label = _selection(payload)
+    try:
+        setting = calibration_recalibrate(episodes=episodes, user=request.auth, label=f"API: {label}")
+    except ValueError as exc:
+        return Status(422, {"detail": str(exc)})
+    return _calibration_out(calibration_table(params=setting.params()), setting)
+
+
+@router.get("/calibration/rates", response={200: RatesOut, 404: ErrorOut}, auth=OPERATOR)
+def calibration_rates(request, query: Query[RatesQuery]):
+    """Score histogram and realised action rates of a run's episodes, or of the latest ones."""
+    if query.run_id is not None:
+        episodes = _run_episodes(query.run_id)
+        episodes = episodes.filter(task__domain=query.domain) if query.domain else episodes
+    else:
+        episodes = _latest(query.latest, query.domain)
+    return asdict(feedback_rates(episodes=episodes))

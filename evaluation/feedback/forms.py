@@ -1,0 +1,127 @@
+"""Forms of the feedback pages; each error names its field."""
+import pydantic
+from django import forms
+
+from evaluation.feedback.models import CalibrationSetting, EpisodeFeedback, FeedbackProfile
+from evaluation.feedback.params import FeedbackParams
+from evaluation.feedback.services import run_episodes
+from evaluation.models import Domain, Episode, EvaluationRun
+
+SELECTION_SIZES = (("50", "latest 50"), ("200", "latest 200"), ("1000", "latest 1000"), ("all", "all"))
+SCORE_CHOICES = [("", "any")] + [(str(s), str(s)) for s in range(1, 11)]
+
+
+class CalibrationForm(forms.Form):
+    s0_like = forms.FloatField(label="S0L (like midpoint)")
+    s0_dislike = forms.FloatField(label="S0D (dislike midpoint)")
+    k_like = forms.FloatField(label="kL (like steepness)")
+    k_dislike = forms.FloatField(label="kD (dislike steepness)")
+    like_rate = forms.FloatField(label="Target P(L)", help_text="Global like rate; default 0.065 × 0.86.")
+    dislike_rate = forms.FloatField(label="Target P(D)", help_text="Global dislike rate; default 0.065 × 0.14.")
+    distribution = forms.CharField(
+        label="Score distribution p(S), S = 1..10", widget=forms.TextInput(attrs={"class": "mono"}),
+        help_text="Ten non-negative weights separated by commas (percent or counts); normalised before use.")
+    like_shift = forms.FloatField(label="Like-threshold shift (noise)",
+                                  help_text="Added to S0L: + selective, − lenient.")
+    score_sigma = forms.FloatField(label="Score noise σ", help_text="Gaussian noise on S before actions are drawn.")
+    metric = forms.ChoiceField(label="Offline score", choices=CalibrationSetting.Metric.choices)
+    use_llm = forms.BooleanField(label="Use the user-simulator and scorer LLMs when configured", required=False)
+
+    @classmethod
+    def for_setting(cls, setting: CalibrationSetting) -> "CalibrationForm":
+        initial = {name: getattr(setting, name) for name in CalibrationSetting.PARAM_FIELDS}
+        initial["distribution"] = ", ".join(f"{w:g}" for w in setting.distribution)
+        return cls(initial=initial)
+
+    def clean_distribution(self) -> tuple[float, ...]:
+        parts = [p.strip() for p in self.cleaned_data["distribution"].split(",") if p.strip()]
+        try:
+            weights = tuple(float(p) for p in parts)
+        except ValueError:
+            raise forms.ValidationError("Every weight must be a number.") from None
+        if len(weights) != 10:
+            raise forms.ValidationError(f"Give exactly 10 weights (S = 1..10), got {len(weights)}.")
+        if any(w < 0 for w in weights) or sum(weights) <= 0:
+            raise forms.ValidationError("Weights must be non-negative and not all zero.")
+        return weights
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.errors:
+            return cleaned
+        try:
+            self.params = FeedbackParams(**cleaned)
+            self.params.check()
+        except pydantic.ValidationError as exc:
+            for error in exc.errors():
+                self.add_error(str(error["loc"][0]) if error["loc"] else None, error["msg"])
+        except ValueError as exc:
+            self.add_error(None, str(exc))
+        return cleaned
+
+
+def _run_field() -> forms.ModelChoiceField:
+    return forms.ModelChoiceField(queryset=EvaluationRun.objects.all(), required=False, empty_label="any run",
+                                  label="Run")
+
+
+class SelectionForm(forms.Form):
+    """Which episodes' feedback the rates and recalibration use: a run's, or the latest ones."""
+
+    run = _run_field()
+    latest = forms.ChoiceField(choices=SELECTION_SIZES, required=False, initial="200",
+                               help_text="Ignored when a run is chosen: all its episodes count.")
+    domain = forms.ChoiceField(choices=[("", "any domain"), *Domain.choices], required=False)
+
+    def _data(self) -> dict:
+        return self.cleaned_data if self.is_valid() else {}
+
+    def episodes(self):
+        data = self._data()
+        episodes = run_episodes(run=data["run"]) if data.get("run") else Episode.objects.all()
+        episodes = episodes.filter(simulated_feedback__isnull=False)
+        if data.get("domain"):
+            episodes = episodes.filter(task__domain=data["domain"])
+        size = data.get("latest") or "200"
+        return episodes if data.get("run") or size == "all" else episodes[:int(size)]
+
+    def label(self) -> str:
+        data = self._data()
+        size = data.get("latest") or "200"
+        what = "all episodes" if size == "all" else f"the latest {size} episodes"
+        what = f"run “{data['run']}”" if data.get("run") else what
+        return what + (f", {data['domain']}" if data.get("domain") else "")
+
+
+class ProfileForm(forms.ModelForm):
+    class Meta:
+        model = FeedbackProfile
+        fields = ["key", "name", "persona", "domain_expertise", "evaluation_criteria", "behaviour_rules", "language",
+                  "long_output"]
+        widgets = {name: forms.Textarea(attrs={"rows": 4})
+                   for name in ("persona", "domain_expertise", "evaluation_criteria", "behaviour_rules")}
+
+
+class BrowserForm(forms.Form):
+    run = _run_field()
+    action = forms.ChoiceField(choices=[("", "any action"), *EpisodeFeedback.Action.choices], required=False)
+    score_min = forms.TypedChoiceField(choices=SCORE_CHOICES, coerce=int, empty_value=None, required=False,
+                                       label="Score from")
+    score_max = forms.TypedChoiceField(choices=SCORE_CHOICES, coerce=int, empty_value=None, required=False,
+                                       label="Score to")
+    backend = forms.ChoiceField(required=False, label="Critique by", choices=[
+        ("", "any backend"), ("llm", "LLM"), ("scripted", "scripted"), ("fallback", "scripted (LLM failed)")])
+
+    def clean(self):
+        cleaned = super().clean()
+        low, high = cleaned.get("score_min"), cleaned.get("score_max")
+        if low is not None and high is not None and low > high:
+            self.add_error("score_max", "Must not be below 'score from'.")
+        return cleaned
+
+    def filters(self) -> dict:
+        """Keyword arguments for services.feedback_browse."""
+        if not self.is_valid():
+            return {}
+        filters = {k: v for k, v in self.cleaned_data.items() if k != "run"}
+        return {**filters, "episodes": run_episodes(run=self.cleaned_data["run"]) if self.cleaned_data["run"] else None}

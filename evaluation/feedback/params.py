@@ -1,0 +1,65 @@
+"""The parameters of simulated feedback, as one validated value (no Django).
+
+An EpisodeFeedback keeps `FeedbackParams.model_dump()` as its snapshot, so a later change of the
+calibration page never changes what an old row means.
+"""
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from evaluation import feedback_model as fm
+
+Metric = Literal["shop", "correctness"]
+LOW_SCORE_CEILING = 5  # under the binary model, scores up to here count as the low score's share
+
+
+class FeedbackParams(BaseModel):
+    """Action-model shape and targets, the p(S) they are calibrated under, the noise controls and
+    where S and the critique come from when no LLM is used."""
+
+    model_config = ConfigDict(frozen=True)
+
+    s0_like: float = Field(7.5, ge=-20, le=30)
+    s0_dislike: float = Field(4.5, ge=-20, le=30)
+    k_like: float = Field(1.5, gt=0, le=20)
+    k_dislike: float = Field(1.5, gt=0, le=20)
+    like_rate: float = Field(fm.LIKE_RATE, ge=0, le=1)
+    dislike_rate: float = Field(fm.DISLIKE_RATE, ge=0, le=1)
+    distribution: tuple[float, ...] = fm.DEFAULT_SCORE_DISTRIBUTION
+    like_shift: float = Field(0.0, ge=-10, le=10, description="Noise control: added to S0L (+ selective, - lenient).")
+    score_sigma: float = Field(0.0, ge=0, le=10, description="Noise control: std. dev. of the Gaussian added to S.")
+    metric: Metric = Field("shop", description="Offline S: shop reward breakdown (1..10) or correctness (9/3).")
+    use_llm: bool = Field(True, description="Use the user_simulator and scorer LLMs when they are configured.")
+
+    @field_validator("distribution")
+    @classmethod
+    def _ten_weights(cls, value: tuple[float, ...]) -> tuple[float, ...]:
+        fm.normalise_distribution(value)  # raises with the reason
+        return tuple(float(v) for v in value)
+
+    def action_params(self) -> fm.ActionParams:
+        return fm.ActionParams(s0_like=self.s0_like, s0_dislike=self.s0_dislike, k_like=self.k_like,
+                               k_dislike=self.k_dislike, like_rate=self.like_rate, dislike_rate=self.dislike_rate)
+
+    def base_model(self) -> fm.ActionModel:
+        """The calibrated graded model before the like-threshold shift."""
+        return fm.calibrate(self.distribution, self.action_params())
+
+    def graded_model(self) -> fm.ActionModel:
+        model = self.base_model()
+        return fm.shift_like_threshold(model, self.like_shift) if self.like_shift else model
+
+    def binary_model(self) -> fm.BinaryActionModel:
+        """Two-score model for correctness scoring; P(S_low) = p(S <= 5) under the distribution."""
+        p = fm.normalise_distribution(self.distribution)
+        return fm.calibrate_binary(p_low=float(p[:LOW_SCORE_CEILING].sum()), like_rate=self.like_rate,
+                                   dislike_rate=self.dislike_rate)
+
+    def check(self) -> None:
+        """Raise ValueError when the targets cannot be met under the distribution."""
+        self.graded_model()
+        if self.metric == "correctness":
+            self.binary_model()
+
+    def with_distribution(self, distribution) -> "FeedbackParams":
+        return FeedbackParams(**{**self.model_dump(), "distribution": tuple(distribution)})

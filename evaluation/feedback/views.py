@@ -1,0 +1,141 @@
+"""Operator pages of simulated feedback: calibration, user profiles, the feedback browser, and
+generating one episode's feedback from its transcript page."""
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from evaluation.feedback.forms import BrowserForm, CalibrationForm, ProfileForm, SelectionForm
+from evaluation.feedback.models import CalibrationSetting, FeedbackProfile
+from evaluation.feedback.services import (
+    calibration_recalibrate,
+    calibration_table,
+    calibration_update,
+    feedback_browse,
+    feedback_for_episode,
+    feedback_rates,
+    profiles_ensure_defaults,
+)
+from evaluation.models import Episode
+from memweb.roles import Role, role_required
+
+PAGE_SIZE = 25
+
+
+# --- calibration ---------------------------------------------------------------------------------
+
+def _curves(table) -> dict:
+    return {key: [row[key] for row in table.rows] for key in ("score", "p_like", "p_dislike", "p_none", "p_copy")}
+
+
+def histogram_chart(table, rates) -> dict:
+    """Realised share of each S beside the distribution the model is calibrated under."""
+    return {"scores": [row["score"] for row in table.rows], "p_score": [row["p_score"] for row in table.rows],
+            "realised": [count / rates.n for count in rates.histogram] if rates.n else []}
+
+
+def _calibration_context(request, setting: CalibrationSetting, form: CalibrationForm) -> dict:
+    selection = SelectionForm(request.GET or None)
+    table = calibration_table(params=setting.params())
+    rates = feedback_rates(episodes=selection.episodes(), params=setting.params())
+    return {"setting": setting, "form": form, "table": table, "selection": selection, "rates": rates,
+            "selection_label": selection.label(), "curves": _curves(table),
+            "histogram_chart": histogram_chart(table, rates)}
+
+
+@require_GET
+@role_required(Role.OPERATOR)
+def feedback_calibration(request):
+    setting = CalibrationSetting.current()
+    context = _calibration_context(request, setting, CalibrationForm.for_setting(setting))
+    if request.htmx:
+        return render(request, "evaluation/feedback/_rates.html", context)
+    return render(request, "evaluation/feedback/calibration.html", context)
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def feedback_calibration_update(request):
+    setting = CalibrationSetting.current()
+    form = CalibrationForm(request.POST)
+    if not form.is_valid():
+        context = _calibration_context(request, setting, form)
+        return render(request, "evaluation/feedback/calibration.html", context, status=422)
+    source = "edited on the calibration page" if form.has_changed() else None
+    calibration_update(setting=setting, params=form.params, user=request.user, source=source)
+    messages.success(request, "Calibration saved; new feedback uses it.")
+    return redirect("evaluation:feedback_calibration")
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def feedback_recalibrate(request):
+    selection = SelectionForm(request.POST)
+    try:
+        setting = calibration_recalibrate(episodes=selection.episodes(), user=request.user, label=selection.label())
+    except ValueError as exc:
+        messages.error(request, f"Not recalibrated: {exc}")
+    else:
+        messages.success(request, f"Recalibrated: {setting.distribution_source}.")
+    query = urlencode({k: v for k, v in request.POST.items() if k in ("latest", "domain")})
+    return redirect(f"{reverse('evaluation:feedback_calibration')}?{query}")
+
+
+# --- profiles ----------------------------------------------------------------------------------
+
+@require_GET
+@role_required(Role.OPERATOR)
+def feedback_profiles(request):
+    return render(request, "evaluation/feedback/profile_list.html", {"profiles": profiles_ensure_defaults()})
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(Role.OPERATOR)
+def feedback_profile_edit(request, profile_id: int | None = None):
+    profile = get_object_or_404(FeedbackProfile, pk=profile_id) if profile_id else None
+    form = ProfileForm(request.POST or None, instance=profile)
+    if profile is not None:
+        form.fields["key"].disabled = True  # feedback rows and episodes find their profile by this key
+    if request.method == "POST" and form.is_valid():
+        saved = form.save(commit=False)
+        saved.updated_by, saved.updated_at = request.user, timezone.now()
+        saved.save()
+        messages.success(request, f"Profile {saved.key} saved.")
+        return redirect("evaluation:feedback_profiles")
+    status = 422 if request.method == "POST" else 200
+    preview = profile.system_prompt() if profile else ""
+    return render(request, "evaluation/feedback/profile_form.html",
+                  {"form": form, "profile": profile, "preview": preview}, status=status)
+
+
+# --- browser and generation ----------------------------------------------------------------------
+
+@require_GET
+@role_required(Role.OPERATOR)
+def feedback_browser(request):
+    form = BrowserForm(request.GET or None)
+    rows = feedback_browse(**form.filters())
+    page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {"form": form, "page": page, "query": query.urlencode()}
+    if request.htmx:
+        return render(request, "evaluation/feedback/_feedback_rows.html", context)
+    return render(request, "evaluation/feedback/browser.html", context)
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def feedback_generate(request, episode_id: int):
+    episode = get_object_or_404(Episode, pk=episode_id)
+    try:
+        feedback_for_episode(episode=episode, seed=episode.seed)
+    except ValueError as exc:
+        messages.error(request, f"No feedback generated: {exc}")
+    else:
+        messages.success(request, "Simulated feedback generated.")
+    return redirect(episode)

@@ -1,0 +1,43 @@
+"""Episodes to judge: real offline episodes of the built-in tasks (scripted agent, agenda customer)."""
+import pytest
+
+from evaluation.services import episode_run
+
+MIXED_RATES = {"wrong_arguments": 0.3, "result_unused": 0.3}
+
+
+def play_episode(builtin, external_id: str, *, seed: int = 0, rates: dict | None = None, bank: str = ""):
+    task = builtin.tasks.get(external_id=external_id)
+    memory = {"kind": "memorb", "bank": bank} if bank else None
+    return episode_run(task=task, agent_config={"backend": "scripted", "error_rates": rates or {}},
+                       memory_config=memory, seed=seed)
+
+
+def play_many(builtin, count: int, *, seed: int = 0, bank: str = "", rates: dict | None = None):
+    """`count` episodes on the first tasks, about half of them failing."""
+    tasks = builtin.tasks.order_by("external_id")[:count]
+    return [play_episode(builtin, t.external_id, seed=seed + n, rates=rates or MIXED_RATES, bank=bank)
+            for n, t in enumerate(tasks)]
+
+
+@pytest.fixture
+def success_episode(builtin):
+    return play_episode(builtin, "shop-app-001")
+
+
+@pytest.fixture
+def failed_episode(builtin):
+    """A return with the wrong reason: the state is wrong, nothing else."""
+    return play_episode(builtin, "shop-clo-048", seed=1, rates={"wrong_arguments": 1.0})
+
+
+def make_run(name: str, episodes):
+    """An evaluation run (issue 6's models) holding `episodes` in its first trial."""
+    from evaluation.models import EvaluationRun, RunEpisode, Trial
+
+    run = EvaluationRun.objects.create(name=name, feedback_enabled=True)
+    trial = Trial.objects.create(run=run, number=1)
+    for episode in episodes:
+        RunEpisode.objects.create(run=run, trial=trial, task=episode.task, task_key=episode.task_snapshot["id"],
+                                  episode=episode, status=RunEpisode.Status.DONE)
+    return run

@@ -1,0 +1,88 @@
+"""The feedback JSON API, for operators only."""
+import json
+
+import pytest
+
+from evaluation.feedback.models import CalibrationSetting, EpisodeFeedback
+from memweb.models import ApiKey
+from tests.evaluation.feedback.conftest import make_run, play_many
+
+API = "/api/evaluation/feedback"
+
+
+@pytest.fixture
+def agent(client, operator_user):
+    _, secret = ApiKey.issue(user=operator_user, name="feedback-agent")
+    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {secret}"
+    return client
+
+
+def post(client, url, payload):
+    return client.post(url, json.dumps(payload), content_type="application/json")
+
+
+def test_it_needs_credentials_and_the_operator_role(client, reviewer_user, failed_episode):
+    url = f"{API}/episodes/{failed_episode.pk}"
+    assert client.get(url).status_code == 401 and client.get(f"{API}/calibration").status_code == 401
+    client.force_login(reviewer_user)
+    assert post(client, url, {"seed": 1}).status_code == 403
+    assert post(client, f"{API}/calibration/recalibrate", {"latest": 5}).status_code == 403
+    assert not EpisodeFeedback.objects.exists()
+
+
+def test_it_generates_once_and_reads_an_episodes_feedback(agent, failed_episode, success_episode):
+    url = f"{API}/episodes/{failed_episode.pk}"
+    assert agent.get(url).json() == {"detail": f"Episode #{failed_episode.pk} has no simulated feedback yet"}
+    created = post(agent, url, {"seed": 11})
+    assert created.status_code == 201
+    body = created.json()
+    assert body["behavior"] == "continue_conversation" and body["score"] == 5 and body["seed"] == 11
+    assert body["critique_scripted"] and body["critique_backend"] == "scripted" and body["errors"] == []
+    again = post(agent, url, {"seed": 12})
+    assert again.status_code == 200 and again.json() == body == agent.get(url).json()
+    ended = post(agent, f"{API}/episodes/{success_episode.pk}", {}).json()
+    assert ended["response"] is None and ended["behavior"] == "end_conversation" and ended["seed"] == 0
+    assert agent.get(f"{API}/episodes/999999").status_code == 404
+
+
+def test_it_serves_the_calibration_table(agent):
+    body = agent.get(f"{API}/calibration").json()
+    assert body["global_like"] == pytest.approx(0.0559, abs=1e-12)
+    assert body["global_dislike"] == pytest.approx(0.0091, abs=1e-12)
+    assert [r["score"] for r in body["rows"]] == list(range(1, 11)) and body["binary"] is None
+    assert body["params"]["s0_like"] == 7.5 and body["distribution_source"] == "MemoryBench reference distribution"
+
+
+def test_it_recalibrates_on_given_episodes_or_refuses_with_a_reason(agent, builtin):
+    ids = [e.pk for e in play_many(builtin, 12)]
+    for pk in ids[:11]:
+        post(agent, f"{API}/episodes/{pk}", {"seed": 1})
+    both = post(agent, f"{API}/calibration/recalibrate", {"episode_ids": ids, "latest": 3})
+    assert both.status_code == 422 and "exactly one of episode_ids, run_id or latest" in json.dumps(both.json())
+    none = post(agent, f"{API}/calibration/recalibrate", {"episode_ids": ids[11:]})
+    assert none.status_code == 422 and "none of the selected episodes" in none.json()["detail"]
+    # Only perfect scores: no mass where dislikes happen, so the dislike target is unreachable.
+    perfect = list(EpisodeFeedback.objects.filter(score=10).values_list("episode_id", flat=True))
+    happy = post(agent, f"{API}/calibration/recalibrate", {"episode_ids": perfect})
+    assert happy.status_code == 422 and happy.json()["detail"].startswith("calibration is infeasible: at S=1")
+    done = post(agent, f"{API}/calibration/recalibrate", {"episode_ids": ids})
+    assert done.status_code == 200, done.json()
+    assert done.json()["distribution_source"] == "recalibrated from 11 realised scores (API: 12 episode ids)"
+    assert done.json()["global_like"] == pytest.approx(0.0559, abs=1e-12)
+    assert CalibrationSetting.current().distribution_source.startswith("recalibrated from 11")
+    rates = agent.get(f"{API}/calibration/rates", {"latest": 3}).json()
+    assert rates["n"] == 3 and sum(rates["histogram"]) == 3
+    assert rates["expected"]["like"] >= 0 and rates["targets"] == {"like": 0.0559, "dislike": 0.0091}
+
+
+def test_it_takes_a_runs_episodes(agent, builtin):
+    episodes = play_many(builtin, 12)
+    for episode in episodes:
+        post(agent, f"{API}/episodes/{episode.pk}", {"seed": 1})
+    run = make_run("no memory", episodes[2:])
+    rates = agent.get(f"{API}/calibration/rates", {"run_id": run.pk}).json()
+    assert rates["n"] == 10 and sum(rates["histogram"]) == 10
+    done = post(agent, f"{API}/calibration/recalibrate", {"run_id": run.pk})
+    assert done.status_code == 200 and done.json()["distribution_source"].endswith(f"(API: run #{run.pk})")
+    assert post(agent, f"{API}/calibration/recalibrate", {"run_id": 999999}).json() == \
+        {"detail": "No evaluation run #999999"}
