@@ -17,10 +17,14 @@ from evaluation.schemas import (
 from evaluation.services import (
     EpisodeConfigError, episode_run, episode_trajectory, tasks_export_jsonl, tasks_filtered, tasks_import_jsonl,
 )
+from evaluation.feedback.api import router as feedback_router
+from evaluation.runs.api import router as runs_router
 from memweb.auth import api_auth
 from memweb.roles import Role
 
 router = Router(tags=["evaluation"])
+router.add_router("/runs", runs_router)
+router.add_router("/feedback", feedback_router)
 OPERATOR = api_auth(Role.OPERATOR)
 
 

@@ -3,10 +3,22 @@ from django.apps import AppConfig
 
 class EvaluationConfig(AppConfig):
     name = "evaluation"
-    # Read by memweb: navigation entries (label, url name, roles that see it)
-    # and the Django model permissions each role's group receives.
-    nav_items: tuple = (("Tasks", "evaluation:task_list", ("operator",)),)
+    # Read by memweb: navigation entries (label, url name, roles that see it), the home page's
+    # counts (label, function, roles, url name) and the Django model permissions each role's group receives.
+    nav_items: tuple = (
+        ("Tasks", "evaluation:task_list", ("operator",)),
+        ("Runs", "evaluation:run_list", ("operator",)),
+        ("Feedback", "evaluation:feedback_calibration", ("operator",)),
+    )
+    home_counts: tuple = (
+        ("Runs in progress", "evaluation.runs.services.runs_count_active", ("operator",), "evaluation:run_list"),
+    )
     role_permissions: dict = {
         "operator": ("evaluation.view_taskset", "evaluation.add_taskset", "evaluation.view_task",
-                     "evaluation.add_task", "evaluation.change_task", "evaluation.view_episode"),
+                     "evaluation.add_task", "evaluation.change_task", "evaluation.view_episode",
+                     "evaluation.view_evaluationrun", "evaluation.add_evaluationrun",
+                     "evaluation.change_evaluationrun", "evaluation.view_trial", "evaluation.view_runepisode",
+                     "evaluation.view_episodefeedback", "evaluation.view_feedbackprofile",
+                     "evaluation.add_feedbackprofile", "evaluation.change_feedbackprofile",
+                     "evaluation.view_calibrationsetting", "evaluation.change_calibrationsetting"),
     }

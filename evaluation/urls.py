@@ -1,5 +1,8 @@
 from django.urls import path
 
+from evaluation.feedback.urls import urlpatterns as feedback_urlpatterns
+from evaluation.runs.urls import urlpatterns as runs_urlpatterns
+
 from evaluation import views
 
 app_name = "evaluation"
@@ -13,3 +16,4 @@ urlpatterns = [
     path("episodes/", views.episode_list, name="episode_list"),
     path("episodes/<int:episode_id>/", views.episode_detail, name="episode_detail"),
 ]
+urlpatterns += runs_urlpatterns + feedback_urlpatterns

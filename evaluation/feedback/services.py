@@ -1,6 +1,6 @@
 """Simulated user feedback on finished episodes (MemoryBench): verbose critique, satisfaction
 score, like/dislike/copy actions; calibration; feedback as procedural memory; off- and on-policy
-orchestration. The design and its choices are described in evaluation/feedback/README.md.
+orchestration. The design and its choices are described in docs/FEEDBACK_SIMULATION.md.
 
 What is judged: the agent's final reply (its last message with text), with the whole conversation
 before it as history. The shop's reward, and so the metric score and the offline critique, exist

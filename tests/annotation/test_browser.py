@@ -4,7 +4,7 @@ from django.urls import reverse
 
 from annotation.models import Judgment
 from annotation.services import assignment_next
-from tests.browser import browser, browser_page, login  # noqa: F401  (fixtures, until conftest lists tests.browser)
+from tests.browser import login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -5,7 +5,6 @@ from django.urls import reverse
 from tests.browser import login
 
 # Fixtures browser/browser_page; harmless once tests/conftest.py lists the plugin too.
-pytest_plugins = ["tests.browser"]
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

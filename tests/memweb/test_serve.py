@@ -1,7 +1,6 @@
 """`manage.py serve` (command 1 after installing): it prepares a fresh database,
 prints the admin password once, serves pages with a worker beside it, and on
 Ctrl-C leaves no web server, worker or PostgreSQL process behind."""
-import os
 import signal
 import socket
 import subprocess
@@ -12,7 +11,7 @@ import urllib.request
 import psutil
 import pytest
 
-from tests.support.processes import ROOT, wait_until
+from tests.support.processes import ROOT, subprocess_env, wait_until
 
 pytestmark = pytest.mark.worker
 
@@ -25,10 +24,11 @@ def _free_port() -> int:
 
 class _Serve:
     def __init__(self, data_dir, port):
-        env = {**os.environ, "MEMWEB_DATA_DIR": str(data_dir), "MEMWEB_PORT": str(port)}
+        env = subprocess_env(MEMWEB_DATA_DIR=str(data_dir), MEMWEB_PORT=str(port))
         env.pop("DATABASE_URL", None)
         env.pop("CELERY_BROKER_URL", None)
-        self.process = subprocess.Popen([sys.executable, "manage.py", "serve"], cwd=ROOT, env=env,
+        # The demo has tests of its own; here it would only add minutes to each start.
+        self.process = subprocess.Popen([sys.executable, "manage.py", "serve", "--no-demo"], cwd=ROOT, env=env,
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.lines: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()

@@ -1,6 +1,5 @@
 """Settings read from the environment: bad values stop start-up with a message
 naming the variable, and production variables pass `check --deploy`."""
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +9,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from memweb.env import env_bool, env_choice, env_float, env_int, env_list
 from memweb.llm.config import read_role_config
+from tests.support.processes import subprocess_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,8 +55,7 @@ def test_it_lets_a_role_override_the_shared_llm_settings(monkeypatch):
 
 
 def _manage(*args, **env):
-    full_env = {**os.environ, **env}
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=full_env,
+    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=subprocess_env(**env),
                           capture_output=True, text=True, timeout=120)
 
 

@@ -3,7 +3,7 @@ import pytest
 from django.urls import reverse
 
 from orbs.models import Orb
-from tests.browser import browser, browser_page, login  # noqa: F401  (fixtures, until conftest lists tests.browser)
+from tests.browser import login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

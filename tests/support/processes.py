@@ -21,8 +21,16 @@ def database_url_for_tests() -> str:
     return f"{scheme}://{credentials_and_host}/{name}" + (f"?{query}" if query else "")
 
 
+def subprocess_env(**extra: str) -> dict:
+    """This environment for a child process, minus what the browser fixture sets for
+    the test process only (it would disable Django's async-safety checks there too)."""
+    env = {**os.environ, **extra}
+    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    return env
+
+
 def worker_env(broker_url: str | None = None, **extra: str) -> dict:
-    env = {**os.environ, "DATABASE_URL": database_url_for_tests(), "MEMWEB_WORKER_HEARTBEAT_SECONDS": "1", **extra}
+    env = subprocess_env(DATABASE_URL=database_url_for_tests(), MEMWEB_WORKER_HEARTBEAT_SECONDS="1", **extra)
     env.pop("CELERY_BROKER_URL", None)
     if broker_url:
         env["CELERY_BROKER_URL"] = broker_url

@@ -16,6 +16,9 @@ from memweb.env import env_int, env_str
 class Command(BaseCommand):
     help = "Migrate, create the admin once, load demo data, then run the web server and a Celery worker."
 
+    def add_arguments(self, parser):
+        parser.add_argument("--no-demo", action="store_true", help="Skip loading the demo data.")
+
     def handle(self, *args, **options):
         host = env_str("MEMWEB_HOST", "127.0.0.1")
         port = env_int("MEMWEB_PORT", 8000, minimum=1, maximum=65535)
@@ -23,7 +26,8 @@ class Command(BaseCommand):
         call_command("createcachetable", verbosity=0)
         call_command("collectstatic", interactive=False, verbosity=0)
         self._create_admin_once()
-        call_command("load_demo")
+        if not options["no_demo"]:
+            call_command("load_demo")
         children = [self._start_worker(), self._start_web(host, port)]
         self.stdout.write(self.style.SUCCESS(f"\nmemweb is running at http://{host}:{port}/  (Ctrl-C stops everything)\n"))
         try:

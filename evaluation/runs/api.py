@@ -1,0 +1,183 @@
+"""The runs JSON API (mounted at /api/evaluation/runs), for operators (session or API key).
+
+Errors are `{"detail": ...}`: 404 unknown run; 409 an action that does not apply to the run's
+status; 422 invalid input, as a list of `{"loc": [...], "msg": ...}` naming each field (the
+shape django-ninja uses for its own validation errors).
+"""
+from datetime import datetime
+from typing import Any, Literal
+
+from django.http import HttpResponse
+from ninja import Body, Query, Router, Schema
+from ninja.errors import HttpError
+from ninja.responses import Status
+from pydantic import Field
+
+from evaluation.runs.models import EvaluationRun
+from evaluation.runs.services import (
+    RunActionError, RunImportError, RunLaunchError, RunSpec, run_cancel, run_export_csv, run_export_json,
+    run_import, run_launch, run_resume, run_retry_errors, runs_filtered,
+)
+from memweb.auth import api_auth
+from memweb.roles import Role
+
+router = Router(tags=["evaluation runs"])
+OPERATOR = api_auth(Role.OPERATOR)
+
+
+class ErrorOut(Schema):
+    detail: Any
+
+
+class TrialOut(Schema):
+    number: int
+    status: str
+    episodes_total: int
+    episodes_finished: int
+    episodes_error: int
+    successes: int
+    orbs_written: int
+
+
+class RunSummaryOut(Schema):
+    id: int
+    name: str
+    status: str
+    status_message: str
+    scripted: bool
+    imported: bool
+    memory_mode: str
+    agent_backend: str
+    trials: int
+    episodes_total: int
+    episodes_finished: int
+    episodes_error: int
+    successes: int
+    bank: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    url: str
+
+
+class RunOut(RunSummaryOut):
+    agent_config: dict
+    customer_config: dict
+    memory_k: int
+    memory_approved_only: bool
+    memory_same_customer_only: bool
+    memory_per_turn: bool
+    seed: int
+    max_turns: int
+    concurrency: int
+    review_gate: str
+    feedback_enabled: bool
+    progress: list[TrialOut]
+    metrics: dict | None
+    metrics_trials: int
+
+
+class RunListOut(Schema):
+    count: int
+    items: list[RunSummaryOut]
+
+
+class RunFilters(Schema):
+    status: str = ""
+    memory_mode: str = ""
+    agent_backend: str = ""
+    q: str = Field(default="", max_length=200)
+    limit: int = Field(default=50, ge=1, le=500)
+    offset: int = Field(default=0, ge=0)
+
+
+def _summary(run: EvaluationRun) -> dict:
+    out = {name: getattr(run, name) for name in RunSummaryOut.model_fields if name not in ("id", "bank", "url")}
+    return {**out, "id": run.pk, "bank": run.bank.slug if run.bank else None, "url": run.get_absolute_url()}
+
+
+def _detail(run: EvaluationRun) -> dict:
+    extra = {name: getattr(run, name) for name in RunOut.model_fields
+             if name not in RunSummaryOut.model_fields and name != "progress"}
+    progress = [{name: getattr(t, name) for name in TrialOut.model_fields} for t in run.trial_rows.order_by("number")]
+    return {**_summary(run), **extra, "progress": progress}
+
+
+def _run(run_id: int) -> EvaluationRun:
+    run = EvaluationRun.objects.select_related("bank").filter(pk=run_id).first()
+    if run is None:
+        raise HttpError(404, f"No evaluation run #{run_id}")
+    return run
+
+
+def _problems(problems: list[tuple[str, str]], where: tuple[str, ...]) -> dict:
+    return {"detail": [{"loc": [*where, *field.split(".")], "msg": message} for field, message in problems]}
+
+
+@router.post("/", response={201: RunOut, 422: ErrorOut}, auth=OPERATOR)
+def run_create(request, payload: RunSpec):
+    """Launch a run: validated, written in one transaction and queued for the workers."""
+    try:
+        run = run_launch(spec=payload, user=request.auth)
+    except RunLaunchError as exc:
+        return Status(422, _problems(exc.problems, ("body", "payload")))
+    return Status(201, _detail(_run(run.pk)))
+
+
+@router.get("/", response=RunListOut, auth=OPERATOR)
+def run_list(request, filters: Query[RunFilters]):
+    runs = runs_filtered(status=filters.status, memory_mode=filters.memory_mode,
+                         agent_backend=filters.agent_backend, q=filters.q)
+    return {"count": runs.count(), "items": [_summary(r) for r in runs[filters.offset:filters.offset + filters.limit]]}
+
+
+@router.get("/{int:run_id}", response={200: RunOut, 404: ErrorOut}, auth=OPERATOR)
+def run_get(request, run_id: int):
+    """A run with its per-trial progress and the metrics of its finished trials."""
+    return _detail(_run(run_id))
+
+
+def _act(run_id: int, act) -> dict:
+    run = _run(run_id)
+    try:
+        act(run)
+    except RunActionError as exc:
+        raise HttpError(409, str(exc)) from None
+    return _detail(_run(run_id))
+
+
+@router.post("/{int:run_id}/cancel", response={200: RunOut, 404: ErrorOut, 409: ErrorOut}, auth=OPERATOR)
+def run_cancel_op(request, run_id: int):
+    return _act(run_id, lambda run: run_cancel(run=run, user=request.auth))
+
+
+@router.post("/{int:run_id}/resume", response={200: RunOut, 404: ErrorOut, 409: ErrorOut}, auth=OPERATOR)
+def run_resume_op(request, run_id: int):
+    """Continue a cancelled or failed run, or re-check a waiting one."""
+    return _act(run_id, lambda run: run_resume(run=run))
+
+
+@router.post("/{int:run_id}/retry", response={200: RunOut, 404: ErrorOut, 409: ErrorOut}, auth=OPERATOR)
+def run_retry_op(request, run_id: int):
+    """Play the episodes that hit an infrastructure error again."""
+    return _act(run_id, lambda run: run_retry_errors(run=run))
+
+
+@router.get("/{int:run_id}/export", response={200: dict, 404: ErrorOut}, auth=OPERATOR)
+def run_export(request, run_id: int, format: Literal["json", "csv"] = "json",
+               part: Literal["episodes", "metrics"] = "episodes"):
+    """The run as JSON (settings, episodes, metrics: what import takes) or CSV (episodes or metrics)."""
+    run = _run(run_id)
+    if format == "json":
+        return run_export_json(run=run)
+    return HttpResponse(run_export_csv(run=run, part=part), content_type="text/csv; charset=utf-8")
+
+
+@router.post("/import", response={201: RunOut, 422: ErrorOut}, auth=OPERATOR)
+def run_import_op(request, payload: dict = Body(...)):
+    """Import a run exported as JSON (here or elsewhere); all or nothing, marked imported."""
+    try:
+        run = run_import(data=payload, user=request.auth)
+    except RunImportError as exc:
+        return Status(422, _problems(exc.problems, ("body",)))
+    return Status(201, _detail(_run(run.pk)))

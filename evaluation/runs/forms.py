@@ -1,0 +1,109 @@
+"""Forms of the runs pages. The launch form only gathers values; evaluation.runs.services.run_launch
+validates them, and its problems are shown on the field they name."""
+import json
+
+from django import forms
+
+from evaluation.models import Domain, Split, TaskSet
+from evaluation.runs.models import EvaluationRun, MemoryMode, ReviewGate
+from evaluation.runs.services import MAX_CONCURRENCY, MAX_TRIALS, RunLaunchError, dmrm_available
+from evaluation.services import BUILTIN_SET
+from evaluation.shop.errors import ERROR_KINDS
+from orbs.models import MemoryBank
+
+MAX_UPLOAD_BYTES = 20 * 1024 * 1024
+DEFAULT_ERROR_RATE = 0.3  # the scripted agent errs sometimes, so memory has something to fix
+
+
+def _choices(choices, blank: str) -> list[tuple[str, str]]:
+    return [("", blank), *choices]
+
+
+def _memory_choices() -> list[tuple[str, str]]:
+    available = dmrm_available()
+    return [(value, label if available or value in ("none", "memorb") else f"{label} (not available yet)")
+            for value, label in MemoryMode.choices]
+
+
+class RunLaunchForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    task_set = forms.ModelChoiceField(queryset=TaskSet.objects.all(), to_field_name="name", required=False,
+                                      empty_label=f"built-in ({BUILTIN_SET})")
+    domain = forms.ChoiceField(required=False, choices=_choices(Domain.choices, "any domain"))
+    split = forms.ChoiceField(required=False, choices=_choices(Split.choices, "any split"))
+    task_ids = forms.CharField(required=False, label="Task ids", help_text="Comma- or space-separated; empty for all.",
+                               widget=forms.TextInput(attrs={"placeholder": "shop-app-001, shop-clo-008"}))
+    agent = forms.ChoiceField(choices=[("scripted", "scripted agent"), ("llm", "LLM agent (actor role)")])
+    wrong_tool = forms.FloatField(initial=DEFAULT_ERROR_RATE, min_value=0, max_value=1, label="Wrong-tool rate")
+    wrong_arguments = forms.FloatField(initial=DEFAULT_ERROR_RATE, min_value=0, max_value=1,
+                                       label="Wrong-arguments rate")
+    result_unused = forms.FloatField(initial=DEFAULT_ERROR_RATE, min_value=0, max_value=1, label="Result-unused rate",
+                                     help_text="Scripted agent only: chance per episode of each error kind.")
+    customer = forms.ChoiceField(choices=[("agenda", "agenda-based customer (scripted)"),
+                                          ("llm", "LLM customer (user simulator role)")])
+    memory_mode = forms.ChoiceField(choices=_memory_choices, initial=MemoryMode.MEMORB, label="Memory")
+    memory_k = forms.IntegerField(initial=5, label="MemOrb k", help_text="Memories retrieved per query.")
+    approved_only = forms.BooleanField(required=False, initial=True, label="Approved memories only")
+    same_customer_only = forms.BooleanField(required=False, label="Same customer only",
+                                            help_text="The paper's no-cross-user ablation.")
+    per_turn = forms.BooleanField(required=False, initial=True, label="Retrieve before every turn",
+                                  help_text="Off: once per episode, before the first answer.")
+    bank_source = forms.ModelChoiceField(queryset=MemoryBank.objects.all(), to_field_name="slug", required=False,
+                                         empty_label="a fresh, empty bank", label="Start from",
+                                         help_text="The run works on its own copy; the source is never changed.")
+    trials = forms.IntegerField(initial=10, help_text=f"1 to {MAX_TRIALS}; memory is never reset between trials.")
+    pass_k = forms.IntegerField(required=False, label="Pass^k up to", help_text="Optional; at most the trials.")
+    seed = forms.IntegerField(initial=0)
+    max_turns = forms.IntegerField(initial=12, label="Max turns")
+    concurrency = forms.IntegerField(initial=4, help_text=f"Episodes queued at once (1 to {MAX_CONCURRENCY}).")
+    review_gate = forms.ChoiceField(choices=ReviewGate.choices, initial=ReviewGate.AUTO, label="Review gate")
+    feedback_enabled = forms.BooleanField(required=False, label="Simulated user feedback",
+                                          help_text="Each episode gets the simulated customer's critique, score and action.")
+
+    def spec(self) -> dict:
+        data = self.cleaned_data
+        rates = {kind: data[kind] for kind in ERROR_KINDS if data[kind]}
+        ids = [part for part in data["task_ids"].replace(",", " ").split() if part]
+        plain = ("name", "domain", "split", "memory_mode", "memory_k", "approved_only", "same_customer_only",
+                 "per_turn", "trials", "pass_k", "seed", "max_turns", "concurrency", "review_gate", "feedback_enabled")
+        return {**{name: data[name] for name in plain},
+                "task_set": data["task_set"].name if data["task_set"] else "", "task_ids": ids,
+                "agent": {"backend": data["agent"], **({"error_rates": rates} if data["agent"] == "scripted" else {})},
+                "customer": {"backend": data["customer"]},
+                "bank_source": data["bank_source"].slug if data["bank_source"] else ""}
+
+    def add_launch_errors(self, error: RunLaunchError) -> None:
+        for field, message in error.problems:
+            name = field.split(".")[-1] if field.startswith("agent.error_rates") else field.split(".")[0]
+            self.add_error(name if name in self.fields else None, message if name in self.fields
+                           else f"{field}: {message}")
+
+
+class RunFilterForm(forms.Form):
+    status = forms.ChoiceField(required=False, choices=_choices(EvaluationRun.Status.choices, "any status"))
+    memory_mode = forms.ChoiceField(required=False, choices=_choices(MemoryMode.choices, "any memory"), label="Memory")
+    agent_backend = forms.ChoiceField(required=False, label="Agent", choices=[
+        ("", "any agent"), ("scripted", "scripted"), ("llm", "LLM"), ("external", "external (imported)")])
+    q = forms.CharField(required=False, max_length=200, label="Search",
+                        widget=forms.TextInput(attrs={"type": "search", "placeholder": "name, bank, #id"}))
+
+    def filters(self) -> dict:
+        if not self.is_valid():
+            return {}
+        return {name: self.cleaned_data[name] for name in ("status", "memory_mode", "agent_backend", "q")}
+
+
+class RunImportForm(forms.Form):
+    file = forms.FileField(label="Run JSON", help_text="A file from a run's “Export JSON”, from this or another memweb.")
+
+    def clean_file(self) -> dict:
+        upload = self.cleaned_data["file"]
+        if upload.size > MAX_UPLOAD_BYTES:
+            raise forms.ValidationError(f"The file is larger than {MAX_UPLOAD_BYTES // (1024 * 1024)} MB.")
+        try:
+            data = json.loads(upload.read().decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise forms.ValidationError(f"The file is not JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise forms.ValidationError("The file must hold one JSON object, as “Export JSON” writes it.")
+        return data

@@ -1,0 +1,198 @@
+"""Evaluation runs: trials x tasks of episodes, played by Celery workers (imported by evaluation/models.py).
+
+A run's rows are the unit of work: one RunEpisode per (run, trial, task), claimed with a
+conditional update so a re-delivered message never plays it twice. A RunEpisode keeps the
+verdict of its episode (success, reward, turns...) beside the link to the full Episode, so
+metrics need no join and a run imported from elsewhere (no transcripts) charts the same way.
+"""
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+from django.utils import timezone
+
+__all__ = ["EvaluationRun", "MemoryMode", "ReviewGate", "RunEpisode", "Trial"]
+
+
+class MemoryMode(models.TextChoices):
+    NONE = "none", "no memory"
+    MEMORB = "memorb", "MemOrb"
+    DMRM = "dmrm", "DMRM"
+    BOTH = "both", "MemOrb + DMRM"
+
+
+class ReviewGate(models.TextChoices):
+    AUTO = "auto", "auto-approve in-run memories"
+    WAIT = "wait", "wait for reviewers"
+
+
+class EvaluationRun(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued", "queued"
+        RUNNING = "running", "running"
+        WAITING_FOR_REVIEW = "waiting_for_review", "waiting for review"
+        CANCELLED = "cancelled", "cancelled"
+        COMPLETED = "completed", "completed"
+        FAILED = "failed", "failed"
+
+    class Executor(models.TextChoices):
+        CELERY = "celery", "Celery workers"
+        INLINE = "inline", "in-process (demo loader)"
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING, Status.WAITING_FOR_REVIEW)
+
+    name = models.CharField(max_length=200)
+    # The task selection as asked for, and the tasks it resolved to at launch (fixed for the run).
+    task_set = models.ForeignKey("evaluation.TaskSet", null=True, blank=True, on_delete=models.SET_NULL,
+                                 related_name="runs")
+    task_domain = models.CharField(max_length=16, blank=True)
+    task_split = models.CharField(max_length=8, blank=True)
+    task_ids = models.JSONField(default=list, blank=True, help_text="External task ids asked for; empty = all.")
+    task_pks = models.JSONField(default=list, blank=True, help_text="The tasks the selection resolved to.")
+    agent_config = models.JSONField(default=dict)
+    customer_config = models.JSONField(default=dict)
+    memory_mode = models.CharField(max_length=8, choices=MemoryMode.choices, default=MemoryMode.NONE, db_index=True)
+    memory_k = models.PositiveSmallIntegerField(default=5)
+    memory_approved_only = models.BooleanField(default=True)
+    memory_same_customer_only = models.BooleanField(default=False)
+    memory_per_turn = models.BooleanField(default=True)
+    bank = models.ForeignKey("orbs.MemoryBank", null=True, blank=True, on_delete=models.SET_NULL,
+                             related_name="evaluation_runs")
+    bank_copied_from = models.CharField(max_length=100, blank=True)
+    trials = models.PositiveSmallIntegerField(default=10)
+    pass_k = models.PositiveSmallIntegerField(null=True, blank=True, help_text="Largest Pass^k asked for.")
+    seed = models.BigIntegerField(default=0)
+    max_turns = models.PositiveSmallIntegerField(default=12)
+    concurrency = models.PositiveSmallIntegerField(default=4)
+    review_gate = models.CharField(max_length=8, choices=ReviewGate.choices, default=ReviewGate.AUTO)
+    feedback_enabled = models.BooleanField(default=False)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    status_message = models.TextField(blank=True)
+    executor = models.CharField(max_length=8, choices=Executor.choices, default=Executor.CELERY)
+    episodes_total = models.PositiveIntegerField(default=0)
+    episodes_finished = models.PositiveIntegerField(default=0, help_text="Done or errored.")
+    episodes_error = models.PositiveIntegerField(default=0)
+    successes = models.PositiveIntegerField(default=0)
+    metrics = models.JSONField(null=True, blank=True, help_text="evaluation.metrics.run_metrics of finished trials.")
+    metrics_trials = models.PositiveSmallIntegerField(default=0, help_text="Finished trials the metrics cover.")
+    scripted = models.BooleanField(default=True, help_text="Produced by an offline (scripted) backend.")
+    agent_backend = models.CharField(max_length=32, default="scripted", db_index=True)
+    imported = models.BooleanField(default=False)
+    imported_from = models.CharField(max_length=200, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="evaluation_runs")
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    watch_until = models.DateTimeField(null=True, blank=True, help_text="When the next watchdog sweep is due.")
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("evaluation:run_detail", args=[self.pk])
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE
+
+    @property
+    def uses_memorb(self) -> bool:
+        return self.memory_mode in (MemoryMode.MEMORB, MemoryMode.BOTH)
+
+    @property
+    def progress_percent(self) -> int:
+        return round(100 * self.episodes_finished / self.episodes_total) if self.episodes_total else 0
+
+    @property
+    def success_percent(self) -> int | None:
+        """Successes among the finished episodes that got a verdict (infrastructure errors left out)."""
+        judged = self.episodes_finished - self.episodes_error
+        return round(100 * self.successes / judged) if judged else None
+
+    @property
+    def orb_label(self) -> str:
+        """Prefix of the source label of every Orb this run writes (the review queue shows it)."""
+        return f"evaluation run #{self.pk}"
+
+
+class Trial(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        RUNNING = "running", "running"
+        REFLECTING = "reflecting", "writing memories"
+        DONE = "done", "done"
+
+    run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="trial_rows")
+    number = models.PositiveSmallIntegerField()
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
+    episodes_total = models.PositiveIntegerField(default=0)
+    episodes_finished = models.PositiveIntegerField(default=0)
+    episodes_error = models.PositiveIntegerField(default=0)
+    successes = models.PositiveIntegerField(default=0)
+    orbs_written = models.PositiveIntegerField(default=0)
+    claim_token = models.UUIDField(null=True, blank=True)
+    claimed_by = models.CharField(max_length=255, blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "number"]
+        constraints = [models.UniqueConstraint(fields=["run", "number"], name="trial_unique_in_run")]
+
+    def __str__(self) -> str:
+        return f"{self.run} · trial {self.number}"
+
+
+class RunEpisode(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        RUNNING = "running", "running"
+        DONE = "done", "done"
+        ERROR = "error", "infrastructure error"
+
+    UNFINISHED = (Status.PENDING, Status.RUNNING)
+
+    run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="run_episodes")
+    trial = models.ForeignKey(Trial, on_delete=models.CASCADE, related_name="run_episodes")
+    task = models.ForeignKey("evaluation.Task", null=True, blank=True, on_delete=models.PROTECT,
+                             related_name="run_episodes", help_text="Empty for an imported run.")
+    task_key = models.CharField(max_length=100, help_text="The task's external id.")
+    seed = models.BigIntegerField(default=0)
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING, db_index=True)
+    episode = models.OneToOneField("evaluation.Episode", null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="run_episode")
+    orb = models.ForeignKey("orbs.Orb", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    success = models.BooleanField(null=True, blank=True)
+    reward = models.FloatField(null=True, blank=True)
+    turns = models.PositiveSmallIntegerField(null=True, blank=True)
+    tokens = models.PositiveIntegerField(null=True, blank=True)
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    claim_token = models.UUIDField(null=True, blank=True)
+    claimed_by = models.CharField(max_length=255, blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    queued_at = models.DateTimeField(null=True, blank=True, help_text="When a message for it was last sent.")
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["trial__number", "task_key"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "trial", "task"], name="run_episode_unique_task"),
+            models.UniqueConstraint(fields=["run", "trial", "task_key"], name="run_episode_unique_key"),
+        ]
+        indexes = [models.Index(fields=["trial", "status"], name="run_episode_trial_status")]
+
+    def __str__(self) -> str:
+        return f"{self.run} · trial {self.trial.number} · {self.task_key}"
+
+    @property
+    def cell_state(self) -> str:
+        """success / failure / error / pending / running: a heatmap cell's state."""
+        if self.status == self.Status.DONE:
+            return "success" if self.success else "failure"
+        return self.status

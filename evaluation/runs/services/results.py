@@ -1,0 +1,112 @@
+"""What a run shows: its success matrix and metrics (evaluation.metrics), the task x trial heatmap,
+per-trial progress, comparisons of several runs, and the runs list's filters."""
+from dataclasses import dataclass
+
+from django.db.models import Q, QuerySet
+
+from evaluation.metrics import run_metrics
+from evaluation.runs.models import EvaluationRun, RunEpisode, Trial
+
+CHART_SERIES = ("per_trial", "cumulative", "pass_k")
+
+
+def _rows(run: EvaluationRun, trials: int) -> QuerySet:
+    return run.run_episodes.filter(trial__number__lte=trials).order_by("task_key", "trial__number")
+
+
+def run_matrix(*, run: EvaluationRun, trials: int) -> dict[str, list[bool | None]]:
+    """task id -> results of trials 1..`trials`: True / False, None for an infrastructure error
+    (or a row that never got a verdict)."""
+    matrix: dict[str, list[bool | None]] = {}
+    for key, number, status, success in _rows(run, trials).values_list("task_key", "trial__number", "status",
+                                                                          "success"):
+        results = matrix.setdefault(key, [None] * trials)
+        results[number - 1] = success if status == RunEpisode.Status.DONE else None
+    return matrix
+
+
+def run_metrics_compute(*, run: EvaluationRun, trials: int) -> dict:
+    """evaluation.metrics.run_metrics over trials 1..`trials` of the run (JSON-ready)."""
+    done = _rows(run, trials).filter(status=RunEpisode.Status.DONE)
+    columns = {name: list(done.values_list(name, flat=True)) for name in ("reward", "turns", "tokens", "latency_ms")}
+    return run_metrics(run_matrix(run=run, trials=trials), rewards=columns["reward"], turns=columns["turns"],
+                       tokens=columns["tokens"], latency=columns["latency_ms"], seed=run.seed)
+
+
+def run_charts(*, run: EvaluationRun) -> dict:
+    """The chart series of the finished trials, with the run's name (empty series before trial 1 ends)."""
+    metrics = run.metrics or {}
+    empty = {"x": [], "value": [], "low": [], "high": []}
+    return {"id": run.pk, "name": run.name, "scripted": run.scripted,
+            **{name: metrics.get(name, empty) for name in CHART_SERIES}}
+
+
+def run_heatmap(*, run: EvaluationRun) -> dict:
+    """Compact task x trial grid for the page script: per task, one [state, episode id] per trial."""
+    grid: dict[str, list] = {}
+    for key, number, status, success, episode_id in run.run_episodes.order_by("task_key").values_list(
+            "task_key", "trial__number", "status", "success", "episode_id"):
+        state = ("success" if success else "failure") if status == RunEpisode.Status.DONE else status
+        grid.setdefault(key, [["", None] for _ in range(run.trials)])[number - 1] = [state, episode_id]
+    return {"trials": run.trials, "tasks": list(grid), "cells": list(grid.values())}
+
+
+def run_progress(*, run: EvaluationRun) -> list[Trial]:
+    return list(run.trial_rows.order_by("number"))
+
+
+def run_errors(*, run: EvaluationRun, limit: int = 50) -> QuerySet:
+    return run.run_episodes.filter(status=RunEpisode.Status.ERROR).select_related("trial").order_by(
+        "trial__number", "task_key")[:limit]
+
+
+def runs_count_active() -> int:
+    """Runs queued, running or waiting for review (the home page's count)."""
+    return EvaluationRun.objects.filter(status__in=EvaluationRun.ACTIVE).count()
+
+
+def runs_filtered(*, status: str = "", memory_mode: str = "", agent_backend: str = "", q: str = "") -> QuerySet:
+    runs = EvaluationRun.objects.select_related("created_by", "bank", "task_set")
+    for field, value in (("status", status), ("memory_mode", memory_mode), ("agent_backend", agent_backend)):
+        if value:
+            runs = runs.filter(**{field: value})
+    if q.strip():
+        text = q.strip()
+        match = Q(name__icontains=text) | Q(bank__name__icontains=text) | Q(imported_from__icontains=text)
+        runs = runs.filter(match | Q(pk=int(text)) if text.isdigit() else match)
+    return runs.order_by("-created_at", "-pk")
+
+
+# --- comparing runs -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TaskDifference:
+    task_key: str
+    rates: list[float | None]  # success rate per run (None: task not in that run or no verdict)
+    difference: float | None  # last run minus first run
+
+    @property
+    def magnitude(self) -> float:
+        return abs(self.difference) if self.difference is not None else -1.0
+
+
+def _rates(run: EvaluationRun) -> dict[str, float | None]:
+    matrix = run_matrix(run=run, trials=run.metrics_trials or 0)
+    rates = {}
+    for key, results in matrix.items():
+        verdicts = [r for r in results if r is not None]
+        rates[key] = sum(verdicts) / len(verdicts) if verdicts else None
+    return rates
+
+
+def runs_compare(*, runs: list[EvaluationRun]) -> dict:
+    """Chart series of each run (finished trials) and per-task success rates, largest change first."""
+    rates = [_rates(run) for run in runs]
+    keys = sorted(set().union(*rates)) if rates else []
+    rows = []
+    for key in keys:
+        values = [r.get(key) for r in rates]
+        first, last = values[0], values[-1]
+        rows.append(TaskDifference(key, values, None if first is None or last is None else last - first))
+    rows.sort(key=lambda row: (-row.magnitude, row.task_key))
+    return {"charts": [run_charts(run=run) for run in runs], "tasks": rows}

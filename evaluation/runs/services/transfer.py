@@ -1,0 +1,190 @@
+"""A run's results as JSON or CSV, and JSON results from elsewhere imported as a run (checked in
+full first, then written in one transaction, marked imported) so they chart beside memweb's."""
+import csv
+import io
+from datetime import datetime
+from typing import Literal
+
+import pydantic
+from django.db import transaction
+from django.utils import timezone
+
+from evaluation.runs.models import EvaluationRun, MemoryMode, RunEpisode, Trial
+from evaluation.runs.services.results import CHART_SERIES, run_metrics_compute
+
+FORMAT = "memweb.evaluation-run"
+FORMAT_VERSION = 1
+EPISODE_COLUMNS = ("task_id", "trial", "status", "success", "reward", "turns", "tokens", "latency_ms", "error",
+                   "episode_id")
+MAX_IMPORT_EPISODES = 100_000
+
+
+def _episode_line(row: RunEpisode) -> dict:
+    return {"task_id": row.task_key, "trial": row.trial.number, "status": row.status, "success": row.success,
+            "reward": row.reward, "turns": row.turns, "tokens": row.tokens, "latency_ms": row.latency_ms,
+            "error": row.error, "episode_id": row.episode_id}
+
+
+def _run_header(run: EvaluationRun) -> dict:
+    return {"name": run.name, "source": run.imported_from or f"memweb run #{run.pk}", "status": run.status,
+            "scripted": run.scripted, "agent_backend": run.agent_backend, "agent_config": run.agent_config,
+            "customer_config": run.customer_config, "memory_mode": run.memory_mode, "memory_k": run.memory_k,
+            "same_customer_only": run.memory_same_customer_only, "review_gate": run.review_gate,
+            "trials": run.trials, "seed": run.seed, "max_turns": run.max_turns,
+            "created_at": run.created_at.isoformat(),
+            "finished_at": run.finished_at.isoformat() if run.finished_at else None}
+
+
+def _episode_rows(run: EvaluationRun):
+    return run.run_episodes.select_related("trial").order_by("trial__number", "task_key")
+
+
+def run_export_json(*, run: EvaluationRun) -> dict:
+    """Everything needed to chart the run elsewhere: settings, one line per episode, metrics."""
+    return {"format": FORMAT, "format_version": FORMAT_VERSION, "run": _run_header(run),
+            "episodes": [_episode_line(row) for row in _episode_rows(run)], "metrics": run.metrics}
+
+
+def _csv(header: tuple[str, ...], rows) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(header)
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+def run_export_csv(*, run: EvaluationRun, part: Literal["episodes", "metrics"] = "episodes") -> str:
+    """One row per episode, or (`part="metrics"`) one row per chart point with its 95% interval."""
+    if part == "metrics":
+        metrics = run.metrics or {}
+        rows = [(name, x, value, low, high)
+                for name in CHART_SERIES if name in metrics
+                for x, value, low, high in zip(*(metrics[name][c] for c in ("x", "value", "low", "high")))]
+        return _csv(("series", "x", "value", "low", "high"), rows)
+    return _csv(EPISODE_COLUMNS, ([_episode_line(row)[c] for c in EPISODE_COLUMNS] for row in _episode_rows(run)))
+
+
+# --- import ----------------------------------------------------------------------------------
+
+class _Line(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="ignore")
+
+
+class ImportedEpisode(_Line):
+    task_id: str = pydantic.Field(min_length=1, max_length=100)
+    trial: int = pydantic.Field(ge=1)
+    status: Literal["done", "error"]
+    success: bool | None = None
+    reward: float | None = None
+    turns: int | None = pydantic.Field(default=None, ge=0, le=32767)
+    tokens: int | None = pydantic.Field(default=None, ge=0)
+    latency_ms: int | None = pydantic.Field(default=None, ge=0)
+    error: str = ""
+
+    @pydantic.model_validator(mode="after")
+    def _verdict_matches_status(self):
+        if self.status == "done" and self.success is None:
+            raise ValueError("success must be true or false when status is done")
+        if self.status == "error" and self.success is not None:
+            raise ValueError("success must be null when status is error (an infrastructure error has no verdict)")
+        return self
+
+
+class ImportedRun(_Line):
+    name: str = pydantic.Field(min_length=1, max_length=200)
+    source: str = pydantic.Field(default="", max_length=200)
+    scripted: bool = False
+    agent_backend: str = pydantic.Field(default="external", max_length=32)
+    agent_config: dict = pydantic.Field(default_factory=dict)
+    customer_config: dict = pydantic.Field(default_factory=dict)
+    memory_mode: Literal[tuple(MemoryMode.values)] = MemoryMode.NONE
+    memory_k: int = pydantic.Field(default=5, ge=1, le=50)
+    same_customer_only: bool = False
+    trials: int = pydantic.Field(ge=1, le=100)
+    seed: int = pydantic.Field(default=0, ge=0)
+    max_turns: int = pydantic.Field(default=12, ge=1, le=50)
+    created_at: datetime | None = None
+
+
+class ImportedFile(_Line):
+    format: Literal["memweb.evaluation-run"]
+    format_version: Literal[1]
+    run: ImportedRun
+    episodes: list[ImportedEpisode] = pydantic.Field(min_length=1, max_length=MAX_IMPORT_EPISODES)
+
+
+class RunImportError(ValueError):
+    def __init__(self, problems: list[tuple[str, str]]):
+        self.problems = problems
+        super().__init__("; ".join(f"{field}: {message}" for field, message in problems[:10]))
+
+
+def _grid_problems(data: ImportedFile) -> list[tuple[str, str]]:
+    """Each task needs exactly one episode per trial 1..trials, so the metrics mean what they say."""
+    problems, seen = [], {}
+    for index, episode in enumerate(data.episodes):
+        if episode.trial > data.run.trials:
+            problems.append((f"episodes.{index}.trial", f"is {episode.trial}, but the run has {data.run.trials} trials"))
+        cell = (episode.task_id, episode.trial)
+        if cell in seen:
+            problems.append((f"episodes.{index}", f"task {episode.task_id!r} trial {episode.trial} appears twice "
+                                                  f"(also episodes.{seen[cell]})"))
+        seen.setdefault(cell, index)
+    for task_id in sorted({e.task_id for e in data.episodes}):
+        missing = [t for t in range(1, data.run.trials + 1) if (task_id, t) not in seen]
+        if missing:
+            problems.append(("episodes", f"task {task_id!r} has no episode for trial(s) {', '.join(map(str, missing))}"))
+    return problems
+
+
+def run_import_parse(data: dict) -> ImportedFile:
+    try:
+        parsed = ImportedFile.model_validate(data)
+    except pydantic.ValidationError as exc:
+        raise RunImportError([(".".join(str(p) for p in e["loc"]) or "(file)", e["msg"])
+                              for e in exc.errors(include_url=False)]) from None
+    problems = _grid_problems(parsed)
+    if problems:
+        raise RunImportError(problems)
+    return parsed
+
+
+def _imported_run(data: ImportedFile, user) -> EvaluationRun:
+    head = data.run
+    return EvaluationRun.objects.create(
+        name=head.name, imported=True, imported_from=head.source or head.name, status=EvaluationRun.Status.COMPLETED,
+        scripted=head.scripted, agent_backend=head.agent_backend, agent_config=head.agent_config,
+        customer_config=head.customer_config, memory_mode=head.memory_mode, memory_k=head.memory_k,
+        memory_same_customer_only=head.same_customer_only, trials=head.trials, seed=head.seed,
+        max_turns=head.max_turns, created_by=user, created_at=head.created_at or timezone.now(),
+        finished_at=timezone.now(), episodes_total=len(data.episodes), episodes_finished=len(data.episodes),
+        episodes_error=sum(e.status == "error" for e in data.episodes),
+        successes=sum(bool(e.success) for e in data.episodes), task_ids=sorted({e.task_id for e in data.episodes}))
+
+
+def _imported_trials(run: EvaluationRun, data: ImportedFile) -> dict[int, Trial]:
+    trials = {}
+    for number in range(1, run.trials + 1):
+        episodes = [e for e in data.episodes if e.trial == number]
+        trials[number] = Trial.objects.create(
+            run=run, number=number, status=Trial.Status.DONE, episodes_total=len(episodes),
+            episodes_finished=len(episodes), episodes_error=sum(e.status == "error" for e in episodes),
+            successes=sum(bool(e.success) for e in episodes))
+    return trials
+
+
+def run_import(*, data: dict, user=None) -> EvaluationRun:
+    """Import a run exported by memweb (or written in its format); RunImportError names each bad
+    field and nothing is written then."""
+    parsed = run_import_parse(data)
+    with transaction.atomic():
+        run = _imported_run(parsed, user)
+        trials = _imported_trials(run, parsed)
+        RunEpisode.objects.bulk_create([
+            RunEpisode(run=run, trial=trials[e.trial], task_key=e.task_id, status=e.status, success=e.success,
+                       reward=e.reward, turns=e.turns, tokens=e.tokens, latency_ms=e.latency_ms, error=e.error,
+                       finished_at=run.finished_at) for e in parsed.episodes])
+        EvaluationRun.objects.filter(pk=run.pk).update(metrics=run_metrics_compute(run=run, trials=run.trials),
+                                                       metrics_trials=run.trials)
+    run.refresh_from_db()
+    return run

@@ -1,0 +1,17 @@
+"""Pages of evaluation runs, appended to evaluation/urls.py (app_name "evaluation")."""
+from django.urls import path
+
+from evaluation.runs import views
+
+urlpatterns = [
+    path("runs/", views.run_list, name="run_list"),
+    path("runs/new/", views.run_new, name="run_new"),
+    path("runs/compare/", views.run_compare, name="run_compare"),
+    path("runs/import/", views.run_import_view, name="run_import"),
+    path("runs/<int:run_id>/", views.run_detail, name="run_detail"),
+    path("runs/<int:run_id>/cancel/", views.run_cancel_view, name="run_cancel"),
+    path("runs/<int:run_id>/resume/", views.run_resume_view, name="run_resume"),
+    path("runs/<int:run_id>/retry/", views.run_retry_view, name="run_retry"),
+    path("runs/<int:run_id>/export.json", views.run_export_json_view, name="run_export_json"),
+    path("runs/<int:run_id>/export.csv", views.run_export_csv_view, name="run_export_csv"),
+]

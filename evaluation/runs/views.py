@@ -1,0 +1,145 @@
+"""Pages of evaluation runs: list, launch, the run page (live by htmx polling), actions, compare,
+export and import. Operators only."""
+import json
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from evaluation.runs.forms import RunFilterForm, RunImportForm, RunLaunchForm
+from evaluation.runs.models import EvaluationRun
+from evaluation.runs.services import (
+    RunActionError, RunImportError, RunLaunchError, run_cancel, run_charts, run_errors, run_export_csv,
+    run_export_json, run_heatmap, run_import, run_launch, run_pending_memories, run_progress, run_resume,
+    run_retry_errors, runs_compare, runs_filtered,
+)
+from memweb.roles import Role, role_required
+
+PAGE_SIZE = 25
+MAX_COMPARED = 6
+
+
+@require_GET
+@role_required(Role.OPERATOR)
+def run_list(request):
+    form = RunFilterForm(request.GET or None)
+    page = Paginator(runs_filtered(**form.filters()), PAGE_SIZE).get_page(request.GET.get("page"))
+    params = request.GET.copy()
+    params.pop("page", None)
+    context = {"form": form, "page": page, "query": params.urlencode()}
+    if request.htmx:
+        return render(request, "evaluation/runs/_rows.html", context)
+    return render(request, "evaluation/runs/list.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(Role.OPERATOR)
+def run_new(request):
+    form = RunLaunchForm(request.POST or None, initial={"name": "Evaluation run"})
+    if request.method == "POST" and form.is_valid():
+        try:
+            run = run_launch(spec=form.spec(), user=request.user)
+        except RunLaunchError as exc:
+            form.add_launch_errors(exc)
+        else:
+            messages.success(request, f"Run #{run.pk} queued: {run.episodes_total} episodes over {run.trials} trials.")
+            return redirect(run)
+    status = 422 if form.errors else 200
+    return render(request, "evaluation/runs/launch.html", {"form": form}, status=status)
+
+
+def _live_context(run: EvaluationRun) -> dict:
+    return {"run": run, "trials": run_progress(run=run), "errors": run_errors(run=run),
+            "pending_memories": run_pending_memories(run=run) if run.bank_id else 0,
+            "live": {"charts": run_charts(run=run), "heatmap": run_heatmap(run=run), "active": run.is_active}}
+
+
+@require_GET
+@role_required(Role.OPERATOR)
+def run_detail(request, run_id: int):
+    run = get_object_or_404(EvaluationRun.objects.select_related("bank", "task_set", "created_by"), pk=run_id)
+    context = _live_context(run)
+    if request.htmx:
+        return render(request, "evaluation/runs/_live.html", context)
+    return render(request, "evaluation/runs/detail.html", context)
+
+
+def _action(request, run_id: int, act, done: str):
+    run = get_object_or_404(EvaluationRun, pk=run_id)
+    try:
+        result = act(run)
+    except RunActionError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, done.format(result=result))
+    return redirect(run)
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def run_cancel_view(request, run_id: int):
+    return _action(request, run_id, lambda run: run_cancel(run=run, user=request.user),
+                   "Run cancelled. Episodes already playing finish and are kept.")
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def run_resume_view(request, run_id: int):
+    return _action(request, run_id, lambda run: run_resume(run=run), "Run resumed: unfinished work is queued again.")
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def run_retry_view(request, run_id: int):
+    return _action(request, run_id, lambda run: run_retry_errors(run=run),
+                   "{result} episode(s) with an infrastructure error queued again.")
+
+
+def _download(body: str, content_type: str, filename: str) -> HttpResponse:
+    response = HttpResponse(body, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@require_GET
+@role_required(Role.OPERATOR)
+def run_export_json_view(request, run_id: int):
+    run = get_object_or_404(EvaluationRun, pk=run_id)
+    return _download(json.dumps(run_export_json(run=run), indent=1), "application/json", f"run-{run.pk}.json")
+
+
+@require_GET
+@role_required(Role.OPERATOR)
+def run_export_csv_view(request, run_id: int):
+    run = get_object_or_404(EvaluationRun, pk=run_id)
+    part = "metrics" if request.GET.get("part") == "metrics" else "episodes"
+    return _download(run_export_csv(run=run, part=part), "text/csv; charset=utf-8", f"run-{run.pk}-{part}.csv")
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(Role.OPERATOR)
+def run_import_view(request):
+    form = RunImportForm(request.POST or None, request.FILES or None)
+    problems = []
+    if request.method == "POST" and form.is_valid():
+        try:
+            run = run_import(data=form.cleaned_data["file"], user=request.user)
+        except RunImportError as exc:
+            problems = exc.problems
+        else:
+            messages.success(request, f"Imported run #{run.pk} ({run.episodes_total} episodes).")
+            return redirect(run)
+    status = 422 if (form.errors or problems) else 200
+    return render(request, "evaluation/runs/import.html", {"form": form, "problems": problems}, status=status)
+
+
+@require_GET
+@role_required(Role.OPERATOR)
+def run_compare(request):
+    ids = sorted({int(value) for value in request.GET.getlist("runs") if value.isdigit()})[:MAX_COMPARED]
+    runs = list(EvaluationRun.objects.filter(pk__in=ids).order_by("pk"))  # the oldest run is the baseline
+    context = {"runs": runs, "choices": EvaluationRun.objects.filter(metrics__isnull=False)[:100],
+               "comparison": runs_compare(runs=runs) if len(runs) >= 2 else None}
+    return render(request, "evaluation/runs/compare.html", context)

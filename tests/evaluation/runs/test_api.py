@@ -1,0 +1,73 @@
+"""The runs JSON API: launch (422 naming fields), list/filter, get with progress and metrics,
+cancel, resume, retry, export and import."""
+import json
+
+import pytest
+
+from evaluation.runs.models import EvaluationRun
+from evaluation.runs.services import run_drive
+from memweb.models import ApiKey
+from tests.evaluation.runs.conftest import spec
+
+API = "/api/evaluation/runs"
+
+
+@pytest.fixture
+def agent(client, operator_user):
+    _, secret = ApiKey.issue(user=operator_user, name="runs-api")
+    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {secret}"
+    return client
+
+
+def post(client, url, payload=None):
+    return client.post(url, json.dumps(payload or {}), content_type="application/json")
+
+
+def test_it_launches_a_run_or_names_the_bad_fields(agent, builtin, operator_user):
+    response = post(agent, f"{API}/", spec(trials=2))
+    assert response.status_code == 201
+    body = response.json()
+    assert body["status"] == "queued" and body["episodes_total"] == 6 and body["scripted"]
+    assert [t["number"] for t in body["progress"]] == [1, 2] and body["metrics"] is None
+    assert EvaluationRun.objects.get(pk=body["id"]).created_by == operator_user
+
+    response = post(agent, f"{API}/", spec(trials=2, pass_k=3, task_ids=["nope"]))
+    assert response.status_code == 422
+    detail = response.json()["detail"]
+    assert {"loc": ["body", "payload", "pass_k"], "msg": "Pass^k with k=3 needs at least 3 trials; the run has 2"} \
+        in detail
+    assert any(d["loc"][-1] == "task_ids" and "nope" in d["msg"] for d in detail)
+    response = post(agent, f"{API}/", spec(concurrency=0))
+    assert response.status_code == 422 and response.json()["detail"][0]["loc"][-1] == "concurrency"
+    assert EvaluationRun.objects.count() == 1
+
+
+def test_it_lists_gets_and_acts_on_runs(agent, launch):
+    done = run_drive(run=launch(memory_mode="none", name="finished"))
+    queued = launch(name="waiting in line")
+    listed = agent.get(f"{API}/", {"status": "completed"}).json()
+    assert listed["count"] == 1 and listed["items"][0]["name"] == "finished"
+    assert agent.get(f"{API}/", {"q": "line"}).json()["items"][0]["id"] == queued.pk
+    body = agent.get(f"{API}/{done.pk}").json()
+    assert body["metrics"]["per_trial"]["x"] == [1, 2, 3] and body["progress"][2]["episodes_finished"] == 3
+    assert agent.get(f"{API}/999999").json() == {"detail": "No evaluation run #999999"}
+
+    assert post(agent, f"{API}/{queued.pk}/cancel").json()["status"] == "cancelled"
+    conflict = post(agent, f"{API}/{queued.pk}/cancel")
+    assert conflict.status_code == 409 and "can be cancelled" in conflict.json()["detail"]
+    assert post(agent, f"{API}/{queued.pk}/resume").json()["status"] == "queued"
+    assert post(agent, f"{API}/{done.pk}/resume").status_code == 409
+    assert post(agent, f"{API}/{done.pk}/retry").json()["status"] == "completed"  # no errors to retry
+
+
+def test_it_exports_and_imports(agent, launch):
+    run = run_drive(run=launch(memory_mode="none"))
+    exported = agent.get(f"{API}/{run.pk}/export").json()
+    assert len(exported["episodes"]) == 9
+    csv_body = agent.get(f"{API}/{run.pk}/export", {"format": "csv", "part": "metrics"}).content.decode()
+    assert csv_body.startswith("series,x,value,low,high")
+    created = post(agent, f"{API}/import", exported)
+    assert created.status_code == 201 and created.json()["status"] == "completed"
+    assert created.json()["metrics"]["pass_k"] == run.metrics["pass_k"]
+    bad = post(agent, f"{API}/import", {**exported, "format": "other"})
+    assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["body", "format"]

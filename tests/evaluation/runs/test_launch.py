@@ -1,0 +1,67 @@
+"""Launching: validation names the field and writes nothing; a valid launch writes the run, its
+bank and trials at once; a copied bank is the run's own."""
+import pytest
+
+from evaluation.models import TaskSet
+from evaluation.runs.models import EvaluationRun, RunEpisode, Trial
+from evaluation.runs.services import RunLaunchError, run_drive, run_launch
+from orbs.models import MemoryBank, Orb
+from orbs.services import bank_get_or_create, orb_from_episode
+from evaluation.services import episode_run, episode_trajectory
+from tests.evaluation.runs.conftest import spec
+
+BAD_SPECS = [
+    ({"trials": 3, "pass_k": 5}, "pass_k", "Pass^k with k=5 needs at least 5 trials; the run has 3"),
+    ({"concurrency": 0}, "concurrency", "must be at least 1, got 0"),
+    ({"concurrency": 500}, "concurrency", "must be at most 32, got 500"),
+    ({"trials": 0}, "trials", "must be at least 1, got 0"),
+    ({"task_ids": ["shop-app-001", "nope-1"]}, "task_ids", "not in the selection of task set 'shop-130': nope-1"),
+    ({"task_ids": ["shop-app-001"], "domain": "clothing"}, "task_ids", "shop-app-001"),
+    ({"task_set": "empty", "task_ids": []}, "task_ids", "the task selection is empty (task set 'empty', domain any, split any)"),
+    ({"task_set": "missing"}, "task_set", "no task set 'missing'"),
+    ({"bank_source": "no-such-bank"}, "bank_source", "no memory bank 'no-such-bank'"),
+    ({"memory_mode": "none", "bank_source": "seed-bank"}, "bank_source", "only used when memory_mode is memorb"),
+    ({"memory_mode": "dmrm"}, "memory_mode", "DMRM is not available in this memweb yet"),
+    ({"domain": "food"}, "domain", "must be one of appliances, clothing, got 'food'"),
+    ({"agent": {"backend": "llm"}}, "agent.backend", "the actor role has no LLM endpoint configured"),
+]
+
+
+@pytest.mark.parametrize(("overrides", "field", "message"), BAD_SPECS, ids=[case[1] for case in BAD_SPECS])
+def test_a_bad_launch_names_the_field_and_writes_nothing(builtin, overrides, field, message):
+    TaskSet.objects.create(name="empty")
+    bank_get_or_create(name="seed-bank")
+    banks = MemoryBank.objects.count()
+    with pytest.raises(RunLaunchError) as caught:
+        run_launch(spec=spec(**overrides))
+    assert any(f == field and message in m for f, m in caught.value.problems), caught.value.problems
+    assert not EvaluationRun.objects.exists() and not Trial.objects.exists()
+    assert MemoryBank.objects.count() == banks
+
+
+def test_a_launch_writes_the_run_its_bank_and_trials(builtin, operator_user):
+    run = run_launch(spec=spec(trials=4, pass_k=4), user=operator_user)
+    assert run.status == EvaluationRun.Status.QUEUED and run.created_by == operator_user
+    assert run.episodes_total == 12 and len(run.task_pks) == 3 and run.scripted and run.agent_backend == "scripted"
+    assert list(run.trial_rows.values_list("number", "status")) == [(n, "pending") for n in range(1, 5)]
+    assert not RunEpisode.objects.exists()  # a trial's rows are made when it starts
+    assert run.bank.name == f"run #{run.pk} · small run" and not run.bank.orbs.exists()
+
+
+def test_the_selection_filters_by_domain_and_split(builtin):
+    run = run_launch(spec=spec(task_ids=[], domain="appliances", split="test", memory_mode="none"))
+    assert len(run.task_pks) == 29 and run.bank is None
+
+
+def test_a_copied_bank_is_the_runs_own(builtin):
+    source = bank_get_or_create(name="team memory", auto_approve="always")
+    episode = episode_run(task=builtin.tasks.get(external_id="shop-app-001"), agent_config={"error_rates": {
+        "wrong_tool": 1.0}})
+    orb_from_episode(bank=source, trajectory=episode_trajectory(episode), source_label="before")
+    run = run_launch(spec=spec(bank_source="team-memory", trials=1))
+    assert run.bank != source and run.bank_copied_from == "team memory"
+    assert run.bank.orbs.count() == 1 and run.bank.orbs.get().status == Orb.Status.APPROVED
+    run = run_drive(run=run)
+    hits = [hit for row in run.run_episodes.select_related("episode") for m in row.episode.memories for hit in m["hits"]]
+    assert hits, "trial 1 starts from the copied memory"
+    assert run.bank.orbs.count() > 1 and source.orbs.count() == 1  # the source is never changed

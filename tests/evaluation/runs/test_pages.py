@@ -1,0 +1,145 @@
+"""The runs pages: list (filters, search), launch form, run page and its live partial, actions,
+compare, import, and the transcript's run context."""
+import io
+import json
+
+import pytest
+from django.urls import reverse
+
+from evaluation.runs.models import EvaluationRun
+from evaluation.runs.services import run_drive, run_export_json, run_import
+from tests.evaluation.runs.conftest import TASK_IDS
+
+
+@pytest.fixture
+def operator(client, operator_user):
+    client.force_login(operator_user)
+    return client
+
+
+@pytest.fixture
+def two_runs(launch):
+    return run_drive(run=launch(memory_mode="none", name="baseline")), run_drive(run=launch(name="with memory"))
+
+
+def test_reviewers_cannot_see_runs(client, reviewer_user):
+    client.force_login(reviewer_user)
+    assert client.get(reverse("evaluation:run_list")).status_code == 403
+    assert client.post(reverse("evaluation:run_new"), {"name": "x"}).status_code == 403
+
+
+def test_the_list_filters_and_searches(operator, two_runs):
+    baseline, memory = two_runs
+    page = operator.get(reverse("evaluation:run_list")).content.decode()
+    assert "baseline" in page and "with memory" in page and "badge-scripted" in page
+    rows = operator.get(reverse("evaluation:run_list"), {"memory_mode": "memorb"}, HTTP_HX_REQUEST="true")
+    assert "with memory" in rows.content.decode() and "baseline" not in rows.content.decode()
+    assert "<html" not in rows.content.decode()  # the htmx partial
+    assert "1 run" in operator.get(reverse("evaluation:run_list"), {"q": "base"}).content.decode()
+    assert "0 runs" in operator.get(reverse("evaluation:run_list"), {"status": "running"}).content.decode()
+
+
+def test_the_form_launches_a_run_with_sensible_defaults(operator, builtin):
+    form = operator.get(reverse("evaluation:run_new")).content.decode()
+    assert 'name="trials" value="10"' in form and 'name="memory_k" value="5"' in form
+    response = operator.post(reverse("evaluation:run_new"), {
+        "name": "from the form", "task_ids": ", ".join(TASK_IDS), "agent": "scripted", "wrong_tool": "0.3",
+        "wrong_arguments": "0.3", "result_unused": "0.3", "customer": "agenda", "memory_mode": "memorb",
+        "memory_k": "5", "approved_only": "on", "per_turn": "on", "trials": "2", "seed": "0", "max_turns": "12",
+        "concurrency": "4", "review_gate": "auto"})
+    run = EvaluationRun.objects.get()
+    assert response.status_code == 302 and response["Location"] == run.get_absolute_url()
+    assert run.trials == 2 and run.memory_k == 5 and run.agent_config["error_rates"]["wrong_tool"] == 0.3
+
+
+def test_the_form_shows_launch_problems_on_their_fields(operator, builtin):
+    response = operator.post(reverse("evaluation:run_new"), {
+        "name": "bad", "agent": "scripted", "wrong_tool": "0", "wrong_arguments": "0", "result_unused": "0",
+        "customer": "agenda", "memory_mode": "memorb", "memory_k": "5", "trials": "2", "pass_k": "3", "seed": "0",
+        "max_turns": "12", "concurrency": "0", "review_gate": "auto", "task_ids": "nope"})
+    assert response.status_code == 422
+    form = response.context["form"]
+    assert form.errors["concurrency"] == ["must be at least 1, got 0"]
+    assert not EvaluationRun.objects.exists()
+    response = operator.post(reverse("evaluation:run_new"), {**response.context["form"].data.dict(),
+                                                             "concurrency": "2"})
+    form = response.context["form"]
+    assert form.errors["pass_k"] == ["Pass^k with k=3 needs at least 3 trials; the run has 2"]
+    assert "nope" in form.errors["task_ids"][0]
+
+
+def test_the_run_page_charts_the_run_and_polls_while_it_is_active(operator, launch):
+    run = launch()
+    page = operator.get(run.get_absolute_url()).content.decode()
+    assert 'hx-trigger="every 2s"' in page and 'id="chart-pass-k"' in page and "run-live-data" in page
+    run = run_drive(run=run)
+    live = operator.get(run.get_absolute_url(), HTTP_HX_REQUEST="true")
+    body = live.content.decode()
+    assert "<html" not in body and "every 2s" not in body and "9 of 9 episodes finished" in body
+    data = live.context["live"]
+    assert data["charts"]["per_trial"]["x"] == [1, 2, 3] and not data["active"]
+    assert data["heatmap"]["tasks"] == TASK_IDS and len(data["heatmap"]["cells"][0]) == 3
+    state, episode_id = data["heatmap"]["cells"][0][0]
+    assert state in ("success", "failure") and run.run_episodes.filter(episode_id=episode_id).exists()
+
+
+def test_the_action_buttons_cancel_and_resume(operator, launch):
+    run = launch()
+    assert operator.post(reverse("evaluation:run_cancel", args=[run.pk])).status_code == 302
+    run.refresh_from_db()
+    assert run.status == "cancelled" and "operator" in run.status_message
+    response = operator.post(reverse("evaluation:run_cancel", args=[run.pk]), follow=True)
+    assert "only a queued, running or waiting run can be cancelled" in response.content.decode()
+    operator.post(reverse("evaluation:run_resume", args=[run.pk]))
+    run.refresh_from_db()
+    assert run.status == "queued"  # never started: it is queued again
+
+
+def test_the_transcript_shows_its_run_and_the_memory_it_wrote(operator, launch):
+    run = run_drive(run=launch(trials=2))
+    row = run.run_episodes.filter(trial__number=2, orb__isnull=False).select_related("episode").first()
+    page = operator.get(row.episode.get_absolute_url()).content.decode()
+    assert f"#{run.pk} small run" in page and "trial 2 of 2" in page
+    assert f'href="/orbs/{row.orb_id}/"' in page
+    hit = next(h for m in row.episode.memories for h in m["hits"])
+    assert f'href="/orbs/{hit["orb_id"]}/"' in page
+
+
+def test_the_compare_page_overlays_runs_and_lists_task_differences(operator, two_runs):
+    baseline, memory = two_runs
+    response = operator.get(reverse("evaluation:run_compare"), {"runs": [baseline.pk, memory.pk]})
+    page = response.content.decode()
+    assert 'id="compare-data"' in page and 'id="task-differences"' in page
+    comparison = response.context["comparison"]
+    assert [c["name"] for c in comparison["charts"]] == ["baseline", "with memory"]
+    rows = {row.task_key: row for row in comparison["tasks"]}
+    assert set(rows) == set(TASK_IDS)
+    for key, row in rows.items():
+        rates = [baseline.metrics["matrix"][key], memory.metrics["matrix"][key]]
+        assert row.rates == [sum(r) / 3 for r in rates] and row.difference == row.rates[1] - row.rates[0]
+    assert "Choose at least two runs" in operator.get(reverse("evaluation:run_compare"),
+                                                      {"runs": [baseline.pk]}).content.decode()
+
+
+def test_exports_download_and_the_import_page_takes_them_back(operator, two_runs):
+    baseline, _ = two_runs
+    exported = operator.get(reverse("evaluation:run_export_json", args=[baseline.pk]))
+    assert exported["Content-Disposition"] == f'attachment; filename="run-{baseline.pk}.json"'
+    csv_body = operator.get(reverse("evaluation:run_export_csv", args=[baseline.pk])).content.decode()
+    assert csv_body.splitlines()[0].startswith("task_id,trial,status,success")
+    upload = io.BytesIO(exported.content)
+    upload.name = "run.json"
+    response = operator.post(reverse("evaluation:run_import"), {"file": upload})
+    imported = EvaluationRun.objects.get(imported=True)
+    assert response.status_code == 302 and response["Location"] == imported.get_absolute_url()
+    bad = io.BytesIO(json.dumps({**json.loads(exported.content), "episodes": []}).encode())
+    bad.name = "bad.json"
+    response = operator.post(reverse("evaluation:run_import"), {"file": bad})
+    assert response.status_code == 422 and "Nothing was imported" in response.content.decode()
+    assert EvaluationRun.objects.filter(imported=True).count() == 1
+
+
+def test_an_imported_run_pages_without_transcripts(operator, two_runs):
+    copy = run_import(data=run_export_json(run=two_runs[0]))
+    page = operator.get(copy.get_absolute_url()).content.decode()
+    assert "imported" in page and "Cancel run" not in page and "Click a cell" not in page
