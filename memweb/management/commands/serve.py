@@ -26,14 +26,29 @@ class Command(BaseCommand):
         call_command("createcachetable", verbosity=0)
         call_command("collectstatic", interactive=False, verbosity=0)
         self._create_admin_once()
-        if not options["no_demo"]:
-            call_command("load_demo")
+        signal.signal(signal.SIGTERM, _interrupt)
         children = [self._start_worker(), self._start_web(host, port)]
         self.stdout.write(self.style.SUCCESS(f"\nmemweb is running at http://{host}:{port}/  (Ctrl-C stops everything)\n"))
         try:
-            self._wait(children)
+            if self._load_demo(skip=options["no_demo"]):
+                self._wait(children)
         finally:
             self._stop(children)
+
+    def _load_demo(self, *, skip: bool) -> bool:
+        """Load the demo while the dashboard already serves: the first start plays whole
+        evaluation runs, which takes minutes. Loading is idempotent and resumes where an
+        interrupted start stopped. Returns False when Ctrl-C came during the load."""
+        if skip:
+            return True
+        self.stdout.write("Loading the demo data in the background of the running dashboard…")
+        try:
+            call_command("load_demo")
+        except KeyboardInterrupt:
+            self.stdout.write("\nStopping memweb…")
+            return False
+        self.stdout.write(self.style.SUCCESS("Demo data loaded."))
+        return True
 
     def _create_admin_once(self) -> None:
         users = get_user_model()
@@ -59,7 +74,6 @@ class Command(BaseCommand):
                        "--no-control-socket"])
 
     def _wait(self, children: list[subprocess.Popen]) -> None:
-        signal.signal(signal.SIGTERM, _interrupt)
         try:
             while all(child.poll() is None for child in children):
                 time.sleep(0.5)
