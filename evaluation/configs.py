@@ -33,8 +33,8 @@ class CustomerConfig(_Config):
 
 
 class MemoryConfig(_Config):
-    kind: Literal["none", "memorb"] = "none"
-    bank: str = Field(default="", max_length=200, description="Memory bank name or slug (MemOrb)")
+    kind: Literal["none", "memorb", "dmrm", "both"] = "none"
+    bank: str = Field(default="", max_length=200, description="Memory bank name or slug (MemOrb Orbs, DMRM experiences)")
     k: int | None = Field(default=None, ge=1, le=50, description="Top-k; the bank's own k when empty")
     approved_only: bool = True
     same_customer_only: bool = Field(default=False, description="The paper's no-cross-user ablation")
@@ -43,7 +43,7 @@ class MemoryConfig(_Config):
     per_turn: bool = Field(default=True, description="Retrieve before every agent turn, or once per episode")
 
     @model_validator(mode="after")
-    def _bank_for_memorb(self):
-        if self.kind == "memorb" and not self.bank.strip():
-            raise ValueError("bank is required when kind is memorb")
+    def _bank_for_memory(self):
+        if self.kind != "none" and not self.bank.strip():
+            raise ValueError(f"bank is required when kind is {self.kind}")
         return self

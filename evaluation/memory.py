@@ -1,40 +1,88 @@
-"""The memory hook: what an agent is reminded of before it answers a customer turn.
+"""The memory hooks: what an agent is reminded of before it answers a customer turn.
 
-MemOrb retrieval goes through orbs.services.orbs_retrieve (rewrite -> embed -> top-k); each
-retrieval is recorded on the episode with its hits, so the transcript shows what the agent saw.
+MemOrb retrieval goes through orbs.services.orbs_retrieve (rewrite -> embed -> top-k); DMRM
+retrieval through orbs.dmrm.services.experiences_retrieve (embed (o, g) -> rank source and target
+experiences -> fill the token budget). Each retrieval is recorded on the episode with its hits, so
+the transcript shows what the agent saw. A hook answers `before_turn(*, turn, query, calls)` with
+(prompt block, record or None); `calls` are the episode's tool calls so far.
 """
 from evaluation.configs import MemoryConfig
+from orbs.dmrm.services import action_text, experiences_retrieve
 from orbs.services import bank_resolve, orbs_retrieve
 
 _OUTCOME_CHARS = 400
+RECENT_ACTIONS = 3  # the last actions shown in DMRM's prompt, as the paper's template has them
 
 
-class MemOrbHook:
-    def __init__(self, *, config: MemoryConfig, task: dict):
-        self.config, self.task = config, task
-        self.bank = bank_resolve(config.bank)
+def memory_hook(*, config: MemoryConfig, task: dict):
+    """The hook for `config.kind`, or None without memory. Raises MemoryBank.DoesNotExist."""
+    hooks = {"memorb": [MemOrbHook], "dmrm": [DMRMHook], "both": [MemOrbHook, DMRMHook]}.get(config.kind)
+    if not hooks:
+        return None
+    bank = bank_resolve(config.bank)
+    parts = [hook(config=config, task=task, bank=bank) for hook in hooks]
+    return parts[0] if len(parts) == 1 else CombinedHook(parts)
+
+
+class _Hook:
+    def __init__(self, *, config: MemoryConfig, task: dict, bank):
+        self.config, self.task, self.bank = config, task, bank
         self.block = ""
-        self.retrieval_ids: list[int] = []
+        self.retrieval_ids: list[int] = []  # MemOrb retrievals, whose outcome is noted when the episode ends
 
-    def before_turn(self, *, turn: int, query: str) -> tuple[str, dict | None]:
-        """(prompt block for this turn, record of the retrieval or None when none was made)."""
+    def before_turn(self, *, turn: int, query: str, calls: list[dict] = ()) -> tuple[str, dict | None]:
         if not self.config.per_turn and turn > 1:
             return self.block, None
+        self.block, record = self.retrieve(turn=turn, query=query, calls=list(calls))
+        return self.block, {"turn": turn, "query": query, **record}
+
+
+class MemOrbHook(_Hook):
+    def retrieve(self, *, turn: int, query: str, calls: list[dict]) -> tuple[str, dict]:
         result = orbs_retrieve(
             bank=self.bank, query=query, k=self.config.k, approved_only=self.config.approved_only,
             context={"task_id": self.task["id"], "domain": self.task["domain"], "turn": turn},
             domain=self.task["domain"] if self.config.same_domain_only else None,
             customer_key=self.task["customer_id"] if self.config.same_customer_only else None,
             min_score=self.config.min_score, client="evaluation")
-        self.block = result.prompt_block
         self.retrieval_ids.append(result.retrieval_id)
-        return self.block, _record(turn, query, result)
+        return result.prompt_block, {
+            "retrieval_id": result.retrieval_id, "rewritten_query": result.rewritten_query,
+            "prompt_block": result.prompt_block,
+            "hits": [{"orb_id": hit.orb.pk, "rank": hit.rank, "score": hit.score, "emotion": hit.orb.emotion,
+                      "outcome": hit.orb.outcome[:_OUTCOME_CHARS]} for hit in result.hits]}
 
 
-def _record(turn: int, query: str, result) -> dict:
-    return {
-        "turn": turn, "query": query, "retrieval_id": result.retrieval_id,
-        "rewritten_query": result.rewritten_query, "prompt_block": result.prompt_block,
-        "hits": [{"orb_id": hit.orb.pk, "rank": hit.rank, "score": hit.score, "emotion": hit.orb.emotion,
-                  "outcome": hit.orb.outcome[:_OUTCOME_CHARS]} for hit in result.hits],
-    }
+class DMRMHook(_Hook):
+    """Goal g = the customer's opening request, observation o = the current customer turn."""
+
+    goal = ""
+
+    def retrieve(self, *, turn: int, query: str, calls: list[dict]) -> tuple[str, dict]:
+        self.goal = self.goal or query
+        result = experiences_retrieve(
+            bank=self.bank, goal=self.goal, observation=query, client="evaluation",
+            recent_actions=[action_text(c) for c in calls[-RECENT_ACTIONS:]])
+        return result.prompt_block, {"dmrm": {
+            "retrieval_id": result.retrieval_id, "prompt_block": result.prompt_block,
+            "suppressed": result.suppressed, "budget_used": result.budget_used, "c_max": result.c_max,
+            "hits": [{"experience_id": h.experience.pk, "memory": h.memory, "score": round(h.score, 6),
+                      "action": h.experience.action, "q_value": h.experience.q_value}
+                     for h in result.hits if h.included]}}
+
+
+class CombinedHook:
+    """MemOrb and DMRM together: both blocks in the prompt, one record per turn holding both."""
+
+    def __init__(self, hooks: list[_Hook]):
+        self.hooks = hooks
+
+    @property
+    def retrieval_ids(self) -> list[int]:
+        return [pk for hook in self.hooks for pk in hook.retrieval_ids]
+
+    def before_turn(self, *, turn: int, query: str, calls: list[dict] = ()) -> tuple[str, dict | None]:
+        answers = [hook.before_turn(turn=turn, query=query, calls=calls) for hook in self.hooks]
+        block = "\n\n".join(b for b, _ in answers if b)
+        records = [r for _, r in answers if r is not None]
+        return block, ({k: v for r in records for k, v in r.items()} if records else None)

@@ -37,6 +37,7 @@ class TrialOut(Schema):
     episodes_error: int
     successes: int
     orbs_written: int
+    experiences_written: int
 
 
 class RunSummaryOut(Schema):
@@ -67,6 +68,7 @@ class RunOut(RunSummaryOut):
     memory_approved_only: bool
     memory_same_customer_only: bool
     memory_per_turn: bool
+    dmrm_config: dict
     seed: int
     max_turns: int
     concurrency: int

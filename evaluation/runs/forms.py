@@ -6,9 +6,10 @@ from django import forms
 
 from evaluation.models import Domain, Split, TaskSet
 from evaluation.runs.models import EvaluationRun, MemoryMode, ReviewGate
-from evaluation.runs.services import MAX_CONCURRENCY, MAX_TRIALS, RunLaunchError, dmrm_available
+from evaluation.runs.services import MAX_CONCURRENCY, MAX_TRIALS, DMRMParams, RunLaunchError
 from evaluation.services import BUILTIN_SET
 from evaluation.shop.errors import ERROR_KINDS
+from orbs.dmrm.models import DMRMSettings
 from orbs.models import MemoryBank
 
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024
@@ -19,10 +20,12 @@ def _choices(choices, blank: str) -> list[tuple[str, str]]:
     return [("", blank), *choices]
 
 
-def _memory_choices() -> list[tuple[str, str]]:
-    available = dmrm_available()
-    return [(value, label if available or value in ("none", "memorb") else f"{label} (not available yet)")
-            for value, label in MemoryMode.choices]
+def _dmrm_field(name: str, field_class, **options):
+    """A form field for one of DMRM's parameters, with the API's default and bounds."""
+    info = DMRMParams.model_fields[name]
+    bounds = {f"{'min' if kind == 'ge' else 'max'}_value": getattr(m, kind) for m in info.metadata
+              for kind in ("ge", "le") if hasattr(m, kind)}
+    return field_class(initial=info.default, required=False, help_text=info.description or "", **bounds, **options)
 
 
 class RunLaunchForm(forms.Form):
@@ -41,7 +44,7 @@ class RunLaunchForm(forms.Form):
                                      help_text="Scripted agent only: chance per episode of each error kind.")
     customer = forms.ChoiceField(choices=[("agenda", "agenda-based customer (scripted)"),
                                           ("llm", "LLM customer (user simulator role)")])
-    memory_mode = forms.ChoiceField(choices=_memory_choices, initial=MemoryMode.MEMORB, label="Memory")
+    memory_mode = forms.ChoiceField(choices=MemoryMode.choices, initial=MemoryMode.MEMORB, label="Memory")
     memory_k = forms.IntegerField(initial=5, label="MemOrb k", help_text="Memories retrieved per query.")
     approved_only = forms.BooleanField(required=False, initial=True, label="Approved memories only")
     same_customer_only = forms.BooleanField(required=False, label="Same customer only",
@@ -56,6 +59,15 @@ class RunLaunchForm(forms.Form):
     seed = forms.IntegerField(initial=0)
     max_turns = forms.IntegerField(initial=12, label="Max turns")
     concurrency = forms.IntegerField(initial=4, help_text=f"Episodes queued at once (1 to {MAX_CONCURRENCY}).")
+    dmrm_alpha = _dmrm_field("alpha", forms.FloatField, label="DMRM α")
+    dmrm_gamma = _dmrm_field("gamma", forms.FloatField, label="DMRM γ")
+    dmrm_c_max = _dmrm_field("c_max", forms.IntegerField, label="DMRM C_max (tokens)")
+    dmrm_n_success = _dmrm_field("n_success", forms.IntegerField, label="DMRM n")
+    dmrm_suppression_mode = forms.ChoiceField(choices=DMRMSettings.Suppression.choices, required=False,
+                                              initial=DMRMParams.model_fields["suppression_mode"].default,
+                                              label="DMRM suppression",
+                                              help_text="What happens to the source memory after n successes.")
+    dmrm_source_weight = _dmrm_field("source_weight", forms.FloatField, label="DMRM source weight")
     review_gate = forms.ChoiceField(choices=ReviewGate.choices, initial=ReviewGate.AUTO, label="Review gate")
     feedback_enabled = forms.BooleanField(required=False, label="Simulated user feedback",
                                           help_text="Each episode gets the simulated customer's critique, score and action.")
@@ -66,15 +78,32 @@ class RunLaunchForm(forms.Form):
         ids = [part for part in data["task_ids"].replace(",", " ").split() if part]
         plain = ("name", "domain", "split", "memory_mode", "memory_k", "approved_only", "same_customer_only",
                  "per_turn", "trials", "pass_k", "seed", "max_turns", "concurrency", "review_gate", "feedback_enabled")
-        return {**{name: data[name] for name in plain},
+        return {**{name: data[name] for name in plain}, **self._dmrm(data),
                 "task_set": data["task_set"].name if data["task_set"] else "", "task_ids": ids,
                 "agent": {"backend": data["agent"], **({"error_rates": rates} if data["agent"] == "scripted" else {})},
                 "customer": {"backend": data["customer"]},
                 "bank_source": data["bank_source"].slug if data["bank_source"] else ""}
 
+    @staticmethod
+    def _dmrm(data: dict) -> dict:
+        if data["memory_mode"] not in (MemoryMode.DMRM, MemoryMode.BOTH):
+            return {}
+        given = {name: data[f"dmrm_{name}"] for name in DMRMParams.model_fields}
+        return {"dmrm": {name: value for name, value in given.items() if value not in (None, "")}}
+
+    @staticmethod
+    def _field_of(problem_field: str) -> str:
+        """The form field showing a launch problem: "agent.error_rates.wrong_tool" -> "wrong_tool",
+        "dmrm.alpha" -> "dmrm_alpha", "agent.backend" -> "agent"."""
+        if problem_field.startswith("agent.error_rates"):
+            return problem_field.split(".")[-1]
+        if problem_field.startswith("dmrm."):
+            return problem_field.replace(".", "_")
+        return problem_field.split(".")[0]
+
     def add_launch_errors(self, error: RunLaunchError) -> None:
         for field, message in error.problems:
-            name = field.split(".")[-1] if field.startswith("agent.error_rates") else field.split(".")[0]
+            name = self._field_of(field)
             self.add_error(name if name in self.fields else None, message if name in self.fields
                            else f"{field}: {message}")
 

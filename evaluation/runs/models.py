@@ -55,6 +55,8 @@ class EvaluationRun(models.Model):
     memory_approved_only = models.BooleanField(default=True)
     memory_same_customer_only = models.BooleanField(default=False)
     memory_per_turn = models.BooleanField(default=True)
+    dmrm_config = models.JSONField(default=dict, blank=True,
+                                   help_text="DMRM parameters of the run's bank; empty without DMRM.")
     bank = models.ForeignKey("orbs.MemoryBank", null=True, blank=True, on_delete=models.SET_NULL,
                              related_name="evaluation_runs")
     bank_copied_from = models.CharField(max_length=100, blank=True)
@@ -103,6 +105,10 @@ class EvaluationRun(models.Model):
         return self.memory_mode in (MemoryMode.MEMORB, MemoryMode.BOTH)
 
     @property
+    def uses_dmrm(self) -> bool:
+        return self.memory_mode in (MemoryMode.DMRM, MemoryMode.BOTH)
+
+    @property
     def progress_percent(self) -> int:
         return round(100 * self.episodes_finished / self.episodes_total) if self.episodes_total else 0
 
@@ -133,6 +139,7 @@ class Trial(models.Model):
     episodes_error = models.PositiveIntegerField(default=0)
     successes = models.PositiveIntegerField(default=0)
     orbs_written = models.PositiveIntegerField(default=0)
+    experiences_written = models.PositiveIntegerField(default=0, help_text="DMRM steps written to the target memory.")
     claim_token = models.UUIDField(null=True, blank=True)
     claimed_by = models.CharField(max_length=255, blank=True)
     claimed_at = models.DateTimeField(null=True, blank=True)

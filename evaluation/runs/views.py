@@ -1,6 +1,7 @@
 """Pages of evaluation runs: list, launch, the run page (live by htmx polling), actions, compare,
 export and import. Operators only."""
 import json
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.core.paginator import Paginator
@@ -8,6 +9,9 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from evaluation.feedback.services import calibration_table, feedback_browse, feedback_rates, run_episodes
+from evaluation.feedback.views import histogram_chart
+from evaluation.feedback.models import CalibrationSetting
 from evaluation.runs.forms import RunFilterForm, RunImportForm, RunLaunchForm
 from evaluation.runs.models import EvaluationRun
 from evaluation.runs.services import (
@@ -50,9 +54,22 @@ def run_new(request):
     return render(request, "evaluation/runs/launch.html", {"form": form}, status=status)
 
 
+FEEDBACK_ROWS = 10  # the newest on the run page; the feedback browser pages through the rest
+
+
+def _feedback_context(run: EvaluationRun) -> dict:
+    """The run's score histogram, realised action rates against the targets, and newest feedback."""
+    episodes, params = run_episodes(run=run), CalibrationSetting.current().params()
+    rates = feedback_rates(episodes=episodes, params=params)
+    return {"rates": rates, "histogram_chart": histogram_chart(calibration_table(params=params), rates),
+            "page": Paginator(feedback_browse(episodes=episodes), FEEDBACK_ROWS).get_page(1),
+            "query": urlencode({"run": run.pk})}
+
+
 def _live_context(run: EvaluationRun) -> dict:
     return {"run": run, "trials": run_progress(run=run), "errors": run_errors(run=run),
             "pending_memories": run_pending_memories(run=run) if run.bank_id else 0,
+            "feedback": _feedback_context(run) if run.feedback_enabled else None,
             "live": {"charts": run_charts(run=run), "heatmap": run_heatmap(run=run), "active": run.is_active}}
 
 

@@ -11,7 +11,7 @@ from django.db import transaction
 
 from evaluation.configs import AgentConfig, CustomerConfig, MemoryConfig
 from evaluation.llm_backends import LLMAgent, LLMCustomer
-from evaluation.memory import MemOrbHook
+from evaluation.memory import memory_hook
 from evaluation.models import SCRIPTED, Episode, Task
 from evaluation.shop.customers import STOP, AgendaCustomer
 from evaluation.shop.episode import DEFAULT_MAX_TURNS, EpisodeOutcome, episode_play
@@ -89,10 +89,8 @@ def _customer(config: CustomerConfig, spec: dict, seed: int):
 
 
 def _memory(config: MemoryConfig, spec: dict):
-    if config.kind == "none":
-        return None
     try:
-        return MemOrbHook(config=config, task=spec)
+        return memory_hook(config=config, task=spec)
     except MemoryBank.DoesNotExist:
         raise EpisodeConfigError(f"memory bank {config.bank!r} does not exist") from None
 
@@ -179,5 +177,5 @@ def _metadata(episode: Episode, spec: dict) -> dict:
         "intents": [i["kind"] for i in spec["intents"]], "agent": episode.agent_backend,
         "customer": episode.customer_backend, "seed": episode.seed,
         # Read by orbs: the retrievals this episode used, so each hit's page shows how it ended.
-        "retrieval_ids": [m["retrieval_id"] for m in episode.memories],
+        "retrieval_ids": [m["retrieval_id"] for m in episode.memories if "retrieval_id" in m],
     }

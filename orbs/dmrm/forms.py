@@ -19,8 +19,9 @@ class ExperienceFilterForm(forms.Form):
     max_reward = forms.FloatField(required=False, label="Reward ≤")
     min_q = forms.FloatField(required=False, label="Q ≥")
     max_q = forms.FloatField(required=False, label="Q ≤")
+    experience = forms.IntegerField(required=False, min_value=1, label="Experience #")
 
-    LOOKUPS = {"bank": "bank", "memory": "memory", "status": "status", "domain": "domain",
+    LOOKUPS = {"experience": "pk", "bank": "bank", "memory": "memory", "status": "status", "domain": "domain",
                "min_reward": "reward__gte", "max_reward": "reward__lte",
                "min_q": "q_value__gte", "max_q": "q_value__lte"}
 

@@ -1,8 +1,7 @@
 """Evaluation runs' service layer: launch, orchestration (what the Celery tasks call), results,
 export and import. Views, the API, tasks and the demo loader call only these."""
 from evaluation.runs.services.launch import (
-    MAX_CONCURRENCY, MAX_TRIALS, RunLaunchError, RunSpec, dmrm_available, run_launch, run_launch_check,
-    run_spec_parse,
+    MAX_CONCURRENCY, MAX_TRIALS, DMRMParams, RunLaunchError, RunSpec, run_launch, run_launch_check, run_spec_parse,
 )
 from evaluation.runs.services.orchestration import (
     RunActionError, episode_seed, memory_config_of, run_advance, run_cancel, run_drive, run_episode_execute,
@@ -18,8 +17,8 @@ from evaluation.runs.services.transfer import (
 )
 
 __all__ = [
-    "MAX_CONCURRENCY", "MAX_TRIALS", "RunActionError", "RunImportError", "RunLaunchError", "RunSpec",
-    "TaskDifference", "dmrm_available", "episode_seed", "memory_config_of", "run_advance", "run_cancel",
+    "DMRMParams", "MAX_CONCURRENCY", "MAX_TRIALS", "RunActionError", "RunImportError", "RunLaunchError", "RunSpec",
+    "TaskDifference", "episode_seed", "memory_config_of", "run_advance", "run_cancel",
     "run_charts", "run_drive", "run_episode_execute", "run_errors", "run_export_csv", "run_export_json",
     "run_heatmap", "run_import", "run_import_parse", "run_launch", "run_launch_check", "run_matrix",
     "run_metrics_compute", "run_pending_memories", "run_progress", "run_resume", "run_retry_errors", "run_spec_parse",

@@ -6,12 +6,13 @@ from typing import Literal
 import pydantic
 from django.db import transaction
 
-from evaluation.configs import AgentConfig, CustomerConfig, MemoryConfig
+from evaluation.configs import AgentConfig, CustomerConfig
 from evaluation.models import Domain, Split, Task, TaskSet
 from evaluation.runs.models import EvaluationRun, MemoryMode, Trial
 from evaluation.runs.services.dispatch import work_send
 from evaluation.services import BUILTIN_SET
 from memweb.llm import role_config
+from orbs.dmrm.services import dmrm_memory_copy, dmrm_settings_get
 from orbs.models import MemoryBank
 from orbs.services import bank_export, bank_get_or_create, bank_import, bank_resolve
 
@@ -19,6 +20,20 @@ MAX_TRIALS = 100
 MAX_CONCURRENCY = 32
 MAX_TURNS = 50
 BANK_NAME_CHARS = 100
+
+
+class DMRMParams(pydantic.BaseModel):
+    """DMRM's parameters for the run's bank (the DMRM settings page documents each)."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    alpha: float = pydantic.Field(default=0.5, ge=0.0, le=1.0, description="Learning rate α of the Q update")
+    gamma: float = pydantic.Field(default=0.9, ge=0.0, le=1.0, description="Discount γ")
+    c_max: int = pydantic.Field(default=512, ge=16, le=8000, description="Token budget C_max")
+    n_success: int = pydantic.Field(default=2, ge=1, le=100,
+                                    description="Successful trajectories before the source memory is suppressed")
+    suppression_mode: Literal["disable", "down_weight"] = "disable"
+    source_weight: float = pydantic.Field(default=0.5, ge=0.0, le=1.0, description="Down-weight factor")
 
 
 class RunSpec(pydantic.BaseModel):
@@ -35,6 +50,8 @@ class RunSpec(pydantic.BaseModel):
     customer: CustomerConfig = pydantic.Field(default_factory=CustomerConfig)
     memory_mode: Literal["none", "memorb", "dmrm", "both"] = "none"
     memory_k: int = pydantic.Field(default=5, ge=1, le=50)
+    dmrm: DMRMParams | None = pydantic.Field(
+        default=None, description="DMRM runs: the bank's parameters; empty keeps the copied bank's (or the defaults)")
     approved_only: bool = True
     same_customer_only: bool = False
     per_turn: bool = True
@@ -74,11 +91,6 @@ def run_spec_parse(data: dict | RunSpec) -> RunSpec:
         return RunSpec.model_validate(data)
     except pydantic.ValidationError as exc:
         raise RunLaunchError([_pydantic_problem(e) for e in exc.errors(include_url=False)]) from None
-
-
-def dmrm_available() -> bool:
-    """DMRM runs need the episode memory config to know the kind (the DMRM issue adds it)."""
-    return "dmrm" in MemoryConfig.model_fields["kind"].annotation.__args__
 
 
 @dataclass
@@ -122,12 +134,12 @@ def _selection(spec: RunSpec, task_set: TaskSet | None, problems: list) -> list[
 
 
 def _memory(spec: RunSpec, problems: list) -> MemoryBank | None:
-    if spec.memory_mode in (MemoryMode.DMRM, MemoryMode.BOTH) and not dmrm_available():
-        problems.append(("memory_mode", "DMRM is not available in this memweb yet; choose none or memorb"))
+    if spec.dmrm is not None and spec.memory_mode not in (MemoryMode.DMRM, MemoryMode.BOTH):
+        problems.append(("dmrm", "DMRM parameters are only used when memory_mode is dmrm or both"))
     if not spec.bank_source:
         return None
     if spec.memory_mode == MemoryMode.NONE:
-        problems.append(("bank_source", "a bank is only used when memory_mode is memorb"))
+        problems.append(("bank_source", "a bank is only used when the run has memory (memory_mode is not none)"))
         return None
     try:
         return bank_resolve(spec.bank_source)
@@ -159,7 +171,8 @@ def run_launch_check(spec: RunSpec) -> _Checked:
 
 
 def _run_bank(run: EvaluationRun, source: MemoryBank | None) -> MemoryBank:
-    """A bank of the run's own: fresh, or a copy of `source` through its export (Orbs, vectors, history)."""
+    """A bank of the run's own: fresh, or a copy of `source` through its export (Orbs, vectors,
+    history) plus its DMRM memory."""
     name = f"run #{run.pk} · {run.name}"[:BANK_NAME_CHARS]
     if source is None:
         return bank_get_or_create(name=name, description=f"Memory of evaluation run #{run.pk}.",
@@ -169,7 +182,20 @@ def _run_bank(run: EvaluationRun, source: MemoryBank | None) -> MemoryBank:
         first = report.errors[0]
         raise RunLaunchError([("bank_source", f"copying bank {source.name!r} failed at line {first['line']}, "
                                               f"{first['field']}: {first['message']}")])
-    return MemoryBank.objects.get(name=name)
+    bank = MemoryBank.objects.get(name=name)
+    dmrm_memory_copy(source=source, target=bank)
+    return bank
+
+
+def _dmrm_configure(run: EvaluationRun, spec: RunSpec) -> dict:
+    """Apply the run's DMRM parameters to its bank; the parameters in force, to keep on the run.
+    The run's "approved only" then also gates the copied source memory."""
+    settings = dmrm_settings_get(bank=run.bank)
+    for name, value in (spec.dmrm.model_dump() if spec.dmrm else {}).items():
+        setattr(settings, name, value)
+    settings.save()
+    MemoryBank.objects.filter(pk=run.bank_id).update(approved_only=spec.approved_only)
+    return {name: getattr(settings, name) for name in DMRMParams.model_fields}
 
 
 def _scripted(spec: RunSpec) -> bool:
@@ -194,7 +220,9 @@ def run_launch(*, spec: RunSpec | dict, user=None, executor: str = EvaluationRun
             agent_backend=spec.agent.backend, created_by=user, executor=executor)
         if spec.memory_mode != MemoryMode.NONE:
             run.bank = _run_bank(run, checked.bank_source)
-            run.save(update_fields=["bank"])
+            if run.uses_dmrm:
+                run.dmrm_config = _dmrm_configure(run, spec)
+            run.save(update_fields=["bank", "dmrm_config"])
         Trial.objects.bulk_create([Trial(run=run, number=n) for n in range(1, spec.trials + 1)])
         work_send("start", run_id=run.pk)
     return run

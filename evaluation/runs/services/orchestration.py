@@ -18,16 +18,18 @@ from datetime import timedelta
 import pydantic
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, F, OuterRef, Q
+from django.db.models import Exists, F, OuterRef, Q, Sum
 from django.utils import timezone
 
 from evaluation.models import Episode, Task
-from evaluation.runs.models import EvaluationRun, ReviewGate, RunEpisode, Trial
+from evaluation.runs.models import EvaluationRun, MemoryMode, ReviewGate, RunEpisode, Trial
 from evaluation.runs.services.dispatch import inline_drain, inline_work, work_send
 from evaluation.runs.services.results import run_metrics_compute
 from evaluation.services import EpisodeConfigError, EpisodePlay, episode_ref, episode_save, episode_simulate, \
     episode_trajectory
 from memweb.models import WorkerHeartbeat
+from orbs.dmrm.models import ExperienceTrajectory
+from orbs.dmrm.services import experiences_from_trajectory
 from orbs.errors import OrbsError
 from orbs.models import Orb
 from orbs.services import orb_approve, orb_from_episode
@@ -190,19 +192,43 @@ def trial_memorise(*, trial: Trial) -> None:
     run = trial.run
     if run.feedback_enabled:
         _feedback_backfill(trial)
-    if not run.uses_memorb:
+    if run.memory_mode == MemoryMode.NONE:
         return
     if run.bank is None:
         raise EpisodeConfigError("the run's memory bank no longer exists")
+    if run.uses_memorb:
+        _orbs_write(run, trial)
+    if run.uses_dmrm:
+        _experiences_write(run, trial)
+
+
+def _finished_rows(trial: Trial):
+    return trial.run_episodes.filter(status=RunEpisode.Status.DONE, episode__isnull=False).select_related(
+        "episode").order_by("task_key")
+
+
+def _orbs_write(run: EvaluationRun, trial: Trial) -> None:
     label = f"{run.orb_label} · trial {trial.number}"
-    rows = trial.run_episodes.filter(status=RunEpisode.Status.DONE, orb__isnull=True, episode__isnull=False)
-    for row in rows.select_related("episode").order_by("task_key"):
+    for row in _finished_rows(trial).filter(orb__isnull=True):
         result = orb_from_episode(bank=run.bank, trajectory=episode_trajectory(row.episode), source_label=label,
                                   episode_ref=episode_ref(row.episode))
         RunEpisode.objects.filter(pk=row.pk).update(orb=result.orb)
     Trial.objects.filter(pk=trial.pk).update(orbs_written=trial.run_episodes.filter(orb__isnull=False).count())
     if run.review_gate == ReviewGate.AUTO:
         _approve_in_run(run)
+
+
+def _experiences_write(run: EvaluationRun, trial: Trial) -> None:
+    """Each finished trajectory into DMRM's target memory, once (a trajectory is keyed by its
+    episode, so a retried finish skips what it wrote). The target memory is served as it grows,
+    so the review gate does not hold it back."""
+    refs = []
+    for row in _finished_rows(trial):
+        refs.append(episode_ref(row.episode))
+        experiences_from_trajectory(bank=run.bank, trajectory=episode_trajectory(row.episode), trajectory_id=refs[-1],
+                                    run_ref=run.orb_label, episode_ref=refs[-1])
+    steps = ExperienceTrajectory.objects.filter(bank=run.bank, trajectory_id__in=refs).aggregate(n=Sum("steps"))["n"]
+    Trial.objects.filter(pk=trial.pk).update(experiences_written=steps or 0)
 
 
 def _approve_in_run(run: EvaluationRun) -> None:
@@ -266,9 +292,9 @@ def _episode_complete(row: RunEpisode, token: uuid.UUID) -> RunEpisode | None:
 
 
 def memory_config_of(run: EvaluationRun) -> dict:
-    if not run.uses_memorb:
+    if run.memory_mode == MemoryMode.NONE:
         return {"kind": "none"}
-    return {"kind": "memorb", "bank": run.bank.slug if run.bank else "", "k": run.memory_k,
+    return {"kind": run.memory_mode, "bank": run.bank.slug if run.bank else "", "k": run.memory_k,
             "approved_only": run.memory_approved_only, "same_customer_only": run.memory_same_customer_only,
             "per_turn": run.memory_per_turn}
 
@@ -276,7 +302,7 @@ def memory_config_of(run: EvaluationRun) -> dict:
 def _episode_play(row: RunEpisode) -> EpisodePlay | str:
     """The played episode, or why it could not be played (an infrastructure error)."""
     run = row.run
-    if run.uses_memorb and run.bank is None:
+    if run.memory_mode != MemoryMode.NONE and run.bank is None:
         return "the run's memory bank no longer exists"
     try:
         return episode_simulate(task=row.task, agent_config=run.agent_config, customer_config=run.customer_config,

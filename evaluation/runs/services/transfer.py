@@ -29,7 +29,7 @@ def _run_header(run: EvaluationRun) -> dict:
     return {"name": run.name, "source": run.imported_from or f"memweb run #{run.pk}", "status": run.status,
             "scripted": run.scripted, "agent_backend": run.agent_backend, "agent_config": run.agent_config,
             "customer_config": run.customer_config, "memory_mode": run.memory_mode, "memory_k": run.memory_k,
-            "same_customer_only": run.memory_same_customer_only, "review_gate": run.review_gate,
+            "dmrm_config": run.dmrm_config, "same_customer_only": run.memory_same_customer_only, "review_gate": run.review_gate,
             "trials": run.trials, "seed": run.seed, "max_turns": run.max_turns,
             "created_at": run.created_at.isoformat(),
             "finished_at": run.finished_at.isoformat() if run.finished_at else None}
@@ -99,6 +99,7 @@ class ImportedRun(_Line):
     customer_config: dict = pydantic.Field(default_factory=dict)
     memory_mode: Literal[tuple(MemoryMode.values)] = MemoryMode.NONE
     memory_k: int = pydantic.Field(default=5, ge=1, le=50)
+    dmrm_config: dict = pydantic.Field(default_factory=dict)
     same_customer_only: bool = False
     trials: int = pydantic.Field(ge=1, le=100)
     seed: int = pydantic.Field(default=0, ge=0)
@@ -155,7 +156,7 @@ def _imported_run(data: ImportedFile, user) -> EvaluationRun:
         name=head.name, imported=True, imported_from=head.source or head.name, status=EvaluationRun.Status.COMPLETED,
         scripted=head.scripted, agent_backend=head.agent_backend, agent_config=head.agent_config,
         customer_config=head.customer_config, memory_mode=head.memory_mode, memory_k=head.memory_k,
-        memory_same_customer_only=head.same_customer_only, trials=head.trials, seed=head.seed,
+        dmrm_config=head.dmrm_config, memory_same_customer_only=head.same_customer_only, trials=head.trials, seed=head.seed,
         max_turns=head.max_turns, created_by=user, created_at=head.created_at or timezone.now(),
         finished_at=timezone.now(), episodes_total=len(data.episodes), episodes_finished=len(data.episodes),
         episodes_error=sum(e.status == "error" for e in data.episodes),

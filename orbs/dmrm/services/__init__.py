@@ -1,18 +1,20 @@
 """DMRM services: learning (the target memory's Q-table), retrieval, source memories, review."""
+from orbs.dmrm.services.copy import dmrm_memory_copy
 from orbs.dmrm.services.learning import (
     SourceMemoryReadOnly, TransitionError, dmrm_settings_get, experience_append, experiences_append_batch,
-    successful_trajectories,
+    experiences_from_trajectory, successful_trajectories,
 )
 from orbs.dmrm.services.retrieval import DMRMHit, DMRMResult, experiences_retrieve
 from orbs.dmrm.services.review import experience_review
 from orbs.dmrm.services.source import (
-    SourceCandidate, source_memory_build, source_memory_preview, source_trajectories_from_episodes,
+    SourceCandidate, action_text, source_memory_build, source_memory_preview, source_trajectories_from_episodes,
     trajectory_steps,
 )
 
 __all__ = [
-    "DMRMHit", "DMRMResult", "SourceCandidate", "SourceMemoryReadOnly", "TransitionError", "dmrm_settings_get",
-    "experience_append", "experience_review", "experiences_append_batch", "experiences_retrieve",
+    "DMRMHit", "DMRMResult", "SourceCandidate", "SourceMemoryReadOnly", "TransitionError", "action_text",
+    "dmrm_memory_copy", "dmrm_settings_get", "experience_append", "experience_review", "experiences_append_batch",
+    "experiences_from_trajectory", "experiences_retrieve",
     "source_memory_build", "source_memory_preview", "source_trajectories_from_episodes", "successful_trajectories",
     "trajectory_steps",
 ]

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from orbs.dmrm.models import DMRMSettings, Experience, ExperienceTrajectory
 from orbs.dmrm.qlearning import entry_text, q_target, q_update, state_key, text_key
+from orbs.dmrm.services.source import trajectory_steps
 from orbs.errors import OrbsError
 from orbs.services.banks import bank_embedder
 
@@ -156,3 +157,24 @@ def experience_append(*, bank, trajectory_id: str, step: int, goal: str, observa
                             success=success, memory=memory, domain=domain, task_ref=task_ref, run_ref=run_ref,
                             episode_ref=episode_ref)
     return experiences_append_batch(bank=bank, transitions=[transition])[0]
+
+
+def experiences_from_trajectory(*, bank, trajectory: dict, trajectory_id: str, run_ref: str = "",
+                                episode_ref: str = "") -> int:
+    """Write a finished trajectory (orbs.schemas.TrajectoryIn shape) into M_t, once: every tool
+    call is a step, rewarded 0 until the last, which gets the episode's reward and closes the
+    trajectory. Returns the steps written: 0 when it was written before or made no tool call."""
+    if ExperienceTrajectory.objects.filter(bank=bank, trajectory_id=trajectory_id).exists():
+        return 0
+    steps = trajectory_steps(trajectory)
+    final, last = float(trajectory.get("reward") or 0.0), len(steps) - 1
+    transitions = [
+        Transition(trajectory_id=trajectory_id, step=i, goal=goal, observation=observation, action=action,
+                   reward=final if i == last else 0.0, next_observation="" if i == last else steps[i + 1][1],
+                   done=i == last, success=bool(trajectory.get("success")) if i == last else None,
+                   domain=str(trajectory.get("domain", "")), task_ref=str(trajectory.get("task_id", "")),
+                   run_ref=run_ref, episode_ref=episode_ref)
+        for i, (goal, observation, action) in enumerate(steps)]
+    if transitions:
+        experiences_append_batch(bank=bank, transitions=transitions)
+    return len(transitions)

@@ -37,7 +37,8 @@ class SourceCandidate:
     reason: str
 
 
-def _action(call: dict) -> str:
+def action_text(call: dict) -> str:
+    """A tool call as DMRM stores an action a: its name with its arguments as sorted JSON."""
     return f"{call['name']}({json.dumps(call.get('arguments') or {}, sort_keys=True, ensure_ascii=False)})"
 
 
@@ -55,7 +56,7 @@ def trajectory_steps(trajectory: dict) -> list[tuple[str, str, str]]:
         elif message["role"] == "tool":
             tool = message.get("content", "")
         for call in message.get("tool_calls") or ():
-            steps.append((goal, _observation(user, tool), _action(call)))
+            steps.append((goal, _observation(user, tool), action_text(call)))
     return steps
 
 

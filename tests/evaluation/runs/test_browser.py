@@ -1,5 +1,6 @@
 """In chromium: launch a small run from the form, watch the run page poll while a real worker
-plays it, and see the charts and the heatmap fill in; a heatmap cell opens the transcript."""
+plays it, and see the charts, the heatmap and the feedback histogram fill in; a heatmap cell opens
+the transcript."""
 import re
 
 import pytest
@@ -23,6 +24,7 @@ def test_it_launches_a_run_and_its_charts_fill_in(browser_page, live_server, ope
     page.get_by_label("Name", exact=True).fill("browser run")
     page.get_by_label("Task ids").fill("shop-app-001 shop-clo-008")
     page.get_by_label("Trials", exact=True).fill("2")
+    page.get_by_label("Simulated user feedback").check()
     page.get_by_role("button", name="Launch run").click()
     page.wait_for_url(re.compile(r".*/evaluation/runs/\d+/$"))
     expect(page.locator("#run-status")).to_contain_text("queued")  # no worker yet: nothing has run
@@ -33,6 +35,10 @@ def test_it_launches_a_run_and_its_charts_fill_in(browser_page, live_server, ope
     page.wait_for_function("document.getElementById('chart-pass-k').dataset.points === '2'")
     assert _points(page, "chart-per-trial") == 2 and _points(page, "chart-cumulative") == 2
     expect(page.locator("#run-counts")).to_contain_text("4 of 4 episodes finished")
+    expect(page.locator("#feedback-title")).to_be_visible()
+    assert page.evaluate("Chart.getChart('histogram-chart').data.datasets[0].data.reduce((a, b) => a + b, 0)") == \
+        pytest.approx(1.0)  # the shares of each score among the run's 4 judged episodes
+    expect(page.locator("#run-live .critique-cell")).to_have_count(4)
     cells = page.locator("#heatmap a.cell")
     expect(cells).to_have_count(4)
     cells.first.click()

@@ -20,8 +20,10 @@ BAD_SPECS = [
     ({"task_set": "empty", "task_ids": []}, "task_ids", "the task selection is empty (task set 'empty', domain any, split any)"),
     ({"task_set": "missing"}, "task_set", "no task set 'missing'"),
     ({"bank_source": "no-such-bank"}, "bank_source", "no memory bank 'no-such-bank'"),
-    ({"memory_mode": "none", "bank_source": "seed-bank"}, "bank_source", "only used when memory_mode is memorb"),
-    ({"memory_mode": "dmrm"}, "memory_mode", "DMRM is not available in this memweb yet"),
+    ({"memory_mode": "none", "bank_source": "seed-bank"}, "bank_source", "only used when the run has memory"),
+    ({"memory_mode": "memorb", "dmrm": {"alpha": 0.2}}, "dmrm", "only used when memory_mode is dmrm or both"),
+    ({"memory_mode": "dmrm", "dmrm": {"alpha": 1.5}}, "dmrm.alpha", "must be at most 1.0, got 1.5"),
+    ({"memory_mode": "dmrm", "dmrm": {"c_max": 8}}, "dmrm.c_max", "must be at least 16, got 8"),
     ({"domain": "food"}, "domain", "must be one of appliances, clothing, got 'food'"),
     ({"agent": {"backend": "llm"}}, "agent.backend", "the actor role has no LLM endpoint configured"),
 ]

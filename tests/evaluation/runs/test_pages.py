@@ -83,6 +83,22 @@ def test_the_run_page_charts_the_run_and_polls_while_it_is_active(operator, laun
     assert state in ("success", "failure") and run.run_episodes.filter(episode_id=episode_id).exists()
 
 
+def test_a_feedback_run_shows_its_score_histogram_action_rates_and_feedback(operator, launch):
+    without = run_drive(run=launch(trials=1, memory_mode="none"))
+    assert "Simulated user feedback" not in operator.get(without.get_absolute_url()).content.decode()
+    run = run_drive(run=launch(trials=2, memory_mode="none", feedback_enabled=True))
+    response = operator.get(run.get_absolute_url())
+    page, feedback = response.content.decode(), response.context["feedback"]
+    assert feedback["rates"].n == 6 and sum(feedback["rates"].histogram) == 6
+    assert len(feedback["histogram_chart"]["realised"]) == 10 and 'id="histogram-data"' in page
+    assert 'id="rates-table"' in page and "6 episodes with feedback" in page and "6 feedback rows" in page
+    assert page.count('class="small critique-cell"') == 6 and "evaluation/feedback/calibration.js" in page
+    assert f'href="/evaluation/feedback/?run={run.pk}"' in page
+    assert f'href="/evaluation/feedback/calibration/?run={run.pk}"' in page
+    scoped = operator.get(reverse("evaluation:feedback_browser"), {"run": run.pk}).content.decode()
+    assert "6 feedback rows" in scoped
+
+
 def test_the_action_buttons_cancel_and_resume(operator, launch):
     run = launch()
     assert operator.post(reverse("evaluation:run_cancel", args=[run.pk])).status_code == 302

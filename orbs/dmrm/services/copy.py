@@ -1,0 +1,37 @@
+"""Copying a bank's DMRM memory into another bank (an evaluation run works on its own copy)."""
+from django.db import transaction
+
+from orbs.dmrm.models import DMRMSettings, Experience, ExperienceTrajectory, SourceMemory
+
+SETTINGS_FIELDS = ("alpha", "gamma", "c_max", "n_success", "suppression_mode", "source_weight", "scan_limit")
+
+
+def dmrm_memory_copy(*, source, target) -> int:
+    """Copy `source`'s DMRM settings, source memories, experiences of both memories (vectors,
+    Q-values, visits and review state kept) and trajectory records into `target`, in one
+    transaction. Returns the experiences copied."""
+    with transaction.atomic():
+        settings = DMRMSettings.objects.filter(bank=source).values(*SETTINGS_FIELDS).first()
+        if settings:
+            DMRMSettings.objects.update_or_create(bank=target, defaults=settings)
+        memories = {old.pk: _copied(old, target) for old in SourceMemory.objects.filter(bank=source)}
+        experiences = [_moved(e, target, source_memory_id=memories[e.source_memory_id].pk if e.source_memory_id
+                              else None) for e in Experience.objects.filter(bank=source).iterator()]
+        Experience.objects.bulk_create(experiences, batch_size=500)
+        ExperienceTrajectory.objects.bulk_create(
+            [_moved(t, target) for t in ExperienceTrajectory.objects.filter(bank=source)], batch_size=500)
+    return len(experiences)
+
+
+def _moved(row, target, **changes):
+    """`row` as an unsaved row of `target`."""
+    row.pk, row.bank = None, target
+    for name, value in changes.items():
+        setattr(row, name, value)
+    return row
+
+
+def _copied(memory: SourceMemory, target) -> SourceMemory:
+    copy = _moved(memory, target)
+    copy.save()
+    return copy
