@@ -68,7 +68,7 @@ class ProblemOut(Schema):
     reason: str
 
 
-class ImportReportOut(Schema):
+class ItemsImportReportOut(Schema):
     ok: bool
     rows: int
     created: int
@@ -78,7 +78,7 @@ class ImportReportOut(Schema):
 
 class ImportRejectedOut(Schema):
     detail: str
-    report: ImportReportOut
+    report: ItemsImportReportOut
 
 
 class ProgressOut(Schema):
@@ -179,7 +179,7 @@ def campaign_status(request, campaign_id: int, payload: StatusIn):
         return Status(409, {"detail": str(error)})
 
 
-@router.post("/campaigns/{campaign_id}/items", response={201: ImportReportOut, 422: ImportRejectedOut},
+@router.post("/campaigns/{campaign_id}/items", response={201: ItemsImportReportOut, 422: ImportRejectedOut},
              auth=OPERATORS)
 def items_add(request, campaign_id: int, payload: ItemsIn):
     """Import items from JSON objects (the upload's fields). All-or-nothing."""
@@ -187,12 +187,12 @@ def items_add(request, campaign_id: int, payload: ItemsIn):
     return _import_answer(services.items_import(campaign=campaign, records=list(enumerate(payload.items, start=1))))
 
 
-@router.post("/campaigns/{campaign_id}/upload", response={201: ImportReportOut, 422: ImportRejectedOut},
+@router.post("/campaigns/{campaign_id}/upload", response={201: ItemsImportReportOut, 422: ImportRejectedOut},
              auth=OPERATORS)
 def items_upload(request, campaign_id: int, file: File[UploadedFile]):
     """Import a .jsonl or .csv file. All-or-nothing."""
     campaign = get_object_or_404(Campaign, pk=campaign_id)
-    records, problems = services.upload_parse(filename=file.name or "", data=file.read())
+    records, problems = services.upload_read(upload=file)
     return _import_answer(services.items_import(campaign=campaign, records=records, problems=problems))
 
 

@@ -125,7 +125,7 @@ def campaign_upload(request, pk: int):
     if not form.is_valid():
         return _upload_answer(request, campaign, form, None, status=400)
     upload = form.cleaned_data["file"]
-    records, problems = services.upload_parse(filename=upload.name, data=upload.read())
+    records, problems = services.upload_read(upload=upload)
     report = services.items_import(campaign=campaign, records=records, problems=problems)
     if report.ok and not request.htmx:
         messages.success(request, f"Imported {report.created} items ({report.needs_feedback} need human feedback).")

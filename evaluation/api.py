@@ -11,8 +11,8 @@ from pydantic import ValidationError
 
 from evaluation.models import Episode, Task, TaskSet
 from evaluation.schemas import (
-    EpisodeFilters, EpisodeIn, EpisodeOut, EpisodeSummaryOut, ErrorOut, TaskDetailOut, TaskFilters, TaskImportErrorOut,
-    TaskImportIn, TaskImportOut, TaskListOut,
+    EpisodeFilters, EpisodeOut, EpisodePlayIn, EpisodeSummaryOut, ErrorOut, TaskDetailOut, TaskFilters,
+    TaskImportErrorOut, TaskImportIn, TaskImportOut, TaskListOut,
 )
 from evaluation.services import (
     EpisodeConfigError, episode_run, episode_trajectory, tasks_export_jsonl, tasks_filtered, tasks_import_jsonl,
@@ -66,7 +66,7 @@ def task_import(request, payload: TaskImportIn):
     return Status(201, {"task_set": report.task_set_name, "created": report.created, "updated": report.updated})
 
 
-@router.get("/tasks/{int:task_id}", response={200: TaskDetailOut, 404: ErrorOut}, auth=OPERATOR)
+@router.get("/tasks/{task_id}", response={200: TaskDetailOut, 404: ErrorOut}, auth=OPERATOR)
 def task_detail(request, task_id: int):
     task = Task.objects.select_related("task_set").filter(pk=task_id).first()
     if task is None:
@@ -83,7 +83,7 @@ def _episode_out(episode: Episode) -> dict:
 
 
 @router.post("/episodes", response={201: EpisodeOut, 404: ErrorOut, 422: ErrorOut}, auth=OPERATOR)
-def episode_create(request, payload: EpisodeIn):
+def episode_create(request, payload: EpisodePlayIn):
     """Play one episode synchronously and return it (offline backends answer in milliseconds)."""
     task = Task.objects.filter(pk=payload.task_id).first()
     if task is None:
@@ -105,12 +105,12 @@ def episode_list(request, filters: Query[EpisodeFilters]):
     return [_episode_out(e) for e in episodes[:filters.limit]]
 
 
-@router.get("/episodes/{int:episode_id}", response={200: EpisodeOut, 404: ErrorOut}, auth=OPERATOR)
+@router.get("/episodes/{episode_id}", response={200: EpisodeOut, 404: ErrorOut}, auth=OPERATOR)
 def episode_detail(request, episode_id: int):
     return _episode_out(_episode(episode_id))
 
 
-@router.get("/episodes/{int:episode_id}/trajectory", response={200: dict, 404: ErrorOut}, auth=OPERATOR)
+@router.get("/episodes/{episode_id}/trajectory", response={200: dict, 404: ErrorOut}, auth=OPERATOR)
 def episode_trajectory_get(request, episode_id: int):
     """The episode in the shared trajectory shape that POST /api/orbs/banks/{slug}/episodes accepts."""
     return episode_trajectory(_episode(episode_id))

@@ -8,9 +8,11 @@ from pydantic import Field
 from evaluation.configs import AgentConfig, CustomerConfig, MemoryConfig
 from evaluation.shop.episode import DEFAULT_MAX_TURNS
 
+MAX_SEED = 2**31 - 1  # as the play form and run launches allow
+
 
 class ErrorOut(Schema):
-    detail: Any
+    detail: str
 
 
 class TaskOut(Schema):
@@ -65,9 +67,9 @@ class TaskImportErrorOut(Schema):
     detail: list[LineErrorOut]
 
 
-class EpisodeIn(Schema):
+class EpisodePlayIn(Schema):
     task_id: int = Field(description="Database id of the task (see GET /tasks)")
-    seed: int = 0
+    seed: int = Field(default=0, ge=0, le=MAX_SEED)
     max_turns: int = Field(default=DEFAULT_MAX_TURNS, ge=1, le=50)
     agent: AgentConfig = Field(default_factory=AgentConfig)
     customer: CustomerConfig = Field(default_factory=CustomerConfig)

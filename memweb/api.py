@@ -5,14 +5,42 @@ otherwise (`auth=api_auth(...)` to require roles, `auth=None` to be public).
 """
 from datetime import datetime
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from ninja import NinjaAPI, Schema
+from ninja.errors import HttpError, ValidationError
+from ninja.parser import Parser
+from ninja.responses import Status
 
 from annotation.api import router as annotation_router
 from evaluation.api import router as evaluation_router
 from memweb.auth import api_auth
 from memweb.health import health_report, liveness
 from memweb.roles import role_required, user_roles
+from memweb.services import unstorable_at
 from orbs.api import router as orbs_router
+
+
+def _refuse_unstorable(value, where: tuple) -> None:
+    found = unstorable_at(value, where)
+    if found:
+        raise ValidationError([{"type": "unstorable", "loc": list(found[0]), "msg": found[1]}])
+
+
+class StorableParser(Parser):
+    """Refuses, as a 422 naming the field, values the database would reject deep inside a service
+    with a 500: PostgreSQL's text and jsonb hold no NUL, unpaired surrogate, NaN or Infinity."""
+
+    def parse_body(self, request):
+        data = super().parse_body(request)
+        _refuse_unstorable(data, ("body",))
+        return data
+
+    def parse_querydict(self, data, list_fields, request):
+        parsed = super().parse_querydict(data, list_fields, request)
+        _refuse_unstorable(parsed, ("query" if data is request.GET else "form",))
+        return parsed
+
 
 api = NinjaAPI(
     title="memweb API",
@@ -21,10 +49,29 @@ api = NinjaAPI(
     description="Agents authenticate with an API key: `Authorization: Bearer <key>` or `X-API-Key: <key>`.",
     auth=api_auth(),
     docs_decorator=role_required(),
+    parser=StorableParser(),
 )
 api.add_router("/orbs/", orbs_router)
 api.add_router("/evaluation/", evaluation_router)
 api.add_router("/annotation/", annotation_router)
+
+
+@api.exception_handler(HttpError)
+def http_error(request, exc: HttpError):
+    # django-ninja answers any failure of the body parser with 400 "Cannot parse request body";
+    # say what failed instead: a refused value is a 422 naming the field, bad JSON says where.
+    if isinstance(exc.__cause__, ValidationError):
+        return api.on_exception(request, exc.__cause__)
+    if isinstance(exc.__cause__, ValueError):  # JSONDecodeError, UnicodeDecodeError
+        return api.create_response(request, {"detail": f"the request body is not valid JSON: {exc.__cause__}"},
+                                   status=400)
+    return api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
+
+
+@api.exception_handler(RequestDataTooBig)
+def body_too_big(request, exc: RequestDataTooBig):
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 1024
+    return api.create_response(request, {"detail": f"the request body is larger than {limit} KB"}, status=413)
 
 
 class LivenessOut(Schema):
@@ -86,7 +133,7 @@ class MeOut(Schema):
 @api.get("/health", auth=None, response={200: LivenessOut, 503: LivenessOut}, tags=["health"])
 def health_live(request):
     """Liveness for load balancers: no credentials, no details."""
-    return (200, {"status": "ok"}) if liveness() else (503, {"status": "database unavailable"})
+    return Status(200, {"status": "ok"}) if liveness() else Status(503, {"status": "database unavailable"})
 
 
 @api.get("/health/details", response=HealthOut, tags=["health"])

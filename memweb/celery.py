@@ -4,6 +4,7 @@ import os
 import socket
 
 from celery import Celery, bootsteps
+from celery.signals import celeryd_after_setup, worker_process_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memweb.settings")
 
@@ -36,3 +37,21 @@ class HeartbeatStep(bootsteps.StartStopStep):
 
 
 app.steps["worker"].add(HeartbeatStep)
+
+_pool_processes = 1
+
+
+@celeryd_after_setup.connect
+def _remember_pool_size(sender, instance, **kwargs):
+    global _pool_processes
+    _pool_processes = instance.concurrency or 1
+
+
+@worker_process_init.connect
+def _share_the_cores(**kwargs):
+    """Each pool process embeds with torch, which by default runs one thread per core in every
+    process: N processes then oversubscribe the cores N-fold and play episodes several times
+    slower (bench/dashboard_under_load.py measured 4-7x). Give each process its share."""
+    import torch
+
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // _pool_processes))

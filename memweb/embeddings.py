@@ -64,7 +64,8 @@ class Embedder:
 
     def count_tokens(self, text: str) -> int:
         """Offline token count with this model's own tokenizer (no tiktoken download)."""
-        return len(self._tokenizer(text, add_special_tokens=False)["input_ids"])
+        with _lock:  # a fast tokenizer used by two threads at once raises "Already borrowed"
+            return len(self._tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def _encode(self, texts: list[str]):
         batch = settings.EMBEDDING_BATCH_SIZE

@@ -1,4 +1,6 @@
-"""Worker heartbeats and probe tasks: the infrastructure state the health page shows."""
+"""Worker heartbeats and probe tasks: the infrastructure state the health page shows; and the
+check every input path makes for values PostgreSQL cannot store."""
+import math
 import secrets
 from datetime import timedelta
 
@@ -39,3 +41,44 @@ def probe_queue() -> TaskProbe:
 
 def probe_complete(*, probe_id: int, worker: str) -> None:
     TaskProbe.objects.filter(pk=probe_id, done_at__isnull=True).update(done_at=timezone.now(), worker=worker)
+
+
+# --- decoded JSON that PostgreSQL cannot store ---------------------------------------------------
+
+UNSTORABLE_TEXT = "text must not contain NUL (\\u0000) characters or unpaired surrogates"
+NON_FINITE = "must be a finite number (JSON has no NaN or Infinity)"
+
+
+def _storable(text: str) -> bool:
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _children(value) -> list[tuple[tuple, object]]:
+    if isinstance(value, dict):
+        return [((key,), key) for key in value] + [((key,), item) for key, item in value.items()]
+    if isinstance(value, list):
+        return [((index,), item) for index, item in enumerate(value)]
+    return []
+
+
+def unstorable_at(value, where: tuple = ()) -> tuple[tuple, str] | None:
+    """(path, reason) of the first value in decoded JSON that PostgreSQL's text and jsonb cannot
+    hold, or None. Python's JSON reader lets through a NUL character or a lone surrogate (as \\u
+    escapes) and NaN or Infinity; every input path checks before anything is written."""
+    if isinstance(value, str):
+        return None if _storable(value) else (where, UNSTORABLE_TEXT)
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (where, NON_FINITE)
+    return next((found for step, item in _children(value) if (found := unstorable_at(item, where + step))), None)
+
+
+def unstorable_problem(value) -> tuple[str, str] | None:
+    """unstorable_at as (dotted field name, reason), for import reports."""
+    found = unstorable_at(value)
+    return None if found is None else (".".join(str(step) for step in found[0]) or "(line)", found[1])

@@ -25,7 +25,7 @@ from orbs.schemas import (
     RetrievalOutcomeIn, RetrieveIn, RetrieveOut,
 )
 from orbs.services import (
-    bank_export, bank_get_or_create, bank_import, bank_resolve, bank_stats, episode_reflect, episode_submit,
+    bank_export, bank_get_or_create, bank_import_upload, bank_resolve, bank_stats, episode_reflect, episode_submit,
     orb_approve, orb_edit, orb_merge, orb_reject, orbs_bulk_review, orbs_retrieve, retrieval_outcome_record,
 )
 from orbs.services.queue import orbs_queue
@@ -88,12 +88,7 @@ def bank_create(request, payload: BankIn):
 @router.post("/banks/import", response={201: ImportReportOut, 422: ImportReportOut}, auth=WRITE)
 def bank_import_jsonl(request, file: File[UploadedFile], name: Form[str] = ""):
     """Import an exported bank (all lines or nothing); `name` imports it under another name."""
-    try:
-        lines = file.read().decode("utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        return Status(422, {"ok": False, "bank": name, "orbs": 0, "events": 0,
-                            "errors": [{"line": 0, "field": "file", "message": f"not UTF-8 text ({exc.reason})"}]})
-    report = bank_import(lines=lines, name=name.strip() or None)
+    report = bank_import_upload(upload=file, name=name.strip() or None)
     return Status(201 if report.ok else 422, {**report.__dict__, "ok": report.ok})
 
 

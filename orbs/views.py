@@ -14,7 +14,7 @@ from orbs.forms import (
 )
 from orbs.models import MemoryBank, Orb, RetrievalHit, RetrievalLog
 from orbs.services import (
-    bank_export, bank_get_or_create, bank_import, bank_policy_update, bank_stats, orb_approve, orb_edit, orb_merge,
+    bank_export, bank_get_or_create, bank_import_upload, bank_policy_update, bank_stats, orb_approve, orb_edit, orb_merge,
     orb_reject, orbs_bulk_review, orbs_search,
 )
 from orbs.services.banks import POLICY_FIELDS
@@ -223,16 +223,11 @@ def bank_create(request):
 
 @require_POST
 @role_required(Role.OPERATOR)
-def bank_import_upload(request):
+def bank_import_page(request):
     form = ImportForm(request.POST, request.FILES)
     report = None
     if form.is_valid():
-        try:
-            lines = form.cleaned_data["file"].read().decode("utf-8").splitlines()
-        except UnicodeDecodeError:
-            form.add_error("file", "The file is not UTF-8 text.")
-        else:
-            report = bank_import(lines=lines, name=form.cleaned_data["name"].strip() or None)
+        report = bank_import_upload(upload=form.cleaned_data["file"], name=form.cleaned_data["name"].strip() or None)
     if report is not None and report.ok:
         messages.success(request, f"Imported {report.orbs} Orbs and {report.events} review events "
                                   f"into “{report.bank}”.")

@@ -17,7 +17,9 @@ from annotation.services.campaigns import (
     items_filter,
 )
 from annotation.services.exports import judgment_records, records_render, result_records
-from annotation.services.intake import ImportReport, RowProblem, items_from_conversations, items_import, upload_parse
+from annotation.services.intake import (
+    ImportReport, RowProblem, items_from_conversations, items_import, upload_parse, upload_read,
+)
 from annotation.services.judging import (
     SubmitError,
     Submitted,
@@ -34,5 +36,5 @@ __all__ = [
     "campaign_progress", "campaign_results", "campaign_status_change", "criteria_problem", "feedback_task_active",
     "feedback_task_next", "feedback_task_submit", "feedback_tasks_reclaim", "item_facets", "items_available",
     "items_filter", "items_from_conversations", "items_import", "judgment_records", "judgment_submit",
-    "records_render", "result_records", "side_options", "upload_parse",
+    "records_render", "result_records", "side_options", "upload_parse", "upload_read",
 ]

@@ -14,6 +14,7 @@ from django.db import IntegrityError, transaction
 
 from annotation.metrics import HUMAN, SIMULATED, TIE
 from annotation.models import Campaign, FeedbackTask, Item
+from memweb.services import unstorable_problem
 
 MAX_UPLOAD_BYTES = 10 * 1024 * 1024
 MAX_ROWS = 5000
@@ -55,6 +56,13 @@ class ImportReport:
 class _RowErrors(list):
     def add(self, row: int, name: str, reason: str) -> None:
         self.append(RowProblem(row=row, field=name, reason=reason))
+
+
+def upload_read(*, upload) -> tuple[list[tuple[int, dict]], list[RowProblem]]:
+    """upload_parse for an uploaded file: one over the limit is refused before it is read into memory."""
+    if upload.size > MAX_UPLOAD_BYTES:
+        return [], [RowProblem(0, "file", f"larger than {MAX_UPLOAD_BYTES // (1024 * 1024)} MB")]
+    return upload_parse(filename=upload.name or "", data=upload.read())
 
 
 def upload_parse(*, filename: str, data: bytes) -> tuple[list[tuple[int, dict]], list[RowProblem]]:
@@ -164,6 +172,9 @@ def _store(items: list[Item], report: ImportReport) -> None:
 
 
 def _row_values(campaign: Campaign, row: int, record: dict, errors: _RowErrors) -> dict:
+    unstorable = unstorable_problem(record)
+    if unstorable:
+        errors.add(row, *unstorable)
     for unknown in sorted(set(record) - set(FIELDS)):
         errors.add(row, unknown, f"unknown field; expected some of: {', '.join(FIELDS)}")
     for name in REQUIRED:

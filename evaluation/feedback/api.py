@@ -22,6 +22,7 @@ from evaluation.feedback.services import (
     run_episodes,
 )
 from evaluation.models import Domain, Episode, EvaluationRun
+from evaluation.schemas import MAX_SEED
 from memweb.auth import api_auth
 from memweb.roles import Role
 
@@ -55,7 +56,7 @@ class FeedbackOut(Schema):
 
 
 class GenerateIn(Schema):
-    seed: int = Field(0, description="Seed of the action draw (mixed with the episode id).")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="Seed of the action draw (mixed with the episode id).")
 
 
 class CalibrationRowOut(Schema):
@@ -145,7 +146,7 @@ def _selection(payload: RecalibrateIn) -> tuple:
     return _latest(payload.latest), f"latest {payload.latest}"
 
 
-@router.get("/episodes/{int:episode_id}", response={200: FeedbackOut, 404: ErrorOut}, auth=OPERATOR)
+@router.get("/episodes/{episode_id}", response={200: FeedbackOut, 404: ErrorOut}, auth=OPERATOR)
 def feedback_get(request, episode_id: int):
     feedback = EpisodeFeedback.objects.filter(episode=_episode(episode_id)).first()
     if feedback is None:
@@ -153,7 +154,7 @@ def feedback_get(request, episode_id: int):
     return _feedback_out(feedback)
 
 
-@router.post("/episodes/{int:episode_id}", response={200: FeedbackOut, 201: FeedbackOut, 404: ErrorOut,
+@router.post("/episodes/{episode_id}", response={200: FeedbackOut, 201: FeedbackOut, 404: ErrorOut,
                                                       422: ErrorOut}, auth=OPERATOR)
 def feedback_generate(request, episode_id: int, payload: GenerateIn):
     """Generate the episode's feedback (201), or return the existing one unchanged (200)."""

@@ -25,7 +25,7 @@ router = Router(tags=["evaluation runs"])
 OPERATOR = api_auth(Role.OPERATOR)
 
 
-class ErrorOut(Schema):
+class RunErrorOut(Schema):
     detail: Any
 
 
@@ -116,7 +116,7 @@ def _problems(problems: list[tuple[str, str]], where: tuple[str, ...]) -> dict:
     return {"detail": [{"loc": [*where, *field.split(".")], "msg": message} for field, message in problems]}
 
 
-@router.post("/", response={201: RunOut, 422: ErrorOut}, auth=OPERATOR)
+@router.post("/", response={201: RunOut, 422: RunErrorOut}, auth=OPERATOR)
 def run_create(request, payload: RunSpec):
     """Launch a run: validated, written in one transaction and queued for the workers."""
     try:
@@ -133,7 +133,18 @@ def run_list(request, filters: Query[RunFilters]):
     return {"count": runs.count(), "items": [_summary(r) for r in runs[filters.offset:filters.offset + filters.limit]]}
 
 
-@router.get("/{int:run_id}", response={200: RunOut, 404: ErrorOut}, auth=OPERATOR)
+# Declared before /{run_id}, whose pattern would otherwise take the path.
+@router.post("/import", response={201: RunOut, 422: RunErrorOut}, auth=OPERATOR)
+def run_import_op(request, payload: dict = Body(...)):
+    """Import a run exported as JSON (here or elsewhere); all or nothing, marked imported."""
+    try:
+        run = run_import(data=payload, user=request.auth)
+    except RunImportError as exc:
+        return Status(422, _problems(exc.problems, ("body",)))
+    return Status(201, _detail(_run(run.pk)))
+
+
+@router.get("/{run_id}", response={200: RunOut, 404: RunErrorOut}, auth=OPERATOR)
 def run_get(request, run_id: int):
     """A run with its per-trial progress and the metrics of its finished trials."""
     return _detail(_run(run_id))
@@ -148,24 +159,24 @@ def _act(run_id: int, act) -> dict:
     return _detail(_run(run_id))
 
 
-@router.post("/{int:run_id}/cancel", response={200: RunOut, 404: ErrorOut, 409: ErrorOut}, auth=OPERATOR)
+@router.post("/{run_id}/cancel", response={200: RunOut, 404: RunErrorOut, 409: RunErrorOut}, auth=OPERATOR)
 def run_cancel_op(request, run_id: int):
     return _act(run_id, lambda run: run_cancel(run=run, user=request.auth))
 
 
-@router.post("/{int:run_id}/resume", response={200: RunOut, 404: ErrorOut, 409: ErrorOut}, auth=OPERATOR)
+@router.post("/{run_id}/resume", response={200: RunOut, 404: RunErrorOut, 409: RunErrorOut}, auth=OPERATOR)
 def run_resume_op(request, run_id: int):
     """Continue a cancelled or failed run, or re-check a waiting one."""
     return _act(run_id, lambda run: run_resume(run=run))
 
 
-@router.post("/{int:run_id}/retry", response={200: RunOut, 404: ErrorOut, 409: ErrorOut}, auth=OPERATOR)
+@router.post("/{run_id}/retry", response={200: RunOut, 404: RunErrorOut, 409: RunErrorOut}, auth=OPERATOR)
 def run_retry_op(request, run_id: int):
     """Play the episodes that hit an infrastructure error again."""
     return _act(run_id, lambda run: run_retry_errors(run=run))
 
 
-@router.get("/{int:run_id}/export", response={200: dict, 404: ErrorOut}, auth=OPERATOR)
+@router.get("/{run_id}/export", response={200: dict, 404: RunErrorOut}, auth=OPERATOR)
 def run_export(request, run_id: int, format: Literal["json", "csv"] = "json",
                part: Literal["episodes", "metrics"] = "episodes"):
     """The run as JSON (settings, episodes, metrics: what import takes) or CSV (episodes or metrics)."""
@@ -173,13 +184,3 @@ def run_export(request, run_id: int, format: Literal["json", "csv"] = "json",
     if format == "json":
         return run_export_json(run=run)
     return HttpResponse(run_export_csv(run=run, part=part), content_type="text/csv; charset=utf-8")
-
-
-@router.post("/import", response={201: RunOut, 422: ErrorOut}, auth=OPERATOR)
-def run_import_op(request, payload: dict = Body(...)):
-    """Import a run exported as JSON (here or elsewhere); all or nothing, marked imported."""
-    try:
-        run = run_import(data=payload, user=request.auth)
-    except RunImportError as exc:
-        return Status(422, _problems(exc.problems, ("body",)))
-    return Status(201, _detail(_run(run.pk)))

@@ -21,6 +21,9 @@ from orbs.models import MemoryBank
 from orbs.services import retrieval_outcome_record
 
 TOOL_CONTENT_CHARS = 4000  # per tool message in a trajectory (the Orbs schema caps messages at 20k)
+# The Orbs trajectory schema's other caps; an LLM agent can exceed any of them (one enormous reply,
+# a made-up tool name), and the episode must still become an Orb.
+MESSAGE_CHARS, NAME_CHARS, ERROR_DETAIL_CHARS = 20_000, 100, 2000
 MAX_TURNS_LIMIT = 50
 
 
@@ -150,20 +153,31 @@ def episode_trajectory(episode: Episode) -> dict:
         "reward": episode.reward,
         "success": episode.success,
         "reward_breakdown": episode.reward_breakdown,
-        "errors": episode.errors,
+        "errors": [_error(e) for e in episode.errors],
         "metadata": _metadata(episode, spec),
     }
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _error(error: dict) -> dict:
+    return {**error, "tool": _clip(error["tool"], NAME_CHARS), "detail": _clip(error["detail"], ERROR_DETAIL_CHARS)}
 
 
 def _message(message: dict) -> dict | None:
     role, content = message["role"], (message.get("content") or "")
     if role == "user":
         content = content.replace(STOP, "").strip()
-        return {"role": "user", "content": content} if content else None
+        return {"role": "user", "content": _clip(content, MESSAGE_CHARS)} if content else None
     if role == "tool":
-        return {"role": "tool", "content": content[:TOOL_CONTENT_CHARS], "tool_name": message["tool_name"]}
-    calls = [{"name": c["name"], "arguments": c.get("arguments") or {}} for c in message.get("tool_calls", ())]
-    return {"role": "assistant", "content": content, **({"tool_calls": calls} if calls else {})}
+        return {"role": "tool", "content": content[:TOOL_CONTENT_CHARS],
+                "tool_name": _clip(message["tool_name"], NAME_CHARS)}
+    calls = [{"name": _clip(c["name"], NAME_CHARS), "arguments": c.get("arguments") or {}}
+             for c in message.get("tool_calls", ())]
+    said = {"role": "assistant", "content": _clip(content, MESSAGE_CHARS)}
+    return {**said, "tool_calls": calls} if calls else said
 
 
 def _metadata(episode: Episode, spec: dict) -> dict:

@@ -8,6 +8,7 @@ from django.db.models import Q, QuerySet
 from evaluation.models import Task, TaskSet
 from evaluation.shop.tasks import tasks_generate
 from evaluation.shop.validate import spec_errors
+from memweb.services import unstorable_problem
 
 BUILTIN_SET = "shop-130"
 BUILTIN_DESCRIPTION = "The built-in shop tasks: 53 household appliances and 77 clothing, generated over the seeded shop."
@@ -88,7 +89,8 @@ def tasks_import_jsonl(*, text: str, task_set_name: str, description: str = "") 
     set are updated. The built-in set is never written by an import."""
     name = task_set_name.strip()
     report = ImportReport(task_set_name=name)
-    specs = _checked_lines(text, name, report)
+    # Editors on Windows start UTF-8 files with a byte-order mark; it is not part of line 1's JSON.
+    specs = _checked_lines(text.removeprefix("\ufeff"), name, report)
     if report.errors:
         return report
     with transaction.atomic():
@@ -140,6 +142,9 @@ def _line_spec(line: str) -> tuple[dict | None, list[str]]:
         return None, [f"not valid JSON ({exc.msg} at column {exc.colno})"]
     if not isinstance(raw, dict):
         return None, [f"a task must be a JSON object, got {type(raw).__name__}"]
+    unstorable = unstorable_problem(raw)
+    if unstorable:
+        return None, ["{}: {}".format(*unstorable)]
     spec, problems = spec_errors(raw)
     return spec, problems
 

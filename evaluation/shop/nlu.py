@@ -152,8 +152,10 @@ class AgentAct:
 
 def classify_agent(text: str) -> AgentAct:
     lowered = (text or "").lower()
-    # "email address" asks for identity, not for a shipping address.
-    questions = [q.lower().replace("email address", "email") for q in re.findall(r"[^.!?]*\?", text or "")]
+    # "email address" asks for identity, not for a shipping address. Sentences are split on their
+    # end marks (linear time; a findall of r"[^.!?]*\?" is quadratic in a long reply).
+    questions = [q.lower().replace("email address", "email") for q in re.split(r"(?<=[.!?])", text or "")
+                 if q.endswith("?")]
     asks = [slot for slot, words in _ASKS if any(_has_word(q, w) for q in questions for w in words)]
     confirm = any(_has_word(q, w) for q in questions for w in _CONFIRM)
     return AgentAct(asks=[] if confirm else asks, confirm=confirm,

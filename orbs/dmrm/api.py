@@ -20,7 +20,7 @@ WRITE = api_auth(Role.OPERATOR)
 
 class TransitionIn(Schema):
     trajectory_id: str = Field(min_length=1, max_length=200)
-    step: int = Field(ge=0)
+    step: int = Field(ge=0, le=2**31 - 1)  # the column is a PostgreSQL integer
     goal: str = Field(min_length=1)
     observation: str = Field(min_length=1)
     action: str = Field(min_length=1)
@@ -53,14 +53,14 @@ class TransitionsOut(Schema):
     entries: list[EntryOut]
 
 
-class RetrieveIn(Schema):
+class ExperienceRetrieveIn(Schema):
     goal: str = Field(min_length=1)
     observation: str = Field(min_length=1)
     recent_actions: list[str] = []
     client: str = Field("", max_length=200)
 
 
-class HitOut(Schema):
+class ExperienceHitOut(Schema):
     experience_id: int
     memory: str
     raw_score: float
@@ -72,14 +72,14 @@ class HitOut(Schema):
     tokens: int
 
 
-class RetrieveOut(Schema):
+class ExperienceRetrieveOut(Schema):
     retrieval_id: int
     prompt_block: str
     suppressed: bool
     successful_trajectories: int
     budget_used: int
     c_max: int
-    trace: list[HitOut]
+    trace: list[ExperienceHitOut]
 
 
 def _bank(slug: str) -> MemoryBank:
@@ -113,8 +113,8 @@ def transitions_write(request, slug: str, payload: TransitionsIn):
     return Status(201, {"written": len(entries), "entries": entries})
 
 
-@router.post("/banks/{slug}/retrieve", response={200: RetrieveOut, 404: dict}, auth=WRITE)
-def retrieve(request, slug: str, payload: RetrieveIn):
+@router.post("/banks/{slug}/retrieve", response={200: ExperienceRetrieveOut, 404: dict}, auth=WRITE)
+def retrieve(request, slug: str, payload: ExperienceRetrieveIn):
     """The prompt block for the agent's current step, and the trace of every candidate."""
     result = experiences_retrieve(bank=_bank(slug), goal=payload.goal, observation=payload.observation,
                                   recent_actions=payload.recent_actions, client=payload.client)

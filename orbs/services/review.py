@@ -159,7 +159,7 @@ def orb_merge(*, orb_id: int, expected_version: int, into_id: int, actor, note: 
         orb = _checked(orb_id, expected_version, REVIEWABLE, "merge")
         target = Orb.objects.filter(pk=into_id, bank=orb.bank).exclude(pk=orb.pk).first()
         if target is None:
-            raise OrbsError(f"merge target #{into_id} must be another Orb of bank {orb.bank.name!r}")
+            raise OrbsError(f"into_id: merge target #{into_id} must be another Orb of bank {orb.bank.name!r}")
         if target.status not in (Orb.Status.PENDING, Orb.Status.APPROVED):
             raise InvalidTransition(f"cannot merge into Orb #{target.pk}: it is {target.status}")
         before = orb_snapshot(orb)

@@ -16,6 +16,7 @@ import pydantic
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from memweb.services import unstorable_problem
 from orbs.models import (
     VECTOR_DIMENSIONS, EpisodeRecord, MemoryBank, Orb, ReviewEvent, content_hash_of,
 )
@@ -23,6 +24,9 @@ from orbs.services.banks import POLICY_FIELDS, bank_slug_unique
 
 FORMAT = "memweb.orbs"
 FORMAT_VERSION = 1
+# A 384-d vector is ~8 KB of JSON, so this holds several thousand Orbs; every line of a file is
+# parsed into memory before anything is written (all or nothing), which is what the limit bounds.
+MAX_IMPORT_BYTES = 64 * 1024 * 1024
 _REFERENCES = ("supersedes", "near_duplicate_of", "merged_into")
 _COPIED = (
     "obs", "emotion", "outcome", "context", "timestamp", "customer_key", "domain", "source", "source_label",
@@ -177,11 +181,16 @@ class ImportReport:
 
 def _parse(report: ImportReport, number: int, text: str, model):
     try:
-        return model.model_validate_json(text)
+        parsed = model.model_validate_json(text)
     except pydantic.ValidationError as exc:
         for error in exc.errors(include_url=False):
             report.add(number, ".".join(str(p) for p in error["loc"]) or "(line)", error["msg"])
-    return None
+        return None
+    unstorable = unstorable_problem(json.loads(text))
+    if unstorable:
+        report.add(number, *unstorable)
+        return None
+    return parsed
 
 
 def _check_header(report: ImportReport, header: BankLine, name: str | None, model_name: str) -> None:
@@ -214,7 +223,8 @@ def _read(lines: Iterable[str], name: str | None, model_name: str) -> tuple[Impo
         if not text.strip():
             continue
         if number == 1:
-            header = _parse(report, 1, text, BankLine)
+            # Editors on Windows start UTF-8 files with a byte-order mark; it is not part of the JSON.
+            header = _parse(report, 1, text.removeprefix("\ufeff"), BankLine)
         elif (parsed := _parse(report, number, text, OrbLine)) is not None:
             orbs.append((number, parsed))
     if header is None and not report.errors:
@@ -268,6 +278,21 @@ def _write(bank: MemoryBank, orbs: list[tuple[int, OrbLine]], report: ImportRepo
         first = next(orb for orb in created.values() if orb.episode_id == episode.pk)
         EpisodeRecord.objects.filter(pk=episode.pk).update(orb=first, created_orb=True)
     report.orbs = len(created)
+
+
+def bank_import_upload(*, upload, name: str | None = None) -> ImportReport:
+    """bank_import of an uploaded file: one over MAX_IMPORT_BYTES is refused before it is read
+    into memory, and one that is not UTF-8 text is refused with the reason."""
+    report = ImportReport(bank=name or "")
+    if upload.size > MAX_IMPORT_BYTES:
+        report.add(0, "file", f"larger than {MAX_IMPORT_BYTES // (1024 * 1024)} MB")
+        return report
+    try:
+        text = upload.read().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        report.add(0, "file", f"not UTF-8 text ({exc.reason} at byte {exc.start})")
+        return report
+    return bank_import(lines=text.splitlines(), name=name)
 
 
 def bank_import(*, lines: Iterable[str], name: str | None = None, model_name: str | None = None) -> ImportReport:
