@@ -1,5 +1,6 @@
 """The Celery app. Workers also keep a heartbeat row so the health page can
 count live workers on brokers that have no broadcast channel."""
+import logging
 import os
 import socket
 
@@ -8,6 +9,7 @@ from celery.signals import celeryd_after_setup, worker_process_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memweb.settings")
 
+logger = logging.getLogger(__name__)
 app = Celery("memweb")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
@@ -34,6 +36,17 @@ class HeartbeatStep(bootsteps.StartStopStep):
         from memweb.services import heartbeat_record
 
         heartbeat_record(hostname=self.hostname, pid=os.getpid())
+        self.watch_runs()
+
+    def watch_runs(self):
+        # A run's watchdog lives in countdown messages, which a broker restarted without persistence
+        # loses; this beat (a timer of the worker, not a message) re-arms the overdue ones.
+        from evaluation.runs.services import runs_watch_overdue
+
+        try:
+            runs_watch_overdue()
+        except Exception:
+            logger.warning("re-arming overdue run watchdogs failed; the next beat tries again", exc_info=True)
 
 
 app.steps["worker"].add(HeartbeatStep)

@@ -5,8 +5,8 @@ from evaluation.runs.services.launch import (
 )
 from evaluation.runs.services.orchestration import (
     RunActionError, episode_seed, memory_config_of, run_advance, run_cancel, run_drive, run_episode_execute,
-    run_pending_memories, run_resume, run_retry_errors, run_start, run_sweep, run_watch, runs_sweep, trial_finish,
-    watch_interval, window_fill,
+    run_pending_memories, run_resume, run_retry_errors, run_start, run_sweep, run_watch, runs_sweep,
+    runs_watch_overdue, trial_finish, watch_interval, window_fill,
 )
 from evaluation.runs.services.results import (
     TaskDifference, run_charts, run_errors, run_heatmap, run_matrix, run_metrics_compute, run_progress,
@@ -23,5 +23,5 @@ __all__ = [
     "run_heatmap", "run_import", "run_import_parse", "run_launch", "run_launch_check", "run_matrix",
     "run_metrics_compute", "run_pending_memories", "run_progress", "run_resume", "run_retry_errors", "run_spec_parse",
     "run_start", "run_sweep", "run_watch", "runs_compare", "runs_count_active", "runs_filtered", "runs_sweep",
-    "trial_finish", "watch_interval", "window_fill",
+    "runs_watch_overdue", "trial_finish", "watch_interval", "window_fill",
 ]

@@ -17,7 +17,7 @@ from datetime import timedelta
 
 import pydantic
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, connection, transaction
 from django.db.models import Exists, F, OuterRef, Q, Sum
 from django.utils import timezone
 
@@ -285,7 +285,11 @@ def _episode_claim_next(trial_id: int, worker: str) -> tuple[RunEpisode, uuid.UU
 
 
 def _episode_complete(row: RunEpisode, token: uuid.UUID) -> RunEpisode | None:
-    stored = _episode_store(row, token, _episode_play(row))
+    try:
+        stored = _episode_store(row, token, _episode_play(row))
+    except DatabaseError:
+        _claim_release(row, token)
+        raise
     if stored is not None and stored.episode is not None and row.run.feedback_enabled and not stored.error:
         _feedback(stored.episode, stored.seed)
     return stored
@@ -309,9 +313,20 @@ def _episode_play(row: RunEpisode) -> EpisodePlay | str:
                                 memory_config=memory_config_of(run), seed=row.seed, max_turns=run.max_turns)
     except (EpisodeConfigError, pydantic.ValidationError) as exc:
         return f"configuration: {exc}"
+    except DatabaseError:
+        raise  # the database failed, not the episode: the row is given back and played again
     except Exception as exc:  # one broken episode never stops the run; the operator sees why
         logger.exception("episode %s of run %s failed", row.pk, row.run_id)
         return f"{type(exc).__name__}: {exc}"
+
+
+def _claim_release(row: RunEpisode, token: uuid.UUID) -> None:
+    """The database went away while the row was ours (a restart, a failover, a dropped connection):
+    give the row back for the watchdog to queue again, instead of leaving it claimed by a live
+    worker until HARD_CLAIM_TIMEOUT."""
+    connection.close()  # the broken one; the next query opens a fresh connection
+    RunEpisode.objects.filter(pk=row.pk, status=RunEpisode.Status.RUNNING, claim_token=token).update(
+        status=RunEpisode.Status.PENDING, claim_token=None, claimed_by="", queued_at=None)
 
 
 class _ClaimLost(Exception):
@@ -379,6 +394,20 @@ def run_watch(*, run_id: int) -> None:
         Q(watch_until__isnull=True) | Q(watch_until__lt=now + interval / 2)).update(watch_until=now + interval)
     if armed:
         work_send("sweep", run_id=run_id, countdown=interval.total_seconds())
+
+
+def runs_watch_overdue() -> int:
+    """Send a sweep for each run whose next sweep is overdue by a whole interval: its countdown
+    message was lost (a broker restarted without persistence, a publish that failed)."""
+    now, interval = timezone.now(), watch_interval()
+    overdue = EvaluationRun.objects.filter(status__in=ADVANCING, executor=EvaluationRun.Executor.CELERY,
+                                           watch_until__lt=now - interval)
+    sent = 0
+    for run_id in overdue.values_list("pk", flat=True):
+        if EvaluationRun.objects.filter(pk=run_id, watch_until__lt=now - interval).update(watch_until=now + interval):
+            work_send("sweep", run_id=run_id)
+            sent += 1
+    return sent
 
 
 def _stale_claims(*, everything: bool) -> Q:

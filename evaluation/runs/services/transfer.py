@@ -9,7 +9,7 @@ import pydantic
 from django.db import transaction
 from django.utils import timezone
 
-from evaluation.runs.models import EvaluationRun, MemoryMode, RunEpisode, Trial
+from evaluation.runs.models import EvaluationRun, MemoryMode, ReviewGate, RunEpisode, Trial
 from evaluation.runs.services.results import CHART_SERIES, run_metrics_compute
 
 FORMAT = "memweb.evaluation-run"
@@ -22,7 +22,7 @@ MAX_IMPORT_EPISODES = 100_000
 def _episode_line(row: RunEpisode) -> dict:
     return {"task_id": row.task_key, "trial": row.trial.number, "status": row.status, "success": row.success,
             "reward": row.reward, "turns": row.turns, "tokens": row.tokens, "latency_ms": row.latency_ms,
-            "error": row.error, "episode_id": row.episode_id}
+            "error": row.error, "episode_id": row.episode_id, "seed": row.seed}
 
 
 def _run_header(run: EvaluationRun) -> dict:
@@ -30,8 +30,12 @@ def _run_header(run: EvaluationRun) -> dict:
             "scripted": run.scripted, "agent_backend": run.agent_backend, "agent_config": run.agent_config,
             "customer_config": run.customer_config, "memory_mode": run.memory_mode, "memory_k": run.memory_k,
             "dmrm_config": run.dmrm_config, "same_customer_only": run.memory_same_customer_only, "review_gate": run.review_gate,
+            "approved_only": run.memory_approved_only, "per_turn": run.memory_per_turn, "task_domain": run.task_domain,
+            "task_split": run.task_split, "bank_copied_from": run.bank_copied_from, "pass_k": run.pass_k,
+            "concurrency": run.concurrency, "feedback_enabled": run.feedback_enabled,
             "trials": run.trials, "seed": run.seed, "max_turns": run.max_turns,
             "created_at": run.created_at.isoformat(),
+            "started_at": run.started_at.isoformat() if run.started_at else None,
             "finished_at": run.finished_at.isoformat() if run.finished_at else None}
 
 
@@ -80,6 +84,7 @@ class ImportedEpisode(_Line):
     tokens: int | None = pydantic.Field(default=None, ge=0)
     latency_ms: int | None = pydantic.Field(default=None, ge=0)
     error: str = ""
+    seed: int = pydantic.Field(default=0, ge=0, le=2**63 - 1)
 
     @pydantic.model_validator(mode="after")
     def _verdict_matches_status(self):
@@ -101,10 +106,21 @@ class ImportedRun(_Line):
     memory_k: int = pydantic.Field(default=5, ge=1, le=50)
     dmrm_config: dict = pydantic.Field(default_factory=dict)
     same_customer_only: bool = False
+    review_gate: Literal[tuple(ReviewGate.values)] = ReviewGate.AUTO
+    approved_only: bool = True
+    per_turn: bool = True
+    task_domain: str = pydantic.Field(default="", max_length=16)
+    task_split: str = pydantic.Field(default="", max_length=8)
+    bank_copied_from: str = pydantic.Field(default="", max_length=100)
+    pass_k: int | None = pydantic.Field(default=None, ge=1, le=100)
+    concurrency: int = pydantic.Field(default=4, ge=1, le=32767)
+    feedback_enabled: bool = False
     trials: int = pydantic.Field(ge=1, le=100)
     seed: int = pydantic.Field(default=0, ge=0)
     max_turns: int = pydantic.Field(default=12, ge=1, le=50)
     created_at: datetime | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
 
 
 class ImportedFile(_Line):
@@ -158,7 +174,11 @@ def _imported_run(data: ImportedFile, user) -> EvaluationRun:
         customer_config=head.customer_config, memory_mode=head.memory_mode, memory_k=head.memory_k,
         dmrm_config=head.dmrm_config, memory_same_customer_only=head.same_customer_only, trials=head.trials, seed=head.seed,
         max_turns=head.max_turns, created_by=user, created_at=head.created_at or timezone.now(),
-        finished_at=timezone.now(), episodes_total=len(data.episodes), episodes_finished=len(data.episodes),
+        review_gate=head.review_gate, memory_approved_only=head.approved_only, memory_per_turn=head.per_turn,
+        task_domain=head.task_domain, task_split=head.task_split, bank_copied_from=head.bank_copied_from,
+        pass_k=head.pass_k, concurrency=head.concurrency, feedback_enabled=head.feedback_enabled,
+        started_at=head.started_at, finished_at=head.finished_at or timezone.now(),
+        episodes_total=len(data.episodes), episodes_finished=len(data.episodes),
         episodes_error=sum(e.status == "error" for e in data.episodes),
         successes=sum(bool(e.success) for e in data.episodes), task_ids=sorted({e.task_id for e in data.episodes}))
 
@@ -184,7 +204,7 @@ def run_import(*, data: dict, user=None) -> EvaluationRun:
         RunEpisode.objects.bulk_create([
             RunEpisode(run=run, trial=trials[e.trial], task_key=e.task_id, status=e.status, success=e.success,
                        reward=e.reward, turns=e.turns, tokens=e.tokens, latency_ms=e.latency_ms, error=e.error,
-                       finished_at=run.finished_at) for e in parsed.episodes])
+                       seed=e.seed, finished_at=run.finished_at) for e in parsed.episodes])
         EvaluationRun.objects.filter(pk=run.pk).update(metrics=run_metrics_compute(run=run, trials=run.trials),
                                                        metrics_trials=run.trials)
     run.refresh_from_db()
