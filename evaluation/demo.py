@@ -1,13 +1,10 @@
 """Demo data of the evaluation app: the built-in task set, a few scripted episodes to read, and two
 finished evaluation runs to chart and compare — the scripted agent without memory and with MemOrb
-(a fresh bank), 10 trials. The runs are really played, in this process, through the same service
-steps the Celery workers take; their results are labelled scripted. Idempotent: finished demo runs
-are kept, an interrupted one is continued.
-
-The runs cover one task per request template (28 of the 130: every kind of request in both
-domains), not all 130: writing each trial's trajectories as Orbs embeds them one at a time
-(~150 ms each on 2 cores), and 10 trials over 130 tasks took about 4 minutes idle — too long
-for a first start. See docs/PERFORMANCE.md (Evaluation)."""
+(a fresh bank), 10 trials over the 130 built-in tasks. The runs are really played, in this
+process, through the same service steps the Celery workers take; their results are labelled
+scripted. Idempotent: finished demo runs are kept, an interrupted one is continued. Writing each
+trial's 130 trajectories as Orbs dominates (see docs/PERFORMANCE.md), so `serve` loads the demo
+after the dashboard is up."""
 import time
 
 from evaluation.models import Episode
@@ -51,20 +48,11 @@ def _demo_run(name: str, memory: dict, stdout, *, task_ids: list[str], trials: i
                  f"{run.successes} successes, {time.monotonic() - started:.0f} s")
 
 
-def demo_task_ids(task_set) -> list[str]:
-    """The first task of each (domain, request template), in id order."""
-    chosen: dict[tuple[str, str], str] = {}
-    for external_id, domain, template in task_set.tasks.order_by("external_id").values_list(
-            "external_id", "domain", "spec__template"):
-        chosen.setdefault((domain, template), external_id)
-    return list(chosen.values())
-
-
 def load_demo(stdout, *, run_tasks: int | None = None, run_trials: int = DEMO_TRIALS) -> None:
-    """`run_tasks`/`run_trials` shrink the demo runs further (tests)."""
+    """`run_tasks`/`run_trials` shrink the demo runs (tests)."""
     task_set = taskset_builtin_load()
     stdout.write(f"evaluation: task set {task_set.name} with {task_set.tasks.count()} tasks")
     _demo_episodes(task_set, stdout)
-    task_ids = demo_task_ids(task_set)[:run_tasks]
+    task_ids = list(task_set.tasks.order_by("external_id").values_list("external_id", flat=True))[:run_tasks]
     for name, memory in DEMO_RUNS:
         _demo_run(name, memory, stdout, task_ids=task_ids, trials=run_trials)

@@ -26,7 +26,10 @@ class Command(BaseCommand):
         call_command("createcachetable", verbosity=0)
         call_command("collectstatic", interactive=False, verbosity=0)
         self._create_admin_once()
-        signal.signal(signal.SIGTERM, _interrupt)
+        # Explicit for SIGINT too: a shell starting `make run` in the background ignores SIGINT in
+        # it, and Python then raises no KeyboardInterrupt, so Ctrl-C or `kill -INT` would do nothing.
+        for stop_signal in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(stop_signal, _interrupt)
         children = [self._start_worker(), self._start_web(host, port)]
         self.stdout.write(self.style.SUCCESS(f"\nmemweb is running at http://{host}:{port}/  (Ctrl-C stops everything)\n"))
         try:
@@ -117,5 +120,5 @@ def _kill_group(pgid: int) -> None:
 
 
 def _interrupt(*_signal_args) -> None:
-    """SIGTERM stops memweb the same way Ctrl-C does."""
+    """SIGTERM and SIGINT stop memweb the way Ctrl-C does in a terminal."""
     raise KeyboardInterrupt
