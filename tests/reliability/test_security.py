@@ -40,6 +40,7 @@ VOLATILE = [
     (re.compile(r'data-csrf-token="[^"]+"'), 'data-csrf-token="…"'),  # the API docs page
     (re.compile(r"\d+ ms\b"), "… ms"),  # the health page's measured latencies
     (re.compile(r'"latency_ms": \d+'), '"latency_ms": …'),
+    (re.compile(r"Updated \d\d:\d\d:\d\d UTC"), "Updated … UTC"),  # the home page's clock
 ]
 
 
@@ -263,6 +264,11 @@ def _as_annotator(assignment, method: str, url: str) -> str:
     return f"{response.status_code} {response.get('Location', '')}\n{text}"
 
 
+def _first_difference(one: str, other: str) -> str:
+    lines = next(((a, b) for a, b in zip(one.splitlines(), other.splitlines()) if a != b), ("(length)", ""))
+    return f"{lines[0].strip()[:200]!r} != {lines[1].strip()[:200]!r}"
+
+
 def test_it_lets_no_annotator_route_tell_the_sides_apart(assignment):
     """Every route an annotator may call answers the same for both randomisations, except that the
     two texts trade places: nothing else (ids, order, labels, status) depends on which side is human."""
@@ -273,7 +279,7 @@ def test_it_lets_no_annotator_route_tell_the_sides_apart(assignment):
             _with_side(assignment, side_a_is_human)
             answers[side_a_is_human] = _as_annotator(assignment, method, url)
         if _swapped(answers[True]) != answers[False]:
-            differs.append(f"{method} {url}")
+            differs.append(f"{method} {url}: {_first_difference(_swapped(answers[True]), answers[False])}")
         if HUMAN_TEXT in answers[True] and SIMULATED_TEXT in answers[True]:
             showing_texts.add(f"{method} {url}")
     assert not differs, differs
