@@ -12,7 +12,6 @@ import socket
 import subprocess
 import threading
 import time
-from contextlib import contextmanager
 
 import pytest
 from django.db import connection
@@ -35,16 +34,6 @@ AGENT_SAYS = "Could you give me your order number, please?"
 
 
 # --- workers and runs -----------------------------------------------------------------------------
-
-@contextmanager
-def _worker(env: dict, **options):
-    """A real worker whose output is read while it runs (into `log_lines`): a worker logging the
-    tracebacks of a fault would otherwise fill the pipe and block on its next line."""
-    with celery_worker(env, **options) as process:
-        process.log_lines = []
-        threading.Thread(target=lambda: process.log_lines.extend(process.stdout), daemon=True).start()
-        yield process
-
 
 def _status(run) -> str:
     run.refresh_from_db()
@@ -150,7 +139,7 @@ def _wait_until_idle(run, *, quiet: float = 5, timeout: float = 120) -> None:
 def test_a_broker_restart_mid_run_loses_and_doubles_nothing(builtin, operator_user, redis_broker):
     # One worker slot and a window of three: messages wait in the broker when it goes down.
     run = run_launch(spec=spec(task_ids=SCRIPTED_TASKS, trials=2, concurrency=3, per_turn=True), user=operator_user)
-    with _worker(worker_env(redis_broker.url), concurrency=1, hostname="fault-broker@%h") as worker:
+    with celery_worker(worker_env(redis_broker.url), concurrency=1, hostname="fault-broker@%h") as worker:
         wait_until(lambda: _done(run) >= 2, timeout=180, interval=0.1, message="the first finished episodes")
         redis_broker.kill()  # the queued messages and the watchdog's next sweep are gone with it
         _wait_until_idle(run)  # the worker plays what it holds; what it sends next cannot leave
@@ -195,7 +184,7 @@ def test_dropped_database_connections_mid_episode_lose_and_double_nothing(builti
     fake_llm.set_default(lambda request: text_reply(AGENT_SAYS, delay=1.0))
     run = run_launch(spec=_llm_spec(), user=operator_user)
     dropped = []
-    with _worker(_llm_worker_env(fake_llm, timeout=10), concurrency=2, hostname="fault-db@%h") as worker:
+    with celery_worker(_llm_worker_env(fake_llm, timeout=10), concurrency=2, hostname="fault-db@%h") as worker:
         for calls in (1, 5):
             wait_until(lambda: len(fake_llm.chat_requests) >= calls, timeout=120, interval=0.05,
                        message=f"LLM call {calls}")
@@ -243,7 +232,7 @@ def test_transient_llm_faults_are_retried_and_the_run_completes(builtin, operato
     faults = FirstAttemptFails()
     fake_llm.set_default(faults)
     run = run_launch(spec=_llm_spec(), user=operator_user)
-    with _worker(_llm_worker_env(fake_llm, timeout=1), concurrency=2, hostname="fault-llm@%h") as worker:
+    with celery_worker(_llm_worker_env(fake_llm, timeout=1), concurrency=2, hostname="fault-llm@%h") as worker:
         _wait_for_the_end(run, worker)
     _assert_complete_and_stored_once(run)
     assert set(faults.served) == set(TRANSIENT_FAULTS)
@@ -257,7 +246,7 @@ def test_a_persistent_llm_outage_marks_episodes_retryable_and_a_retry_completes(
     fake_llm.use_for("actor")
     fake_llm.set_default(lambda request: error_reply(500, "model unavailable"))
     run = run_launch(spec=_llm_spec(), user=operator_user)
-    with _worker(_llm_worker_env(fake_llm, timeout=1), concurrency=2, hostname="fault-outage@%h") as worker:
+    with celery_worker(_llm_worker_env(fake_llm, timeout=1), concurrency=2, hostname="fault-outage@%h") as worker:
         _wait_for_the_end(run, worker)
         assert (run.status, run.episodes_error, run.successes) == (Status.COMPLETED, run.episodes_total, 0)
         _assert_marked_as_infrastructure_errors(run, "HTTP 500")

@@ -3,6 +3,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -40,30 +41,34 @@ def worker_env(broker_url: str | None = None, **extra: str) -> dict:
 
 @contextmanager
 def celery_worker(env: dict, *, concurrency: int = 1, hostname: str = "test-worker@%h"):
-    """A real `celery worker` process; killed (with its children) on exit."""
+    """A real `celery worker` process; killed (with its children) on exit. Its output is read
+    while it runs, into `process.output_lines`: a worker logging a fault's tracebacks would
+    otherwise fill the pipe and block on its next line."""
     process = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "memweb", "worker", "--loglevel", "INFO",
          "--concurrency", str(concurrency), "--hostname", hostname, "--without-gossip", "--without-mingle"],
         cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
+    process.output_lines = []
+    threading.Thread(target=lambda: process.output_lines.extend(process.stdout), daemon=True).start()
     try:
         yield process
     finally:
         stop_process_group(process)
 
 
-def stop_process_group(process: subprocess.Popen, timeout: float = 20) -> str:
-    """SIGTERM the process group, SIGKILL what remains; return what it printed."""
+def stop_process_group(process: subprocess.Popen, timeout: float = 20) -> None:
+    """SIGTERM the process group, SIGKILL what remains after `timeout` seconds. Waits without
+    reading the output (the one reading it is its owner's)."""
     import signal
 
     if process.poll() is None:
         os.killpg(process.pid, signal.SIGTERM)
     try:
-        output, _ = process.communicate(timeout=timeout)
+        process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
-        output, _ = process.communicate()
-    return output or ""
+        process.wait()
 
 
 def wait_until(predicate, *, timeout: float, interval: float = 0.2, message: str = "condition"):
