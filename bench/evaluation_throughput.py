@@ -33,6 +33,10 @@ import django  # noqa: E402
 
 django.setup()
 
+from memweb.embedded_db import ensure_configured  # noqa: E402
+
+EMBEDDED_DB_STARTED_HERE = ensure_configured()
+
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db.models import Avg, Max  # noqa: E402

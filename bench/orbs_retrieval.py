@@ -36,6 +36,10 @@ import django  # noqa: E402
 
 django.setup()
 
+from memweb.embedded_db import ensure_configured  # noqa: E402
+
+EMBEDDED_DB_STARTED_HERE = ensure_configured()
+
 from django.conf import settings  # noqa: E402
 from django.db import connection  # noqa: E402
 from pgvector.psycopg import register_vector  # noqa: E402

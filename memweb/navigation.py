@@ -1,6 +1,6 @@
 """What the base UI shows each user: navigation links and the home page's live counts.
 
-Apps contribute both through class attributes of their AppConfig:
+Apps contribute both through class attributes of their AppConfig (see memweb.registry):
 
     nav_items = (("Review queue", "orbs:review_queue", ("reviewer",)),)
     home_counts = (("Orbs awaiting review", "orbs.services.orbs_count_pending", ("reviewer",), "orbs:review_queue"),)
@@ -12,11 +12,10 @@ signed-in user; admins see everything.
 """
 from dataclasses import dataclass
 
-from django.apps import apps
-from django.core.exceptions import ImproperlyConfigured
 from django.urls import reverse
 from django.utils.module_loading import import_string
 
+from memweb.registry import declared_tuples
 from memweb.roles import Role, has_role
 
 
@@ -45,15 +44,8 @@ CORE_NAV_AFTER = (
 
 
 def _declared(attribute: str, kind: type, sizes: tuple[int, ...]) -> list:
-    found = []
-    for config in apps.get_app_configs():
-        for entry in getattr(config, attribute, ()):
-            if not isinstance(entry, tuple) or len(entry) not in sizes:
-                raise ImproperlyConfigured(
-                    f"{config.name}: each entry of {attribute} must be a tuple of {' or '.join(map(str, sizes))} items, got {entry!r}"
-                )
-            found.append(kind(entry[0], entry[1], tuple(str(role) for role in entry[2]), *entry[3:]))
-    return found
+    return [kind(entry[0], entry[1], tuple(str(role) for role in entry[2]), *entry[3:])
+            for entry in declared_tuples(attribute, sizes)]
 
 
 def nav_items_declared() -> list[NavItem]:

@@ -8,6 +8,8 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db import models
 
+from memweb.registry import role_permissions
+
 
 class Role(models.TextChoices):
     OPERATOR = "operator", "Operator"
@@ -73,12 +75,7 @@ CORE_ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
 
 
 def _declared_permissions(role: str) -> list[str]:
-    from django.apps import apps
-
-    declared = list(CORE_ROLE_PERMISSIONS.get(role, ()))
-    for config in apps.get_app_configs():
-        declared.extend(getattr(config, "role_permissions", {}).get(role, ()))
-    return declared
+    return [*CORE_ROLE_PERMISSIONS.get(role, ()), *role_permissions(role)]
 
 
 def roles_sync(**_signal_kwargs) -> None:

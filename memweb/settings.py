@@ -5,6 +5,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from memweb import embedded_db
 from memweb.env import env_bool, env_choice, env_float, env_int, env_list, env_str
 from memweb.llm.config import read_all_roles
 
@@ -80,21 +81,15 @@ TEMPLATES = [
 ]
 
 
-# --- Database: DATABASE_URL, else the embedded PostgreSQL started on demand ---
-def _embedded_database_url() -> tuple[str, bool]:
-    from memweb import embedded_db
-
-    server, started = embedded_db.ensure_running(DATA_DIR, EMBEDDED_DB_NAME)
-    return server.url(EMBEDDED_DB_NAME), started
-
-
+# --- Database: DATABASE_URL, else the embedded PostgreSQL in DATA_DIR ---
+# Importing settings starts nothing: each entry point that talks to the database (manage.py, the WSGI
+# app, a Celery worker, the test session) starts the embedded server with embedded_db.ensure_configured().
 EMBEDDED_DB_NAME = "memweb"
 USES_EMBEDDED_DB = not env_str("DATABASE_URL")
 if USES_EMBEDDED_DB:
-    # Started on demand by whichever process needs it first (web, worker, manage.py, pytest).
-    DATABASE_URL, EMBEDDED_DB_STARTED_HERE = _embedded_database_url()
+    DATABASE_URL = embedded_db.EmbeddedServer(DATA_DIR).url(EMBEDDED_DB_NAME)
 else:
-    DATABASE_URL, EMBEDDED_DB_STARTED_HERE = env_str("DATABASE_URL"), False
+    DATABASE_URL = env_str("DATABASE_URL")
     if not DATABASE_URL.startswith(("postgres://", "postgresql://")):
         raise ImproperlyConfigured("DATABASE_URL must be a postgresql:// URL (memweb needs PostgreSQL with pgvector)")
 DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0))}

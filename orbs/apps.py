@@ -1,11 +1,13 @@
+from importlib import import_module
+
 from django.apps import AppConfig
 
 
 class OrbsConfig(AppConfig):
     name = "orbs"
     verbose_name = "Orbs (reflection memory)"
-    # Read by memweb: navigation entries (label, url name, roles that see it)
-    # and the Django model permissions each role's group receives.
+    # Read by memweb.registry: navigation entries, home counts and the Django model permissions
+    # each role's group receives.
     nav_items: tuple = (
         ("Review queue", "orbs:queue", ("reviewer",)),
         ("Memory banks", "orbs:bank_list", ("reviewer", "operator")),
@@ -27,3 +29,10 @@ class OrbsConfig(AppConfig):
             "orbs.add_sourcememory", "orbs.view_dmrmretrievallog",
         ),
     }
+
+    def import_models(self):
+        # DMRM (orbs.dmrm) sits above the reflection memory in the stack but keeps its models in this
+        # app, under one migration history; importing them here registers them without orbs.models
+        # importing a level above it.
+        super().import_models()
+        import_module("orbs.dmrm.models")

@@ -280,8 +280,3 @@ class RetrievalHit(models.Model):
     class Meta:
         ordering = ["-retrieval__created_at", "rank"]
         constraints = [models.UniqueConstraint(fields=["retrieval", "orb"], name="retrieval_hit_unique")]
-
-
-# The DMRM experience memory (issue 4) keeps its models in its own package;
-# importing them here registers them with the orbs app.
-from orbs.dmrm.models import *  # noqa: E402,F401,F403

@@ -2,7 +2,9 @@
 import pytest
 from django.conf import settings
 
-from memweb import celery_app
+from memweb import celery_app, embedded_db
+
+_DB_STARTED_HERE = pytest.StashKey[bool]()
 
 pytest_plugins = ["tests.fixtures.users", "tests.fakes.openai_server", "tests.browser"]
 
@@ -31,8 +33,12 @@ def _eager_celery():
     celery_app.conf.task_always_eager = False
 
 
-def pytest_sessionfinish(session, exitstatus):
-    if getattr(settings, "EMBEDDED_DB_STARTED_HERE", False):
-        from memweb import embedded_db
+def pytest_configure(config):
+    # Settings start nothing; the test session starts the embedded database itself, and stops it
+    # at the end only when it was the one that started it.
+    config.stash[_DB_STARTED_HERE] = embedded_db.ensure_configured()
 
+
+def pytest_sessionfinish(session, exitstatus):
+    if session.config.stash.get(_DB_STARTED_HERE, False):
         embedded_db.stop(embedded_db.EmbeddedServer(settings.DATA_DIR))

@@ -1,4 +1,4 @@
-"""Models of the DMRM experience memory (imported by orbs/models.py).
+"""Models of the DMRM experience memory (registered with the orbs app by OrbsConfig.import_models).
 
 An Experience row is one entry of the Q-table: a state (goal g, observation o),
 an action a, the reward and next observation seen, and its Q-value. The target

@@ -22,7 +22,7 @@ from orbs.schemas import TrajectoryIn
 from orbs.services.banks import bank_embedder, bank_resolve
 from orbs.services.retrieval import retrieval_outcome_record
 from orbs.services.review import orb_snapshot
-from orbs.services.search import orbs_nearest
+from orbs.services.search import vectors_nearest
 
 logger = logging.getLogger(__name__)
 RETRIEVAL_IDS_KEY = "retrieval_ids"  # metadata key: retrievals this episode used, to record how it ended
@@ -84,7 +84,7 @@ def orb_draft(*, trajectory: TrajectoryIn) -> OrbDraft:
 
 def _near_duplicate(bank: MemoryBank, vector: list[float]) -> tuple[Orb | None, float | None]:
     live = Orb.objects.filter(bank=bank, status__in=[Orb.Status.PENDING, Orb.Status.APPROVED])
-    nearest = orbs_nearest(queryset=live, vector=vector, k=1)
+    nearest = vectors_nearest(queryset=live, vector=vector, k=1)
     if nearest and nearest[0][1] >= bank.near_duplicate_threshold:
         return nearest[0]
     return None, None

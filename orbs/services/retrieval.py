@@ -11,7 +11,7 @@ from memweb.embeddings import embedder
 from orbs.backends.rewriter import query_rewrite
 from orbs.models import MemoryBank, Orb, RetrievalHit, RetrievalLog
 from orbs.services.banks import bank_embedder, bank_resolve
-from orbs.services.search import orbs_nearest
+from orbs.services.search import vectors_nearest
 
 PROMPT_HEADER = "Memories from past customer-service episodes (most relevant first):"
 _SITUATION_CHARS = 300
@@ -104,7 +104,7 @@ def orbs_retrieve(*, bank: MemoryBank | str, query: str, context: dict, k: int |
     vector = model.embed_one(rewrite.value)
     embed_ms, start = _ms_since(start), time.perf_counter()
     queryset = orbs_retrievable(bank=bank, approved_only=approved_only, domain=domain, customer_key=customer_key)
-    nearest = orbs_nearest(queryset=queryset, vector=vector, k=k)
+    nearest = vectors_nearest(queryset=queryset, vector=vector, k=k)
     search_ms = _ms_since(start)
     hits = [Hit(orb, round(score, 6), rank) for rank, (orb, score) in enumerate(
         [(orb, score) for orb, score in nearest if score >= min_score], start=1)]
@@ -133,4 +133,4 @@ def orbs_search(*, text: str, queryset, limit: int = 20) -> list[tuple[Orb, floa
     Vectors of other models are left out so scores stay comparable."""
     model = embedder()
     vector = model.embed_one(text)
-    return orbs_nearest(queryset=queryset.filter(embedding_model=model.model_name), vector=vector, k=limit)
+    return vectors_nearest(queryset=queryset.filter(embedding_model=model.model_name), vector=vector, k=limit)

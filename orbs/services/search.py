@@ -1,4 +1,5 @@
-"""Nearest Orbs by cosine similarity on pgvector's HNSW index.
+"""Nearest rows by cosine similarity on pgvector's HNSW index: the one nearest-neighbour search of
+memweb's memories (Orbs, DMRM experiences).
 
 Queries are `ORDER BY vector <=> q LIMIT k` so the planner can walk the
 index. Filters (bank, status, domain, customer) would make a plain HNSW
@@ -7,9 +8,10 @@ filtered out, so pgvector 0.8's iterative scan keeps walking until k rows
 pass (`relaxed_order`: rows come back nearly sorted; we re-sort the k rows).
 """
 from django.db import connection, transaction
+from django.db.models import Model, QuerySet
 from pgvector.django import CosineDistance
 
-from orbs.models import HNSW_EF_SEARCH, Orb
+from orbs.models import HNSW_EF_SEARCH
 
 
 def _tune_index_scan() -> None:
@@ -18,12 +20,13 @@ def _tune_index_scan() -> None:
         cursor.execute(f"SET LOCAL hnsw.ef_search = {int(HNSW_EF_SEARCH)}")
 
 
-def orbs_nearest(*, queryset, vector: list[float], k: int) -> list[tuple[Orb, float]]:
-    """(orb, cosine similarity) for the k Orbs of `queryset` nearest to `vector`, best first."""
+def vectors_nearest(*, queryset: QuerySet, vector: list[float], k: int) -> list[tuple[Model, float]]:
+    """(row, cosine similarity) for the k rows of `queryset` (a model with a `vector` column) nearest
+    to `vector`, best first, ties by primary key."""
     with transaction.atomic():
         _tune_index_scan()
         rows = list(
             queryset.defer("vector").annotate(distance=CosineDistance("vector", vector)).order_by("distance")[:k]
         )
-    rows.sort(key=lambda orb: (orb.distance, orb.pk))
-    return [(orb, 1.0 - orb.distance) for orb in rows]
+    rows.sort(key=lambda row: (row.distance, row.pk))
+    return [(row, 1.0 - row.distance) for row in rows]

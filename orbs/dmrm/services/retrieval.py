@@ -10,15 +10,13 @@ approved memories.
 import time
 from dataclasses import dataclass
 
-from django.db import connection, transaction
 from django.db.models import Q
-from pgvector.django import CosineDistance
 
 from orbs.dmrm.models import DMRMRetrievalLog, DMRMSettings, Experience
 from orbs.dmrm.qlearning import action_choices, budget_select, prompt_render
 from orbs.dmrm.services.learning import dmrm_settings_get, successful_trajectories
-from orbs.models import HNSW_EF_SEARCH
 from orbs.services.banks import bank_embedder
+from orbs.services.search import vectors_nearest
 
 SOURCE, TARGET = Experience.Memory.SOURCE, Experience.Memory.TARGET
 
@@ -58,19 +56,9 @@ def _servable(bank, *, source_allowed: bool):
     return Experience.objects.filter(wanted, bank=bank, embedding_model=bank.embedding_model)
 
 
-def _nearest(queryset, vector: list[float], limit: int) -> list[Experience]:
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            # Filters would starve a plain HNSW scan; the iterative scan walks on until `limit` rows pass.
-            cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            cursor.execute(f"SET LOCAL hnsw.ef_search = {int(HNSW_EF_SEARCH)}")
-        return list(queryset.defer("vector").annotate(distance=CosineDistance("vector", vector))
-                    .order_by("distance")[:limit])
-
-
-def _scored(rows: list[Experience], *, weight: float) -> list[tuple[Experience, float, float]]:
+def _scored(nearest: list[tuple[Experience, float]], *, weight: float) -> list[tuple[Experience, float, float]]:
     """(entry, raw cosine, score used for ranking), best first."""
-    scored = [(e, 1.0 - e.distance, (1.0 - e.distance) * (weight if e.memory == SOURCE else 1.0)) for e in rows]
+    scored = [(e, cosine, cosine * (weight if e.memory == SOURCE else 1.0)) for e, cosine in nearest]
     return sorted(scored, key=lambda item: (-item[2], item[0].pk))
 
 
@@ -106,9 +94,10 @@ def experiences_retrieve(*, bank, goal: str, observation: str, recent_actions: l
     vector = model.embed_one(f"{observation}\n{goal}")
     query_tokens = model.count_tokens(f"{observation}\n{goal}")
     embed_ms, start = (time.perf_counter() - start) * 1000, time.perf_counter()
-    rows = _nearest(_servable(bank, source_allowed=not disable), vector, settings.scan_limit)
+    nearest = vectors_nearest(queryset=_servable(bank, source_allowed=not disable), vector=vector,
+                              k=settings.scan_limit)
     search_ms = (time.perf_counter() - start) * 1000
-    scored = _scored(rows, weight=settings.source_weight if weighted else 1.0)
+    scored = _scored(nearest, weight=settings.source_weight if weighted else 1.0)
     decisions = budget_select(lengths=[e.token_length for e, _, _ in scored], query_tokens=query_tokens,
                               c_max=settings.c_max)
     hits = _hits(scored, decisions, weighted=weighted)

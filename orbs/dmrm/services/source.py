@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
+from memweb.registry import trajectory_source
 from orbs.dmrm.models import Experience, SourceMemory
 from orbs.dmrm.qlearning import discounted_returns, entry_text, state_key, text_key
 from orbs.errors import OrbsError
@@ -122,9 +123,6 @@ def source_memory_build(*, bank, name: str, source_domain: str, trajectories: li
 
 
 def source_trajectories_from_episodes(*, domain: str, limit: int = 500) -> list[dict]:
-    """Finished (completed) episodes of `domain`, newest first, as trajectory dicts."""
-    from evaluation.models import Episode
-    from evaluation.services.episodes import episode_trajectory
-
-    episodes = Episode.objects.filter(status=Episode.Status.COMPLETED, task__domain=domain)[:limit]
-    return [episode_trajectory(e) | {"episode_ref": f"episode:{e.pk}"} for e in episodes]
+    """Finished (completed) episodes of `domain`, newest first, as trajectory dicts, from the
+    "episodes" trajectory source the evaluation app registers."""
+    return trajectory_source("episodes")(domain=domain, limit=limit)

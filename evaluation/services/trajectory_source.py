@@ -1,0 +1,11 @@
+"""Finished episodes as trajectories: the "episodes" trajectory source this app registers in
+memweb.registry, through which orbs' DMRM source-memory builder reads episodes without importing
+the evaluation app (orbs sits below evaluation in the stack)."""
+from evaluation.models import Episode
+from evaluation.services.episodes import episode_trajectory
+
+
+def trajectories_of_domain(*, domain: str, limit: int = 500) -> list[dict]:
+    """Completed episodes of `domain`, newest first, as trajectory dicts."""
+    episodes = Episode.objects.filter(status=Episode.Status.COMPLETED, task__domain=domain)[:limit]
+    return [episode_trajectory(e) | {"episode_ref": f"episode:{e.pk}"} for e in episodes]

@@ -1,0 +1,55 @@
+"""What the apps contribute to memweb's shared infrastructure, declared on their AppConfig.
+
+memweb sits at the bottom of the stack and imports nothing above it, yet its navigation, home
+page, worker heartbeat and role groups need things only the apps know. Each app declares them as
+class attributes of its AppConfig and names functions by dotted path, resolved when used:
+
+    nav_items = (("Runs", "evaluation:run_list", ("operator",)),)
+    home_counts = (("Runs in progress", "evaluation.runs.services.runs_count_active", ("operator",), url_name),)
+    worker_beats = ("evaluation.runs.services.runs_watch_overdue",)
+    trajectory_sources = (("episodes", "evaluation.services.trajectories_of_domain"),)
+    role_permissions = {"operator": ("evaluation.view_task", ...)}
+
+A worker beat is called on every worker heartbeat with no arguments. A trajectory source is
+called as `source(domain=..., limit=...)` and returns trajectory dicts (orbs.schemas.TrajectoryIn)
+of finished episodes; orbs' DMRM source-memory builder reads its episodes through one.
+"""
+from collections.abc import Callable
+
+from django.apps import apps
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.module_loading import import_string
+
+
+def declared(attribute: str) -> list[tuple[str, object]]:
+    """(app name, entry) for every entry of `attribute` on every installed app, in app order."""
+    return [(config.name, entry) for config in apps.get_app_configs() for entry in getattr(config, attribute, ())]
+
+
+def declared_tuples(attribute: str, sizes: tuple[int, ...]) -> list[tuple]:
+    """The entries of `attribute`, each checked to be a tuple of one of `sizes` items."""
+    found = []
+    for app, entry in declared(attribute):
+        if not isinstance(entry, tuple) or len(entry) not in sizes:
+            raise ImproperlyConfigured(
+                f"{app}: each entry of {attribute} must be a tuple of {' or '.join(map(str, sizes))} items, got {entry!r}"
+            )
+        found.append(entry)
+    return found
+
+
+def role_permissions(role: str) -> list[str]:
+    """The "app_label.codename" permissions the apps grant to `role`'s group."""
+    return [perm for config in apps.get_app_configs() for perm in getattr(config, "role_permissions", {}).get(role, ())]
+
+
+def worker_beats() -> list[Callable[[], object]]:
+    return [import_string(path) for _, path in declared("worker_beats")]
+
+
+def trajectory_source(name: str) -> Callable[..., list[dict]]:
+    """The trajectory source an app registered under `name`."""
+    sources = dict(declared_tuples("trajectory_sources", (2,)))
+    if name not in sources:
+        raise ImproperlyConfigured(f"no installed app provides the trajectory source {name!r}")
+    return import_string(sources[name])
