@@ -1,6 +1,5 @@
 """Pages: the task list, a task, task import/export, episodes and their transcripts."""
 from django.contrib import messages
-from django.core.paginator import Paginator
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -11,15 +10,8 @@ from evaluation.models import Episode, Task, TaskSet
 from evaluation.services import (
     EpisodeConfigError, episode_run, taskset_builtin_load, tasks_export_jsonl, tasks_filtered, tasks_import_jsonl,
 )
+from memweb.listing import list_page
 from memweb.roles import Role, role_required
-
-PAGE_SIZE = 25
-
-
-def _querystring(request, *, drop: str) -> str:
-    params = request.GET.copy()
-    params.pop(drop, None)
-    return params.urlencode()
 
 
 # --- tasks ---------------------------------------------------------------------------
@@ -28,12 +20,9 @@ def _querystring(request, *, drop: str) -> str:
 @role_required(Role.OPERATOR)
 def task_list(request):
     form = TaskFilterForm(request.GET or None)
-    page = Paginator(tasks_filtered(**form.filters()), PAGE_SIZE).get_page(request.GET.get("page"))
-    context = {"form": form, "page": page, "query": _querystring(request, drop="page"),
-               "has_sets": TaskSet.objects.exists()}
-    if request.htmx:
-        return render(request, "evaluation/_task_rows.html", context)
-    return render(request, "evaluation/task_list.html", context)
+    return list_page(request, rows=tasks_filtered(**form.filters()), template="evaluation/task_list.html",
+                     partial="evaluation/_task_rows.html",
+                     context={"form": form, "has_sets": TaskSet.objects.exists()})
 
 
 @require_POST
@@ -115,11 +104,8 @@ def episode_list(request):
     outcome = request.GET.get("outcome", "")
     if outcome in ("success", "failure"):
         episodes = episodes.filter(success=outcome == "success")
-    page = Paginator(episodes, PAGE_SIZE).get_page(request.GET.get("page"))
-    context = {"page": page, "query": _querystring(request, drop="page"), "outcome": outcome, "task_id": task_id}
-    if request.htmx:
-        return render(request, "evaluation/_episode_rows.html", context)
-    return render(request, "evaluation/episode_list.html", context)
+    return list_page(request, rows=episodes, template="evaluation/episode_list.html",
+                     partial="evaluation/_episode_rows.html", context={"outcome": outcome, "task_id": task_id})
 
 
 @require_GET

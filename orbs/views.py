@@ -1,12 +1,12 @@
 """Review pages: the queue, an Orb's page, review actions, memory banks."""
 from django.contrib import messages
-from django.core.paginator import Paginator
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from memweb.listing import page_of, query_without_page
 from memweb.roles import Role, has_role, role_required
 from orbs.errors import OrbConflict, OrbsError
 from orbs.forms import (
@@ -20,7 +20,6 @@ from orbs.services import (
 from orbs.services.banks import POLICY_FIELDS
 from orbs.services.queue import orbs_filtered, orbs_queue
 
-PAGE_SIZE = 25
 SEMANTIC_LIMIT = 20
 READERS = (Role.REVIEWER, Role.OPERATOR)
 PAST_TENSE = {"approve": "approved", "reject": "rejected"}
@@ -32,19 +31,13 @@ def _queue_context(request) -> dict:
     form = QueueFilterForm(request.GET or None)
     filters = form.filters()
     semantic = form.cleaned_data.get("semantic", "").strip() if form.is_valid() else ""
-    context = {"form": form, "semantic": semantic, "query": _querystring(request, drop="page")}
+    context = {"form": form, "semantic": semantic, "query": query_without_page(request)}
     if semantic:
         context["results"] = orbs_search(text=semantic, queryset=orbs_filtered(filters=filters), limit=SEMANTIC_LIMIT)
         return context
-    page = Paginator(orbs_queue(filters=filters), PAGE_SIZE).get_page(request.GET.get("page"))
+    page = page_of(request, orbs_queue(filters=filters))
     context.update(page=page, results=[(orb, None) for orb in page.object_list])
     return context
-
-
-def _querystring(request, *, drop: str) -> str:
-    params = request.GET.copy()
-    params.pop(drop, None)
-    return params.urlencode()
 
 
 @require_GET

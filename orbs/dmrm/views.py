@@ -1,10 +1,10 @@
 """DMRM pages: the experience browser with review and Q-value chart, per-bank
 settings, and the source-memory builder with its preview."""
 from django.contrib import messages
-from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from memweb.listing import page_of, query_without_page
 from memweb.roles import Role, has_role, role_required
 from orbs.dmrm.forms import DMRMSettingsForm, ExperienceFilterForm, ReviewForm, SourceBuildForm
 from orbs.dmrm.models import Experience
@@ -16,7 +16,6 @@ from orbs.dmrm.services import (
 from orbs.errors import OrbsError
 from orbs.models import MemoryBank
 
-PAGE_SIZE = 25
 PREVIEW_ROWS = 100
 CHART_SAMPLE = 5000
 RECENT_RETRIEVALS = 10
@@ -26,11 +25,9 @@ READERS = (Role.REVIEWER, Role.OPERATOR)
 def _browser_context(request) -> dict:
     form = ExperienceFilterForm(request.GET or None)
     queryset = form.filtered(Experience.objects.select_related("bank", "source_memory").defer("vector"))
-    page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
-    params = request.GET.copy()
-    params.pop("page", None)
+    page = page_of(request, queryset)
     q_values = list(queryset.order_by().values_list("q_value", flat=True)[:CHART_SAMPLE])
-    return {"form": form, "page": page, "query": params.urlencode(), "chart": histogram(q_values),
+    return {"form": form, "page": page, "query": query_without_page(request), "chart": histogram(q_values),
             "total": page.paginator.count, "can_review": has_role(request.user, Role.REVIEWER)}
 
 
