@@ -6,9 +6,13 @@ from ninja.errors import HttpError
 from ninja.responses import Status
 
 from memweb.auth import api_auth
+from memweb.errors import field_errors
 from memweb.roles import Role
 from orbs.dmrm.services import (
-    SourceMemoryReadOnly, TransitionError, experiences_append_batch, experiences_retrieve,
+    SourceMemoryReadOnly,
+    TransitionError,
+    experiences_append_batch,
+    experiences_retrieve,
 )
 from orbs.dmrm.services.learning import Transition
 from orbs.models import MemoryBank
@@ -89,16 +93,6 @@ def _bank(slug: str) -> MemoryBank:
         raise HttpError(404, f"No memory bank {slug!r}") from None
 
 
-def _location(path: str) -> list:
-    """"transitions[1].reward" -> ["body", "payload", "transitions", 1, "reward"], as ninja reports it."""
-    parts = path.replace("[", ".").replace("]", "").split(".")
-    return ["body", "payload", *(int(p) if p.isdigit() else p for p in parts)]
-
-
-def _field_errors(problems: list[tuple[str, str]]) -> dict:
-    return {"detail": [{"loc": _location(path), "msg": message} for path, message in problems]}
-
-
 @router.post("/banks/{slug}/transitions", response={201: TransitionsOut, 404: dict, 422: dict}, auth=WRITE)
 def transitions_write(request, slug: str, payload: TransitionsIn):
     """Append decision steps to the bank's target memory, updating their Q-values in order."""
@@ -109,7 +103,7 @@ def transitions_write(request, slug: str, payload: TransitionsIn):
     except SourceMemoryReadOnly as refused:
         return Status(422, {"detail": str(refused)})
     except TransitionError as invalid:
-        return Status(422, _field_errors(invalid.problems))
+        return Status(422, field_errors(invalid.problems, prefix=("body", "payload")))
     return Status(201, {"written": len(entries), "entries": entries})
 
 

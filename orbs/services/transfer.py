@@ -16,9 +16,15 @@ import pydantic
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from memweb.errors import problems_of
 from memweb.services import unstorable_problem
 from orbs.models import (
-    VECTOR_DIMENSIONS, EpisodeRecord, MemoryBank, Orb, ReviewEvent, content_hash_of,
+    VECTOR_DIMENSIONS,
+    EpisodeRecord,
+    MemoryBank,
+    Orb,
+    ReviewEvent,
+    content_hash_of,
 )
 from orbs.services.banks import POLICY_FIELDS, bank_slug_unique
 
@@ -183,8 +189,8 @@ def _parse(report: ImportReport, number: int, text: str, model):
     try:
         parsed = model.model_validate_json(text)
     except pydantic.ValidationError as exc:
-        for error in exc.errors(include_url=False):
-            report.add(number, ".".join(str(p) for p in error["loc"]) or "(line)", error["msg"])
+        for field, message in problems_of(exc, whole="(line)"):
+            report.add(number, field, message)
         return None
     unstorable = unstorable_problem(json.loads(text))
     if unstorable:
