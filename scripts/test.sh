@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the suite needs (Python and front-end dependencies, Debian's
-# chromium for the browser tests) and runs the whole test suite.
+# chromium for the browser tests), lints with ruff and runs the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,4 +11,6 @@ if ! command -v chromium >/dev/null 2>&1; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
 fi
+echo "memweb: ruff check"
+.venv/bin/ruff check .
 exec .venv/bin/python -m pytest "$@"
