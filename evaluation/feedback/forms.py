@@ -4,7 +4,7 @@ from django import forms
 
 from evaluation.feedback.models import CalibrationSetting, EpisodeFeedback, FeedbackProfile
 from evaluation.feedback.params import FeedbackParams
-from evaluation.feedback.services import run_episodes
+from evaluation.feedback.services import BACKEND_FILTERS, run_episodes
 from evaluation.models import Domain, Episode, EvaluationRun
 
 SELECTION_SIZES = (("50", "latest 50"), ("200", "latest 200"), ("1000", "latest 1000"), ("all", "all"))
@@ -110,7 +110,7 @@ class BrowserForm(forms.Form):
     score_max = forms.TypedChoiceField(choices=SCORE_CHOICES, coerce=int, empty_value=None, required=False,
                                        label="Score to")
     backend = forms.ChoiceField(required=False, label="Critique by", choices=[
-        ("", "any backend"), ("llm", "LLM"), ("scripted", "scripted"), ("fallback", "scripted (LLM failed)")])
+        ("", "any backend"), *((key, backend.label) for key, backend in BACKEND_FILTERS.items())])
 
     def clean(self):
         cleaned = super().clean()

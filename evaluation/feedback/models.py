@@ -14,8 +14,6 @@ from evaluation.feedback.prompts import profile_prompt
 
 __all__ = ["CalibrationSetting", "EpisodeFeedback", "FeedbackProfile"]
 
-SCRIPTED_PREFIX = "scripted"
-
 
 class FeedbackProfile(models.Model):
     key = models.SlugField(max_length=64, unique=True, help_text="Task family: the task's domain, e.g. appliances.")
@@ -97,6 +95,17 @@ class EpisodeFeedback(models.Model):
         SHOP = "shop", "shop reward breakdown"
         CORRECTNESS = "correctness", "binary correctness"
 
+    class Backend(models.TextChoices):
+        """Who wrote a critique or score. An LLM's is stored as `llm:<model>` (see `of_llm`), so the
+        backend fields keep no `choices`; both offline values start with SCRIPTED."""
+        LLM = "llm", "LLM"
+        SCRIPTED = "scripted", "scripted"
+        FALLBACK = "scripted (LLM failed)", "scripted (LLM failed)"
+
+        @classmethod
+        def of_llm(cls, model: str) -> str:
+            return f"{cls.LLM.value}:{model}"
+
     episode = models.OneToOneField("evaluation.Episode", on_delete=models.CASCADE,
                                    related_name="simulated_feedback")
     profile = models.ForeignKey(FeedbackProfile, null=True, blank=True, on_delete=models.SET_NULL,
@@ -136,11 +145,11 @@ class EpisodeFeedback(models.Model):
 
     @property
     def critique_scripted(self) -> bool:
-        return self.critique_backend.startswith(SCRIPTED_PREFIX)
+        return self.critique_backend.startswith(self.Backend.SCRIPTED)
 
     @property
     def score_scripted(self) -> bool:
-        return self.score_backend.startswith(SCRIPTED_PREFIX)
+        return self.score_backend.startswith(self.Backend.SCRIPTED)
 
     @property
     def judged_response(self) -> str:

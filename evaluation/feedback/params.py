@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from evaluation import feedback_model as fm
+from evaluation.feedback import formulas as fm
 
 Metric = Literal["shop", "correctness"]
 LOW_SCORE_CEILING = 5  # under the binary model, scores up to here count as the low score's share

@@ -12,6 +12,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from evaluation.feedback.forms import BrowserForm, CalibrationForm, ProfileForm, SelectionForm
 from evaluation.feedback.models import CalibrationSetting, FeedbackProfile
 from evaluation.feedback.services import (
+    calibration_curves,
+    calibration_histogram,
     calibration_recalibrate,
     calibration_table,
     calibration_update,
@@ -28,23 +30,13 @@ PAGE_SIZE = 25
 
 # --- calibration ---------------------------------------------------------------------------------
 
-def _curves(table) -> dict:
-    return {key: [row[key] for row in table.rows] for key in ("score", "p_like", "p_dislike", "p_none", "p_copy")}
-
-
-def histogram_chart(table, rates) -> dict:
-    """Realised share of each S beside the distribution the model is calibrated under."""
-    return {"scores": [row["score"] for row in table.rows], "p_score": [row["p_score"] for row in table.rows],
-            "realised": [count / rates.n for count in rates.histogram] if rates.n else []}
-
-
 def _calibration_context(request, setting: CalibrationSetting, form: CalibrationForm) -> dict:
     selection = SelectionForm(request.GET or None)
     table = calibration_table(params=setting.params())
     rates = feedback_rates(episodes=selection.episodes(), params=setting.params())
     return {"setting": setting, "form": form, "table": table, "selection": selection, "rates": rates,
-            "selection_label": selection.label(), "curves": _curves(table),
-            "histogram_chart": histogram_chart(table, rates)}
+            "selection_label": selection.label(), "curves": calibration_curves(table=table),
+            "histogram_chart": calibration_histogram(table=table, rates=rates)}
 
 
 @require_GET

@@ -9,8 +9,9 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from evaluation.feedback.services import calibration_table, feedback_browse, feedback_rates, run_episodes
-from evaluation.feedback.views import histogram_chart
+from evaluation.feedback.services import (
+    calibration_histogram, calibration_table, feedback_browse, feedback_rates, run_episodes,
+)
 from evaluation.feedback.models import CalibrationSetting
 from evaluation.runs.forms import RunFilterForm, RunImportForm, RunLaunchForm
 from evaluation.runs.models import EvaluationRun
@@ -61,7 +62,8 @@ def _feedback_context(run: EvaluationRun) -> dict:
     """The run's score histogram, realised action rates against the targets, and newest feedback."""
     episodes, params = run_episodes(run=run), CalibrationSetting.current().params()
     rates = feedback_rates(episodes=episodes, params=params)
-    return {"rates": rates, "histogram_chart": histogram_chart(calibration_table(params=params), rates),
+    histogram = calibration_histogram(table=calibration_table(params=params), rates=rates)
+    return {"rates": rates, "histogram_chart": histogram,
             "page": Paginator(feedback_browse(episodes=episodes), FEEDBACK_ROWS).get_page(1),
             "query": urlencode({"run": run.pk})}
 

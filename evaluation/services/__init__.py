@@ -2,7 +2,7 @@
 from evaluation.services.episodes import (
     EpisodeConfigError, EpisodePlay, episode_ref, episode_run, episode_save, episode_simulate, episode_trajectory,
 )
-from evaluation.services.tasks import (
+from evaluation.services.task_sets import (
     BUILTIN_SET, ImportReport, task_summary, taskset_builtin_load, tasks_export_jsonl, tasks_filtered,
     tasks_import_jsonl,
 )

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from evaluation.shop.errors import ERROR_KINDS
 from evaluation.shop.generator import DEFAULT_SEED, shop_fresh
 from evaluation.shop.reward import gold_replay, mentions, reward_compute, state_fingerprint
-from evaluation.shop.tasks import EMOTIONS, IDENTIFY_TOOL, TRUST_LEVELS
+from evaluation.shop.task_specs import EMOTIONS, IDENTIFY_TOOL, TRUST_LEVELS
 from evaluation.shop.tools import TOOLS
 
 INTENT_KINDS = ("track_order", "cancel_order", "return_item", "exchange_item", "warranty_info",

@@ -8,7 +8,7 @@ import pytest
 from evaluation.shop.customers import AgendaCustomer
 from evaluation.shop.episode import episode_play
 from evaluation.shop.scripted_agent import ScriptedAgent
-from evaluation.shop.tasks import tasks_generate
+from evaluation.shop.task_specs import tasks_generate
 
 
 @functools.cache

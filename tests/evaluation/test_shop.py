@@ -116,7 +116,7 @@ def test_it_makes_wrong_tool_tasks_where_the_customer_names_a_product_but_has_no
 def test_it_generates_the_same_tasks_every_time(shop_tasks):
     from evaluation.models import ErrorKind
     from evaluation.shop.errors import ERROR_KINDS
-    from evaluation.shop.tasks import tasks_generate
+    from evaluation.shop.task_specs import tasks_generate
 
     assert tuple(ErrorKind.values) == ERROR_KINDS
     assert tasks_generate() == shop_tasks

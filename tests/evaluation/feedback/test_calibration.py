@@ -1,7 +1,7 @@
 """Calibration through the service: target global rates, monotone curves, recalibration on a run."""
 import pytest
 
-from evaluation import feedback_model as fm
+from evaluation.feedback import formulas as fm
 from evaluation.feedback.models import CalibrationSetting, EpisodeFeedback
 from evaluation.feedback.params import FeedbackParams
 from evaluation.feedback.services import (

@@ -6,7 +6,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 
 from evaluation.models import Task, TaskSet
-from evaluation.shop.tasks import tasks_generate
+from evaluation.shop.task_specs import tasks_generate
 from evaluation.shop.validate import spec_errors
 from memweb.services import unstorable_problem
 

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from evaluation import feedback_model as fm
+from evaluation.feedback import formulas as fm
 
 TARGET_LIKE, TARGET_DISLIKE = 0.065 * 0.86, 0.065 * 0.14
 

@@ -1,0 +1,48 @@
+"""The conversation as the customer saw it, and the ground truth it is judged against.
+
+What is judged: the agent's final reply (its last message with text), with the whole conversation
+before it as history. The shop's reward, and so the metric score and the offline critique, exist
+only for an episode's end state; judging earlier turns would give the two backends different
+shapes. One episode therefore has one feedback tuple.
+"""
+from dataclasses import dataclass
+
+from evaluation.models import Episode
+from evaluation.shop.customers import STOP
+
+
+@dataclass(frozen=True)
+class Judged:
+    """The reply being judged and the conversation before it, as the customer saw it."""
+    index: int | None
+    history: list[tuple[str, str]]
+    response: str
+
+
+def _visible(message: dict) -> tuple[str, str] | None:
+    """Customers see text, not tool calls or results."""
+    text = (message.get("content") or "").replace(STOP, "").strip()
+    if message["role"] == "user" and text:
+        return "Customer", text
+    if message["role"] == "assistant" and text:
+        return "Agent", text
+    return None
+
+
+def episode_judged(episode: Episode) -> Judged:
+    transcript = episode.transcript
+    replies = [i for i, m in enumerate(transcript) if m["role"] == "assistant" and (m.get("content") or "").strip()]
+    index = replies[-1] if replies else None
+    before = transcript[:index] if index is not None else transcript
+    history = [line for line in map(_visible, before) if line]
+    return Judged(index=index, history=history, response=transcript[index]["content"].strip() if replies else "")
+
+
+def evaluation_context(spec: dict) -> dict:
+    """The ground truth the simulated user judges against (the agent never saw it)."""
+    return {
+        "requests": [{"kind": i["kind"], **i["slots"]} for i in spec["intents"]],
+        "expected_changes": spec["gold_actions"],
+        "expected_lookups": [call["name"] for call in spec["gold_lookups"]],
+        "facts_the_customer_must_be_told": {o["label"]: o["value"] for o in spec["required_outputs"]},
+    }
