@@ -3,7 +3,6 @@ generating one episode's feedback from its transcript page."""
 from urllib.parse import urlencode
 
 from django.contrib import messages
-from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -23,10 +22,8 @@ from evaluation.feedback.services import (
     profiles_ensure_defaults,
 )
 from evaluation.models import Episode
+from memweb.listing import list_page
 from memweb.roles import Role, role_required
-
-PAGE_SIZE = 25
-
 
 # --- calibration ---------------------------------------------------------------------------------
 
@@ -111,13 +108,8 @@ def feedback_profile_edit(request, profile_id: int | None = None):
 def feedback_browser(request):
     form = BrowserForm(request.GET or None)
     rows = feedback_browse(**form.filters())
-    page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
-    query = request.GET.copy()
-    query.pop("page", None)
-    context = {"form": form, "page": page, "query": query.urlencode()}
-    if request.htmx:
-        return render(request, "evaluation/feedback/_feedback_rows.html", context)
-    return render(request, "evaluation/feedback/browser.html", context)
+    return list_page(request, rows=rows, template="evaluation/feedback/browser.html",
+                     partial="evaluation/feedback/_feedback_rows.html", context={"form": form})
 
 
 @require_POST

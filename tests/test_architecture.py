@@ -1,0 +1,94 @@
+"""The import graph keeps the stack of docs/ARCHITECTURE.md: each level imports only the levels below
+it, so no two packages import each other. Imports inside functions count as much as top-level ones."""
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+APPS = ("memweb", "orbs", "evaluation", "annotation")
+
+# Lowest first; a module belongs to the most specific level whose prefix it carries.
+LEVELS = (
+    "memweb",
+    "evaluation.shop",
+    "annotation",
+    "orbs",
+    "orbs.dmrm",
+    "evaluation",
+    "evaluation.feedback",
+    "evaluation.runs",
+)
+# Composition: these modules mount the routers and URLs of the levels above them, and only that.
+COMPOSITION = {"memweb.urls", "memweb.api", "orbs.urls", "orbs.api", "evaluation.urls", "evaluation.api"}
+# The Django-free simulator: nothing from Django or from memweb's own packages.
+DJANGO_FREE = "evaluation.shop"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _resolve(module: str, path: Path, node: ast.ImportFrom) -> list[str]:
+    if not node.level:
+        return [node.module]
+    base = module.split(".")[: len(module.split(".")) - node.level + (path.name == "__init__.py")]
+    target = ".".join(base + ([node.module] if node.module else []))
+    return [target] if node.module else [f"{target}.{alias.name}" for alias in node.names]
+
+
+def _imports(path: Path, module: str):
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            yield from ((alias.name, node.lineno) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            yield from ((target, node.lineno) for target in _resolve(module, path, node))
+
+
+def import_edges() -> list[tuple[str, str, str]]:
+    """(importing module, imported module, "file:line") for every import in the apps' code."""
+    edges = []
+    for app in APPS:
+        for path in sorted((ROOT / app).rglob("*.py")):
+            if "migrations" in path.parts:
+                continue
+            module = _module_name(path)
+            edges += [(module, target, f"{path.relative_to(ROOT)}:{line}") for target, line in _imports(path, module)]
+    return edges
+
+
+def level_of(module: str) -> str | None:
+    matching = [level for level in LEVELS if module == level or module.startswith(f"{level}.")]
+    return max(matching, key=len, default=None)
+
+
+def test_it_imports_only_downwards_through_the_stack():
+    upward = [
+        f"{where}: {source} ({level_of(source)}) imports {target} ({level_of(target)})"
+        for source, target, where in import_edges()
+        if source not in COMPOSITION and level_of(target) is not None
+        and LEVELS.index(level_of(target)) > LEVELS.index(level_of(source))
+    ]
+    assert not upward, "imports against the stack of docs/ARCHITECTURE.md:\n" + "\n".join(upward)
+
+
+def test_it_keeps_annotation_on_memweb_alone():
+    outside = [f"{where}: {target}" for source, target, where in import_edges()
+               if level_of(source) == "annotation" and level_of(target) not in (None, "memweb", "annotation")]
+    assert not outside, outside
+
+
+def test_it_keeps_the_shop_simulator_free_of_django():
+    coupled = [f"{where}: {target}" for source, target, where in import_edges()
+               if level_of(source) == DJANGO_FREE
+               and (target.split(".")[0] == "django" or level_of(target) not in (None, DJANGO_FREE))]
+    assert not coupled, coupled
+
+
+def test_it_finds_an_upward_import_when_one_is_planted(tmp_path):
+    """The walker itself works: a function-level import from memweb into runs is caught."""
+    planted = tmp_path / "memweb" / "planted.py"
+    planted.parent.mkdir()
+    planted.write_text("def beat():\n    from evaluation.runs.services import runs_watch_overdue\n")
+    found = list(_imports(planted, "memweb.planted"))
+    assert found == [("evaluation.runs.services", 2)]
+    assert LEVELS.index(level_of(found[0][0])) > LEVELS.index(level_of("memweb.planted"))
