@@ -3,7 +3,8 @@
 `episode_simulate` plays an episode and touches no evaluation table (only the Orbs retrieval log
 when memory is on); `episode_save` stores it in one short transaction. Evaluation runs call the
 two separately, so an LLM conversation never holds a transaction open and a run can store the
-episode together with its own (run, trial, task) row. `episode_run` does both.
+episode together with its own (run, trial, task) row, and its retrievals' outcome (the run's
+memory module writes those). `episode_run` does all three for an ad-hoc episode.
 """
 from dataclasses import dataclass
 
@@ -112,7 +113,6 @@ def episode_save(*, play: EpisodePlay) -> Episode:
             memories=outcome.memories, errors=outcome.errors, committed_errors=outcome.committed,
             infra_error=outcome.infra_error, turns=outcome.turns, tool_calls=len(outcome.calls),
             tokens_in=outcome.tokens_in, tokens_out=outcome.tokens_out, latency_ms=outcome.latency_ms)
-        _note_retrieval_outcome(play, episode)
     return episode
 
 
@@ -122,18 +122,17 @@ def _details(reward) -> dict:
             "gold_state_hash": reward.gold_state_hash}
 
 
-def _note_retrieval_outcome(play: EpisodePlay, episode: Episode) -> None:
-    if play.retrieval_ids:
-        retrieval_outcome_record(retrieval_ids=play.retrieval_ids, success=episode.success, reward=episode.reward,
-                                 episode_ref=episode_ref(episode))
-
-
 def episode_run(*, task: Task, agent_config=None, customer_config=None, memory_config=None, seed: int = 0,
                 max_turns: int = DEFAULT_MAX_TURNS) -> Episode:
-    """Play one episode and store it (see episode_simulate for the arguments)."""
+    """Play one ad-hoc episode and store it with its retrievals' outcome (see episode_simulate
+    for the arguments)."""
     play = episode_simulate(task=task, agent_config=agent_config, customer_config=customer_config,
                             memory_config=memory_config, seed=seed, max_turns=max_turns)
-    return episode_save(play=play)
+    with transaction.atomic():
+        episode = episode_save(play=play)
+        retrieval_outcome_record(retrieval_ids=play.retrieval_ids, success=episode.success, reward=episode.reward,
+                                 episode_ref=episode_ref(episode))
+    return episode
 
 
 def episode_ref(episode: Episode) -> str:

@@ -24,6 +24,7 @@ from django.utils import timezone
 from evaluation.models import Episode, Task
 from evaluation.runs.models import EvaluationRun, MemoryMode, ReviewGate, RunEpisode, Trial
 from evaluation.runs.services.dispatch import inline_drain, inline_work, work_send
+from evaluation.runs.services.memory import run_episode_outcome_record
 from evaluation.runs.services.results import run_metrics_compute
 from evaluation.services import EpisodeConfigError, EpisodePlay, episode_ref, episode_save, episode_simulate, \
     episode_trajectory
@@ -348,6 +349,8 @@ def _episode_store(row: RunEpisode, token: uuid.UUID, result: EpisodePlay | str)
     try:
         with transaction.atomic():
             episode = episode_save(play=play) if play else None
+            if episode is not None:
+                run_episode_outcome_record(play=play, episode=episode)
             fields = _verdict(play, episode, error)
             if not RunEpisode.objects.filter(pk=row.pk, status=RunEpisode.Status.RUNNING,
                                              claim_token=token).update(**fields):
