@@ -8,6 +8,7 @@ memory module writes those). `episode_run` does all three for an ad-hoc episode.
 """
 from dataclasses import dataclass
 
+from django.core.exceptions import ObjectDoesNotExist
 from django.db import transaction
 
 from evaluation.configs import AgentConfig, CustomerConfig, MemoryConfig
@@ -18,7 +19,6 @@ from evaluation.shop.customers import STOP, AgendaCustomer
 from evaluation.shop.episode import DEFAULT_MAX_TURNS, EpisodeOutcome, episode_play
 from evaluation.shop.scripted_agent import ScriptedAgent
 from memweb.llm import LLMError, role_config
-from orbs.models import MemoryBank
 from orbs.services import retrieval_outcome_record
 
 TOOL_CONTENT_CHARS = 4000  # per tool message in a trajectory (the Orbs schema caps messages at 20k)
@@ -52,10 +52,11 @@ def _parsed(model, value):
 
 def episode_simulate(*, task: Task, agent_config: AgentConfig | dict | None = None,
                      customer_config: CustomerConfig | dict | None = None,
-                     memory_config: MemoryConfig | dict | None = None, seed: int = 0,
+                     memory_config: MemoryConfig | dict | None = None, bank=None, seed: int = 0,
                      max_turns: int = DEFAULT_MAX_TURNS) -> EpisodePlay:
     """Play one episode of `task`. Raises EpisodeConfigError (or pydantic's ValidationError) for a
-    configuration that cannot run; an LLM that fails mid-episode is recorded, not raised."""
+    configuration that cannot run; an LLM that fails mid-episode is recorded, not raised.
+    `bank`: the memory bank already loaded (an evaluation run's), else `memory_config.bank` is looked up."""
     agent_config, customer_config = _parsed(AgentConfig, agent_config), _parsed(CustomerConfig, customer_config)
     memory_config = _parsed(MemoryConfig, memory_config)
     if not 1 <= max_turns <= MAX_TURNS_LIMIT:
@@ -63,7 +64,7 @@ def episode_simulate(*, task: Task, agent_config: AgentConfig | dict | None = No
     spec = task.spec
     agent = _agent(agent_config, spec, seed)
     customer = _customer(customer_config, spec, seed)
-    memory = _memory(memory_config, spec)
+    memory = _memory(memory_config, spec, bank)
     outcome = episode_play(task=spec, agent=agent, customer=customer, memory=memory, max_turns=max_turns,
                            infra_errors=(LLMError,))
     return EpisodePlay(task=task, seed=seed, max_turns=max_turns, agent_config=agent_config,
@@ -92,10 +93,10 @@ def _customer(config: CustomerConfig, spec: dict, seed: int):
     return LLMCustomer(task=spec)
 
 
-def _memory(config: MemoryConfig, spec: dict):
+def _memory(config: MemoryConfig, spec: dict, bank):
     try:
-        return memory_hook(config=config, task=spec)
-    except MemoryBank.DoesNotExist:
+        return memory_hook(config=config, task=spec, bank=bank)
+    except ObjectDoesNotExist:
         raise EpisodeConfigError(f"memory bank {config.bank!r} does not exist") from None
 
 
