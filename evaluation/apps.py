@@ -13,6 +13,8 @@ class EvaluationConfig(AppConfig):
     home_counts: tuple = (
         ("Runs in progress", "evaluation.runs.services.runs_count_active", ("operator",), "evaluation:run_list"),
     )
+    # Read by memweb's load_demo: the runs' demo, which loads the core's (evaluation.demo) first.
+    demo_module = "evaluation.runs.demo"
     role_permissions: dict = {
         "operator": ("evaluation.view_taskset", "evaluation.add_taskset", "evaluation.view_task",
                      "evaluation.add_task", "evaluation.change_task", "evaluation.view_episode",
@@ -22,3 +24,6 @@ class EvaluationConfig(AppConfig):
                      "evaluation.add_feedbackprofile", "evaluation.change_feedbackprofile",
                      "evaluation.view_calibrationsetting", "evaluation.change_calibrationsetting"),
     }
+
+    def ready(self) -> None:
+        import evaluation.runs.tasks  # noqa: F401  (Celery autodiscovers only evaluation.tasks)
