@@ -1,4 +1,10 @@
+from importlib import import_module
+
 from django.apps import AppConfig
+
+# Packages above the evaluation core that keep their models in their own modules (issue 6's runs,
+# issue 7's feedback); registered with this app after the core's own models.
+SUBMODULE_MODELS = ("evaluation.feedback.models", "evaluation.runs.models")
 
 
 class EvaluationConfig(AppConfig):
@@ -24,6 +30,12 @@ class EvaluationConfig(AppConfig):
                      "evaluation.add_feedbackprofile", "evaluation.change_feedbackprofile",
                      "evaluation.view_calibrationsetting", "evaluation.change_calibrationsetting"),
     }
+
+    def import_models(self) -> None:
+        # Here rather than by evaluation.models importing them, so the core imports no higher level.
+        super().import_models()
+        for module in SUBMODULE_MODELS:
+            import_module(module)
 
     def ready(self) -> None:
         import evaluation.runs.tasks  # noqa: F401  (Celery autodiscovers only evaluation.tasks)

@@ -130,9 +130,3 @@ class Episode(models.Model):
     @property
     def customer_scripted(self) -> bool:
         return self.customer_backend.startswith("agenda")
-
-
-# Runs (issue 6) and simulated feedback (issue 7) keep their models in their own
-# packages; importing them here registers them with the evaluation app.
-from evaluation.feedback.models import *  # noqa: E402,F401,F403
-from evaluation.runs.models import *  # noqa: E402,F401,F403

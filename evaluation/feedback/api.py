@@ -21,7 +21,8 @@ from evaluation.feedback.services import (
     feedback_rates,
     run_episodes,
 )
-from evaluation.models import Domain, Episode, EvaluationRun
+from evaluation.models import Domain, Episode
+from evaluation.runs.models import EvaluationRun
 from evaluation.schemas import MAX_SEED
 from memweb.auth import api_auth
 from memweb.roles import Role

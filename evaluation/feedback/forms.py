@@ -5,7 +5,8 @@ from django import forms
 from evaluation.feedback.models import CalibrationSetting, EpisodeFeedback, FeedbackProfile
 from evaluation.feedback.params import FeedbackParams
 from evaluation.feedback.services import run_episodes
-from evaluation.models import Domain, Episode, EvaluationRun
+from evaluation.models import Domain, Episode
+from evaluation.runs.models import EvaluationRun
 
 SELECTION_SIZES = (("50", "latest 50"), ("200", "latest 200"), ("1000", "latest 1000"), ("all", "all"))
 SCORE_CHOICES = [("", "any")] + [(str(s), str(s)) for s in range(1, 11)]

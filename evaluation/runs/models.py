@@ -1,4 +1,4 @@
-"""Evaluation runs: trials x tasks of episodes, played by Celery workers (imported by evaluation/models.py).
+"""Evaluation runs: trials x tasks of episodes, played by Celery workers (registered by evaluation/apps.py).
 
 A run's rows are the unit of work: one RunEpisode per (run, trial, task), claimed with a
 conditional update so a re-delivered message never plays it twice. A RunEpisode keeps the
