@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from django.core.exceptions import ObjectDoesNotExist
 from django.db import transaction
 
-from evaluation.configs import AgentConfig, CustomerConfig, MemoryConfig
+from evaluation.configs import AgentBackend, AgentConfig, CustomerBackend, CustomerConfig, MemoryConfig
 from evaluation.llm_backends import LLMAgent, LLMCustomer
 from evaluation.memory import memory_hook
-from evaluation.models import SCRIPTED, Episode, Task
+from evaluation.models import Episode, Task
 from evaluation.shop.customers import STOP, AgendaCustomer
 from evaluation.shop.episode import DEFAULT_MAX_TURNS, EpisodeOutcome, episode_play
 from evaluation.shop.scripted_agent import ScriptedAgent
@@ -80,14 +80,14 @@ def _require_online(role: str) -> None:
 
 
 def _agent(config: AgentConfig, spec: dict, seed: int):
-    if config.backend == SCRIPTED:
+    if config.backend == AgentBackend.SCRIPTED:
         return ScriptedAgent(seed=seed, key=spec["id"], error_rates=config.error_rates)
     _require_online("actor")
     return LLMAgent(max_steps=config.max_steps)
 
 
 def _customer(config: CustomerConfig, spec: dict, seed: int):
-    if config.backend == "agenda":
+    if config.backend == CustomerBackend.AGENDA:
         return AgendaCustomer(task=spec, seed=seed)
     _require_online("user_simulator")
     return LLMCustomer(task=spec)

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from django.core.exceptions import ObjectDoesNotExist
 from django.db import transaction
 
+from evaluation.configs import AgentBackend, CustomerBackend
 from evaluation.models import Domain, Split, Task, TaskSet
 from evaluation.runs.models import EvaluationRun, MemoryMode, Trial
 from evaluation.runs.services.dispatch import work_send
@@ -73,7 +74,7 @@ def _memory(spec: RunSpec, problems: list):
 def _backends(spec: RunSpec, problems: list) -> None:
     for field, backend, role in (("agent.backend", spec.agent.backend, "actor"),
                                  ("customer.backend", spec.customer.backend, "user_simulator")):
-        if backend == "llm" and role_config(role).is_offline:
+        if backend == AgentBackend.LLM and role_config(role).is_offline:
             problems.append((field, f"the {role} role has no LLM endpoint configured "
                                     f"(MEMWEB_LLM_{role.upper()}_BASE_URL); use the offline backend or configure one"))
 
@@ -93,7 +94,7 @@ def run_launch_check(spec: RunSpec) -> _Checked:
 
 
 def _scripted(spec: RunSpec) -> bool:
-    return spec.agent.backend == "scripted" or spec.customer.backend == "agenda"
+    return spec.agent.backend == AgentBackend.SCRIPTED or spec.customer.backend == CustomerBackend.AGENDA
 
 
 def run_launch(*, spec: RunSpec | dict, user=None, executor: str = EvaluationRun.Executor.CELERY) -> EvaluationRun:

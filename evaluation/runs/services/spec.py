@@ -1,10 +1,10 @@
 """The one definition of a run's settings: what the API takes as its body, what the launch form
 offers (its fields, defaults and bounds are read from here) and what a run row keeps."""
-from typing import Literal
-
 import pydantic
 
-from evaluation.configs import AgentConfig, CustomerConfig
+from evaluation.configs import AgentConfig, CustomerConfig, MemoryKind
+from evaluation.runs.models import ReviewGate
+from orbs.dmrm.services import Suppression
 
 MAX_TRIALS = 100
 MAX_CONCURRENCY = 32
@@ -21,7 +21,8 @@ class DMRMParams(pydantic.BaseModel):
     c_max: int = pydantic.Field(default=512, ge=16, le=8000, description="Token budget C_max")
     n_success: int = pydantic.Field(default=2, ge=1, le=100,
                                     description="Successful trajectories before the source memory is suppressed")
-    suppression_mode: Literal["disable", "down_weight"] = "disable"
+    suppression_mode: Suppression = pydantic.Field(
+        default=Suppression.DISABLE, description="What happens to the source memory after n successes")
     source_weight: float = pydantic.Field(default=0.5, ge=0.0, le=1.0, description="Down-weight factor")
 
 
@@ -37,12 +38,12 @@ class RunSpec(pydantic.BaseModel):
     task_ids: list[str] = pydantic.Field(default_factory=list, description="External task ids; empty = all selected")
     agent: AgentConfig = pydantic.Field(default_factory=AgentConfig)
     customer: CustomerConfig = pydantic.Field(default_factory=CustomerConfig)
-    memory_mode: Literal["none", "memorb", "dmrm", "both"] = "none"
-    memory_k: int = pydantic.Field(default=5, ge=1, le=50)
+    memory_mode: MemoryKind = MemoryKind.NONE
+    memory_k: int = pydantic.Field(default=5, ge=1, le=50, description="Memories retrieved per query")
     dmrm: DMRMParams | None = pydantic.Field(
         default=None, description="DMRM runs: the bank's parameters; empty keeps the copied bank's (or the defaults)")
     approved_only: bool = True
-    same_customer_only: bool = False
+    same_customer_only: bool = pydantic.Field(default=False, description="The paper's no-cross-user ablation")
     per_turn: bool = True
     bank_source: str = pydantic.Field(default="", max_length=200, description="Bank to copy; a fresh bank when empty")
     trials: int = pydantic.Field(default=10, ge=1, le=MAX_TRIALS)
@@ -50,7 +51,7 @@ class RunSpec(pydantic.BaseModel):
     seed: int = pydantic.Field(default=0, ge=0, le=2**31 - 1)
     max_turns: int = pydantic.Field(default=12, ge=1, le=MAX_TURNS)
     concurrency: int = pydantic.Field(default=4, ge=1, le=MAX_CONCURRENCY)
-    review_gate: Literal["auto", "wait"] = "auto"
+    review_gate: ReviewGate = ReviewGate.AUTO
     feedback_enabled: bool = False
 
 

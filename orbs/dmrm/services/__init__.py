@@ -1,4 +1,5 @@
 """DMRM services: learning (the target memory's Q-table), retrieval, source memories, review."""
+from orbs.dmrm.models import DMRMSettings
 from orbs.dmrm.services.copy import dmrm_memory_copy
 from orbs.dmrm.services.learning import (
     SourceMemoryReadOnly, TransitionError, dmrm_settings_get, dmrm_settings_update, experience_append,
@@ -11,7 +12,10 @@ from orbs.dmrm.services.source import (
     trajectory_steps,
 )
 
+Suppression = DMRMSettings.Suppression  # the choices of suppression_mode, for other apps' settings
+
 __all__ = [
+    "Suppression",
     "DMRMHit", "DMRMResult", "SourceCandidate", "SourceMemoryReadOnly", "TransitionError", "action_text",
     "dmrm_memory_copy", "dmrm_settings_get", "dmrm_settings_update", "experience_append", "experience_review", "experiences_append_batch",
     "experiences_from_trajectory", "experiences_retrieve",
