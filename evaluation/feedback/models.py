@@ -1,4 +1,4 @@
-"""Models of the evaluation app's feedback part (imported by evaluation/models.py).
+"""Models of the evaluation app's feedback part (registered by EvaluationConfig.import_models).
 
 FeedbackProfile: who the simulated user is, per task family (domain). CalibrationSetting: the one
 active set of action-model parameters. EpisodeFeedback: the simulated user's judgement of one

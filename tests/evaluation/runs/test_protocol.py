@@ -11,7 +11,7 @@ from evaluation.runs.models import EvaluationRun, RunEpisode, Trial
 from evaluation.runs.services import (
     RunActionError, run_cancel, run_drive, run_episode_execute, run_resume, run_retry_errors, run_start, run_sweep,
 )
-from evaluation.runs.services import protocol as orchestration
+from evaluation.runs.services import protocol
 from evaluation.runs.services.dispatch import inline_drain, inline_work
 from memweb.models import WorkerHeartbeat
 from orbs.models import Orb, RetrievalLog
@@ -73,7 +73,7 @@ def test_a_worker_that_lost_its_claim_stores_nothing(launch, monkeypatch):
     """While worker A plays, its claim is judged dead and worker B plays and stores the row:
     A's late result is dropped, so the episode exists once."""
     run = launch(trials=1)
-    real = orchestration.episode_simulate
+    real = protocol.episode_simulate
 
     def slow_worker_a(**kwargs):
         play = real(**kwargs)
@@ -136,7 +136,7 @@ def test_cancel_stops_the_run_and_resume_finishes_it(launch):
         kind, kwargs = work.popleft()
         run_episode_execute(**kwargs)
         run_cancel(run=run)
-        inline_drain(work, {"episode": run_episode_execute, "finish": orchestration.trial_finish})
+        inline_drain(work, {"episode": run_episode_execute, "finish": protocol.trial_finish})
     run.refresh_from_db()
     assert run.status == Status.CANCELLED and run.episodes_finished == 1
     assert run.run_episodes.filter(status=RunEpisode.Status.PENDING).count() == 2
@@ -174,7 +174,7 @@ def test_the_sweeper_replays_rows_of_dead_workers_and_leaves_live_ones(launch):
         run_sweep(run_id=run.pk)
         assert RunEpisode.objects.get(pk=row.pk).status == RunEpisode.Status.PENDING
         assert RunEpisode.objects.get(pk=live.pk).status == RunEpisode.Status.RUNNING
-        inline_drain(work, {"episode": run_episode_execute, "finish": orchestration.trial_finish})
+        inline_drain(work, {"episode": run_episode_execute, "finish": protocol.trial_finish})
     assert RunEpisode.objects.get(pk=row.pk).status == RunEpisode.Status.DONE
     run.refresh_from_db()
     assert run.status == Status.RUNNING  # the live worker's episode is not finished yet
