@@ -6,14 +6,18 @@ sent it. The API answers them as a 422 with `{"detail": [{"loc": [...], "msg": .
 django-ninja gives its own validation errors, so a client reads every 422 the same way; refusals
 that are not about a field (404, 409, 403) answer `{"detail": "<sentence>"}`.
 """
+from collections.abc import Callable
+
 import pydantic
 
 Problem = tuple[str, str]
 
 
-def problems_of(exc: pydantic.ValidationError, *, whole: str) -> list[Problem]:
-    """(dotted field path, message) for each error of `exc`; `whole` names an error of the whole value."""
-    return [(".".join(str(part) for part in error["loc"]) or whole, error["msg"])
+def problems_of(exc: pydantic.ValidationError, *, whole: str,
+                message: Callable[[dict], str] | None = None) -> list[Problem]:
+    """(dotted field path, message) for each error of `exc`; `whole` names an error of the whole value,
+    and `message` may word an error better than pydantic's "msg"."""
+    return [(".".join(str(part) for part in error["loc"]) or whole, message(error) if message else error["msg"])
             for error in exc.errors(include_url=False)]
 
 

@@ -6,6 +6,7 @@ from evaluation.feedback.models import CalibrationSetting, EpisodeFeedback, Feed
 from evaluation.feedback.params import FeedbackParams
 from evaluation.feedback.services import BACKEND_FILTERS, run_episodes, runs_all
 from evaluation.models import Domain, Episode
+from memweb.errors import problems_of
 
 SELECTION_SIZES = (("50", "latest 50"), ("200", "latest 200"), ("1000", "latest 1000"), ("all", "all"))
 SCORE_CHOICES = [("", "any")] + [(str(s), str(s)) for s in range(1, 11)]
@@ -53,8 +54,8 @@ class CalibrationForm(forms.Form):
             self.params = FeedbackParams(**cleaned)
             self.params.check()
         except pydantic.ValidationError as exc:
-            for error in exc.errors():
-                self.add_error(str(error["loc"][0]) if error["loc"] else None, error["msg"])
+            for field, message in problems_of(exc, whole=""):
+                self.add_error(field.split(".")[0] or None, message)
         except ValueError as exc:
             self.add_error(None, str(exc))
         return cleaned

@@ -13,6 +13,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from memweb.errors import problems_of
 from orbs.backends import BackendResult
 from orbs.backends.emotion import emotion_tag
 from orbs.backends.reflector import reflection_write
@@ -62,7 +63,7 @@ def trajectory_parse(trajectory: dict | TrajectoryIn) -> TrajectoryIn:
     try:
         return TrajectoryIn.model_validate(trajectory)
     except pydantic.ValidationError as exc:
-        problems = [(".".join(str(p) for p in e["loc"]) or "trajectory", e["msg"]) for e in exc.errors()]
+        problems = problems_of(exc, whole="trajectory")
         raise InvalidTrajectory(problems) from None
 
 

@@ -4,6 +4,7 @@ import pydantic
 
 from evaluation.configs import AgentConfig, CustomerConfig, MemoryKind
 from evaluation.runs.models import ReviewGate
+from memweb.errors import problems_of
 from orbs.dmrm.services import Suppression
 
 MAX_TRIALS = 100
@@ -66,12 +67,11 @@ class RunLaunchError(ValueError):
 _BOUND_WORDS = {"greater_than_equal": ("at least", "ge"), "less_than_equal": ("at most", "le")}
 
 
-def _pydantic_problem(error: dict) -> tuple[str, str]:
-    field = ".".join(str(part) for part in error["loc"]) or "(body)"
+def _bound_message(error: dict) -> str:
     bound = _BOUND_WORDS.get(error["type"])
     if bound:
-        return field, f"must be {bound[0]} {error['ctx'][bound[1]]}, got {error['input']!r}"
-    return field, error["msg"]
+        return f"must be {bound[0]} {error['ctx'][bound[1]]}, got {error['input']!r}"
+    return error["msg"]
 
 
 def run_spec_parse(data: dict | RunSpec) -> RunSpec:
@@ -80,4 +80,4 @@ def run_spec_parse(data: dict | RunSpec) -> RunSpec:
     try:
         return RunSpec.model_validate(data)
     except pydantic.ValidationError as exc:
-        raise RunLaunchError([_pydantic_problem(e) for e in exc.errors(include_url=False)]) from None
+        raise RunLaunchError(problems_of(exc, whole="(body)", message=_bound_message)) from None

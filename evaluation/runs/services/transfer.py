@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from evaluation.runs.models import EvaluationRun, MemoryMode, ReviewGate, RunEpisode, Trial
 from evaluation.runs.services.results import CHART_SERIES, run_metrics_compute
+from memweb.errors import problems_of
 
 FORMAT = "memweb.evaluation-run"
 FORMAT_VERSION = 1
@@ -158,8 +159,7 @@ def run_import_parse(data: dict) -> ImportedFile:
     try:
         parsed = ImportedFile.model_validate(data)
     except pydantic.ValidationError as exc:
-        raise RunImportError([(".".join(str(p) for p in e["loc"]) or "(file)", e["msg"])
-                              for e in exc.errors(include_url=False)]) from None
+        raise RunImportError(problems_of(exc, whole="(file)")) from None
     problems = _grid_problems(parsed)
     if problems:
         raise RunImportError(problems)
