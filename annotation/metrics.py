@@ -9,6 +9,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from statistics import median
 
+import numpy as np
+
 HUMAN = "human"
 SIMULATED = "simulated"
 TIE = "tie"
@@ -135,3 +137,85 @@ def majority_agreement(pairs: Iterable[tuple[str, str | None]]) -> tuple[int, in
 
 def median_or_none(values: Sequence[float]) -> float | None:
     return median(values) if values else None
+
+
+def krippendorff_alpha_nominal(units: Iterable[Sequence[str | None]]) -> float | None:
+    """Krippendorff's alpha for nominal labels; each unit lists its raters' labels
+    (None or missing raters allowed). Units with fewer than two labels are not
+    pairable and drop out. None when undefined (no pairable unit or one label only)."""
+    coincidences: Counter = Counter()
+    for unit in units:
+        labels = [label for label in unit if label is not None]
+        if len(labels) < 2:
+            continue
+        tally = Counter(labels)
+        for first, count_first in tally.items():
+            for second, count_second in tally.items():
+                pairs = count_first * (count_second - (first == second))
+                coincidences[first, second] += pairs / (len(labels) - 1)
+    return _alpha_from_coincidences(coincidences)
+
+
+def _alpha_from_coincidences(coincidences: Counter) -> float | None:
+    margins: Counter = Counter()
+    for (first, _), value in coincidences.items():
+        margins[first] += value
+    total = sum(margins.values())
+    if total <= 1:
+        return None
+    observed = sum(value for (first, second), value in coincidences.items() if first != second) / total
+    expected = (total * total - sum(m * m for m in margins.values())) / (total * (total - 1))
+    return None if expected == 0 else 1.0 - observed / expected
+
+
+def cohen_kappa(pairs: Sequence[tuple[str, str]]) -> float | None:
+    """Cohen's kappa between two raters over (first, second) label pairs; None
+    when chance agreement is 1 (both always gave the same single label)."""
+    if not pairs:
+        return None
+    total = len(pairs)
+    observed = sum(1 for first, second in pairs if first == second) / total
+    firsts, seconds = Counter(first for first, _ in pairs), Counter(second for _, second in pairs)
+    chance = sum(firsts[label] * seconds[label] for label in firsts) / (total * total)
+    return None if chance >= 1.0 else (observed - chance) / (1.0 - chance)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate with a 95 % interval; None parts mean undefined."""
+
+    value: float | None
+    low: float | None
+    high: float | None
+    n: int
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def bootstrap_interval(units: Sequence, statistic, *, reps: int = 1000, seed: int = 0,
+                       level: float = 0.95) -> Interval:
+    """Percentile bootstrap over units (resampled with replacement): the units
+    are items, so the interval reflects which conversations happened to be
+    sampled. Resamples where the statistic is undefined are skipped."""
+    value = statistic(list(units)) if units else None
+    if value is None or len(units) < 2:
+        return Interval(value, None, None, len(units))
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, len(units), size=(reps, len(units)))
+    estimates = [estimate for row in draws if (estimate := statistic([units[i] for i in row])) is not None]
+    if len(estimates) < reps / 2:
+        return Interval(value, None, None, len(units))
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(estimates, [tail, 100 - tail])
+    return Interval(value, float(low), float(high), len(units))
+
+
+def wilson_interval(successes: int, trials: int, z: float = 1.959964) -> Interval:
+    """A share with its Wilson score interval (behaves at 0 % and 100 %, unlike the Wald one)."""
+    if trials == 0:
+        return Interval(None, None, None, 0)
+    share = successes / trials
+    centre = (share + z * z / (2 * trials)) / (1 + z * z / trials)
+    spread = z * ((share * (1 - share) / trials + z * z / (4 * trials * trials)) ** 0.5) / (1 + z * z / trials)
+    return Interval(share, max(0.0, centre - spread), min(1.0, centre + spread), trials)
