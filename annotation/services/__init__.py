@@ -7,6 +7,7 @@ from annotation.services.allocation import (
     feedback_task_next,
     feedback_tasks_reclaim,
     items_available,
+    split_item_ids,
 )
 from annotation.services.campaigns import (
     CampaignStateError,
@@ -28,9 +29,16 @@ from annotation.services.judging import (
     judgment_submit,
     side_options,
 )
-from annotation.services.results import campaign_progress, campaign_results
+from annotation.services.quality import (
+    OPERATOR_DECISIONS, attention_due, participant_decide, participant_score, participant_standing, side_balanced,
+)
+from annotation.services.results import (
+    campaign_action_fit, campaign_action_pairs, campaign_progress, campaign_results, conversations_compared,
+)
 
 __all__ = [
+    "OPERATOR_DECISIONS", "attention_due", "campaign_action_fit", "campaign_action_pairs", "conversations_compared",
+    "participant_decide", "participant_score", "participant_standing", "side_balanced", "split_item_ids",
     "CampaignStateError", "ImportReport", "RowProblem", "SubmitError", "Submitted",
     "assignment_active", "assignment_next", "assignment_open", "assignments_reclaim", "campaign_has_judgments",
     "campaign_progress", "campaign_results", "campaign_status_change", "criteria_problem", "feedback_task_active",
