@@ -23,6 +23,9 @@ SPAM_COMPETENCE = 0.3
 POSITION_P_VALUE = 0.001
 _ITERATIONS = 50
 _SMOOTHING = 0.5
+# A Dirichlet prior pulling each spam distribution towards uniform: without it, EM can
+# explain a skewed label set (most items go one way) as everyone spamming that label.
+_SPAM_PRIOR = 10.0
 
 
 @dataclass(frozen=True)
@@ -76,7 +79,7 @@ def _mace_step(coded: _Coded, theta: np.ndarray, spam: np.ndarray):
     people = len(theta)
     knew = np.bincount(coded.person, weights=honest, minlength=people) + _SMOOTHING
     answered = np.bincount(coded.person, minlength=people) + 2 * _SMOOTHING
-    guessed = np.full(spam.shape, _SMOOTHING)
+    guessed = np.full(spam.shape, _SPAM_PRIOR)
     np.add.at(guessed, (coded.person, coded.label), 1 - honest)
     return knew / answered, guessed / guessed.sum(axis=1, keepdims=True)
 

@@ -65,10 +65,9 @@ def _pool(campaign: Campaign, annotator):
 
 def items_available(*, campaign: Campaign, annotator):
     """Items this annotator may still be given: the pool, not yet full, attention checks aside."""
-    if annotator.pk in excluded_ids(campaign=campaign):
-        return Item.objects.none()
-    return (_pool(campaign, annotator).filter(is_attention=False)
-            .annotate(taken=_taken_count(campaign), target=_target(campaign)).filter(taken__lt=F("target")))
+    available = (_pool(campaign, annotator).filter(is_attention=False)
+                 .annotate(taken=_taken_count(campaign), target=_target(campaign)).filter(taken__lt=F("target")))
+    return available.none() if annotator.pk in excluded_ids(campaign=campaign) else available
 
 
 def assignments_reclaim(*, campaign: Campaign, now=None) -> int:

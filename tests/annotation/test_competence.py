@@ -84,3 +84,12 @@ def test_it_names_why_an_annotator_is_flagged():
     reasons = spammer_reasons(competence=0.05, a_count=60, decided=60)
     assert len(reasons) == 2 and "competence" in reasons[0] and "side A" in reasons[1]
     assert spammer_reasons(competence=0.8, a_count=31, decided=60) == []
+
+
+def test_it_keeps_unanimous_annotators_competent_when_one_label_dominates():
+    """Every item truly "human": EM must not explain two agreeing annotators as spamming "human"."""
+    draw = random.Random(1)
+    votes = [Vote(str(item), name, label) for item in range(90)
+             for name, label in (("h1", HUMAN), ("h2", HUMAN), ("r", draw.choice((HUMAN, SIMULATED))))]
+    competence = mace_competence(votes)
+    assert competence["h1"] > 0.8 and competence["r"] < 0.3
