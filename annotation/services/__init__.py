@@ -32,13 +32,14 @@ from annotation.services.judging import (
 from annotation.services.quality import (
     OPERATOR_DECISIONS, attention_due, participant_decide, participant_score, participant_standing, side_balanced,
 )
-from annotation.services.transfer import campaign_export_lines, campaign_export_render, campaign_import
 from annotation.services.results import (
     campaign_action_fit, campaign_action_pairs, campaign_progress, campaign_results, conversations_compared,
 )
+from annotation.services.transfer import campaign_export_lines, campaign_export_render, campaign_import
 
 __all__ = [
-    "campaign_export_lines", "campaign_export_render", "campaign_import", "OPERATOR_DECISIONS", "attention_due", "campaign_action_fit", "campaign_action_pairs", "conversations_compared",
+    "OPERATOR_DECISIONS", "attention_due", "campaign_action_fit", "campaign_action_pairs", "campaign_export_lines",
+    "campaign_export_render", "campaign_import", "conversations_compared",
     "participant_decide", "participant_score", "participant_standing", "side_balanced", "split_item_ids",
     "CampaignStateError", "ImportReport", "RowProblem", "SubmitError", "Submitted",
     "assignment_active", "assignment_next", "assignment_open", "assignments_reclaim", "campaign_has_judgments",
