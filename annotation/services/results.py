@@ -133,6 +133,7 @@ def _annotator_row(name: str, rows: list[dict], majorities: dict) -> dict:
         "agreement": agreed / compared if compared else None,
         "median_seconds": metrics.median_or_none(seconds),
         "gold_correct": gold_right, "gold_total": gold_total,
+        "gold_accuracy": gold_right / gold_total if gold_total else None,
     }
 
 

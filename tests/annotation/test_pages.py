@@ -212,9 +212,13 @@ def test_it_lets_annotators_write_feedback_that_opens_judging(client, make_campa
     assert "My washing machine leaks." in page
     assert item_fields()["simulated_feedback"] not in page  # writers never see the simulated feedback
     assert client.post(location, {"text": " "}).status_code == 400
-    client.post(location, {"text": "You ignored the warranty.", "time_spent_ms": "9000"})
+    unrated = client.post(location, {"text": "You ignored the warranty."})
+    assert unrated.status_code == 400 and unrated.context["error"].field == "score"  # writers also rate
+    client.post(location, {"text": "You ignored the warranty.", "time_spent_ms": "9000", "score": "3",
+                           "action": "dislike"})
     task = FeedbackTask.objects.get()
     assert task.status == FeedbackTask.Status.DONE and task.time_spent_ms == 9000
+    assert (task.score, task.action) == (3, "dislike")
     assert Item.objects.get().human_feedback == "You ignored the warranty."
     client.force_login(judge)
     assert "/judge/" in client.post(reverse("annotation:judge_next", args=[campaign.pk]))["Location"]
