@@ -1,5 +1,7 @@
 """Quality control: attention-check standing per annotator (warn, then exclude;
 operators can override either way) and balanced sides per item."""
+import random
+
 from django.db import transaction
 from django.utils import timezone
 
@@ -8,14 +10,15 @@ from annotation.models import Assignment, Campaign, Judgment, Participant, _coin
 OPERATOR_DECISIONS = ("exclude", "include", "auto")
 
 
-def side_balanced(*, item) -> bool:
+def side_balanced(*, item, draw: random.Random | None = None) -> bool:
     """side_a_is_human for the item's next assignment: the side used less so far,
-    a coin flip on a tie, so N >= 2 annotators never all see the human side in one place."""
+    a coin flip on a tie, so N >= 2 annotators never all see the human side in one place.
+    `draw` replaces the unpredictable coin where repeatability matters (the demo)."""
     live = Assignment.objects.filter(item=item).exclude(status=Assignment.Status.EXPIRED)
     human_a = live.filter(side_a_is_human=True).count()
     simulated_a = live.count() - human_a
     if human_a == simulated_a:
-        return _coin_flip()
+        return draw.random() < 0.5 if draw else _coin_flip()
     return human_a < simulated_a
 
 
