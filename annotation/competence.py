@@ -97,5 +97,5 @@ def spammer_reasons(*, competence: float | None, a_count: int, decided: int) -> 
         reasons.append(f"competence {competence:.2f} < {SPAM_COMPETENCE}")
     p_value = position_test(a_count, decided)
     if p_value is not None and p_value < POSITION_P_VALUE:
-        reasons.append(f"chose side A in {a_count} of {decided} votes (p < {POSITION_P_VALUE})")
+        reasons.append(f"side A {a_count}/{decided} (p < {POSITION_P_VALUE})")
     return reasons

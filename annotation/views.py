@@ -174,7 +174,9 @@ def campaign_results(request, pk: int):
 def participant_standing(request, pk: int, annotator_id: int):
     """The exclusion toggle: exclude, reinstate, or back to the attention-check rule."""
     campaign = get_object_or_404(Campaign, pk=pk)
-    annotator = get_object_or_404(get_user_model(), pk=annotator_id, annotation_assignments__campaign=campaign)
+    if not Assignment.objects.filter(campaign=campaign, annotator_id=annotator_id).exists():
+        raise Http404("no such annotator in this campaign")
+    annotator = get_object_or_404(get_user_model(), pk=annotator_id)
     decision = request.POST.get("decision", "")
     if decision not in services.OPERATOR_DECISIONS:
         return HttpResponse(f"decision must be one of {', '.join(services.OPERATOR_DECISIONS)}", status=400)

@@ -165,8 +165,9 @@ def sampling_table(*, campaign: Campaign) -> dict:
 def campaign_progress(*, campaign: Campaign) -> dict:
     items = campaign.items.all()
     ready = items.exclude(human_feedback="").count()
-    done = Assignment.objects.filter(campaign=campaign, status=Assignment.Status.COMPLETED).count()
-    # Attention checks go to everyone, outside the N per item.
+    # Attention checks go to everyone, outside the N per item, so they count in neither.
+    done = Assignment.objects.filter(campaign=campaign, status=Assignment.Status.COMPLETED,
+                                     item__is_attention=False).count()
     needed = items.filter(is_attention=False).count() * campaign.annotators_per_item
     tasks = Counter(FeedbackTask.objects.filter(campaign=campaign).values_list("status", flat=True))
     return {
@@ -175,7 +176,8 @@ def campaign_progress(*, campaign: Campaign) -> dict:
             campaign=campaign, status=Assignment.Status.ASSIGNED).count(),
         "feedback_open": tasks[FeedbackTask.Status.OPEN], "feedback_in_progress": tasks[FeedbackTask.Status.ASSIGNED],
         "feedback_done": tasks[FeedbackTask.Status.DONE],
-        "percent": round(100 * done / needed) if needed else 0,
+        # Extra annotators on split items can take "done" past "needed".
+        "percent": min(100, round(100 * done / needed)) if needed else 0,
     }
 
 
