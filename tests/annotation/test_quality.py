@@ -142,3 +142,25 @@ def test_it_flags_an_always_a_annotator(make_campaign, make_items, annotators):
     rows = {row["annotator"]: row for row in campaign_results(campaign=campaign)["annotators"]}
     assert rows[people[2].username]["side_a_share"] == 1.0 and rows[people[2].username]["spam_reasons"]
     assert Counter(bool(rows[p.username]["spam_reasons"]) for p in people[:2]) == Counter({False: 2})
+
+
+def test_it_pairs_simulated_scores_with_peoples_majority_for_the_refit(make_campaign, make_items, annotators):
+    from annotation.services import campaign_action_fit, campaign_action_pairs, conversations_compared
+    campaign = make_campaign(annotators_per_item=3)
+    liked, split = make_items(campaign, 1, simulated_score=9, simulated_action="like",
+                              simulated_like_probability=0.8)[0], make_items(campaign, 1, simulated_score=4)[0]
+    people = annotators(3)
+    ratings = {liked: [(9, "like"), (8, "like"), (5, "none")], split: [(4, "like"), (3, "dislike"), (5, "none")]}
+    for item, rated in ratings.items():
+        for person, (score, action) in zip(people, rated):
+            assignment = Assignment.objects.create(campaign=campaign, item=item, annotator=person)
+            judgment_submit(token=assignment.token, annotator=person, score=score, action=action,
+                            choices={key: "A" for key in campaign.criterion_keys})
+    participant_decide(campaign=campaign, annotator=people[2], decision="exclude")
+    compared = {c.simulated_score: c.human for c in conversations_compared(campaign=campaign)}
+    assert compared == {9: ((9, "like"), (8, "like")), 4: ((4, "like"), (3, "dislike"))}  # excluded person left out
+    assert campaign_action_pairs(campaign=campaign) == [(9, "like")]  # no strict majority on the split item
+    fit = campaign_action_fit(campaign=campaign)
+    assert fit.n == 1 and set(fit.params) == {"s0_like", "k_like", "like_rate", "s0_dislike", "k_dislike",
+                                              "dislike_rate", "distribution"}
+    assert campaign_results(campaign=campaign)["fidelity"]["conversations"] == 2
