@@ -6,11 +6,11 @@ is human nor anything about the simulated user."""
 from datetime import datetime
 from uuid import UUID
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.shortcuts import get_object_or_404
-from django.contrib.auth import get_user_model
 from django.http import HttpResponse
+from django.shortcuts import get_object_or_404
 from ninja import File, Router, Schema
 from ninja.files import UploadedFile
 from ninja.responses import Status

@@ -14,7 +14,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
 
-from annotation.metrics import Interval, bootstrap_interval, cohen_kappa, majority_label
+from annotation.metrics import bootstrap_interval, cohen_kappa, majority_label
 
 LIKE, DISLIKE, NONE = "like", "dislike", "none"
 ACTIONS = (LIKE, DISLIKE, NONE)

@@ -12,7 +12,7 @@ every writer of an item's assignments is serialised on that lock and re-counts
 under it before inserting.
 """
 from django.db import IntegrityError, transaction
-from django.db.models import Case, F, Count, Exists, IntegerField, OuterRef, Q, Subquery, Value, When
+from django.db.models import Case, Count, Exists, F, IntegerField, OuterRef, Q, Subquery, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 

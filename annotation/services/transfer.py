@@ -12,7 +12,7 @@ from datetime import datetime
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, models, transaction
+from django.db import IntegrityError, transaction
 
 from annotation.models import Assignment, Campaign, FeedbackTask, Item, Judgment, Participant
 from annotation.services.intake import ImportReport, RowProblem, _RowErrors

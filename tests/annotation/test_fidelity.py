@@ -5,8 +5,16 @@ import pytest
 from scipy.special import expit
 
 from annotation.fidelity import (
-    Conversation, action_fit, action_kappa, action_kappa_ceiling, expected_calibration_error, fidelity_summary,
-    like_predictions_ceiling, reliability_bins, score_mae, score_mae_ceiling,
+    Conversation,
+    action_fit,
+    action_kappa,
+    action_kappa_ceiling,
+    expected_calibration_error,
+    fidelity_summary,
+    like_predictions_ceiling,
+    reliability_bins,
+    score_mae,
+    score_mae_ceiling,
 )
 
 ONE = Conversation(8, "like", 0.9, ((6, "like"), (8, "like"), (4, "none")))

@@ -4,7 +4,6 @@ import random
 import pytest
 
 from annotation import metrics
-
 from annotation.metrics import (
     counts_from_labels,
     fleiss_kappa,

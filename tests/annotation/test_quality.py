@@ -6,7 +6,11 @@ import pytest
 
 from annotation.models import Assignment, Campaign, Participant
 from annotation.services import (
-    assignment_next, campaign_results, judgment_submit, participant_decide, split_item_ids,
+    assignment_next,
+    campaign_results,
+    judgment_submit,
+    participant_decide,
+    split_item_ids,
 )
 
 CHECK = {"naturalness": "human", "relevance": "human", "overall_quality": "human"}

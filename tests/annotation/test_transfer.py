@@ -5,8 +5,14 @@ import pytest
 
 from annotation.models import Assignment, Campaign, FeedbackTask, Item, Judgment, Participant
 from annotation.services import (
-    assignment_next, campaign_export_lines, campaign_export_render, campaign_import, feedback_task_next,
-    feedback_task_submit, judgment_submit, participant_decide,
+    assignment_next,
+    campaign_export_lines,
+    campaign_export_render,
+    campaign_import,
+    feedback_task_next,
+    feedback_task_submit,
+    judgment_submit,
+    participant_decide,
 )
 
 
