@@ -164,7 +164,7 @@ class WriteTaskOut(Schema):
     actions: list[str]
 
 
-class FeedbackIn(Schema):
+class WrittenFeedbackIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
     text: str
@@ -173,7 +173,7 @@ class FeedbackIn(Schema):
     time_spent_ms: int = 0
 
 
-class FeedbackOut(Schema):
+class WrittenFeedbackOut(Schema):
     token: UUID
     text: str
     score: int | None
@@ -353,9 +353,9 @@ def feedback_task_detail(request, token: UUID):
     return write_payload(_own_task(request, token))
 
 
-@router.post("/feedback-tasks/{token}/feedback", response={200: FeedbackOut, 201: FeedbackOut, 422: FieldErrorOut},
+@router.post("/feedback-tasks/{token}/feedback", response={200: WrittenFeedbackOut, 201: WrittenFeedbackOut, 422: FieldErrorOut},
              auth=ANNOTATORS)
-def feedback_create(request, token: UUID, payload: FeedbackIn):
+def feedback_create(request, token: UUID, payload: WrittenFeedbackIn):
     """Your feedback, satisfaction score (1-10) and like/dislike/none. Idempotent: a repeat answers 200."""
     task = _own_task(request, token)
     repeat = task.status == FeedbackTask.Status.DONE
