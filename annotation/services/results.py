@@ -56,11 +56,17 @@ def criterion_stats(*, campaign: Campaign, rows: list[dict], intervals: bool = F
             "win": metrics.win_rates(row["preferences"][key] for row in rows).as_dict(),
         })
         if intervals:
-            stats[-1]["kappa_interval"] = metrics.bootstrap_interval(
-                kappa_units, lambda units: _kappa(units, campaign), reps=BOOTSTRAP_REPS).as_dict()
-            stats[-1]["alpha_interval"] = metrics.bootstrap_interval(
-                alpha_units, metrics.krippendorff_alpha_nominal, reps=BOOTSTRAP_REPS).as_dict()
+            stats[-1] |= _intervals(campaign, kappa_units, alpha_units)
     return stats
+
+
+def _intervals(campaign: Campaign, kappa_units: list, alpha_units: list) -> dict:
+    return {
+        "kappa_interval": metrics.bootstrap_interval(kappa_units, lambda units: _kappa(units, campaign),
+                                                     reps=BOOTSTRAP_REPS).as_dict(),
+        "alpha_interval": metrics.bootstrap_interval(alpha_units, metrics.krippendorff_alpha_nominal,
+                                                     reps=BOOTSTRAP_REPS).as_dict(),
+    }
 
 
 def _kappa(units: list[list[str]], campaign: Campaign) -> float | None:

@@ -143,8 +143,6 @@ def _build(parsed: list[tuple[int, dict]], errors: _RowErrors, name: str) -> lis
         if position == 0 and record.get("format") != FORMAT:
             errors.add(line, "format", f"this memweb reads format {FORMAT}")
         row = _row(line, kind, models_by_kind[kind][0], record, seen, errors)
-        if row is None:
-            continue
         if kind == "campaign" and name:
             row.instance.name = name
         seen[kind][record.get("ref")] = row
@@ -152,15 +150,8 @@ def _build(parsed: list[tuple[int, dict]], errors: _RowErrors, name: str) -> lis
     return rows
 
 
-def _row(line: int, kind: str, model, record: dict, seen: dict, errors: _RowErrors) -> _Row | None:
-    expected = {f.name for f in _fields(model)} - {"campaign"}
-    allowed = expected | {"kind", "ref", "format"}
-    for unknown in sorted(set(record) - allowed):
-        errors.add(line, unknown, "unknown field")
-    for missing in sorted(expected - set(record)):
-        errors.add(line, missing, "required")
-    if not isinstance(record.get("ref"), int) or record["ref"] in seen[kind]:
-        errors.add(line, "ref", "needs a number not used by another line of this kind")
+def _row(line: int, kind: str, model, record: dict, seen: dict, errors: _RowErrors) -> _Row:
+    _shape_check(line, kind, model, record, seen, errors)
     values, links, people = {}, {}, {}
     for f in _fields(model):
         if f.name not in record or f.name == "campaign":
@@ -171,15 +162,25 @@ def _row(line: int, kind: str, model, record: dict, seen: dict, errors: _RowErro
                 errors.add(line, f.name, "must be a username or null")
             people[f.name] = value
         elif f.is_relation:
-            target = seen[_kind_of(f.related_model)].get(value)
-            if target is None:
+            links[f.name] = seen[_kind_of(f.related_model)].get(value)
+            if links[f.name] is None:
                 errors.add(line, f.name, f"refers to no earlier {_kind_of(f.related_model)} line")
-            links[f.name] = target
         else:
             values[f.name] = _python(line, f, value, errors)
     instance = model(**values)
     _clean(line, instance, errors)
     return _Row(line, kind, instance, links, people)
+
+
+def _shape_check(line: int, kind: str, model, record: dict, seen: dict, errors: _RowErrors) -> None:
+    """Exactly the model's fields (the campaign is implied), and a ref of its own."""
+    expected = {f.name for f in _fields(model)} - {"campaign"}
+    for unknown in sorted(set(record) - expected - {"kind", "ref", "format"}):
+        errors.add(line, unknown, "unknown field")
+    for missing in sorted(expected - set(record)):
+        errors.add(line, missing, "required")
+    if not isinstance(record.get("ref"), int) or record["ref"] in seen[kind]:
+        errors.add(line, "ref", "needs a number not used by another line of this kind")
 
 
 def _python(line: int, f, value, errors: _RowErrors):
