@@ -9,12 +9,13 @@ close as the simulator can hope to get.
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from statistics import fmean
 
 import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
 
-from annotation.metrics import bootstrap_interval, cohen_kappa, majority_label
+from annotation.metrics import bootstrap_sums, majority_label
 
 LIKE, DISLIKE, NONE = "like", "dislike", "none"
 ACTIONS = (LIKE, DISLIKE, NONE)
@@ -34,90 +35,158 @@ def _others(ratings: tuple, index: int) -> tuple:
     return ratings[:index] + ratings[index + 1:]
 
 
-# --- the figures, each a function of a list of conversations (so it can be bootstrapped) ---
+# --- the figures: each conversation contributes a vector of sums, so intervals bootstrap fast ---
 
-def score_mae(conversations: Sequence[Conversation]) -> float | None:
-    """Mean |simulated score - mean human score| on the 1-10 scale."""
-    errors = [abs(c.simulated_score - np.mean([score for score, _ in c.human]))
-              for c in conversations if c.simulated_score is not None and c.human]
-    return float(np.mean(errors)) if errors else None
-
-
-def score_mae_ceiling(conversations: Sequence[Conversation]) -> float | None:
-    """Each person against the mean of the others on the same conversation."""
-    errors = [abs(c.human[i][0] - np.mean([score for score, _ in _others(c.human, i)]))
-              for c in conversations if len(c.human) > 1 for i in range(len(c.human))]
-    return float(np.mean(errors)) if errors else None
+def _mae_parts(conversations: Sequence[Conversation]) -> np.ndarray:
+    """Per conversation: [|simulated score - mean human score|, 1], or zeros without both."""
+    return np.array([[abs(c.simulated_score - fmean(s for s, _ in c.human)), 1.0]
+                     if c.simulated_score is not None and c.human else [0.0, 0.0] for c in conversations])
 
 
-def action_kappa(conversations: Sequence[Conversation]) -> float | None:
-    """Cohen's kappa, simulated action against the human strict-majority action."""
-    pairs = [(c.simulated_action, majority) for c in conversations if c.simulated_action
-             if (majority := majority_label([action for _, action in c.human])) is not None]
-    return cohen_kappa(pairs)
+def _mae_ceiling_parts(conversations: Sequence[Conversation]) -> np.ndarray:
+    """Per conversation: [sum over people of |their score - the others' mean|, people compared]."""
+    return np.array([[sum(abs(c.human[i][0] - fmean(s for s, _ in _others(c.human, i))) for i in range(len(c.human))),
+                      len(c.human)] if len(c.human) > 1 else [0.0, 0.0] for c in conversations])
 
 
-def action_kappa_ceiling(conversations: Sequence[Conversation]) -> float | None:
+def _ratio(sums: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(sums[:, 1] > 0, sums[:, 0] / np.where(sums[:, 1] > 0, sums[:, 1], 1), np.nan)
+
+
+def _simulated_action_pairs(c: Conversation) -> list[tuple[str, str]]:
+    majority = majority_label([action for _, action in c.human])
+    return [(c.simulated_action, majority)] if c.simulated_action and majority is not None else []
+
+
+def _ceiling_action_pairs(c: Conversation) -> list[tuple[str, str]]:
     """Each person against the strict majority of the others."""
-    pairs = [(c.human[i][1], majority) for c in conversations if len(c.human) > 1 for i in range(len(c.human))
-             if (majority := majority_label([action for _, action in _others(c.human, i)])) is not None]
-    return cohen_kappa(pairs)
+    return [(c.human[i][1], majority) for i in range(len(c.human)) if len(c.human) > 1
+            if (majority := majority_label([action for _, action in _others(c.human, i)])) is not None]
+
+
+def _confusion_parts(conversations: Sequence[Conversation], pairs_of) -> np.ndarray:
+    """Per conversation: its (first, second) action pairs as a flattened 3 x 3 count matrix."""
+    rows = np.zeros((len(conversations), len(ACTIONS) ** 2))
+    for row, conversation in enumerate(conversations):
+        for first, second in pairs_of(conversation):
+            rows[row, ACTIONS.index(first) * len(ACTIONS) + ACTIONS.index(second)] += 1
+    return rows
+
+
+def _cohen_finish(sums: np.ndarray) -> np.ndarray:
+    matrices = sums.reshape(len(sums), len(ACTIONS), len(ACTIONS))
+    total = matrices.sum(axis=(1, 2))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        observed = np.trace(matrices, axis1=1, axis2=2) / total
+        chance = (matrices.sum(axis=2) * matrices.sum(axis=1)).sum(axis=1) / (total * total)
+        kappa = (observed - chance) / (1 - chance)
+    return np.where((total > 0) & (chance < 1 - 1e-12), kappa, np.nan)
+
+
+def _simulated_predictions(c: Conversation) -> list[tuple[float, bool]]:
+    """(simulated like probability, did this person like it) for every person's rating."""
+    if c.simulated_like_probability is None:
+        return []
+    return [(c.simulated_like_probability, action == LIKE) for _, action in c.human]
+
+
+def _ceiling_predictions(c: Conversation) -> list[tuple[float, bool]]:
+    """The share of the other people who liked it, as a prediction of this person's like."""
+    if len(c.human) < 2:
+        return []
+    return [(sum(a == LIKE for _, a in _others(c.human, i)) / (len(c.human) - 1), c.human[i][1] == LIKE)
+            for i in range(len(c.human))]
 
 
 def like_predictions(conversations: Sequence[Conversation]) -> list[tuple[float, bool]]:
-    """(simulated like probability, did this person like it) for every person's rating."""
-    return [(c.simulated_like_probability, action == LIKE) for c in conversations
-            if c.simulated_like_probability is not None for _, action in c.human]
+    return [pair for c in conversations for pair in _simulated_predictions(c)]
 
 
 def like_predictions_ceiling(conversations: Sequence[Conversation]) -> list[tuple[float, bool]]:
-    """The share of the other people who liked it, as a prediction of this person's like."""
-    return [(sum(a == LIKE for _, a in _others(c.human, i)) / (len(c.human) - 1), c.human[i][1] == LIKE)
-            for c in conversations if len(c.human) > 1 for i in range(len(c.human))]
+    return [pair for c in conversations for pair in _ceiling_predictions(c)]
+
+
+def _bin(p: float, bins: int = BINS) -> int:
+    return min(int(p * bins), bins - 1)  # 1.0 goes in the last bin
 
 
 def reliability_bins(predictions: Sequence[tuple[float, bool]], bins: int = BINS) -> list[dict]:
     """Equal-width bins of predicted probability: mean prediction, observed share, count."""
-    rows = []
-    for index in range(bins):
-        low, high = index / bins, (index + 1) / bins
-        inside = [(p, y) for p, y in predictions if low <= p < high or (index == bins - 1 and p == 1.0)]
-        if inside:
-            rows.append({"low": low, "high": high, "n": len(inside), "predicted": float(np.mean([p for p, _ in inside])),
-                         "observed": float(np.mean([y for _, y in inside]))})
+    buckets: dict[int, list[tuple[float, bool]]] = {}
+    for p, y in predictions:
+        buckets.setdefault(_bin(p, bins), []).append((p, y))
+    return [{"low": index / bins, "high": (index + 1) / bins, "n": len(inside),
+             "predicted": fmean(p for p, _ in inside), "observed": fmean(y for _, y in inside)}
+            for index, inside in sorted(buckets.items())]
+
+
+def _calibration_parts(conversations: Sequence[Conversation], predictions_of) -> np.ndarray:
+    """Per conversation and bin: [count, sum of predictions, sum of outcomes], flattened."""
+    rows = np.zeros((len(conversations), 3 * BINS))
+    for row, conversation in enumerate(conversations):
+        for p, y in predictions_of(conversation):
+            rows[row, 3 * _bin(p): 3 * _bin(p) + 3] += (1.0, p, float(y))
     return rows
 
 
-def expected_calibration_error(predictions: Sequence[tuple[float, bool]], bins: int = BINS) -> float | None:
-    """Sum over bins of (bin share) x |mean prediction - observed share|."""
-    if not predictions:
-        return None
-    return sum(row["n"] / len(predictions) * abs(row["predicted"] - row["observed"])
-               for row in reliability_bins(predictions, bins))
+def _ece_finish(sums: np.ndarray) -> np.ndarray:
+    """ECE = sum over bins of (n_b / N) |mean prediction - observed share| = sum |Σp - Σy| / N."""
+    per_bin = sums.reshape(len(sums), BINS, 3)
+    total = per_bin[:, :, 0].sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(total > 0, np.abs(per_bin[:, :, 1] - per_bin[:, :, 2]).sum(axis=1) / total, np.nan)
 
 
-def _ece(conversations):
-    return expected_calibration_error(like_predictions(conversations))
-
-
-def _ece_ceiling(conversations):
-    return expected_calibration_error(like_predictions_ceiling(conversations))
-
-
+# (key, label, simulated parts, ceiling parts, finish, better)
 FIGURES = (
-    ("score_mae", "Satisfaction score MAE (1-10)", score_mae, score_mae_ceiling, "lower"),
-    ("action_kappa", "κ, like/dislike/none vs human majority", action_kappa, action_kappa_ceiling, "higher"),
-    ("like_ece", "Expected calibration error of P(like)", _ece, _ece_ceiling, "lower"),
+    ("score_mae", "Satisfaction score MAE (1-10)", _mae_parts, _mae_ceiling_parts, _ratio, "lower"),
+    ("action_kappa", "κ, like/dislike/none vs human majority",
+     lambda cs: _confusion_parts(cs, _simulated_action_pairs), lambda cs: _confusion_parts(cs, _ceiling_action_pairs),
+     _cohen_finish, "higher"),
+    ("like_ece", "Expected calibration error of P(like)",
+     lambda cs: _calibration_parts(cs, _simulated_predictions), lambda cs: _calibration_parts(cs, _ceiling_predictions),
+     _ece_finish, "lower"),
 )
+
+
+def _point(parts: np.ndarray, finish) -> float | None:
+    if not len(parts):
+        return None
+    value = float(finish(parts.sum(axis=0, keepdims=True))[0])
+    return value if np.isfinite(value) else None
+
+
+def score_mae(conversations: Sequence[Conversation]) -> float | None:
+    """Mean |simulated score - mean human score| on the 1-10 scale."""
+    return _point(_mae_parts(conversations), _ratio)
+
+
+def score_mae_ceiling(conversations: Sequence[Conversation]) -> float | None:
+    """Each person against the mean of the others on the same conversation."""
+    return _point(_mae_ceiling_parts(conversations), _ratio)
+
+
+def action_kappa(conversations: Sequence[Conversation]) -> float | None:
+    """Cohen's kappa, simulated action against the human strict-majority action."""
+    return _point(FIGURES[1][2](conversations), _cohen_finish)
+
+
+def action_kappa_ceiling(conversations: Sequence[Conversation]) -> float | None:
+    return _point(FIGURES[1][3](conversations), _cohen_finish)
+
+
+def expected_calibration_error(predictions: Sequence[tuple[float, bool]]) -> float | None:
+    """Sum over bins of (bin share) x |mean prediction - observed share|."""
+    return _point(_calibration_parts([None], lambda _: predictions), _ece_finish) if predictions else None
 
 
 def fidelity_summary(conversations: Sequence[Conversation], *, reps: int = 1000, seed: int = 0) -> dict:
     """Every figure with its bootstrap interval over conversations, beside the human-human ceiling."""
-    figures = []
-    for key, label, simulated, ceiling, better in FIGURES:
-        figures.append({"key": key, "label": label, "better": better,
-                        "simulated": bootstrap_interval(conversations, simulated, reps=reps, seed=seed).as_dict(),
-                        "ceiling": bootstrap_interval(conversations, ceiling, reps=reps, seed=seed).as_dict()})
+    figures = [{"key": key, "label": label, "better": better,
+                "simulated": bootstrap_sums(simulated(conversations), finish, reps=reps, seed=seed).as_dict(),
+                "ceiling": bootstrap_sums(ceiling(conversations), finish, reps=reps, seed=seed).as_dict()}
+               for key, label, simulated, ceiling, finish, better in FIGURES]
     return {"conversations": len(conversations), "figures": figures,
             "reliability": reliability_bins(like_predictions(conversations)),
             "reliability_ceiling": reliability_bins(like_predictions_ceiling(conversations)),
@@ -127,9 +196,8 @@ def fidelity_summary(conversations: Sequence[Conversation], *, reps: int = 1000,
 def _mean_scores(conversations: Sequence[Conversation]) -> dict:
     """Whether the simulator is "uniformly more positive": mean scores side by side."""
     simulated = [c.simulated_score for c in conversations if c.simulated_score is not None and c.human]
-    human = [np.mean([s for s, _ in c.human]) for c in conversations if c.simulated_score is not None and c.human]
-    return {"simulated": float(np.mean(simulated)) if simulated else None,
-            "human": float(np.mean(human)) if human else None}
+    human = [fmean(s for s, _ in c.human) for c in conversations if c.simulated_score is not None and c.human]
+    return {"simulated": fmean(simulated) if simulated else None, "human": fmean(human) if human else None}
 
 
 # --- refitting the simulated user's action model to people ---

@@ -193,22 +193,71 @@ class Interval:
         return asdict(self)
 
 
-def bootstrap_interval(units: Sequence, statistic, *, reps: int = 1000, seed: int = 0,
-                       level: float = 0.95) -> Interval:
-    """Percentile bootstrap over units (resampled with replacement): the units
-    are items, so the interval reflects which conversations happened to be
-    sampled. Resamples where the statistic is undefined are skipped."""
-    value = statistic(list(units)) if units else None
-    if value is None or len(units) < 2:
-        return Interval(value, None, None, len(units))
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, len(units), size=(reps, len(units)))
-    estimates = [estimate for row in draws if (estimate := statistic([units[i] for i in row])) is not None]
+def bootstrap_sums(parts, finish, *, reps: int = 1000, seed: int = 0, level: float = 0.95) -> Interval:
+    """Percentile bootstrap over units (items or conversations, resampled with
+    replacement), for a statistic that reads only the sum of per-unit vectors
+    (`parts`, units x k): a resample's sum is a weighted sum, so all resamples
+    are one matrix product, fast for thousands of items. `finish` maps sums
+    (m x k) to m estimates, NaN where undefined; undefined resamples are skipped."""
+    parts = np.asarray(parts, dtype=float)
+    if parts.ndim != 2 or len(parts) == 0:
+        return Interval(None, None, None, 0)
+    value = float(finish(parts.sum(axis=0, keepdims=True))[0])
+    if not np.isfinite(value) or len(parts) < 2:
+        return Interval(value if np.isfinite(value) else None, None, None, len(parts))
+    weights = np.random.default_rng(seed).multinomial(len(parts), np.full(len(parts), 1 / len(parts)), size=reps)
+    estimates = finish(weights @ parts)
+    estimates = estimates[np.isfinite(estimates)]
     if len(estimates) < reps / 2:
-        return Interval(value, None, None, len(units))
+        return Interval(value, None, None, len(parts))
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(estimates, [tail, 100 - tail])
-    return Interval(value, float(low), float(high), len(units))
+    return Interval(value, float(low), float(high), len(parts))
+
+
+def _divide(top, bottom):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(bottom != 0, top / np.where(bottom != 0, bottom, 1), np.nan)
+
+
+def fleiss_parts(units: Sequence[Sequence[str]], categories: Sequence[str]) -> np.ndarray:
+    """Per item: [P_i, count of each category, 1], for bootstrap_sums with fleiss_finish."""
+    counts = np.asarray(counts_from_labels(units, categories), dtype=float)
+    raters = counts.sum(axis=1, keepdims=True)
+    agreement = ((counts ** 2).sum(axis=1, keepdims=True) - raters) / (raters * (raters - 1))
+    return np.hstack([agreement, counts, np.ones_like(raters)])
+
+
+def fleiss_finish(sums: np.ndarray, raters: int) -> np.ndarray:
+    items = sums[:, -1]
+    shares = sums[:, 1:-1] / (items * raters)[:, None]
+    chance = (shares ** 2).sum(axis=1)
+    kappa = _divide(sums[:, 0] / items - chance, 1 - chance)
+    return np.where(chance >= 1 - 1e-12, np.nan, kappa)
+
+
+def alpha_parts(units: Sequence[Sequence[str | None]], categories: Sequence[str]) -> np.ndarray:
+    """Per item: its coincidence matrix (categories x categories), flattened, for alpha_finish."""
+    index = {category: position for position, category in enumerate(categories)}
+    rows = []
+    for unit in units:
+        labels = [index[label] for label in unit if label is not None]
+        matrix = np.zeros((len(categories), len(categories)))
+        if len(labels) >= 2:
+            tally = np.bincount(labels, minlength=len(categories)).astype(float)
+            matrix = (np.outer(tally, tally) - np.diag(tally)) / (len(labels) - 1)
+        rows.append(matrix.ravel())
+    return np.array(rows).reshape(len(rows), len(categories) ** 2)
+
+
+def alpha_finish(sums: np.ndarray) -> np.ndarray:
+    size = int(round(sums.shape[1] ** 0.5))
+    matrices = sums.reshape(len(sums), size, size)
+    margins = matrices.sum(axis=2)
+    total = margins.sum(axis=1)
+    disagreement = total - np.trace(matrices, axis1=1, axis2=2)
+    expected = total * total - (margins ** 2).sum(axis=1)
+    return np.where(total > 1, 1 - _divide((total - 1) * disagreement, expected), np.nan)
 
 
 def wilson_interval(successes: int, trials: int, z: float = 1.959964) -> Interval:

@@ -61,12 +61,13 @@ def criterion_stats(*, campaign: Campaign, rows: list[dict], intervals: bool = F
 
 
 def _intervals(campaign: Campaign, kappa_units: list, alpha_units: list) -> dict:
-    return {
-        "kappa_interval": metrics.bootstrap_interval(kappa_units, lambda units: _kappa(units, campaign),
-                                                     reps=BOOTSTRAP_REPS).as_dict(),
-        "alpha_interval": metrics.bootstrap_interval(alpha_units, metrics.krippendorff_alpha_nominal,
-                                                     reps=BOOTSTRAP_REPS).as_dict(),
-    }
+    n, categories = campaign.annotators_per_item, campaign.categories
+    kappa = (metrics.bootstrap_sums(metrics.fleiss_parts(kappa_units, categories),
+                                    lambda sums: metrics.fleiss_finish(sums, n), reps=BOOTSTRAP_REPS)
+             if kappa_units and n >= 2 else metrics.Interval(None, None, None, len(kappa_units)))
+    alpha = metrics.bootstrap_sums(metrics.alpha_parts(alpha_units, categories), metrics.alpha_finish,
+                                   reps=BOOTSTRAP_REPS)
+    return {"kappa_interval": kappa.as_dict(), "alpha_interval": alpha.as_dict()}
 
 
 def _kappa(units: list[list[str]], campaign: Campaign) -> float | None:
@@ -102,7 +103,8 @@ def annotator_stats(*, campaign: Campaign, rows: list[dict]) -> list[dict]:
 
 
 def _quality(rows: list[dict], theta: float | None, standings: dict) -> dict:
-    sides = [side for row in rows if _is_scored(row) for side in row["choices"].values() if side in ("A", "B")]
+    sides = [_leaning(row["choices"]) for row in rows if _is_scored(row)]
+    sides = [side for side in sides if side]
     a_count = sides.count("A")
     participant = standings.get(rows[0]["assignment__annotator_id"])
     return {
@@ -114,6 +116,15 @@ def _quality(rows: list[dict], theta: float | None, standings: dict) -> dict:
         "attention_correct": participant.attention_correct if participant else 0,
         "attention_total": participant.attention_total if participant else 0,
     }
+
+
+def _leaning(choices: dict) -> str | None:
+    """The side most of a judgment's criteria chose. One judgment is one test of
+    position: its criteria are read together, so counting them apart would
+    overstate how much evidence an annotator's side share carries."""
+    votes = list(choices.values())
+    a_count, b_count = votes.count("A"), votes.count("B")
+    return "A" if a_count > b_count else "B" if b_count > a_count else None
 
 
 def _majorities(campaign: Campaign, rows: list[dict]) -> dict[tuple[int, str], str | None]:

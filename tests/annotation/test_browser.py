@@ -86,7 +86,7 @@ def test_it_shows_agreement_quality_and_the_simulated_user_against_people(browse
     assert agreement.locator("tbody tr").count() == 3 and all(cell not in ("–", "") for cell in cells)
     assert "(" in cells[0] and "no interval" not in cells[0]
     quality = page.get_by_role("table", name="Annotator quality")
-    assert "side A 42/42" in quality.locator("tr[data-annotator='demo-always-a']").inner_text()
+    assert "side A 14/14" in quality.locator("tr[data-annotator='demo-always-a']").inner_text()
     figures = page.get_by_role("table", name="Simulated user against people")
     assert figures.locator("tbody tr").count() == 3
     drawn = page.evaluate("Boolean(Chart.getChart(document.getElementById('reliability-chart')))")

@@ -27,12 +27,12 @@ def _study(seed: int, *, items: int = 100, honest: int = 7, per_item: int = 3):
         overall = draw.choice((HUMAN, SIMULATED))
         truths = {key: overall if draw.random() < 0.7 else draw.choice((HUMAN, SIMULATED)) for key in CRITERIA}
         for name, side_a_is_human in zip(draw.sample(sorted(people), per_item), _sides(per_item, draw)):
-            for key, truth in truths.items():
-                label = _vote(name, people[name], truth, side_a_is_human, draw)
-                chose_a = (label == HUMAN) == side_a_is_human
-                a_counts[name][0] += chose_a
-                a_counts[name][1] += 1
-                votes.append(Vote(unit=f"{item}:{key}", annotator=name, label=label))
+            labels = {key: _vote(name, people[name], truth, side_a_is_human, draw) for key, truth in truths.items()}
+            votes.extend(Vote(unit=f"{item}:{key}", annotator=name, label=label) for key, label in labels.items())
+            # Position is tested per judgment (the side most of its criteria chose), as the results page does.
+            a_votes = sum((label == HUMAN) == side_a_is_human for label in labels.values())
+            a_counts[name][0] += a_votes * 2 > len(labels)
+            a_counts[name][1] += 1
     return votes, a_counts
 
 
