@@ -1,18 +1,23 @@
-"""Annotation JSON API. Operators: campaigns, item import, progress, results.
-Annotators: next assignment, the blind pair, judgments. Annotator responses
-carry only the opaque token and sides A/B, never which side is human."""
+"""Annotation JSON API. Operators: campaigns, item import, progress, results,
+lossless export/import, annotator standing. Annotators: the feedback-writing
+queue (next task, submit), next assignment, the blind pair, judgments.
+Annotator responses carry only opaque tokens and sides A/B, never which side
+is human nor anything about the simulated user."""
 from datetime import datetime
 from uuid import UUID
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from ninja import File, Router, Schema
 from ninja.files import UploadedFile
 from ninja.responses import Status
+from pydantic import ConfigDict
 
 from annotation import services
-from annotation.models import Assignment, Campaign, default_criteria
+from annotation.models import Assignment, Campaign, FeedbackTask, Participant, Reaction, default_criteria
 from memweb.auth import api_auth
 from memweb.roles import Role
 
@@ -37,6 +42,8 @@ class CriterionSchema(Schema):
 
 
 class CampaignIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
     name: str
     instructions: str = ""
     criteria: list[CriterionSchema] | None = None
@@ -44,6 +51,12 @@ class CampaignIn(Schema):
     allow_ties: bool = False
     deadline: datetime | None = None
     assignment_timeout_minutes: int = 30
+    assignment_strategy: Campaign.Strategy = Campaign.Strategy.LEAST_ANNOTATED
+    max_annotators_per_item: int = 5
+    attention_rate: float = 0.0
+    attention_warn_below: float = 0.8
+    attention_exclude_below: float = 0.6
+    attention_min_checks: int = 3
 
 
 class CampaignOut(Schema):
@@ -56,6 +69,12 @@ class CampaignOut(Schema):
     allow_ties: bool
     deadline: datetime | None
     assignment_timeout_minutes: int
+    assignment_strategy: str
+    max_annotators_per_item: int
+    attention_rate: float
+    attention_warn_below: float
+    attention_exclude_below: float
+    attention_min_checks: int
 
 
 class ItemsIn(Schema):
@@ -115,9 +134,13 @@ class PairOut(Schema):
 
 
 class JudgmentIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
     choices: dict[str, str]
     comment: str = ""
     time_spent_ms: int = 0
+    score: int | None = None
+    action: str = ""
 
 
 class JudgmentOut(Schema):
@@ -125,6 +148,64 @@ class JudgmentOut(Schema):
     choices: dict[str, str]
     comment: str
     created: bool
+
+
+class WriteTaskOut(Schema):
+    token: UUID
+    campaign_id: int
+    campaign_name: str
+    instructions: str
+    conversation: list[MessageOut]
+    task_description: str
+    evaluation_context: str
+    done: bool
+    your_feedback: str | None
+    score_range: list[int]
+    actions: list[str]
+
+
+class WrittenFeedbackIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    score: int
+    action: str
+    time_spent_ms: int = 0
+
+
+class WrittenFeedbackOut(Schema):
+    token: UUID
+    text: str
+    score: int | None
+    action: str
+    created: bool
+
+
+class CampaignImportIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    name: str = ""
+
+
+class CampaignImportOut(Schema):
+    campaign_id: int
+    report: ItemsImportReportOut
+
+
+class StandingIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    annotator: str
+    decision: str
+
+
+class StandingOut(Schema):
+    annotator: str
+    standing: str
+    set_by_operator: bool
+    attention_correct: int
+    attention_total: int
 
 
 # --- operators ---
@@ -166,6 +247,8 @@ def campaign_detail(request, campaign_id: int):
 
 
 class StatusIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
     status: str
 
 
@@ -214,7 +297,98 @@ def campaign_results(request, campaign_id: int):
     return services.campaign_results(campaign=get_object_or_404(Campaign, pk=campaign_id))
 
 
-# --- annotators ---
+@router.get("/campaigns/{campaign_id}/export", auth=OPERATORS)
+def campaign_export(request, campaign_id: int):
+    """Everything about the campaign as JSON lines, for campaign import here or on another memweb."""
+    campaign = get_object_or_404(Campaign, pk=campaign_id)
+    response = HttpResponse(services.campaign_export_render(campaign=campaign),
+                            content_type="application/x-ndjson; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="campaign-{campaign.pk}.jsonl"'
+    return response
+
+
+@router.post("/campaign-imports", response={201: CampaignImportOut, 422: ImportRejectedOut}, auth=OPERATORS)
+def campaign_import(request, payload: CampaignImportIn):
+    """Re-create an exported campaign (under `name` if given). All-or-nothing, problems reported by line."""
+    report, campaign = services.campaign_import(text=payload.text, name=payload.name.strip())
+    if campaign is None:
+        detail = f"{len(report.problems)} problem(s) found; nothing was stored"
+        return Status(422, {"detail": detail, "report": report.as_dict()})
+    return Status(201, {"campaign_id": campaign.pk, "report": report.as_dict()})
+
+
+@router.post("/campaigns/{campaign_id}/standing", response={200: StandingOut, 404: ErrorOut, 422: FieldErrorOut},
+             auth=OPERATORS)
+def participant_standing(request, campaign_id: int, payload: StandingIn):
+    """Exclude an annotator's judgments from the results, reinstate them, or return to the automatic rule."""
+    campaign = get_object_or_404(Campaign, pk=campaign_id)
+    annotator = get_user_model().objects.filter(username=payload.annotator).first()
+    if annotator is None or not Assignment.objects.filter(campaign=campaign, annotator=annotator).exists():
+        return Status(404, {"detail": f"{payload.annotator!r} has no assignment in this campaign"})
+    if payload.decision not in services.OPERATOR_DECISIONS:
+        return Status(422, {"detail": f"choose one of {', '.join(services.OPERATOR_DECISIONS)}", "field": "decision"})
+    participant = services.participant_decide(campaign=campaign, annotator=annotator, decision=payload.decision)
+    return Status(200, standing_payload(participant))
+
+
+def standing_payload(participant: Participant) -> dict:
+    return {"annotator": participant.annotator.get_username(), "standing": participant.standing,
+            "set_by_operator": participant.set_by_operator, "attention_correct": participant.attention_correct,
+            "attention_total": participant.attention_total}
+
+
+# --- annotators: the feedback-writing queue ---
+@router.post("/campaigns/{campaign_id}/write-next", response={200: WriteTaskOut, 204: None}, auth=ANNOTATORS)
+def feedback_task_next(request, campaign_id: int):
+    """Your feedback task in hand, or the next conversation that needs feedback; 204 when none is left."""
+    campaign = get_object_or_404(Campaign, pk=campaign_id, status=Campaign.Status.OPEN)
+    task = services.feedback_task_next(campaign=campaign, writer=request.auth)
+    if task is None:
+        return Status(204, None)
+    return Status(200, write_payload(task))
+
+
+@router.get("/feedback-tasks/{token}", response=WriteTaskOut, auth=ANNOTATORS)
+def feedback_task_detail(request, token: UUID):
+    return write_payload(_own_task(request, token))
+
+
+@router.post("/feedback-tasks/{token}/feedback", response={200: WrittenFeedbackOut, 201: WrittenFeedbackOut, 422: FieldErrorOut},
+             auth=ANNOTATORS)
+def feedback_create(request, token: UUID, payload: WrittenFeedbackIn):
+    """Your feedback, satisfaction score (1-10) and like/dislike/none. Idempotent: a repeat answers 200."""
+    task = _own_task(request, token)
+    repeat = task.status == FeedbackTask.Status.DONE
+    try:
+        task = services.feedback_task_submit(token=token, writer=request.auth, text=payload.text,
+                                             score=payload.score, action=payload.action,
+                                             time_spent_ms=payload.time_spent_ms, rating_required=True)
+    except services.SubmitError as error:
+        return Status(422, {"detail": error.reason, "field": error.field})
+    answer = {"token": token, "text": task.text, "score": task.score, "action": task.action, "created": not repeat}
+    return Status(200 if repeat else 201, answer)
+
+
+def _own_task(request, token: UUID) -> FeedbackTask:
+    """Someone else's task is a 404, the same as a token that never existed."""
+    return get_object_or_404(FeedbackTask.objects.select_related("item", "campaign"), token=token,
+                             writer=request.auth)
+
+
+def write_payload(task: FeedbackTask) -> dict:
+    """What a feedback writer sees: the conversation and its context, never the simulated feedback or score."""
+    item, campaign = task.item, task.campaign
+    done = task.status == FeedbackTask.Status.DONE
+    return {
+        "token": task.token, "campaign_id": campaign.pk, "campaign_name": campaign.name,
+        "instructions": campaign.instructions, "conversation": item.conversation,
+        "task_description": item.task_description, "evaluation_context": item.evaluation_context,
+        "done": done, "your_feedback": task.text if done else None, "score_range": [1, 10],
+        "actions": list(Reaction.values),
+    }
+
+
+# --- annotators: judging ---
 @router.post("/campaigns/{campaign_id}/next", response={200: PairOut, 204: None}, auth=ANNOTATORS)
 def assignment_next(request, campaign_id: int):
     """Your open assignment, or a new one; 204 when nothing is left for you."""
@@ -239,7 +413,8 @@ def judgment_create(request, token: UUID, payload: JudgmentIn):
     _own_assignment(request, token)
     try:
         submitted = services.judgment_submit(token=token, annotator=request.auth, choices=payload.choices,
-                                             comment=payload.comment, time_spent_ms=payload.time_spent_ms)
+                                             comment=payload.comment, time_spent_ms=payload.time_spent_ms,
+                                             score=payload.score, action=payload.action)
     except services.SubmitError as error:
         return Status(422, {"detail": error.reason, "field": error.field})
     judgment = submitted.judgment

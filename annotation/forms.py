@@ -6,6 +6,10 @@ from annotation.models import Campaign
 from annotation.services import campaign_has_judgments, criteria_problem
 
 FROZEN_ONCE_JUDGED = ("criteria_text", "annotators_per_item", "allow_ties")
+# Quality-control settings: left out of a post, they keep the campaign's value (or the default).
+QUALITY_FIELDS = ("assignment_strategy", "max_annotators_per_item", "attention_rate", "attention_warn_below",
+                  "attention_exclude_below", "attention_min_checks")
+SCORE_CHOICES = [("", "Choose…"), *((str(score), str(score)) for score in range(1, 11))]
 
 
 def criteria_to_text(criteria: list[dict]) -> str:
@@ -35,12 +39,14 @@ class CampaignForm(forms.ModelForm):
     class Meta:
         model = Campaign
         fields = ["name", "instructions", "annotators_per_item", "allow_ties", "deadline",
-                  "assignment_timeout_minutes"]
+                  "assignment_timeout_minutes", *QUALITY_FIELDS]
         widgets = {"instructions": forms.Textarea(attrs={"rows": 8})}
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["criteria_text"].initial = criteria_to_text(self.instance.criteria)
+        for name in QUALITY_FIELDS:
+            self.fields[name].required = False
         if self.instance.pk and campaign_has_judgments(campaign=self.instance):
             for name in FROZEN_ONCE_JUDGED:
                 self.fields[name].disabled = True
@@ -57,6 +63,14 @@ class CampaignForm(forms.ModelForm):
         return super().save(commit=commit)
 
 
+    def clean(self):
+        cleaned = super().clean()
+        warn, exclude = cleaned.get("attention_warn_below"), cleaned.get("attention_exclude_below")
+        if warn is not None and exclude is not None and exclude > warn:
+            self.add_error("attention_exclude_below", "must not be above the warning threshold: warn first, then exclude")
+        return cleaned
+
+
 class UploadForm(forms.Form):
     file = forms.FileField(help_text="A .jsonl or .csv file; see the field list below.")
 
@@ -64,3 +78,8 @@ class UploadForm(forms.Form):
 class CampaignFilterForm(forms.Form):
     q = forms.CharField(required=False, label="Search")
     status = forms.ChoiceField(required=False, choices=[("", "Any status"), *Campaign.Status.choices])
+
+
+class CampaignImportForm(forms.Form):
+    file = forms.FileField(help_text="A campaign file exported from memweb (.jsonl).")
+    name = forms.CharField(required=False, max_length=200, help_text="Optional: import under another name.")

@@ -39,11 +39,32 @@ def default_criteria() -> list[dict]:
     return [dict(criterion) for criterion in DEFAULT_CRITERIA]
 
 
+class Reaction(models.TextChoices):
+    """The like/dislike/none action of MemoryBench's feedback, for the simulated user and for people."""
+    LIKE = "like", "Like"
+    DISLIKE = "dislike", "Dislike"
+    NONE = "none", "Neither"
+
+
+def _score_field(**extra):
+    return models.PositiveSmallIntegerField(null=True, blank=True,
+                                            validators=[MinValueValidator(1), MaxValueValidator(10)], **extra)
+
+
+def _share_field(default: float, help_text: str):
+    return models.FloatField(default=default, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+                             help_text=help_text)
+
+
 class Campaign(models.Model):
     class Status(models.TextChoices):
         DRAFT = "draft", "Draft"
         OPEN = "open", "Open"
         CLOSED = "closed", "Closed"
+
+    class Strategy(models.TextChoices):
+        LEAST_ANNOTATED = "least_annotated", "Least annotated first"
+        MAX_DISAGREEMENT = "max_disagreement", "Least annotated first, then extra annotators on split items"
 
     name = models.CharField(max_length=200, unique=True)
     instructions = models.TextField(blank=True, help_text="Markdown, shown to annotators.")
@@ -57,6 +78,22 @@ class Campaign(models.Model):
     assignment_timeout_minutes = models.PositiveIntegerField(
         default=30, validators=[MinValueValidator(1), MaxValueValidator(7 * 24 * 60)],
         help_text="An unfinished assignment or feedback task is handed to someone else after this long.",
+    )
+    assignment_strategy = models.CharField(max_length=24, choices=Strategy.choices, default=Strategy.LEAST_ANNOTATED)
+    max_annotators_per_item = models.PositiveSmallIntegerField(
+        default=5, validators=[MinValueValidator(1), MaxValueValidator(20)],
+        help_text="Max-disagreement only: an item whose votes split gets extra annotators up to this many.",
+    )
+    attention_rate = models.FloatField(
+        default=0.0, validators=[MinValueValidator(0.0), MaxValueValidator(0.5)],
+        help_text="Share of each annotator's items that are attention checks (0 = none).",
+    )
+    attention_warn_below = _share_field(0.8, "An annotator whose attention-check accuracy falls below this is warned.")
+    attention_exclude_below = _share_field(
+        0.6, "Below this (after the minimum number of checks) their judgments leave the results.")
+    attention_min_checks = models.PositiveSmallIntegerField(
+        default=3, validators=[MinValueValidator(1), MaxValueValidator(100)],
+        help_text="Checks answered before anyone can be excluded.",
     )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")
@@ -112,8 +149,16 @@ class Item(models.Model):
     language = models.CharField(max_length=16, db_index=True)
     task_format = models.CharField(max_length=4, choices=TaskFormat.choices, db_index=True)
     domain = models.CharField(max_length=64, db_index=True)
-    is_gold = models.BooleanField(default=False, help_text="Attention/gold item: left out of kappa and win rates.")
+    is_gold = models.BooleanField(default=False, help_text="Silent gold item: scored per annotator, left out of "
+                                  "kappa and win rates.")
+    is_attention = models.BooleanField(default=False, help_text="Attention check (an obvious answer, e.g. one side "
+                                       "empty or off-topic): injected at the campaign's rate, never counted.")
     gold_expected = models.JSONField(default=dict, blank=True, help_text="{criterion: human|simulated|tie}")
+    simulated_score = _score_field(help_text="The simulated user's satisfaction score, 1-10.")
+    simulated_action = models.CharField(max_length=8, choices=Reaction.choices, blank=True)
+    simulated_like_probability = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="P(like | score) under the simulated user's action model.")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -125,6 +170,11 @@ class Item(models.Model):
 
     def __str__(self) -> str:
         return f"item {self.pk} ({self.language}/{self.task_format}/{self.domain})"
+
+    @property
+    def is_scored(self) -> bool:
+        """Gold and attention items check annotators; only the others count in the study's figures."""
+        return not (self.is_gold or self.is_attention)
 
     @property
     def is_ready(self) -> bool:
@@ -156,6 +206,8 @@ class FeedbackTask(models.Model):
     writer = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                related_name="annotation_feedback_tasks")
     text = models.TextField(blank=True)
+    score = _score_field(help_text="The writer's own satisfaction, 1-10, as this customer.")
+    action = models.CharField(max_length=8, choices=Reaction.choices, blank=True)
     assigned_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
     time_spent_ms = models.PositiveIntegerField(null=True, blank=True)
@@ -229,6 +281,8 @@ class Judgment(models.Model):
     choices = models.JSONField(help_text="{criterion: A|B|tie} as shown")
     preferences = models.JSONField(help_text="{criterion: human|simulated|tie}")
     comment = models.TextField(blank=True)
+    score = _score_field(help_text="Optional: the annotator's own satisfaction with the conversation, 1-10.")
+    action = models.CharField(max_length=8, choices=Reaction.choices, blank=True)
     time_spent_ms = models.PositiveIntegerField(default=0, help_text="Active time measured in the browser.")
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -237,3 +291,34 @@ class Judgment(models.Model):
 
     def __str__(self) -> str:
         return f"judgment {self.pk}"
+
+
+class Participant(models.Model):
+    """An annotator's standing in a campaign, from their attention checks.
+    Excluded annotators' judgments stay stored (and exported, marked) but leave
+    the results; an operator's decision overrides the automatic one."""
+
+    class Standing(models.TextChoices):
+        GOOD = "good", "Good"
+        WARNED = "warned", "Warned"
+        EXCLUDED = "excluded", "Excluded"
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="participants")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                                  related_name="annotation_participations")
+    standing = models.CharField(max_length=16, choices=Standing.choices, default=Standing.GOOD, db_index=True)
+    attention_correct = models.PositiveIntegerField(default=0)
+    attention_total = models.PositiveIntegerField(default=0)
+    set_by_operator = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["pk"]
+        constraints = [models.UniqueConstraint(fields=["campaign", "annotator"], name="annotation_participant_once")]
+
+    def __str__(self) -> str:
+        return f"{self.annotator} in {self.campaign} ({self.standing})"
+
+    @property
+    def attention_accuracy(self) -> float | None:
+        return self.attention_correct / self.attention_total if self.attention_total else None

@@ -1,6 +1,7 @@
 """Annotation pages. Operators manage campaigns and read results; annotators
 write feedback and judge blind pairs, addressed only by opaque tokens."""
 from django.contrib import messages
+from django.contrib.auth import get_user_model
 from django.core.paginator import Paginator
 from django.db.models import Count, Q
 from django.http import Http404, HttpResponse
@@ -8,8 +9,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation import services
-from annotation.forms import CampaignFilterForm, CampaignForm, UploadForm
-from annotation.models import Assignment, Campaign, FeedbackTask
+from annotation.forms import SCORE_CHOICES, CampaignFilterForm, CampaignForm, CampaignImportForm, UploadForm
+from annotation.models import Assignment, Campaign, FeedbackTask, Reaction
 from annotation.services.intake import FIELDS, REQUIRED
 from memweb.roles import Role, has_role, role_required
 
@@ -36,7 +37,8 @@ def campaign_list(request):
         if form.cleaned_data["status"]:
             campaigns = campaigns.filter(status=form.cleaned_data["status"])
     page = Paginator(campaigns, PAGE_SIZE).get_page(request.GET.get("page"))
-    context = {"form": form, "page": page, "query": _query_without_page(request)}
+    context = {"form": form, "page": page, "query": _query_without_page(request),
+               "import_form": CampaignImportForm()}
     if request.htmx:
         return render(request, "annotation/_campaign_rows.html", context)
     return render(request, "annotation/campaign_list.html", context)
@@ -141,6 +143,23 @@ def _upload_answer(request, campaign, form, report, *, status: int):
     return render(request, "annotation/campaign_detail.html", context, status=status)
 
 
+@require_POST
+@role_required(Role.OPERATOR)
+def campaign_import(request):
+    """A campaign file exported from memweb, re-created whole or not at all."""
+    form = CampaignImportForm(request.POST, request.FILES)
+    report = None
+    if form.is_valid():
+        text = form.cleaned_data["file"].read().decode("utf-8", errors="replace")
+        report, campaign = services.campaign_import(text=text, name=form.cleaned_data["name"].strip())
+        if campaign is not None:
+            messages.success(request, f"Imported “{campaign.name}” ({report.created} records).")
+            return redirect("annotation:campaign_detail", pk=campaign.pk)
+    context = {"form": CampaignFilterForm(), "page": Paginator(Campaign.objects.none(), PAGE_SIZE).get_page(1),
+               "query": "", "import_form": form, "import_report": report}
+    return render(request, "annotation/campaign_list.html", context, status=400)
+
+
 @require_GET
 @role_required(Role.OPERATOR)
 def campaign_results(request, pk: int):
@@ -148,6 +167,25 @@ def campaign_results(request, pk: int):
     results = services.campaign_results(campaign=campaign)
     return render(request, "annotation/results.html", {"campaign": campaign, "results": results,
                                                        "chart_data": _chart_data(results)})
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def participant_standing(request, pk: int, annotator_id: int):
+    """The exclusion toggle: exclude, reinstate, or back to the attention-check rule."""
+    campaign = get_object_or_404(Campaign, pk=pk)
+    if not Assignment.objects.filter(campaign=campaign, annotator_id=annotator_id).exists():
+        raise Http404("no such annotator in this campaign")
+    annotator = get_object_or_404(get_user_model(), pk=annotator_id)
+    decision = request.POST.get("decision", "")
+    if decision not in services.OPERATOR_DECISIONS:
+        return HttpResponse(f"decision must be one of {', '.join(services.OPERATOR_DECISIONS)}", status=400)
+    services.participant_decide(campaign=campaign, annotator=annotator, decision=decision)
+    if request.htmx:
+        response = HttpResponse(status=204)
+        response["HX-Refresh"] = "true"  # every figure changes with who is counted
+        return response
+    return redirect("annotation:campaign_results", pk=campaign.pk)
 
 
 def _chart_data(results: dict) -> dict:
@@ -158,6 +196,8 @@ def _chart_data(results: dict) -> dict:
         "human": [stats["win"]["human"] for stats in overall],
         "ties": [stats["win"]["ties"] for stats in overall],
         "kappa": [stats["kappa"] for stats in overall],
+        "fidelity": {"reliability": results["fidelity"]["reliability"],
+                     "ceiling": results["fidelity"]["reliability_ceiling"]},
         "breakdowns": [
             {"label": breakdown["label"], "groups": [group["group"] for group in breakdown["groups"]],
              "series": [{"criterion": stats["label"], "values": [
@@ -173,11 +213,12 @@ def _chart_data(results: dict) -> dict:
 def campaign_export(request, pk: int, kind: str, fmt: str):
     campaign = get_object_or_404(Campaign, pk=pk)
     builders = {"judgments": services.judgment_records, "results": services.result_records}
-    if kind not in builders or fmt not in ("csv", "jsonl"):
+    if (kind not in builders or fmt not in ("csv", "jsonl")) and (kind, fmt) != ("campaign", "jsonl"):
         raise Http404("unknown export")
     content_type = "text/csv" if fmt == "csv" else "application/x-ndjson"
-    response = HttpResponse(services.records_render(builders[kind](campaign=campaign), fmt),
-                            content_type=f"{content_type}; charset=utf-8")
+    content = (services.campaign_export_render(campaign=campaign) if kind == "campaign"
+               else services.records_render(builders[kind](campaign=campaign), fmt))
+    response = HttpResponse(content, content_type=f"{content_type}; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="campaign-{campaign.pk}-{kind}.{fmt}"'
     return response
 
@@ -204,6 +245,7 @@ def _queue_row(campaign: Campaign, user) -> dict:
         "to_write": FeedbackTask.objects.filter(campaign=campaign, status=FeedbackTask.Status.OPEN).count(),
         "written": FeedbackTask.objects.filter(campaign=campaign, writer=user,
                                                status=FeedbackTask.Status.DONE).count(),
+        "standing": getattr(services.participant_standing(campaign=campaign, annotator=user), "standing", ""),
     }
 
 
@@ -233,10 +275,11 @@ def judge(request, token):
     try:
         services.judgment_submit(token=assignment.token, annotator=request.user, choices=choices,
                                  comment=request.POST.get("comment", ""),
-                                 time_spent_ms=request.POST.get("time_spent_ms", 0))
+                                 time_spent_ms=request.POST.get("time_spent_ms", 0),
+                                 score=request.POST.get("score", ""), action=request.POST.get("action", ""))
     except services.SubmitError as error:
         context = _judge_context(assignment, request.user, error=error, posted=choices,
-                                 comment=request.POST.get("comment", ""))
+                                 comment=request.POST.get("comment", ""), rating=_posted_rating(request))
         return render(request, "annotation/judge.html", context, status=400)
     return _judge_next_redirect(request, assignment.campaign)
 
@@ -253,8 +296,15 @@ def _judge_context(assignment: Assignment, user, **extra) -> dict:
         "feedback_a": assignment.feedback_for_side("A"), "feedback_b": assignment.feedback_for_side("B"),
         "criteria": criteria, "options": services.side_options(campaign), "judged": judgment is not None,
         "done": done, "remaining": services.items_available(campaign=campaign, annotator=user).count(),
-        "comment": judgment.comment if judgment else "", **extra,
+        "comment": judgment.comment if judgment else "", "score_choices": SCORE_CHOICES,
+        "reactions": Reaction.choices, "rating": _rating_of(judgment, extra.pop("rating", None)), **extra,
     }
+
+
+def _rating_of(judgment, posted: dict | None) -> dict:
+    if posted is not None:
+        return posted
+    return {"score": str(judgment.score or ""), "action": judgment.action} if judgment else {"score": "", "action": ""}
 
 
 def _context_of(item) -> dict:
@@ -283,14 +333,22 @@ def write(request, token):
     task = get_object_or_404(FeedbackTask.objects.select_related("item", "campaign"), token=token)
     if task.writer_id not in (None, request.user.pk):
         raise Http404("not your task")
-    context = {"task": task, "campaign": task.campaign, "item": _context_of(task.item)}
+    context = {"task": task, "campaign": task.campaign, "item": _context_of(task.item), "reactions": Reaction.choices,
+               "score_choices": SCORE_CHOICES, "rating": {"score": str(task.score or ""), "action": task.action}}
     if request.method == "GET":
         return render(request, "annotation/write.html", context)
     text = request.POST.get("text", "")
     try:
         services.feedback_task_submit(token=task.token, writer=request.user, text=text,
-                                      time_spent_ms=request.POST.get("time_spent_ms", 0))
+                                      time_spent_ms=request.POST.get("time_spent_ms", 0),
+                                      score=request.POST.get("score", ""), action=request.POST.get("action", ""),
+                                      rating_required=True)
     except services.SubmitError as error:
-        return render(request, "annotation/write.html", {**context, "error": error, "text": text}, status=400)
+        context |= {"error": error, "text": text, "rating": _posted_rating(request)}
+        return render(request, "annotation/write.html", context, status=400)
     messages.success(request, "Feedback saved. Thank you!")
     return _write_next_redirect(request, task.campaign)
+
+
+def _posted_rating(request) -> dict:
+    return {"score": request.POST.get("score", ""), "action": request.POST.get("action", "")}

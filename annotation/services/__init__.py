@@ -7,6 +7,7 @@ from annotation.services.allocation import (
     feedback_task_next,
     feedback_tasks_reclaim,
     items_available,
+    split_item_ids,
 )
 from annotation.services.campaigns import (
     CampaignStateError,
@@ -18,7 +19,12 @@ from annotation.services.campaigns import (
 )
 from annotation.services.exports import judgment_records, records_render, result_records
 from annotation.services.intake import (
-    ImportReport, RowProblem, items_from_conversations, items_import, upload_parse, upload_read,
+    ImportReport,
+    RowProblem,
+    items_from_conversations,
+    items_import,
+    upload_parse,
+    upload_read,
 )
 from annotation.services.judging import (
     SubmitError,
@@ -28,13 +34,65 @@ from annotation.services.judging import (
     judgment_submit,
     side_options,
 )
-from annotation.services.results import campaign_progress, campaign_results
+from annotation.services.quality import (
+    OPERATOR_DECISIONS,
+    attention_due,
+    participant_decide,
+    participant_score,
+    participant_standing,
+    side_balanced,
+)
+from annotation.services.results import (
+    campaign_action_fit,
+    campaign_action_pairs,
+    campaign_progress,
+    campaign_results,
+    conversations_compared,
+)
+from annotation.services.transfer import campaign_export_lines, campaign_export_render, campaign_import
 
 __all__ = [
-    "CampaignStateError", "ImportReport", "RowProblem", "SubmitError", "Submitted",
-    "assignment_active", "assignment_next", "assignment_open", "assignments_reclaim", "campaign_has_judgments",
-    "campaign_progress", "campaign_results", "campaign_status_change", "criteria_problem", "feedback_task_active",
-    "feedback_task_next", "feedback_task_submit", "feedback_tasks_reclaim", "item_facets", "items_available",
-    "items_filter", "items_from_conversations", "items_import", "judgment_records", "judgment_submit",
-    "records_render", "result_records", "side_options", "upload_parse", "upload_read",
+    "OPERATOR_DECISIONS",
+    "CampaignStateError",
+    "ImportReport",
+    "RowProblem",
+    "SubmitError",
+    "Submitted",
+    "assignment_active",
+    "assignment_next",
+    "assignment_open",
+    "assignments_reclaim",
+    "attention_due",
+    "campaign_action_fit",
+    "campaign_action_pairs",
+    "campaign_export_lines",
+    "campaign_export_render",
+    "campaign_has_judgments",
+    "campaign_import",
+    "campaign_progress",
+    "campaign_results",
+    "campaign_status_change",
+    "conversations_compared",
+    "criteria_problem",
+    "feedback_task_active",
+    "feedback_task_next",
+    "feedback_task_submit",
+    "feedback_tasks_reclaim",
+    "item_facets",
+    "items_available",
+    "items_filter",
+    "items_from_conversations",
+    "items_import",
+    "judgment_records",
+    "judgment_submit",
+    "participant_decide",
+    "participant_score",
+    "participant_standing",
+    "records_render",
+    "result_records",
+    "side_balanced",
+    "side_options",
+    "split_item_ids",
+    "upload_parse",
+    "upload_read",
 ]

@@ -1,38 +1,73 @@
 """Handing out work on demand: judging assignments and feedback-writing tasks.
 
-Invariants: every item gets exactly N distinct annotators; nobody gets an item
-twice; the items with the fewest assignments go first; an assignment left
-unfinished past the campaign's timeout goes back to the pool. Concurrency: the
+Invariants: every item gets exactly N distinct annotators (under the
+max-disagreement strategy, an item whose votes split gets more, up to the
+campaign's cap); nobody gets an item twice; the items with the fewest
+assignments go first; an excluded annotator's assignments do not count and they
+get no more work; attention checks are handed out at the campaign's rate and
+outside the N limit; each item's sides are balanced across its annotators; an
+assignment left unfinished past the campaign's timeout goes back to the pool. Concurrency: the
 item row is locked (FOR UPDATE SKIP LOCKED) while its assignment is created, so
 every writer of an item's assignments is serialised on that lock and re-counts
 under it before inserting.
 """
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Exists, OuterRef, Q, Subquery
+from django.db.models import Case, Count, Exists, F, IntegerField, OuterRef, Q, Subquery, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from annotation.models import Assignment, Campaign, FeedbackTask, Item
+from annotation.models import Assignment, Campaign, FeedbackTask, Item, Judgment
+from annotation.services.quality import attention_due, excluded_ids, side_balanced
 
 _ATTEMPTS = 20
 
 
-def _taken_count():
-    """Assignments an item has that still count (open or completed)."""
-    taken = (Assignment.objects.filter(item=OuterRef("pk")).exclude(status=Assignment.Status.EXPIRED)
+def _counted(campaign: Campaign):
+    """Assignments that still count: open or completed, by an annotator who is not excluded."""
+    return Assignment.objects.exclude(status=Assignment.Status.EXPIRED).exclude(
+        annotator_id__in=excluded_ids(campaign=campaign))
+
+
+def _taken_count(campaign: Campaign):
+    taken = (_counted(campaign).filter(item=OuterRef("pk"))
              .order_by().values("item").annotate(n=Count("pk")).values("n"))
     return Coalesce(Subquery(taken), 0)
 
 
-def items_available(*, campaign: Campaign, annotator):
-    """Items this annotator may still be given: ready, not yet full, never
-    theirs before, and not feedback they wrote themselves (they would know it)."""
+def _target(campaign: Campaign):
+    """How many annotators each item needs: N, or the cap for split items under max-disagreement."""
+    if campaign.assignment_strategy != Campaign.Strategy.MAX_DISAGREEMENT:
+        return Value(campaign.annotators_per_item)
+    split = split_item_ids(campaign=campaign)
+    cap = max(campaign.max_annotators_per_item, campaign.annotators_per_item)
+    return Case(When(pk__in=split, then=Value(cap)), default=Value(campaign.annotators_per_item),
+                output_field=IntegerField())
+
+
+def split_item_ids(*, campaign: Campaign) -> list[int]:
+    """Items with at least N counted judgments whose votes are not unanimous on some criterion."""
+    votes: dict[int, list[dict]] = {}
+    for item_id, preferences in (Judgment.objects.filter(assignment__in=_counted(campaign), assignment__campaign=campaign,
+                                                         assignment__item__is_attention=False)
+                                 .values_list("assignment__item_id", "preferences")):
+        votes.setdefault(item_id, []).append(preferences)
+    return [item_id for item_id, prefs in votes.items() if len(prefs) >= campaign.annotators_per_item
+            and any(len({p[key] for p in prefs}) > 1 for key in campaign.criterion_keys)]
+
+
+def _pool(campaign: Campaign, annotator):
+    """Ready items never theirs before, and not feedback they wrote themselves (they would know it)."""
     theirs = Assignment.objects.filter(item=OuterRef("pk"), annotator=annotator).exclude(
         status=Assignment.Status.EXPIRED)
     return (Item.objects.filter(campaign=campaign).exclude(human_feedback="")
-            .exclude(human_feedback_author=annotator)
-            .annotate(taken=_taken_count()).filter(taken__lt=campaign.annotators_per_item)
-            .filter(~Exists(theirs)))
+            .exclude(human_feedback_author=annotator).filter(~Exists(theirs)))
+
+
+def items_available(*, campaign: Campaign, annotator):
+    """Items this annotator may still be given: the pool, not yet full, attention checks aside."""
+    available = (_pool(campaign, annotator).filter(is_attention=False)
+                 .annotate(taken=_taken_count(campaign), target=_target(campaign)).filter(taken__lt=F("target")))
+    return available.none() if annotator.pk in excluded_ids(campaign=campaign) else available
 
 
 def assignments_reclaim(*, campaign: Campaign, now=None) -> int:
@@ -58,6 +93,9 @@ def assignment_next(*, campaign: Campaign, annotator, now=None) -> Assignment | 
         active = assignment_active(campaign=campaign, annotator=annotator)
         if active:
             return active
+        check = _attention_try(campaign, annotator)
+        if check is not None:
+            return check
         outcome = _assignment_try(campaign, annotator, skip_locked=True)
         if outcome is _ALL_LOCKED:
             # Every candidate is being handed out right now: wait for one rather
@@ -71,6 +109,24 @@ def assignment_next(*, campaign: Campaign, annotator, now=None) -> Assignment | 
 _RETRY, _ALL_LOCKED = object(), object()
 
 
+def _attention_try(campaign: Campaign, annotator) -> Assignment | None:
+    """An attention check they have not seen, when one is due; any number of
+    annotators may take the same check, so no item lock is needed."""
+    if not attention_due(campaign=campaign, annotator=annotator):
+        return None
+    if annotator.pk in excluded_ids(campaign=campaign):
+        return None
+    item = _pool(campaign, annotator).filter(is_attention=True).order_by("pk").first()
+    if item is None:
+        return None
+    try:
+        with transaction.atomic():
+            return Assignment.objects.create(campaign=campaign, item=item, annotator=annotator,
+                                             side_a_is_human=side_balanced(item=item))
+    except IntegrityError:
+        return None  # a parallel request of theirs took it; the loop resumes that one
+
+
 def _assignment_try(campaign: Campaign, annotator, *, skip_locked: bool):
     try:
         with transaction.atomic():
@@ -81,7 +137,8 @@ def _assignment_try(campaign: Campaign, annotator, *, skip_locked: bool):
                 return _ALL_LOCKED if skip_locked and _any_available(campaign, annotator) else None
             if not _count_current(item, annotator):
                 return _RETRY  # our counts were read before someone else's commit
-            return Assignment.objects.create(campaign=campaign, item=item, annotator=annotator)
+            return Assignment.objects.create(campaign=campaign, item=item, annotator=annotator,
+                                             side_a_is_human=side_balanced(item=item))
     except IntegrityError:
         return _RETRY  # the same annotator's parallel request got there first
 
@@ -94,8 +151,9 @@ def _count_current(item: Item, annotator) -> bool:
     """Re-count under the item lock (this read sees every committed assignment):
     if the count moved since the candidate query, its ordering is stale too,
     and picking this item could break the balance or the limit of N."""
-    live = Assignment.objects.filter(item=item).exclude(status=Assignment.Status.EXPIRED)
-    return live.count() == item.taken and not live.filter(annotator=annotator).exists()
+    live = _counted(item.campaign).filter(item=item)
+    mine = Assignment.objects.filter(item=item, annotator=annotator).exclude(status=Assignment.Status.EXPIRED)
+    return live.count() == item.taken and not mine.exists()
 
 
 def feedback_tasks_reclaim(*, campaign: Campaign, now=None) -> int:

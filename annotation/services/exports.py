@@ -5,6 +5,7 @@ import io
 import json
 
 from annotation.models import Campaign
+from annotation.services.quality import excluded_ids
 from annotation.services.results import campaign_results, judgment_rows
 
 FORMATS = ("csv", "jsonl")
@@ -14,13 +15,17 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 def judgment_records(*, campaign: Campaign) -> list[dict]:
     records = []
+    excluded = excluded_ids(campaign=campaign)
     for row in judgment_rows(campaign=campaign):
         record = {
             "judgment_id": row["pk"], "item_id": row["assignment__item_id"],
             "source_ref": row["assignment__item__source_ref"], "language": row["assignment__item__language"],
             "task_format": row["assignment__item__task_format"], "domain": row["assignment__item__domain"],
-            "is_gold": row["assignment__item__is_gold"], "annotator": row["assignment__annotator__username"],
+            "is_gold": row["assignment__item__is_gold"], "is_attention": row["assignment__item__is_attention"],
+            "annotator": row["assignment__annotator__username"],
+            "annotator_excluded": row["assignment__annotator_id"] in excluded,
             "side_a": "human" if row["assignment__side_a_is_human"] else "simulated",
+            "score": row["score"], "action": row["action"],
         }
         for key in campaign.criterion_keys:
             record[f"{key}_choice"] = row["choices"].get(key)
@@ -55,7 +60,7 @@ def _result_record(scope: str, group: str, stats: dict) -> dict:
     win = stats["win"]
     return {
         "scope": scope, "group": group, "criterion": stats["criterion"], "kappa": stats["kappa"],
-        "kappa_items": stats["kappa_items"], "judgments": win["total"], "simulated_wins": win["simulated"],
+        "kappa_items": stats["kappa_items"], "alpha": stats["alpha"], "judgments": win["total"], "simulated_wins": win["simulated"],
         "human_wins": win["human"], "ties": win["ties"], "simulated_rate": win["simulated_rate"],
         "human_rate": win["human_rate"], "tie_rate": win["tie_rate"],
         "simulated_vs_human": win["simulated_vs_human"],

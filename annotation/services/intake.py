@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from django.db import IntegrityError, transaction
 
 from annotation.metrics import HUMAN, SIMULATED, TIE
-from annotation.models import Campaign, FeedbackTask, Item
+from annotation.models import Campaign, FeedbackTask, Item, Reaction
 from memweb.services import unstorable_problem
 
 MAX_UPLOAD_BYTES = 10 * 1024 * 1024
@@ -22,7 +22,8 @@ MAX_TEXT = 50_000
 MAX_MESSAGES = 500
 FIELDS = (
     "source_ref", "conversation", "task_description", "evaluation_context", "human_feedback",
-    "simulated_feedback", "language", "task_format", "domain", "is_gold", "gold_expected",
+    "simulated_feedback", "language", "task_format", "domain", "is_gold", "gold_expected", "is_attention",
+    "simulated_score", "simulated_action", "simulated_like_probability",
 )
 REQUIRED = ("conversation", "simulated_feedback", "language", "task_format", "domain")
 _LANGUAGE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
@@ -191,9 +192,48 @@ def _row_values(campaign: Campaign, row: int, record: dict, errors: _RowErrors) 
         "task_format": _task_format(row, record.get("task_format"), errors),
         "domain": _text(row, record, "domain", errors, limit=64),
         "is_gold": _boolean(row, record.get("is_gold"), errors),
+        "is_attention": _boolean(row, record.get("is_attention"), errors, name="is_attention"),
+        "simulated_score": _score(row, record.get("simulated_score"), errors),
+        "simulated_action": _reaction(row, record.get("simulated_action"), errors),
+        "simulated_like_probability": _probability(row, record.get("simulated_like_probability"), errors),
     }
-    values["gold_expected"] = _gold_expected(campaign, row, record.get("gold_expected"), values["is_gold"], errors)
+    checked = values["is_gold"] or values["is_attention"]
+    values["gold_expected"] = _gold_expected(campaign, row, record.get("gold_expected"), checked, errors)
+    if values["is_gold"] and values["is_attention"]:
+        errors.add(row, "is_attention", "an item is either silent gold or an attention check, not both")
     return values
+
+
+def _score(row: int, value, errors: _RowErrors) -> int | None:
+    if _blank(value):
+        return None
+    text = str(value).strip()
+    if isinstance(value, bool) or not text.isdigit() or not 1 <= int(text) <= 10:
+        errors.add(row, "simulated_score", f"{value!r} is not a whole number from 1 to 10")
+        return None
+    return int(text)
+
+
+def _reaction(row: int, value, errors: _RowErrors) -> str:
+    if _blank(value):
+        return ""
+    if value not in Reaction.values:
+        errors.add(row, "simulated_action", f"{value!r} is not one of {', '.join(Reaction.values)}")
+        return ""
+    return value
+
+
+def _probability(row: int, value, errors: _RowErrors) -> float | None:
+    if _blank(value):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = -1.0
+    if isinstance(value, bool) or not 0.0 <= number <= 1.0:
+        errors.add(row, "simulated_like_probability", f"{value!r} is not a probability from 0 to 1")
+        return None
+    return number
 
 
 def _blank(value) -> bool:
@@ -257,19 +297,19 @@ def _task_format(row: int, value, errors: _RowErrors) -> str:
     return normalised
 
 
-def _boolean(row: int, value, errors: _RowErrors) -> bool:
+def _boolean(row: int, value, errors: _RowErrors, name: str = "is_gold") -> bool:
     if isinstance(value, bool) or value is None:
         return bool(value)
     text = str(value).strip().lower()
     if text not in _TRUE | _FALSE:
-        errors.add(row, "is_gold", f"{value!r} is not true/false")
+        errors.add(row, name, f"{value!r} is not true/false")
     return text in _TRUE
 
 
-def _gold_expected(campaign: Campaign, row: int, value, is_gold: bool, errors: _RowErrors) -> dict:
+def _gold_expected(campaign: Campaign, row: int, value, checked: bool, errors: _RowErrors) -> dict:
     if _blank(value):
-        if is_gold:
-            errors.add(row, "gold_expected", "a gold item needs its expected answers")
+        if checked:
+            errors.add(row, "gold_expected", "a gold item or attention check needs its expected answers")
         return {}
     if isinstance(value, str):
         try:
@@ -290,7 +330,8 @@ def items_from_conversations(*, campaign: Campaign, conversations: list[dict]) -
     upload row's fields, e.g. an evaluation episode mapped to
     {"source_ref": "episode:<id>", "conversation": [{role, content}, ...],
      "task_description", "evaluation_context", "simulated_feedback",
-     "language", "task_format", "domain"}.
+     "language", "task_format", "domain", "simulated_score", "simulated_action",
+     "simulated_like_probability"}.
     Conversations without "human_feedback" enter the feedback-writing queue,
     and their pairwise judging opens once an annotator has written it."""
     return items_import(campaign=campaign, records=list(enumerate(conversations, start=1)))

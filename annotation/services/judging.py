@@ -5,7 +5,8 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.models import Assignment, Campaign, FeedbackTask, Judgment
+from annotation.models import Assignment, Campaign, FeedbackTask, Judgment, Reaction
+from annotation.services.quality import participant_score
 
 MAX_COMMENT = 5000
 MAX_FEEDBACK = 10_000
@@ -41,12 +42,30 @@ def choices_validate(*, campaign: Campaign, choices: dict) -> dict[str, str]:
     return {key: choices[key] for key in campaign.criterion_keys}
 
 
-def judgment_submit(*, token, annotator, choices: dict, comment: str = "", time_spent_ms: int = 0) -> Submitted:
+def rating_validate(*, score, action, required: bool) -> tuple[int | None, str]:
+    """A person's own satisfaction (1-10) and like/dislike/none; both or neither unless required."""
+    if score in (None, "") and not action and not required:
+        return None, ""
+    try:
+        number = int(score)
+    except (TypeError, ValueError):
+        raise SubmitError("score", "give a satisfaction score from 1 to 10") from None
+    if isinstance(score, bool) or str(score).strip() != str(number) or not 1 <= number <= 10:
+        raise SubmitError("score", "give a satisfaction score from 1 to 10")
+    if action not in Reaction.values:
+        raise SubmitError("action", f"choose one of {', '.join(Reaction.values)}")
+    return number, action
+
+
+def judgment_submit(*, token, annotator, choices: dict, comment: str = "", time_spent_ms: int = 0,
+                    score=None, action: str = "") -> Submitted:
     """Store the annotator's judgment for the assignment `token` (theirs only:
-    anyone else's token raises Assignment.DoesNotExist)."""
+    anyone else's token raises Assignment.DoesNotExist). The optional score and
+    action are the annotator's own rating of the conversation."""
     comment = (comment or "").strip()
     if len(comment) > MAX_COMMENT:
         raise SubmitError("comment", f"longer than {MAX_COMMENT} characters")
+    score, action = rating_validate(score=score, action=action, required=False)
     with transaction.atomic():
         assignment = (Assignment.objects.select_for_update(of=("self",)).select_related("item", "campaign")
                       .get(token=token, annotator=annotator))
@@ -57,10 +76,12 @@ def judgment_submit(*, token, annotator, choices: dict, comment: str = "", time_
         _accepting_check(assignment)
         judgment = Judgment.objects.create(
             assignment=assignment, choices=valid, comment=comment, time_spent_ms=_clamp_ms(time_spent_ms),
-            preferences={key: assignment.source_of(side) for key, side in valid.items()},
+            preferences={key: assignment.source_of(side) for key, side in valid.items()}, score=score, action=action,
         )
         assignment.status, assignment.completed_at = Assignment.Status.COMPLETED, timezone.now()
         assignment.save(update_fields=["status", "completed_at"])
+        if assignment.item.is_attention:
+            participant_score(campaign=assignment.campaign, annotator=annotator)
     return Submitted(judgment, created=True)
 
 
@@ -94,20 +115,25 @@ def assignment_open(*, assignment: Assignment) -> None:
         assignment.refresh_from_db(fields=["opened_at"])
 
 
-def feedback_task_submit(*, token, writer, text: str, time_spent_ms: int = 0) -> FeedbackTask:
-    """Store the writer's feedback as the item's human feedback; this is what
-    opens the item for pairwise judging."""
+def feedback_task_submit(*, token, writer, text: str, time_spent_ms: int = 0, score=None, action: str = "",
+                         rating_required: bool = False) -> FeedbackTask:
+    """Store the writer's feedback as the item's human feedback (this is what
+    opens the item for pairwise judging) with their own score and action, which
+    the pages and the API require."""
     text = (text or "").strip()
     if not text:
         raise SubmitError("text", "write the feedback before submitting")
     if len(text) > MAX_FEEDBACK:
         raise SubmitError("text", f"longer than {MAX_FEEDBACK} characters")
+    score, action = rating_validate(score=score, action=action, required=rating_required)
     with transaction.atomic():
         task = FeedbackTask.objects.select_for_update(of=("self",)).select_related("item", "campaign").get(token=token)
         if task.status == FeedbackTask.Status.DONE and task.writer_id == writer.pk:
             return task
         _writable_check(task, writer)
         _feedback_store(task, writer, text, time_spent_ms)
+        task.score, task.action = score, action
+        task.save(update_fields=["score", "action"])
     return task
 
 

@@ -1,13 +1,19 @@
 """Campaign results: agreement, win rates, breakdowns, annotators, sampling.
 
-Win rates count every judgment of a non-gold item; Fleiss' kappa uses only the
-items that have all N judgments (kappa needs the same number of raters per
-item). Gold (attention) items only feed each annotator's gold accuracy.
+Win rates count every judgment of a scored item; Fleiss' kappa uses the first N
+judgments of items that have at least N (kappa needs the same number of raters
+per item; max-disagreement items may have more), Krippendorff's alpha uses all
+of them. Intervals are percentile bootstraps over items. Gold items only feed
+each annotator's gold accuracy, attention checks only their standing; excluded
+annotators' judgments stay stored but leave every figure.
 """
 from collections import Counter, defaultdict
 
-from annotation import metrics
-from annotation.models import Assignment, Campaign, FeedbackTask, Item, Judgment
+from annotation import competence, fidelity, metrics
+from annotation.models import Assignment, Campaign, FeedbackTask, Item, Judgment, Participant
+from annotation.services.quality import excluded_ids
+
+BOOTSTRAP_REPS = 1000
 
 BREAKDOWNS = (("language", "Language"), ("task_format", "Task format"), ("domain", "Domain"))
 
@@ -21,35 +27,53 @@ def judgment_rows(*, campaign: Campaign) -> list[dict]:
             "assignment__completed_at", "assignment__annotator__username", "assignment__item_id",
             "assignment__item__source_ref", "assignment__item__language", "assignment__item__task_format",
             "assignment__item__domain", "assignment__item__is_gold", "assignment__item__gold_expected",
+            "assignment__item__is_attention", "assignment__annotator_id", "score", "action",
         )
     )
 
 
-def criterion_stats(*, campaign: Campaign, rows: list[dict]) -> list[dict]:
-    """Kappa and win rates per criterion over the given judgment rows."""
+def _is_scored(row: dict) -> bool:
+    return not (row["assignment__item__is_gold"] or row["assignment__item__is_attention"])
+
+
+def criterion_stats(*, campaign: Campaign, rows: list[dict], intervals: bool = False) -> list[dict]:
+    """Kappa, alpha and win rates per criterion over the given judgment rows
+    (rows in pk order, so "the first N" is the first N judged)."""
     by_item = defaultdict(list)
     for row in rows:
         by_item[row["assignment__item_id"]].append(row["preferences"])
-    complete = [prefs for prefs in by_item.values() if len(prefs) == campaign.annotators_per_item]
+    n = campaign.annotators_per_item
+    complete = [prefs[:n] for prefs in by_item.values() if len(prefs) >= n]
     stats = []
     for criterion in campaign.criteria:
         key = criterion["key"]
+        kappa_units = [[prefs[key] for prefs in item] for item in complete]
+        alpha_units = [[prefs[key] for prefs in item] for item in by_item.values()]
         stats.append({
-            "criterion": key,
-            "label": criterion["label"],
-            "kappa": _kappa(complete, key, campaign),
-            "kappa_items": len(complete),
-            "items": len(by_item),
+            "criterion": key, "label": criterion["label"],
+            "kappa": _kappa(kappa_units, campaign), "kappa_items": len(complete), "items": len(by_item),
+            "alpha": metrics.krippendorff_alpha_nominal(alpha_units),
             "win": metrics.win_rates(row["preferences"][key] for row in rows).as_dict(),
         })
+        if intervals:
+            stats[-1] |= _intervals(campaign, kappa_units, alpha_units)
     return stats
 
 
-def _kappa(complete: list[list[dict]], key: str, campaign: Campaign) -> float | None:
-    if not complete or campaign.annotators_per_item < 2:
+def _intervals(campaign: Campaign, kappa_units: list, alpha_units: list) -> dict:
+    n, categories = campaign.annotators_per_item, campaign.categories
+    kappa = (metrics.bootstrap_sums(metrics.fleiss_parts(kappa_units, categories),
+                                    lambda sums: metrics.fleiss_finish(sums, n), reps=BOOTSTRAP_REPS)
+             if kappa_units and n >= 2 else metrics.Interval(None, None, None, len(kappa_units)))
+    alpha = metrics.bootstrap_sums(metrics.alpha_parts(alpha_units, categories), metrics.alpha_finish,
+                                   reps=BOOTSTRAP_REPS)
+    return {"kappa_interval": kappa.as_dict(), "alpha_interval": alpha.as_dict()}
+
+
+def _kappa(units: list[list[str]], campaign: Campaign) -> float | None:
+    if not units or campaign.annotators_per_item < 2:
         return None
-    labels = [[prefs[key] for prefs in item] for item in complete]
-    return metrics.fleiss_kappa(metrics.counts_from_labels(labels, campaign.categories))
+    return metrics.fleiss_kappa(metrics.counts_from_labels(units, campaign.categories))
 
 
 def breakdown(*, campaign: Campaign, rows: list[dict], field: str) -> list[dict]:
@@ -62,13 +86,45 @@ def breakdown(*, campaign: Campaign, rows: list[dict], field: str) -> list[dict]
 
 def annotator_stats(*, campaign: Campaign, rows: list[dict]) -> list[dict]:
     """Per annotator: judgments, agreement with each item's majority (items with
-    all N judgments and a strict majority; the annotator's own vote counts),
-    median active seconds per judgment, and gold accuracy."""
-    majorities = _majorities(campaign, [row for row in rows if not row["assignment__item__is_gold"]])
+    at least N judgments and a strict majority; the annotator's own vote counts),
+    MACE competence, share of side A, spammer reasons, median active seconds,
+    gold accuracy and attention-check standing. Everyone is listed, excluded or not."""
+    scored = [row for row in rows if _is_scored(row)]
+    majorities = _majorities(campaign, scored)
+    votes = [competence.Vote(unit=f"{row['assignment__item_id']}:{key}", annotator=row["assignment__annotator__username"],
+                             label=label) for row in scored for key, label in row["preferences"].items()]
+    competences = competence.mace_competence(votes)
+    standings = {p.annotator_id: p for p in Participant.objects.filter(campaign=campaign)}
     people = defaultdict(list)
     for row in rows:
         people[row["assignment__annotator__username"]].append(row)
-    return [_annotator_row(name, people[name], majorities) for name in sorted(people)]
+    return [_annotator_row(name, people[name], majorities) | _quality(people[name], competences.get(name), standings)
+            for name in sorted(people)]
+
+
+def _quality(rows: list[dict], theta: float | None, standings: dict) -> dict:
+    sides = [_leaning(row["choices"]) for row in rows if _is_scored(row)]
+    sides = [side for side in sides if side]
+    a_count = sides.count("A")
+    participant = standings.get(rows[0]["assignment__annotator_id"])
+    return {
+        "annotator_id": rows[0]["assignment__annotator_id"], "competence": theta,
+        "side_a": a_count, "sided": len(sides), "side_a_share": a_count / len(sides) if sides else None,
+        "spam_reasons": competence.spammer_reasons(competence=theta, a_count=a_count, decided=len(sides)),
+        "standing": participant.standing if participant else Participant.Standing.GOOD,
+        "set_by_operator": bool(participant and participant.set_by_operator),
+        "attention_correct": participant.attention_correct if participant else 0,
+        "attention_total": participant.attention_total if participant else 0,
+    }
+
+
+def _leaning(choices: dict) -> str | None:
+    """The side most of a judgment's criteria chose. One judgment is one test of
+    position: its criteria are read together, so counting them apart would
+    overstate how much evidence an annotator's side share carries."""
+    votes = list(choices.values())
+    a_count, b_count = votes.count("A"), votes.count("B")
+    return "A" if a_count > b_count else "B" if b_count > a_count else None
 
 
 def _majorities(campaign: Campaign, rows: list[dict]) -> dict[tuple[int, str], str | None]:
@@ -77,7 +133,7 @@ def _majorities(campaign: Campaign, rows: list[dict]) -> dict[tuple[int, str], s
         by_item[row["assignment__item_id"]].append(row["preferences"])
     return {
         (item_id, key): metrics.majority_label([prefs[key] for prefs in prefs_list])
-        for item_id, prefs_list in by_item.items() if len(prefs_list) == campaign.annotators_per_item
+        for item_id, prefs_list in by_item.items() if len(prefs_list) >= campaign.annotators_per_item
         for key in campaign.criterion_keys
     }
 
@@ -94,6 +150,7 @@ def _annotator_row(name: str, rows: list[dict], majorities: dict) -> dict:
         "agreement": agreed / compared if compared else None,
         "median_seconds": metrics.median_or_none(seconds),
         "gold_correct": gold_right, "gold_total": gold_total,
+        "gold_accuracy": gold_right / gold_total if gold_total else None,
     }
 
 
@@ -106,7 +163,7 @@ def _gold_score(rows: list[dict]) -> tuple[int, int]:
 
 def sampling_table(*, campaign: Campaign) -> dict:
     """How the campaign's items spread over language, task format and domain."""
-    items = list(campaign.items.filter(is_gold=False).values("language", "task_format", "domain"))
+    items = list(campaign.items.filter(is_gold=False, is_attention=False).values("language", "task_format", "domain"))
     table = {"by": [{"field": field, "label": label, "counts": sorted(Counter(item[field] for item in items).items())}
                     for field, label in BREAKDOWNS]}
     languages = sorted({item["language"] for item in items})
@@ -118,14 +175,17 @@ def sampling_table(*, campaign: Campaign) -> dict:
     }
     table["total"] = len(items)
     table["gold"] = campaign.items.filter(is_gold=True).count()
+    table["attention"] = campaign.items.filter(is_attention=True).count()
     return table
 
 
 def campaign_progress(*, campaign: Campaign) -> dict:
     items = campaign.items.all()
     ready = items.exclude(human_feedback="").count()
-    done = Assignment.objects.filter(campaign=campaign, status=Assignment.Status.COMPLETED).count()
-    needed = items.count() * campaign.annotators_per_item
+    # Attention checks go to everyone, outside the N per item, so they count in neither.
+    done = Assignment.objects.filter(campaign=campaign, status=Assignment.Status.COMPLETED,
+                                     item__is_attention=False).count()
+    needed = items.filter(is_attention=False).count() * campaign.annotators_per_item
     tasks = Counter(FeedbackTask.objects.filter(campaign=campaign).values_list("status", flat=True))
     return {
         "items": items.count(), "items_ready": ready, "judgments_done": done, "judgments_needed": needed,
@@ -133,22 +193,70 @@ def campaign_progress(*, campaign: Campaign) -> dict:
             campaign=campaign, status=Assignment.Status.ASSIGNED).count(),
         "feedback_open": tasks[FeedbackTask.Status.OPEN], "feedback_in_progress": tasks[FeedbackTask.Status.ASSIGNED],
         "feedback_done": tasks[FeedbackTask.Status.DONE],
-        "percent": round(100 * done / needed) if needed else 0,
+        # Extra annotators on split items can take "done" past "needed".
+        "percent": min(100, round(100 * done / needed)) if needed else 0,
     }
 
 
 def campaign_results(*, campaign: Campaign) -> dict:
     """Everything the results page, its charts, the exports and the API show."""
     rows = judgment_rows(campaign=campaign)
-    scored = [row for row in rows if not row["assignment__item__is_gold"]]
+    excluded = excluded_ids(campaign=campaign)
+    scored = [row for row in rows if _is_scored(row) and row["assignment__annotator_id"] not in excluded]
     return {
         "campaign": {"id": campaign.pk, "name": campaign.name, "annotators_per_item": campaign.annotators_per_item,
-                     "allow_ties": campaign.allow_ties, "criteria": campaign.criteria},
+                     "allow_ties": campaign.allow_ties, "criteria": campaign.criteria,
+                     "assignment_strategy": campaign.assignment_strategy},
         "progress": campaign_progress(campaign=campaign),
-        "overall": criterion_stats(campaign=campaign, rows=scored),
+        "overall": criterion_stats(campaign=campaign, rows=scored, intervals=True),
+        "position": position_bias(campaign=campaign, rows=scored),
+        "excluded": len(excluded),
         "breakdowns": [{"field": field, "label": label,
                         "groups": breakdown(campaign=campaign, rows=scored, field=field)}
                        for field, label in BREAKDOWNS],
         "annotators": annotator_stats(campaign=campaign, rows=rows),
         "sampling": sampling_table(campaign=campaign),
+        "fidelity": fidelity.fidelity_summary(conversations_compared(campaign=campaign), reps=BOOTSTRAP_REPS),
     }
+
+
+def position_bias(*, campaign: Campaign, rows: list[dict]) -> list[dict]:
+    """Per criterion, the share of A/B votes that chose side A, with a Wilson
+    interval; sides are balanced, so anything far from 1/2 is a position bias."""
+    stats = []
+    for criterion in campaign.criteria:
+        sides = [row["choices"][criterion["key"]] for row in rows if row["choices"].get(criterion["key"]) in ("A", "B")]
+        stats.append({"criterion": criterion["key"], "label": criterion["label"],
+                      "share_a": metrics.wilson_interval(sides.count("A"), len(sides)).as_dict()})
+    return stats
+
+
+def conversations_compared(*, campaign: Campaign) -> list[fidelity.Conversation]:
+    """Scored items with the simulated user's rating and people's ratings: the
+    feedback writer's and every judge's who gave one (excluded annotators left out)."""
+    excluded = excluded_ids(campaign=campaign)
+    people = defaultdict(list)
+    for item_id, score, action in FeedbackTask.objects.filter(campaign=campaign, score__isnull=False).exclude(
+            writer_id__in=excluded).values_list("item_id", "score", "action"):
+        people[item_id].append((score, action))
+    for item_id, score, action in Judgment.objects.filter(assignment__campaign=campaign, score__isnull=False).exclude(
+            assignment__annotator_id__in=excluded).order_by("pk").values_list("assignment__item_id", "score", "action"):
+        people[item_id].append((score, action))
+    items = campaign.items.filter(is_gold=False, is_attention=False, pk__in=list(people)).order_by("pk")
+    return [fidelity.Conversation(item.simulated_score, item.simulated_action or None,
+                                  item.simulated_like_probability, tuple(people[item.pk]))
+            for item in items if item.simulated_score is not None or item.simulated_action]
+
+
+def campaign_action_pairs(*, campaign: Campaign) -> list[tuple[int, str]]:
+    """(simulated score, people's strict-majority action) per conversation, for
+    refitting the simulated user's action model to people (fidelity.action_fit)."""
+    return [(conversation.simulated_score, majority) for conversation in conversations_compared(campaign=campaign)
+            if conversation.simulated_score is not None
+            if (majority := metrics.majority_label([action for _, action in conversation.human])) is not None]
+
+
+def campaign_action_fit(*, campaign: Campaign) -> fidelity.ActionFit | None:
+    """The action model refitted to this campaign's people; None without any majority to fit."""
+    pairs = campaign_action_pairs(campaign=campaign)
+    return fidelity.action_fit(pairs) if pairs else None

@@ -103,7 +103,8 @@
       form.requestSubmit();
       return;
     }
-    if (inComment || event.ctrlKey || event.metaKey) return;
+    // Digits typed into the satisfaction list choose a score there, not a side.
+    if (inComment || event.target instanceof HTMLSelectElement || event.ctrlKey || event.metaKey) return;
     const key = event.key.toLowerCase();
     if (keys[key]) { event.preventDefault(); choose(keys[key]); }
     else if (key === "j") { event.preventDefault(); move(current + 1); }

@@ -31,6 +31,26 @@
     options: { scales: { y: { min: -1, max: 1 } }, plugins: { legend: { display: false } } },
   });
 
+  // Reliability diagram: points on the diagonal are perfectly calibrated.
+  const points = (rows) => rows.map((row) => ({ x: row.predicted, y: row.observed, n: row.n }));
+  chart("reliability-chart", {
+    type: "scatter",
+    data: {
+      datasets: [
+        { label: "Simulated P(like)", data: points(data.fidelity.reliability), backgroundColor: palette[0], borderColor: palette[0], showLine: true, pointRadius: 5 },
+        { label: "People: share of the others who liked", data: points(data.fidelity.ceiling), backgroundColor: palette[1], borderColor: palette[1], showLine: true, pointRadius: 5 },
+        { label: "Perfect calibration", data: [{ x: 0, y: 0 }, { x: 1, y: 1 }], borderColor: "#9aa3b5", borderDash: [6, 4], showLine: true, pointRadius: 0 },
+      ],
+    },
+    options: {
+      scales: {
+        x: { ...percentAxis, title: { display: true, text: "predicted probability of a like" } },
+        y: { ...percentAxis, title: { display: true, text: "share of people who liked" } },
+      },
+      plugins: { tooltip: { callbacks: { label: (item) => item.dataset.label + ": " + Math.round(item.raw.x * 100) + "% → " + Math.round(item.raw.y * 100) + "%" + (item.raw.n ? " (" + item.raw.n + " ratings)" : "") } } },
+    },
+  });
+
   document.querySelectorAll("canvas.breakdown-chart").forEach(function (canvas) {
     const breakdown = data.breakdowns[Number(canvas.dataset.index)];
     chart(canvas.id, {

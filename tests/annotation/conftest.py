@@ -18,6 +18,7 @@ def item_fields(**overrides) -> dict:
         "human_feedback": "You never asked about my warranty.",
         "simulated_feedback": "The answer ignored the warranty coverage.",
         "language": "en", "task_format": "SiSo", "domain": "appliances",
+        "is_attention": False, "simulated_score": None, "simulated_action": "", "simulated_like_probability": None,
     }
     return fields | overrides
 

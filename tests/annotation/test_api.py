@@ -122,3 +122,67 @@ def test_it_does_not_hand_out_work_from_a_draft_campaign(client, make_campaign, 
     make_items(campaign, 1)
     client.force_login(annotator_user)
     assert client.post(f"/api/annotation/campaigns/{campaign.pk}/next").status_code == 404
+
+
+# --- the feedback-writing queue ---
+
+def test_it_hands_out_and_takes_feedback_through_the_api(client, make_campaign, annotator_user):
+    campaign = make_campaign()
+    item = Item.objects.create(campaign=campaign, **item_fields(human_feedback="", simulated_score=9,
+                                                                simulated_feedback="SECRET simulated text"))
+    from annotation.models import FeedbackTask
+    FeedbackTask.objects.create(item=item, campaign=campaign)
+    auth = _key(annotator_user)
+    task = client.post(f"/api/annotation/campaigns/{campaign.pk}/write-next", **auth)
+    assert task.status_code == 200 and task.json()["done"] is False
+    body = task.content.decode()
+    assert "SECRET" not in body and "simulated" not in body.lower() and '"9"' not in body
+    url = f"/api/annotation/feedback-tasks/{task.json()['token']}/feedback"
+    missing = client.post(url, {"text": "Too slow.", "score": 11, "action": "like"}, content_type="application/json",
+                          **auth)
+    assert missing.status_code == 422 and missing.json()["field"] == "score"
+    extra = client.post(url, {"text": "Too slow.", "score": 4, "action": "like", "mood": "x"},
+                        content_type="application/json", **auth)
+    assert extra.status_code == 422
+    payload = {"text": "Too slow.", "score": 4, "action": "dislike"}
+    first = client.post(url, payload, content_type="application/json", **auth)
+    again = client.post(url, payload, content_type="application/json", **auth)
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert first.json() | {"created": False} == again.json()
+    item.refresh_from_db()
+    assert item.human_feedback == "Too slow." and item.feedback_task.score == 4
+    assert client.post(f"/api/annotation/campaigns/{campaign.pk}/write-next", **auth).status_code == 204
+
+
+def test_it_hides_other_writers_tasks(client, make_campaign, annotators):
+    campaign = make_campaign()
+    item = Item.objects.create(campaign=campaign, **item_fields(human_feedback=""))
+    from annotation.models import FeedbackTask
+    FeedbackTask.objects.create(item=item, campaign=campaign)
+    mine, theirs = annotators(2)
+    token = client.post(f"/api/annotation/campaigns/{campaign.pk}/write-next", **_key(mine)).json()["token"]
+    assert client.get(f"/api/annotation/feedback-tasks/{token}", **_key(theirs)).status_code == 404
+
+
+def test_it_exports_imports_and_sets_standing_through_the_api(client, make_campaign, make_items, operator_user,
+                                                               annotator_user):
+    from annotation.services import assignment_next
+    campaign = make_campaign()
+    make_items(campaign, 2)
+    assignment_next(campaign=campaign, annotator=annotator_user)
+    auth = _key(operator_user)
+    exported = client.get(f"/api/annotation/campaigns/{campaign.pk}/export", **auth)
+    assert exported.status_code == 200 and exported["Content-Type"].startswith("application/x-ndjson")
+    text = exported.content.decode()
+    clash = client.post("/api/annotation/campaign-imports", {"text": text, "name": "Copy"},
+                        content_type="application/json", **auth)
+    assert clash.status_code == 422 and clash.json()["report"]["problems"][0]["field"] == "token"
+    campaign.delete()
+    imported = client.post("/api/annotation/campaign-imports", {"text": text}, content_type="application/json", **auth)
+    assert imported.status_code == 201 and imported.json()["report"]["created"] == len(text.splitlines())
+    url = f"/api/annotation/campaigns/{imported.json()['campaign_id']}/standing"
+    excluded = client.post(url, {"annotator": annotator_user.username, "decision": "exclude"},
+                           content_type="application/json", **auth)
+    assert excluded.status_code == 200 and excluded.json()["standing"] == "excluded"
+    unknown = client.post(url, {"annotator": "nobody", "decision": "exclude"}, content_type="application/json", **auth)
+    assert unknown.status_code == 404

@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import Assignment
-from annotation.services import assignment_next
+from annotation.services import assignment_next, judgment_submit
 
 HUMAN_TEXT = "You never asked which colour I wanted."
 SIMULATED_TEXT = "The agent skipped the colour question entirely."
@@ -91,3 +91,48 @@ def test_it_keeps_the_queue_free_of_sources(client, assignment):
     client.force_login(assignment.annotator)
     page = client.get(reverse("annotation:queue")).content.decode().lower()
     assert "human" not in page and "simulated" not in page
+
+
+def test_it_keeps_the_feedback_writing_api_and_page_free_of_the_simulated_user(client, make_campaign, annotator_user):
+    from annotation.models import FeedbackTask, Item
+    from tests.annotation.conftest import item_fields
+    campaign = make_campaign()
+    item = Item.objects.create(campaign=campaign, **item_fields(human_feedback="", simulated_feedback=SIMULATED_TEXT,
+                                                                simulated_score=7, simulated_action="like",
+                                                                simulated_like_probability=0.123))
+    FeedbackTask.objects.create(item=item, campaign=campaign)
+    client.force_login(annotator_user)
+    body = client.post(f"/api/annotation/campaigns/{campaign.pk}/write-next").content.decode()
+    page = client.get(reverse("annotation:write", args=[item.feedback_task.token])).content.decode()
+    for text in (body, page):
+        assert SIMULATED_TEXT not in text and "0.123" not in text and "simulated" not in text.lower()
+
+
+def test_it_warns_annotators_without_naming_sources(client, assignment):
+    from annotation.models import Participant
+    Participant.objects.create(campaign=assignment.campaign, annotator=assignment.annotator,
+                               standing=Participant.Standing.WARNED)
+    client.force_login(assignment.annotator)
+    page = client.get(reverse("annotation:queue")).content.decode()
+    assert "check items" in page
+    assert "human" not in page.lower() and "simulated" not in page.lower()
+
+
+def test_it_serves_attention_checks_like_any_item(client, make_campaign, make_items, annotator_user):
+    campaign = make_campaign(attention_rate=0.5)
+    make_items(campaign, 1, human_feedback=HUMAN_TEXT, simulated_feedback=SIMULATED_TEXT)
+    make_items(campaign, 1, is_attention=True, gold_expected={"naturalness": "human"},
+               human_feedback=HUMAN_TEXT, simulated_feedback=SIMULATED_TEXT)
+    client.force_login(annotator_user)
+    first = assignment_next(campaign=campaign, annotator=annotator_user)
+    judgment_submit(token=first.token, annotator=annotator_user,
+                    choices={key: "A" for key in campaign.criterion_keys})
+    check = assignment_next(campaign=campaign, annotator=annotator_user)
+    assert check.item.is_attention
+    pages = []
+    for side_a_is_human in (True, False):
+        _with_side(check, side_a_is_human)
+        pages.append(_normalised(client.get(reverse("annotation:judge", args=[check.token])).content.decode()))
+    assert _swapped(pages[0]) == pages[1]
+    for page in pages:
+        assert "attention" not in page.lower() and "gold" not in page.lower()

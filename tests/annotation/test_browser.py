@@ -64,3 +64,55 @@ def test_it_draws_the_results_charts(browser_page, live_server, make_campaign, m
     drawn = page.evaluate("['wins-chart', 'kappa-chart', 'chart-language'].map("
                           "id => Boolean(Chart.getChart(document.getElementById(id))))")
     assert drawn == [True, True, True]
+
+
+def _demo_results(page, live_server, operator_user):
+    import io
+
+    from annotation.demo import CAMPAIGN_NAME, load_demo
+    from annotation.models import Campaign
+    load_demo(stdout=io.StringIO())
+    campaign = Campaign.objects.get(name=CAMPAIGN_NAME)
+    login(page, live_server, operator_user)
+    page.goto(live_server.url + reverse("annotation:campaign_results", args=[campaign.pk]))
+    return campaign
+
+
+def test_it_shows_agreement_quality_and_the_simulated_user_against_people(browser_page, live_server, operator_user):
+    page = browser_page
+    _demo_results(page, live_server, operator_user)
+    agreement = page.get_by_role("table", name="Agreement per criterion")
+    cells = agreement.locator("tbody tr").first.locator("td").all_inner_texts()
+    assert agreement.locator("tbody tr").count() == 3 and all(cell not in ("–", "") for cell in cells)
+    assert "(" in cells[0] and "no interval" not in cells[0]
+    quality = page.get_by_role("table", name="Annotator quality")
+    assert "side A 14/14" in quality.locator("tr[data-annotator='demo-always-a']").inner_text()
+    figures = page.get_by_role("table", name="Simulated user against people")
+    assert figures.locator("tbody tr").count() == 3
+    drawn = page.evaluate("Boolean(Chart.getChart(document.getElementById('reliability-chart')))")
+    assert drawn
+    for width in (1440, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.wait_for_timeout(300)  # charts resize
+        page.screenshot(path=f"/tmp/annotation-shots/results-{width}.png", full_page=True)
+        for section in ("agreement-title", "annotators-title", "fidelity-title"):
+            page.locator(f"section[aria-labelledby='{section}']").screenshot(
+                path=f"/tmp/annotation-shots/{section.removesuffix('-title')}-{width}.png")
+        overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        assert overflow <= 0, f"the page scrolls sideways at {width}px"
+
+
+def test_it_excludes_an_annotator_and_takes_it_back(browser_page, live_server, operator_user):
+    page = browser_page
+    campaign = _demo_results(page, live_server, operator_user)
+    row = page.locator("tr[data-annotator='demo-always-a']")
+    before = page.get_by_role("table", name="Agreement per criterion").locator("tbody tr").first.inner_text()
+    row.get_by_role("button", name="Exclude").click()
+    page.wait_for_function("document.querySelector(\"tr[data-annotator='demo-always-a']\").classList.contains('row-excluded')")
+    assert "by an operator" in row.inner_text()
+    from annotation.models import Participant
+    assert Participant.objects.get(campaign=campaign, annotator__username="demo-always-a").standing == "excluded"
+    row.get_by_role("button", name="Include again").click()
+    page.wait_for_function("!document.querySelector(\"tr[data-annotator='demo-always-a']\").classList.contains('row-excluded')")
+    after = page.get_by_role("table", name="Agreement per criterion").locator("tbody tr").first.inner_text()
+    assert after == before  # the same judgments count again

@@ -5,7 +5,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from annotation.models import Assignment, Campaign, FeedbackTask, Item, Judgment
+from annotation.models import Assignment, Campaign, FeedbackTask, Item, Judgment, Participant
 from annotation.services import assignment_next, items_from_conversations
 from memweb.roles import Role
 from tests.annotation.conftest import item_fields
@@ -212,9 +212,13 @@ def test_it_lets_annotators_write_feedback_that_opens_judging(client, make_campa
     assert "My washing machine leaks." in page
     assert item_fields()["simulated_feedback"] not in page  # writers never see the simulated feedback
     assert client.post(location, {"text": " "}).status_code == 400
-    client.post(location, {"text": "You ignored the warranty.", "time_spent_ms": "9000"})
+    unrated = client.post(location, {"text": "You ignored the warranty."})
+    assert unrated.status_code == 400 and unrated.context["error"].field == "score"  # writers also rate
+    client.post(location, {"text": "You ignored the warranty.", "time_spent_ms": "9000", "score": "3",
+                           "action": "dislike"})
     task = FeedbackTask.objects.get()
     assert task.status == FeedbackTask.Status.DONE and task.time_spent_ms == 9000
+    assert (task.score, task.action) == (3, "dislike")
     assert Item.objects.get().human_feedback == "You ignored the warranty."
     client.force_login(judge)
     assert "/judge/" in client.post(reverse("annotation:judge_next", args=[campaign.pk]))["Location"]
@@ -232,3 +236,33 @@ def test_it_renders_results_with_chart_data(client, campaign, operator_user):
     client.force_login(operator_user)
     page = client.get(reverse("annotation:campaign_results", args=[campaign.pk])).content.decode()
     assert 'id="results-data"' in page and "annotation/results.js" in page and "chart.umd.min.js" in page
+
+
+def test_it_saves_quality_settings_and_refuses_exclusion_above_warning(client, operator_user):
+    client.force_login(operator_user)
+    fields = {"name": "QC", "criteria_text": "Tone: politer", "annotators_per_item": 3,
+              "assignment_timeout_minutes": 30, "assignment_strategy": "max_disagreement",
+              "max_annotators_per_item": 5, "attention_rate": "0.1", "attention_warn_below": "0.5",
+              "attention_exclude_below": "0.7", "attention_min_checks": 3}
+    refused = client.post(reverse("annotation:campaign_create"), fields)
+    assert refused.status_code == 400 and "attention_exclude_below" in refused.context["form"].errors
+    client.post(reverse("annotation:campaign_create"), fields | {"attention_exclude_below": "0.4"})
+    campaign = Campaign.objects.get(name="QC")
+    assert (campaign.assignment_strategy, campaign.attention_rate) == ("max_disagreement", 0.1)
+
+
+def test_it_moves_a_campaign_through_its_file_and_toggles_standing(client, campaign, operator_user, annotator_user):
+    assignment_next(campaign=campaign, annotator=annotator_user)
+    client.force_login(operator_user)
+    exported = client.get(reverse("annotation:campaign_export", args=[campaign.pk, "campaign", "jsonl"])).content
+    upload = SimpleUploadedFile("campaign.jsonl", exported, content_type="application/x-ndjson")
+    clash = client.post(reverse("annotation:campaign_import"), {"file": upload, "name": "Copy"})
+    assert clash.status_code == 400 and "already used by a stored row" in clash.content.decode()
+    toggle = reverse("annotation:participant_standing", args=[campaign.pk, annotator_user.pk])
+    assert client.post(toggle, {"decision": "exclude"})["Location"].endswith(f"/campaigns/{campaign.pk}/results/")
+    assert Participant.objects.get(annotator=annotator_user).standing == Participant.Standing.EXCLUDED
+    assert client.post(toggle, {"decision": "maybe"}).status_code == 400
+    campaign.delete()
+    upload = SimpleUploadedFile("campaign.jsonl", exported, content_type="application/x-ndjson")
+    moved = client.post(reverse("annotation:campaign_import"), {"file": upload})
+    assert moved.status_code == 302 and Campaign.objects.get().name == campaign.name
