@@ -24,7 +24,7 @@ from memweb.llm.capabilities import capabilities_note, capabilities_read
 from memweb.llm.config import JsonMode, RoleConfig, ToolChoice
 from memweb.llm.repair import InvalidJSON, load_json, parse_model
 from memweb.llm.structured import FALLBACK, PROBE_SCHEMA, PROBE_TITLE, PROBE_VALUE, next_mode, refuses_format, \
-    structured_params
+    server_schema, structured_params
 from memweb.models import LLMCall
 
 logger = logging.getLogger(__name__)
@@ -400,7 +400,7 @@ def _json_repair_round(request: _JsonRequest, log: _CallLog, messages: list[dict
 
 def _json_content(request: _JsonRequest, log: _CallLog, messages: list[dict]) -> str:
     """The answer's text, stepping down the structured-output forms the server refuses."""
-    config, schema = request.config, request.schema.model_json_schema()
+    config, schema = request.config, server_schema(request.schema.model_json_schema())
     first = mode = json_mode_for(config)
     while True:
         params = structured_params(mode=mode, name=request.schema.__name__, schema=schema)

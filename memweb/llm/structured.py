@@ -27,6 +27,20 @@ def structured_params(*, mode: str, name: str, schema: dict) -> dict:
     return {}
 
 
+_GRAMMAR_UNFRIENDLY = ("maxLength", "maxItems")
+
+
+def server_schema(schema):
+    """`schema` without upper length bounds. Grammar-constrained servers expand a bound into one
+    rule per character (llama.cpp gave up on a maxLength of 2000 and broke off every answer); the
+    bounds stay in the prompt and pydantic still enforces them on the answer."""
+    if isinstance(schema, dict):
+        return {key: server_schema(value) for key, value in schema.items() if key not in _GRAMMAR_UNFRIENDLY}
+    if isinstance(schema, list):
+        return [server_schema(value) for value in schema]
+    return schema
+
+
 def next_mode(mode: str) -> str:
     return FALLBACK[min(FALLBACK.index(mode) + 1, len(FALLBACK) - 1)]
 

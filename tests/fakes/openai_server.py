@@ -82,11 +82,14 @@ import pytest
 NO_SCRIPT_MESSAGE = "fake server: no scripted reply"
 PROBE_TITLE = "memweb_capability_probe"
 CONTEXT_TOKENS = 2048
-# What llama-cpp-python 0.3's request model says about an OpenAI json_schema response_format.
+# What llama-cpp-python 0.3.36's server answers (HTTP 500) to an OpenAI json_schema response_format.
 LLAMA_CPP_JSON_SCHEMA_ERROR = (
-    "1 validation error for CreateChatCompletionRequest\nresponse_format.type\n"
-    "  Input should be 'text' or 'json_object' [type=literal_error, input_value='json_schema', input_type=str]"
+    "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+    "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema'}"
 )
+# llama.cpp turns a string's maxLength into one nested grammar rule per character; past a few
+# hundred its grammar parser gives up and the streamed answer breaks off.
+LLAMA_CPP_MAX_GRAMMAR_LENGTH = 200
 CHAT_PATH = "/v1/chat/completions"
 EMBEDDINGS_PATH = "/v1/embeddings"
 EMBEDDING_DIMENSION = 16
@@ -106,6 +109,7 @@ class Scripted:
     finish_reason: str = "stop"
     unconstrained: dict | None = None  # the message when the server was not given the schema
     runaway_delay: float | None = None  # set: generate words forever, this many seconds apart
+    broken: bool = False  # headers sent, then the connection closes before the body is complete
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,11 +118,12 @@ class Profile:
     enforced: frozenset[str]  # the schema carriers whose schema the server enforces
     rejects_json_schema: bool
     reports_stream_usage: bool
+    max_grammar_length: int | None = None  # longer length bounds in an enforced schema break the answer
 
 
 PROFILES = {
     "openai": Profile(False, frozenset({"json_schema"}), False, True),
-    "llama_cpp": Profile(True, frozenset({"json_object_schema"}), True, False),
+    "llama_cpp": Profile(True, frozenset({"json_object_schema"}), True, False, LLAMA_CPP_MAX_GRAMMAR_LENGTH),
     "ollama": Profile(False, frozenset({"json_schema", "ollama_format"}), False, True),
 }
 
@@ -198,6 +203,16 @@ def schema_carriers(request: dict) -> dict[str, dict]:
     if isinstance(request.get("format"), dict):
         carriers["ollama_format"] = request["format"]
     return carriers
+
+
+def _longest_bound(schema) -> int:
+    """The largest maxLength/maxItems anywhere in a JSON schema."""
+    if isinstance(schema, dict):
+        own = [v for k, v in schema.items() if k in ("maxLength", "maxItems") and isinstance(v, int)]
+        return max([*own, *(_longest_bound(v) for v in schema.values())], default=0)
+    if isinstance(schema, list):
+        return max((_longest_bound(v) for v in schema), default=0)
+    return 0
 
 
 def probe_answer(schema: dict | None) -> Scripted:
@@ -299,6 +314,9 @@ class _Handler(BaseHTTPRequestHandler):
         # Waiting on the stop event lets the server shut down without sleeping out slow replies.
         if reply.delay and fake.stopping.wait(reply.delay):
             return
+        if reply.broken:
+            self._break_off()
+            return
         streamed = bool(request.get("stream")) and fake.streams and reply.raw_body is None and reply.status == 200
         if reply.runaway_delay is not None:
             self._run_away(reply, request, streamed)
@@ -307,6 +325,14 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             payload = reply.raw_body if reply.raw_body is not None else json.dumps(completion_body(reply, request)).encode()
             self._send(reply.status, payload, reply.content_type, reply.headers)
+
+    def _break_off(self) -> None:
+        self.close_connection = True
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.write(b"10\r\ndata: {\"id\": \"")  # a chunk cut short; then the socket closes
 
     def _stream(self, reply: Scripted, request: dict, chunks: list[dict]) -> bool:
         """Send server-sent events; False when the client went away mid-stream."""
@@ -451,6 +477,8 @@ class FakeOpenAIServer:
         enforced = next((schema for mode, schema in carriers.items() if mode in self.profile.enforced), None)
         if any(schema.get("title") == PROBE_TITLE for schema in carriers.values()):
             return probe_answer(enforced)
+        if enforced is not None and _longest_bound(enforced) > (self.profile.max_grammar_length or float("inf")):
+            return Scripted(raw_body=b"", broken=True)
         return self._as_the_model_sees_it(self.next_reply(request), request, enforced)
 
     def _as_the_model_sees_it(self, reply: Scripted, request: dict, enforced: dict | None) -> Scripted:

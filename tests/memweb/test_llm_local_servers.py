@@ -5,10 +5,11 @@ that failed on the client as it was: tools sent without tool_choice, no max_toke
 stop a runaway generation, the schema only in the prompt, and (in tests/evaluation) the scripted
 customer thanking a silent agent.
 """
+import json
 import time
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from memweb.llm import LLMError, llm_chat, llm_json, role_statuses
 from memweb.models import LLMCall
@@ -157,6 +158,27 @@ def test_it_falls_back_at_once_when_json_schema_gets_a_500_and_remembers(llama_c
     assert llm_json(role="reflector", messages=ASK, schema=Verdict).score == 5
     assert len(llama_cpp.chat_requests) == 3 and llama_cpp.last_chat["response_format"]["type"] == "json_object"
     assert [call.attempts for call in LLMCall.objects.order_by("pk")] == [2, 1]
+
+
+class LongAnswer(BaseModel):
+    query: str = Field(min_length=1, max_length=2000)
+
+
+def test_it_leaves_length_bounds_out_of_the_schema_a_grammar_server_gets(llama_cpp):
+    # Found against the real server: llama.cpp could not build a grammar for max_length=2000 and
+    # broke off every answer, so the rewriter never got one.
+    llama_cpp.use_for("rewriter", json_mode="json_object_schema")
+    llama_cpp.reply_constrained({"query": "tumble dryer delivery date"}, unconstrained=PROSE)
+    assert llm_json(role="rewriter", messages=ASK, schema=LongAnswer).query == "tumble dryer delivery date"
+    sent = llama_cpp.last_chat["response_format"]["schema"]
+    assert "maxLength" not in json.dumps(sent) and sent["properties"]["query"]["minLength"] == 1
+
+
+def test_it_still_validates_the_length_bounds_itself(fake_llm):
+    fake_llm.use_for("rewriter")
+    fake_llm.reply_json({"query": "x" * 2001})
+    fake_llm.reply_json({"query": "short"})
+    assert llm_json(role="rewriter", messages=ASK, schema=LongAnswer).query == "short"
 
 
 def test_it_still_retries_a_500_that_is_not_about_the_format(fake_llm):
