@@ -235,3 +235,39 @@ def test_it_records_the_reported_model_tools_and_the_last_error(fake_llm):
     assert (status["capabilities"]["tools"], status["capabilities"]["streaming"]) == (True, True)
     assert status["last_status"] == "ok" and "context too long" in status["last_error"]
     assert status["last_error_at"] is not None
+
+
+# --- configuration -----------------------------------------------------------------------------
+
+def test_it_reads_max_tokens_per_role_then_shared_then_the_roles_default(monkeypatch):
+    from memweb.llm.config import DEFAULT_MAX_TOKENS, read_role_config
+
+    assert read_role_config("rewriter").max_tokens == DEFAULT_MAX_TOKENS["rewriter"]
+    monkeypatch.setenv("MEMWEB_LLM_MAX_TOKENS", "300")
+    monkeypatch.setenv("MEMWEB_LLM_ACTOR_MAX_TOKENS", "900")
+    assert (read_role_config("actor").max_tokens, read_role_config("scorer").max_tokens) == (900, 300)
+
+
+def test_it_reads_tool_choice_json_mode_and_stream(monkeypatch):
+    from memweb.llm.config import read_role_config
+
+    monkeypatch.setenv("MEMWEB_LLM_JSON_MODE", "json_object_schema")
+    monkeypatch.setenv("MEMWEB_LLM_REFLECTOR_JSON_MODE", "Ollama_Format")
+    monkeypatch.setenv("MEMWEB_LLM_ACTOR_TOOL_CHOICE", "required")
+    monkeypatch.setenv("MEMWEB_LLM_STREAM", "false")
+    reflector, actor = read_role_config("reflector"), read_role_config("actor")
+    assert (reflector.json_mode, actor.json_mode, actor.tool_choice, actor.stream) == (
+        "ollama_format", "json_object_schema", "required", False)
+
+
+@pytest.mark.parametrize(("name", "value"), [("MEMWEB_LLM_SCORER_JSON_MODE", "xml"),
+                                             ("MEMWEB_LLM_TOOL_CHOICE", "sometimes"),
+                                             ("MEMWEB_LLM_MAX_TOKENS", "0")])
+def test_it_refuses_bad_values_naming_the_variable(monkeypatch, name, value):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from memweb.llm.config import read_role_config
+
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ImproperlyConfigured, match=name):
+        read_role_config("scorer")
