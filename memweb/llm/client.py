@@ -23,8 +23,16 @@ from memweb.llm.answer import Answer, StreamAssembler, answer_from_completion, e
 from memweb.llm.capabilities import capabilities_note, capabilities_read
 from memweb.llm.config import JsonMode, RoleConfig, ToolChoice
 from memweb.llm.repair import InvalidJSON, load_json, parse_model
-from memweb.llm.structured import FALLBACK, PROBE_SCHEMA, PROBE_TITLE, PROBE_VALUE, next_mode, refuses_format, \
-    server_schema, structured_params
+from memweb.llm.structured import (
+    FALLBACK,
+    PROBE_SCHEMA,
+    PROBE_TITLE,
+    PROBE_VALUE,
+    next_mode,
+    refuses_format,
+    server_schema,
+    structured_params,
+)
 from memweb.models import LLMCall
 
 logger = logging.getLogger(__name__)

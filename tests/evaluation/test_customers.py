@@ -42,7 +42,7 @@ def test_it_never_thanks_an_agent_that_did_nothing(shop_tasks, agent_says):
 def test_it_repeats_its_request_with_rising_frustration(shop_tasks):
     task = task_by_template(shop_tasks, "cancel_order")
     task["persona"]["patience"] = 4
-    opening, *pressing, last = conversation(task, "")
+    _, *pressing, last = conversation(task, "")
     assert len(pressing) == 3 and len(set(pressing)) == 3, "each time in other words"
     for reply in pressing:
         assert "cancel" in reply.lower(), "it restates what it wants"
