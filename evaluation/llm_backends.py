@@ -37,8 +37,8 @@ def _policies() -> str:
 
 
 class LLMAgent:
-    def __init__(self, *, role: str = "actor", max_steps: int = 8):
-        self.role, self.max_steps = role, max_steps
+    def __init__(self, *, role: str = "actor", max_steps: int = 8, max_tokens: int | None = None):
+        self.role, self.max_steps, self.max_tokens = role, max_steps, max_tokens
         self.label = f"llm:{role_config(role).model}"
         self.history: list[dict] = []
         self.tokens_in = self.tokens_out = 0
@@ -50,7 +50,8 @@ class LLMAgent:
     def respond(self, *, text: str, memory: str, env) -> str:
         self.history.append({"role": "user", "content": text})
         for _ in range(self.max_steps):
-            reply = llm_chat(role=self.role, messages=[self._system(memory), *self.history], tools=tool_schemas())
+            reply = llm_chat(role=self.role, messages=[self._system(memory), *self.history], tools=tool_schemas(),
+                             max_tokens=self.max_tokens)
             self.tokens_in += reply.tokens_in
             self.tokens_out += reply.tokens_out
             if not reply.tool_calls:
@@ -72,8 +73,8 @@ class LLMAgent:
 
 
 class LLMCustomer:
-    def __init__(self, *, task: dict, role: str = "user_simulator"):
-        self.role = role
+    def __init__(self, *, task: dict, role: str = "user_simulator", max_tokens: int | None = None):
+        self.role, self.max_tokens = role, max_tokens
         self.label = f"llm:{role_config(role).model}"
         persona = task["persona"]
         self.system = {"role": "system", "content": (
@@ -87,7 +88,7 @@ class LLMCustomer:
 
     def respond(self, agent_text: str) -> str:
         self.history.append({"role": "user", "content": agent_text})
-        reply = llm_chat(role=self.role, messages=[self.system, *self.history])
+        reply = llm_chat(role=self.role, messages=[self.system, *self.history], max_tokens=self.max_tokens)
         self.tokens_in += reply.tokens_in
         self.tokens_out += reply.tokens_out
         content = (reply.content or "").strip() or STOP

@@ -3,12 +3,15 @@
 The customer keeps an agenda — the task's intents, in order — and works through it: it states
 one intent at a time, answers the agent's questions only from the facts the task gives it, says
 so when it does not know something, loses patience with refusals and questions it cannot answer,
-and ends with the stop token when its agenda is empty or its patience runs out. All phrasing
+and ends with the stop token when its agenda is empty or its patience runs out. A reply that is
+empty or has nothing to do with the request is never taken as the request handled: the customer
+asks again in other words, more impatient each time, until its patience is spent. All phrasing
 choices come from a generator seeded per episode, so the same seed gives the same dialogue.
 """
 import random
+import re
 
-from evaluation.shop.nlu import REASON_PHRASES, classify_agent
+from evaluation.shop.nlu import INTENT_KEYWORDS, REASON_PHRASES, classify_agent
 
 STOP = "###STOP###"
 _GREETINGS = {
@@ -22,6 +25,15 @@ _IRRITATION = {
     "neutral": "Hmm.", "happy": "Oh, okay.", "frustrated": "This is taking too long.",
     "angry": "This is unacceptable.", "anxious": "I'm getting worried now.", "confused": "I don't understand.",
 }
+# Said before the request again when the agent's reply ignored it; one step more impatient each time.
+_PRESSING = ("Sorry, did you see my question?", "I'm still waiting for an answer.",
+             "This is the third time I'm asking.", "Please, just answer my question.")
+# Words of any shop request, from the intents' names ("insta" for installation) and keywords: a
+# reply holding none of them, no digit and none of the request's values ignored the request. Any
+# shop topic counts, so a vague but relevant reply ("the refund is on its way") is not pressed.
+_SHOP_WORDS = (*{word[:5] for kind, _ in INTENT_KEYWORDS for word in kind.split("_") if len(word) > 3},
+               *(word for _, words in INTENT_KEYWORDS for word in words),
+               "refund", "deliver", "ship", "book", "appointment", "account", "product")
 _IDENTITY_WORDS = {"email": "email", "phone": "phone number", "customer_id": "customer ID"}
 
 
@@ -36,6 +48,7 @@ class AgendaCustomer:
         self.agenda = [dict(intent) for intent in task["intents"]]
         self.current = self.agenda.pop(0)
         self.patience = self.persona["patience"]
+        self.ignored = 0
 
     # --- speaking ---------------------------------------------------------------------
 
@@ -56,6 +69,8 @@ class AgendaCustomer:
             return self._answer(act.asks)
         if act.refusal:
             self.patience -= 1
+        elif not self._about_request(agent_text):
+            return self._press()
         if self.patience <= 0:
             return self._give_up()
         return self._next_intent(satisfied=not act.refusal)
@@ -65,6 +80,24 @@ class AgendaCustomer:
             return f"Thank you, that's all I needed. {STOP}" if satisfied else f"Never mind then. Goodbye. {STOP}"
         self.current = self.agenda.pop(0)
         return "Also, " + _lower_first(render_intent(self.current, self.rng))
+
+    def _about_request(self, agent_text: str) -> bool:
+        """Whether the reply has anything to do with the request: a fact (any digit: a date, an
+        amount, an id), one of the request's own values, or a shop word."""
+        text = agent_text.lower()
+        if re.search(r"\d", text):
+            return True
+        values = [value.lower() for value in self.current["slots"].values() if isinstance(value, str)]
+        return any(word in text for word in (*_SHOP_WORDS, *values))
+
+    def _press(self) -> str:
+        """Ask again, in other words and more impatiently; out of patience, leave."""
+        self.patience -= 1
+        if self.patience <= 0:
+            return self._give_up()
+        self.ignored += 1
+        lead = _PRESSING[min(self.ignored, len(_PRESSING)) - 1]
+        return f"{lead} {render_intent(self.current, self.rng)}"
 
     def _give_up(self) -> str:
         return f"{_IRRITATION[self.persona['emotion']]} I've had enough, goodbye. {STOP}"

@@ -15,11 +15,24 @@ from dataclasses import dataclass, field
 
 import openai
 from django.conf import settings
+from django.utils import timezone
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel
 
-from memweb.llm.config import RoleConfig
-from memweb.llm.repair import InvalidJSON, parse_model
+from memweb.llm.answer import Answer, StreamAssembler, answer_from_completion, estimated_usage
+from memweb.llm.capabilities import capabilities_note, capabilities_read
+from memweb.llm.config import JsonMode, RoleConfig, ToolChoice
+from memweb.llm.repair import InvalidJSON, load_json, parse_model
+from memweb.llm.structured import (
+    FALLBACK,
+    PROBE_SCHEMA,
+    PROBE_TITLE,
+    PROBE_VALUE,
+    next_mode,
+    refuses_format,
+    server_schema,
+    structured_params,
+)
 from memweb.models import LLMCall
 
 logger = logging.getLogger(__name__)
@@ -89,25 +102,34 @@ def role_statuses() -> list[dict]:
 
 
 def _role_status(config: RoleConfig) -> dict:
-    last = LLMCall.objects.filter(role=config.role).order_by("-created_at", "-pk").first()
+    calls = LLMCall.objects.filter(role=config.role).order_by("-created_at", "-pk")
+    last, failed = calls.first(), calls.filter(status=LLMCall.Status.ERROR).first()
+    online = not config.is_offline
     return {
         "role": config.role,
         "offline": config.is_offline,
         "backend": config.backend_label,
-        "model": "" if config.is_offline else config.model,
+        "model": config.model if online else "",
         "base_url": config.base_url,
+        "json_mode_setting": config.json_mode,
+        "capabilities": capabilities_read(base_url=config.base_url, model=config.model) if online else {},
         "last_status": last.status if last else None,
-        "last_error": last.error if last else "",
         "last_at": last.created_at if last else None,
+        "last_error": failed.error if failed else "",
+        "last_error_at": failed.created_at if failed else None,
     }
 
 
 # --- one HTTP round trip, classified ----------------------------------------
 
 class _Failure(Exception):
-    def __init__(self, cause: str, *, retryable: bool, retry_after: float | None = None):
+    def __init__(self, cause: str, *, retryable: bool, retry_after: float | None = None, refuses_format: bool = False):
         super().__init__(cause)
-        self.retryable, self.retry_after = retryable, retry_after
+        self.retryable, self.retry_after, self.refuses_format = retryable, retry_after, refuses_format
+
+
+class _FormatRefused(Exception):
+    """The server does not take the structured-output form the request used; try the next one."""
 
 
 @functools.lru_cache(maxsize=32)
@@ -116,23 +138,57 @@ def _client(config: RoleConfig) -> openai.OpenAI:
     return openai.OpenAI(base_url=config.base_url, api_key=config.api_key, timeout=config.timeout, max_retries=0)
 
 
-def _send_once(config: RoleConfig, request: dict) -> ChatCompletion:
+def _send_once(config: RoleConfig, request: dict) -> Answer:
     try:
-        completion = _client(config).chat.completions.create(**request)
+        response = _client(config).chat.completions.create(**request)
+        if request.get("stream"):
+            return _read_stream(config, response)
     except openai.RateLimitError as exc:
         raise _Failure(_status_cause(exc), retryable=True, retry_after=retry_after_seconds(exc.response.headers))
     except openai.APIStatusError as exc:
-        raise _Failure(_status_cause(exc), retryable=exc.status_code >= 500)
+        refused = refuses_format(exc.status_code, exc.message)
+        raise _Failure(_status_cause(exc), retryable=exc.status_code >= 500, refuses_format=refused)
     except openai.APITimeoutError:
         raise _Failure(f"no answer within {config.timeout:g} s", retryable=True)
     except openai.APIConnectionError as exc:
         raise _Failure(f"connection failed: {exc.__cause__ or exc}", retryable=True)
     except ValueError as exc:  # the SDK passes on json's error when a JSON-typed body is not JSON
         raise _Failure(f"response body is not JSON ({exc})", retryable=True)
+    return _completion_answer(response)
+
+
+def _completion_answer(completion) -> Answer:
     # Without strict validation the SDK hands back plain text for non-JSON content types.
     if not isinstance(completion, ChatCompletion) or not getattr(completion, "choices", None):
         raise _Failure(f"response is not a chat completion: {str(completion)[:200]!r}", retryable=True)
-    return completion
+    return answer_from_completion(completion)
+
+
+def _read_stream(config: RoleConfig, stream) -> Answer:
+    """Read chunks until the end or the role's timeout; closing the stream early is what stops a
+    server that would otherwise generate on (the SDK's read timeout only bounds each chunk)."""
+    if "text/event-stream" not in stream.response.headers.get("content-type", ""):
+        return _unstreamed_answer(stream.response)
+    deadline, assembler = time.monotonic() + config.timeout, StreamAssembler()
+    with stream:
+        for chunk in stream:
+            if time.monotonic() > deadline:
+                raise _Failure(f"no answer within {config.timeout:g} s", retryable=True)
+            assembler.add(chunk)
+    if not assembler.chunks:
+        raise _Failure("response is not a chat completion: the stream ended without a choice", retryable=True)
+    return assembler.finish()
+
+
+def _unstreamed_answer(response) -> Answer:
+    """Some servers ignore `stream` and send one completion; read it as such."""
+    body = response.read()
+    response.close()
+    if "json" not in response.headers.get("content-type", ""):
+        return _completion_answer(body.decode(errors="replace"))
+    data = json.loads(body)  # a ValueError here is classified by _send_once
+    completion = ChatCompletion.model_validate(data) if isinstance(data, dict) and data.get("choices") else data
+    return _completion_answer(completion)
 
 
 def _status_cause(exc: openai.APIStatusError) -> str:
@@ -180,10 +236,9 @@ class _CallLog:
     tokens_in: int = 0
     tokens_out: int = 0
 
-    def add_usage(self, completion: ChatCompletion) -> None:
-        if completion.usage:
-            self.tokens_in += completion.usage.prompt_tokens or 0
-            self.tokens_out += completion.usage.completion_tokens or 0
+    def add_usage(self, usage: tuple[int, int]) -> None:
+        self.tokens_in += usage[0]
+        self.tokens_out += usage[1]
 
     def write(self, status: str, error: str = "") -> LLMCall:
         return LLMCall.objects.create(
@@ -193,15 +248,25 @@ class _CallLog:
         )
 
 
-def _complete(config: RoleConfig, log: _CallLog, **params) -> ChatCompletion:
+def _request(config: RoleConfig, max_tokens: int | None, params: dict) -> dict:
+    request = {"model": config.model, "temperature": config.temperature,
+               "max_tokens": max_tokens or config.max_tokens, **params}
+    if config.stream:
+        request.update(stream=True, stream_options={"include_usage": True})
+    return request
+
+
+def _complete(config: RoleConfig, log: _CallLog, *, max_tokens: int | None = None, **params) -> Answer:
     """One chat completion, retried on transient failures up to the role's max_retries."""
-    request = {"model": config.model, "temperature": config.temperature, **params}
+    request = _request(config, max_tokens, params)
     total = config.max_retries + 1
     for attempt in range(1, total + 1):
         log.attempts += 1
         try:
-            completion = _send_once(config, request)
+            answer = _send_once(config, request)
         except _Failure as failure:
+            if failure.refuses_format and _carries_schema(request):
+                raise _FormatRefused(str(failure)) from None
             if not failure.retryable or attempt == total:
                 cause = f"{failure} (attempt {attempt} of {total})"
                 raise LLMError(role=config.role, model=config.model, cause=cause) from None
@@ -209,8 +274,22 @@ def _complete(config: RoleConfig, log: _CallLog, **params) -> ChatCompletion:
             logger.warning("LLM role %s: %s; retrying in %.2f s", config.role, failure, delay)
             time.sleep(delay)
         else:
-            log.add_usage(completion)
-            return completion
+            log.add_usage(answer.usage or estimated_usage(request["messages"], answer))
+            _note_answer(config, request, answer)
+            return answer
+
+
+def _carries_schema(request: dict) -> bool:
+    return "response_format" in request or "format" in request.get("extra_body", {})
+
+
+def _note_answer(config: RoleConfig, request: dict, answer: Answer) -> None:
+    facts = {"reported_model": answer.model}
+    if request.get("stream"):
+        facts["streaming"] = answer.streamed
+    if request.get("tools") and answer.tool_calls:
+        facts["tools"] = True
+    capabilities_note(base_url=config.base_url, model=config.model, **facts)
 
 
 def _run_logged(config: RoleConfig, work: Callable[[_CallLog], tuple[object, str]]) -> tuple[object, LLMCall]:
@@ -227,41 +306,42 @@ def _run_logged(config: RoleConfig, work: Callable[[_CallLog], tuple[object, str
 # --- chat ---------------------------------------------------------------------
 
 def llm_chat(*, role: str, messages: list[dict], tools: list[dict] | None = None,
-             tool_choice: str | dict | None = None) -> ChatReply:
-    """One chat turn for `role`. Raises LLMError when the call fails after its retries."""
+             tool_choice: str | dict | None = None, max_tokens: int | None = None) -> ChatReply:
+    """One chat turn for `role`. Raises LLMError when the call fails after its retries.
+
+    `max_tokens` overrides the role's limit for this call (a run's own setting, say)."""
     config = _online_config(role)
-    params = _tool_params(tools, tool_choice)
-    completion, call = _run_logged(
-        config, lambda log: (_complete(config, log, messages=messages, **params), LLMCall.Status.OK)
+    params = _tool_params(tools, tool_choice or config.tool_choice)
+    answer, call = _run_logged(
+        config, lambda log: (_complete(config, log, messages=messages, max_tokens=max_tokens, **params),
+                             LLMCall.Status.OK)
     )
-    return _chat_reply(completion, call)
+    return _chat_reply(answer, call)
 
 
-def _tool_params(tools: list[dict] | None, tool_choice: str | dict | None) -> dict:
-    params = {}
-    if tools:
-        params["tools"] = tools
+def _tool_params(tools: list[dict] | None, tool_choice: str | dict) -> dict:
+    # Without tools a tool_choice is an error on OpenAI's API, so both go together or not at all.
+    if not tools:
+        return {}
+    if tool_choice == ToolChoice.OMIT:
+        return {"tools": tools}
     if isinstance(tool_choice, str) and tool_choice not in _NAMED_TOOL_CHOICES:
         # A bare tool name is the common case; spell it the way the API wants.
         tool_choice = {"type": "function", "function": {"name": tool_choice}}
-    if tool_choice is not None:
-        params["tool_choice"] = tool_choice
-    return params
+    return {"tools": tools, "tool_choice": tool_choice}
 
 
-def _chat_reply(completion: ChatCompletion, call: LLMCall) -> ChatReply:
-    message = completion.choices[0].message
-    calls = [_tool_call(c) for c in message.tool_calls or [] if c.type == "function"]
+def _chat_reply(answer: Answer, call: LLMCall) -> ChatReply:
     return ChatReply(
-        content=message.content, tool_calls=calls,
+        content=answer.content, tool_calls=[_tool_call(c) for c in answer.tool_calls],
         tokens_in=call.tokens_in, tokens_out=call.tokens_out, call_id=call.pk,
     )
 
 
 def _tool_call(call) -> ToolCall:
-    raw = call.function.arguments or ""
-    arguments, error = parse_tool_arguments(raw)
-    return ToolCall(id=call.id, name=call.function.name, arguments=arguments, raw_arguments=raw, argument_error=error)
+    arguments, error = parse_tool_arguments(call.arguments)
+    return ToolCall(id=call.id, name=call.name, arguments=arguments, raw_arguments=call.arguments,
+                    argument_error=error)
 
 
 def parse_tool_arguments(raw: str) -> tuple[dict | None, str]:
@@ -279,12 +359,23 @@ def parse_tool_arguments(raw: str) -> tuple[dict | None, str]:
 
 # --- JSON answers ---------------------------------------------------------------
 
-def llm_json(*, role: str, messages: list[dict], schema: type[BaseModel]) -> BaseModel:
-    """An answer validated against `schema`, after a local repair and at most one repair round trip."""
+def llm_json(*, role: str, messages: list[dict], schema: type[BaseModel], max_tokens: int | None = None) -> BaseModel:
+    """An answer validated against `schema`, after a local repair and at most one repair round trip.
+
+    The schema goes into the prompt always, and to the server in the form the role's JSON mode
+    names (probed once per endpoint when the mode is "auto"). `max_tokens` overrides the role's."""
     config = _online_config(role)
     prompt = _with_schema(messages, schema)
-    instance, _ = _run_logged(config, lambda log: _json_with_repair(config, log, prompt, schema))
+    request = _JsonRequest(config=config, schema=schema, max_tokens=max_tokens)
+    instance, _ = _run_logged(config, lambda log: _json_with_repair(request, log, prompt))
     return instance
+
+
+@dataclass
+class _JsonRequest:
+    config: RoleConfig
+    schema: type[BaseModel]
+    max_tokens: int | None
 
 
 def _with_schema(messages: list[dict], schema: type[BaseModel]) -> list[dict]:
@@ -295,26 +386,94 @@ def _with_schema(messages: list[dict], schema: type[BaseModel]) -> list[dict]:
     return [{"role": "system", "content": instruction}, *messages]
 
 
-def _json_with_repair(config: RoleConfig, log: _CallLog, messages: list[dict], schema: type[BaseModel]):
-    content = _json_content(config, log, messages)
+def _json_with_repair(request: _JsonRequest, log: _CallLog, messages: list[dict]):
+    content = _json_content(request, log, messages)
     try:
-        instance, repaired = parse_model(content, schema)
+        instance, repaired = parse_model(content, request.schema)
     except InvalidJSON as error:
-        logger.info("LLM role %s: invalid JSON answer (%s); asking once for a repair", config.role, error)
+        logger.info("LLM role %s: invalid JSON answer (%s); asking once for a repair", request.config.role, error)
         retry = [*messages, {"role": "assistant", "content": content},
                  {"role": "user", "content": REPAIR_PROMPT.format(error=error)}]
-        return _json_repair_round(config, log, retry, schema), LLMCall.Status.REPAIRED
+        return _json_repair_round(request, log, retry), LLMCall.Status.REPAIRED
     return instance, LLMCall.Status.REPAIRED if repaired else LLMCall.Status.OK
 
 
-def _json_repair_round(config: RoleConfig, log: _CallLog, messages: list[dict], schema: type[BaseModel]) -> BaseModel:
+def _json_repair_round(request: _JsonRequest, log: _CallLog, messages: list[dict]) -> BaseModel:
     try:
-        return parse_model(_json_content(config, log, messages), schema)[0]
+        return parse_model(_json_content(request, log, messages), request.schema)[0]
     except InvalidJSON as error:
-        cause = f"answer is not a valid {schema.__name__} even after a repair round: {error}"
-        raise LLMError(role=config.role, model=config.model, cause=cause) from None
+        cause = f"answer is not a valid {request.schema.__name__} even after a repair round: {error}"
+        raise LLMError(role=request.config.role, model=request.config.model, cause=cause) from None
 
 
-def _json_content(config: RoleConfig, log: _CallLog, messages: list[dict]) -> str:
-    completion = _complete(config, log, messages=messages, response_format={"type": "json_object"})
-    return completion.choices[0].message.content or ""
+def _json_content(request: _JsonRequest, log: _CallLog, messages: list[dict]) -> str:
+    """The answer's text, stepping down the structured-output forms the server refuses."""
+    config, schema = request.config, server_schema(request.schema.model_json_schema())
+    first = mode = json_mode_for(config)
+    while True:
+        params = structured_params(mode=mode, name=request.schema.__name__, schema=schema)
+        try:
+            answer = _complete(config, log, messages=messages, max_tokens=request.max_tokens, **params)
+        except _FormatRefused as refused:
+            logger.warning("LLM role %s: server refuses JSON mode %s (%s)", config.role, mode, refused)
+            mode = next_mode(mode)
+            continue
+        if mode != first:
+            _json_mode_remember(config, mode)
+        return answer.content or ""
+
+
+# --- structured-output mode: configured, remembered or probed ---------------------
+
+def json_mode_for(config: RoleConfig) -> str:
+    """The form to send the schema in: a fallback remembered for this setting, else the setting,
+    else (auto) the result of a one-time probe."""
+    record = capabilities_read(base_url=config.base_url, model=config.model)
+    if record.get("json_mode") and record.get("json_mode_setting") == config.json_mode:
+        return record["json_mode"]
+    if config.json_mode != JsonMode.AUTO:
+        return config.json_mode
+    return json_mode_probe(config)
+
+
+def _json_mode_remember(config: RoleConfig, mode: str, probe: str = "") -> None:
+    facts = {"json_mode": mode, "json_mode_setting": config.json_mode}
+    if probe:
+        facts.update(json_probe=probe, probed_at=timezone.now().isoformat(timespec="seconds"))
+    capabilities_note(base_url=config.base_url, model=config.model, **facts)
+
+
+def json_mode_probe(config: RoleConfig) -> str:
+    """Ask for an answer that only an enforcing server can give, in each form in turn, and
+    remember the first that works. A transient failure (down, timed out) records nothing, so
+    the next call probes again rather than settling on a weaker form."""
+    findings = []
+    for mode in FALLBACK[:-1]:
+        try:
+            answer = _send_once(config, _probe_request(config, mode))
+        except _Failure as failure:
+            if failure.retryable and not failure.refuses_format:
+                return JsonMode.PROMPT_ONLY
+            findings.append(f"{mode}: refused ({failure})")
+            continue
+        if _probe_enforced(answer.content):
+            _json_mode_remember(config, mode, "; ".join([*findings, f"{mode}: enforced"]))
+            return mode
+        findings.append(f"{mode}: accepted but not enforced")
+    _json_mode_remember(config, JsonMode.PROMPT_ONLY, "; ".join(findings))
+    return JsonMode.PROMPT_ONLY
+
+
+def _probe_request(config: RoleConfig, mode: str) -> dict:
+    messages = [{"role": "system", "content": "Answer with one JSON object."},
+                {"role": "user", "content": "Reply with any JSON object."}]
+    return {"model": config.model, "temperature": 0.0, "max_tokens": 32, "messages": messages,
+            **structured_params(mode=mode, name=PROBE_TITLE, schema=PROBE_SCHEMA)}
+
+
+def _probe_enforced(content: str | None) -> bool:
+    try:
+        data, _ = load_json(content or "")
+    except InvalidJSON:
+        return False
+    return isinstance(data, dict) and data.get("probe") == PROBE_VALUE

@@ -5,9 +5,32 @@ MEMWEB_LLM_<ROLE>_*; a role without a base URL runs on its offline backend.
 """
 from dataclasses import dataclass
 
-from memweb.env import env_float, env_int, env_str
+from django.core.exceptions import ImproperlyConfigured
+from django.db.models import TextChoices
+
+from memweb.env import env_bool, env_float, env_int, env_str
 
 ROLES = ("actor", "user_simulator", "rewriter", "reflector", "scorer")
+
+# Room for each role's longest honest answer; local servers generate until their context is full
+# when a request sets no limit, so every call carries one.
+DEFAULT_MAX_TOKENS = {"actor": 512, "user_simulator": 200, "rewriter": 128, "reflector": 512, "scorer": 512}
+
+
+class JsonMode(TextChoices):
+    """How a JSON role hands its schema to the server; each server understands another form."""
+
+    AUTO = "auto", "probe the server once"
+    JSON_SCHEMA = "json_schema", "OpenAI response_format json_schema"
+    JSON_OBJECT_SCHEMA = "json_object_schema", "json_object with a schema (llama-cpp-python)"
+    OLLAMA_FORMAT = "ollama_format", "Ollama's format field"
+    PROMPT_ONLY = "prompt_only", "schema in the prompt only"
+
+
+class ToolChoice(TextChoices):
+    AUTO = "auto", "the model decides (OpenAI's default)"
+    REQUIRED = "required", "a tool call every turn"
+    OMIT = "omit", "not sent, for servers that reject the field"
 
 
 @dataclass(frozen=True)
@@ -19,6 +42,10 @@ class RoleConfig:
     temperature: float
     timeout: float
     max_retries: int
+    max_tokens: int = 512
+    tool_choice: str = ToolChoice.AUTO
+    json_mode: str = JsonMode.AUTO
+    stream: bool = True
 
     @property
     def is_offline(self) -> bool:
@@ -47,6 +74,18 @@ def _role_int(role: str, field: str, default: int, **bounds) -> int:
     return env_int(_var(role, field), shared, **bounds)
 
 
+def _role_bool(role: str, field: str, default: bool) -> bool:
+    return env_bool(_var(role, field), env_bool(f"MEMWEB_LLM_{field}", default))
+
+
+def _role_choice(role: str, field: str, choices: type[TextChoices], default: str) -> str:
+    value = _role_str(role, field, default).lower()
+    if value not in choices.values:
+        raise ImproperlyConfigured(
+            f"{_var(role, field)} (or MEMWEB_LLM_{field}) = {value!r} is not one of: {', '.join(choices.values)}")
+    return value
+
+
 def read_role_config(role: str) -> RoleConfig:
     return RoleConfig(
         role=role,
@@ -56,6 +95,10 @@ def read_role_config(role: str) -> RoleConfig:
         temperature=_role_float(role, "TEMPERATURE", 0.0, minimum=0.0, maximum=2.0),
         timeout=_role_float(role, "TIMEOUT", 60.0, minimum=0.1),
         max_retries=_role_int(role, "MAX_RETRIES", 3, minimum=0, maximum=10),
+        max_tokens=_role_int(role, "MAX_TOKENS", DEFAULT_MAX_TOKENS[role], minimum=1, maximum=1_000_000),
+        tool_choice=_role_choice(role, "TOOL_CHOICE", ToolChoice, ToolChoice.AUTO),
+        json_mode=_role_choice(role, "JSON_MODE", JsonMode, JsonMode.AUTO),
+        stream=_role_bool(role, "STREAM", True),
     )
 
 

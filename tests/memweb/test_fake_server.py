@@ -64,3 +64,36 @@ def test_it_stops_without_waiting_out_slow_replies():
     started = time.monotonic()
     server.stop()
     assert time.monotonic() - started < 2
+
+
+def test_it_streams_text_and_tool_calls_with_usage_when_asked(fake_llm, sdk):
+    fake_llm.reply_tool_call("lookup", {"order_id": "O12345"}, content="Checking.", usage=(5, 2))
+    chunks = list(sdk.chat.completions.create(model="m", messages=HELLO, stream=True,
+                                              stream_options={"include_usage": True}))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    arguments = "".join(c.choices[0].delta.tool_calls[0].function.arguments or ""
+                        for c in chunks if c.choices and c.choices[0].delta.tool_calls)
+    assert (text, arguments) == ("Checking.", '{"order_id": "O12345"}')
+    assert (chunks[-1].usage.prompt_tokens, chunks[-1].usage.completion_tokens) == (5, 2)
+
+
+def test_it_acts_like_llama_cpp(fake_llm, sdk):
+    fake_llm.act_like("llama_cpp")
+    fake_llm.reply_tool_call("lookup", {})
+    fake_llm.set_default_text("hi")
+    tools = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
+    dropped = sdk.chat.completions.create(model="m", messages=HELLO, tools=tools).choices[0].message
+    assert dropped.tool_calls is None and dropped.content
+    with pytest.raises(openai.InternalServerError, match="response_format"):
+        sdk.chat.completions.create(model="m", messages=HELLO, response_format={
+            "type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}})
+    chunks = list(sdk.chat.completions.create(model="m", messages=HELLO, stream=True,
+                                              stream_options={"include_usage": True}))
+    assert all(chunk.usage is None for chunk in chunks)  # it streams no usage
+
+
+def test_it_generates_a_runaway_answer_up_to_max_tokens_or_the_context(fake_llm, sdk):
+    fake_llm.reply_runaway(token_delay=0.001)
+    capped = sdk.chat.completions.create(model="m", messages=HELLO, max_tokens=3).choices[0]
+    assert (capped.message.content, capped.finish_reason) == ("word0 word1 word2", "length")
+    assert (fake_llm.generations[0].tokens, fake_llm.generations[0].ended) == (3, "length")

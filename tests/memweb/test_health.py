@@ -119,3 +119,22 @@ def test_it_queues_a_probe_without_htmx_too(client, user_for_role):
     response = client.post(reverse("probe_send"), follow=True)
     assert response.redirect_chain[-1][0] == reverse("health") and "Probe task queued" in response.content.decode()
     assert TaskProbe.objects.count() == 1
+
+
+def test_it_shows_each_roles_reported_model_capabilities_and_last_error(client, reviewer_user, one_role_online):
+    from memweb.llm.capabilities import capabilities_note
+
+    capabilities_note(base_url="http://127.0.0.1:9/v1", model="rewrite-model", reported_model="gemma-3-270m.gguf",
+                      tools=True, streaming=False, json_mode="json_object_schema",
+                      json_probe="json_schema: refused (HTTP 500); json_object_schema: enforced")
+    LLMCall.objects.create(role="rewriter", model="rewrite-model", base_url="http://127.0.0.1:9/v1",
+                           status=LLMCall.Status.ERROR, error="HTTP 400: context too long")
+    LLMCall.objects.create(role="rewriter", model="rewrite-model", base_url="http://127.0.0.1:9/v1",
+                           status=LLMCall.Status.OK)
+    client.force_login(reviewer_user)
+    page = client.get(reverse("health")).content.decode()
+    assert 'server reports <span class="mono">gemma-3-270m.gguf</span>' in page
+    assert "tool calls seen" in page and "no: plain answers" in page
+    assert 'yes, as <span class="mono">json_object_schema</span>' in page and "json_object_schema: enforced" in page
+    assert "HTTP 400: context too long" in page  # the last error stays visible after a later success
+    assert page.count("not probed yet") == 0 and page.count("offline · scripted") == 4

@@ -75,7 +75,8 @@ def test_it_validates_json_against_the_schema(reflector):
     reflector.reply_json({"answer": "refund", "score": 4})
     assert llm_json(role="reflector", messages=ASK, schema=Verdict) == Verdict(answer="refund", score=4)
     sent = reflector.last_chat
-    assert sent["response_format"] == {"type": "json_object"}
+    assert sent["response_format"] == {
+        "type": "json_schema", "json_schema": {"name": "Verdict", "schema": Verdict.model_json_schema()}}
     assert sent["messages"][0]["role"] == "system" and '"score"' in sent["messages"][0]["content"]
     assert sent["messages"][1:] == ASK
     assert only_call().status == "ok"
