@@ -20,13 +20,43 @@ from orbs.dmrm.api import router as dmrm_router
 from orbs.errors import InvalidTransition, OrbConflict, OrbsError
 from orbs.models import EpisodeRecord, MemoryBank, Orb, Source
 from orbs.schemas import (
-    ApproveIn, BankIn, BankOut, BankStatsOut, BulkReviewIn, BulkReviewOut, ConflictOut, EditIn, EpisodeIn,
-    EpisodeQueuedOut, ErrorOut, ImportReportOut, IngestOut, MergeIn, OrbDetailOut, OrbListFilters, OrbOut, RejectIn,
-    RetrievalOutcomeIn, RetrieveIn, RetrieveOut,
+    ApproveIn,
+    BankIn,
+    BankOut,
+    BankStatsOut,
+    BulkReviewIn,
+    BulkReviewOut,
+    ConflictOut,
+    EditIn,
+    EpisodeIn,
+    EpisodeQueuedOut,
+    ErrorOut,
+    ImportReportOut,
+    IngestOut,
+    MergeIn,
+    OrbDetailOut,
+    OrbListFilters,
+    OrbOut,
+    RejectIn,
+    RetrievalOutcomeIn,
+    RetrieveIn,
+    RetrieveOut,
 )
 from orbs.services import (
-    bank_export, bank_get_or_create, bank_import_upload, bank_resolve, bank_stats, episode_reflect, episode_submit,
-    orb_approve, orb_edit, orb_merge, orb_reject, orbs_bulk_review, orbs_retrieve, retrieval_outcome_record,
+    bank_export,
+    bank_get_or_create,
+    bank_import_upload,
+    bank_resolve,
+    bank_stats,
+    episode_reflect,
+    episode_submit,
+    orb_approve,
+    orb_edit,
+    orb_merge,
+    orb_reject,
+    orbs_bulk_review,
+    orbs_retrieve,
+    retrieval_outcome_record,
 )
 from orbs.services.queue import orbs_queue
 

@@ -9,6 +9,8 @@ from django.db import models
 from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
+from memweb.llm.backends import TextBackend
+
 VECTOR_DIMENSIONS = 384
 # Chosen with bench/orbs_retrieval.py (docs/PERFORMANCE.md): at 1M Orbs, m=16 / ef_construction=64
 # reached only 0.85 recall@5 at ef_search=100; these reach 0.96.
@@ -158,8 +160,8 @@ class Orb(models.Model):
     review_note = models.TextField(blank=True)
     vector = VectorField(dimensions=VECTOR_DIMENSIONS)
     embedding_model = models.CharField(max_length=100)
-    emotion_backend = models.CharField(max_length=200, default="scripted")
-    reflector_backend = models.CharField(max_length=200, default="scripted")
+    emotion_backend = models.CharField(max_length=200, default=TextBackend.SCRIPTED)
+    reflector_backend = models.CharField(max_length=200, default=TextBackend.SCRIPTED)
     backend_error = models.TextField(blank=True, help_text="Why the LLM backend was not used, when it failed.")
     times_retrieved = models.PositiveIntegerField(default=0)
     last_retrieved_at = models.DateTimeField(null=True, blank=True)
@@ -192,7 +194,7 @@ class Orb(models.Model):
 
     @property
     def is_scripted(self) -> bool:
-        return self.reflector_backend.startswith("scripted") or self.emotion_backend.startswith("scripted")
+        return TextBackend.is_scripted(self.reflector_backend) or TextBackend.is_scripted(self.emotion_backend)
 
     @property
     def reward(self):
@@ -248,7 +250,7 @@ class RetrievalLog(models.Model):
     query = models.TextField()
     context = models.JSONField(default=dict, blank=True)
     rewritten_query = models.TextField()
-    rewriter_backend = models.CharField(max_length=200, default="scripted")
+    rewriter_backend = models.CharField(max_length=200, default=TextBackend.SCRIPTED)
     k = models.PositiveSmallIntegerField()
     filters = models.JSONField(default=dict, blank=True)
     hits = models.JSONField(default=list, blank=True)

@@ -10,12 +10,29 @@ from memweb.listing import page_of, query_without_page
 from memweb.roles import Role, has_role, role_required
 from orbs.errors import OrbConflict, OrbsError
 from orbs.forms import (
-    ApproveForm, BankCreateForm, BankPolicyForm, BulkForm, EditForm, ImportForm, MergeForm, QueueFilterForm, RejectForm,
+    ApproveForm,
+    BankCreateForm,
+    BankPolicyForm,
+    BulkForm,
+    EditForm,
+    ImportForm,
+    MergeForm,
+    QueueFilterForm,
+    RejectForm,
 )
 from orbs.models import MemoryBank, Orb, RetrievalHit, RetrievalLog
 from orbs.services import (
-    bank_export, bank_get_or_create, bank_import_upload, bank_policy_update, bank_stats, orb_approve, orb_edit, orb_merge,
-    orb_reject, orbs_bulk_review, orbs_search,
+    bank_export,
+    bank_get_or_create,
+    bank_import_upload,
+    bank_policy_update,
+    bank_stats,
+    orb_approve,
+    orb_edit,
+    orb_merge,
+    orb_reject,
+    orbs_bulk_review,
+    orbs_search,
 )
 from orbs.services.banks import POLICY_FIELDS
 from orbs.services.queue import orbs_filtered, orbs_queue

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from evaluation.feedback.params import FeedbackParams
 from evaluation.feedback.prompts import profile_prompt
+from memweb.llm.backends import TextBackend
 
 __all__ = ["CalibrationSetting", "EpisodeFeedback", "FeedbackProfile"]
 
@@ -95,16 +96,7 @@ class EpisodeFeedback(models.Model):
         SHOP = "shop", "shop reward breakdown"
         CORRECTNESS = "correctness", "binary correctness"
 
-    class Backend(models.TextChoices):
-        """Who wrote a critique or score. An LLM's is stored as `llm:<model>` (see `of_llm`), so the
-        backend fields keep no `choices`; both offline values start with SCRIPTED."""
-        LLM = "llm", "LLM"
-        SCRIPTED = "scripted", "scripted"
-        FALLBACK = "scripted (LLM failed)", "scripted (LLM failed)"
-
-        @classmethod
-        def of_llm(cls, model: str) -> str:
-            return f"{cls.LLM.value}:{model}"
+    Backend = TextBackend  # who wrote a critique or score: the same labels as every LLM role's output
 
     episode = models.OneToOneField("evaluation.Episode", on_delete=models.CASCADE,
                                    related_name="simulated_feedback")
@@ -145,11 +137,11 @@ class EpisodeFeedback(models.Model):
 
     @property
     def critique_scripted(self) -> bool:
-        return self.critique_backend.startswith(self.Backend.SCRIPTED)
+        return TextBackend.is_scripted(self.critique_backend)
 
     @property
     def score_scripted(self) -> bool:
-        return self.score_backend.startswith(self.Backend.SCRIPTED)
+        return TextBackend.is_scripted(self.score_backend)
 
     @property
     def judged_response(self) -> str:

@@ -8,8 +8,7 @@ fails for good, the offline backend answers instead and the error is kept.
 from collections.abc import Callable
 from dataclasses import dataclass
 
-SCRIPTED = "scripted"
-SCRIPTED_FALLBACK = "scripted (LLM failed)"
+from memweb.llm.backends import TextBackend
 
 
 @dataclass(frozen=True)
@@ -20,7 +19,7 @@ class BackendResult:
 
     @property
     def is_scripted(self) -> bool:
-        return self.backend.startswith(SCRIPTED)
+        return TextBackend.is_scripted(self.backend)
 
 
 def run_with_fallback(*, role: str, llm: Callable[[], str], offline: Callable[[], str]) -> BackendResult:
@@ -28,8 +27,8 @@ def run_with_fallback(*, role: str, llm: Callable[[], str], offline: Callable[[]
 
     config = role_config(role)
     if config.is_offline:
-        return BackendResult(offline(), SCRIPTED)
+        return BackendResult(offline(), TextBackend.SCRIPTED)
     try:
-        return BackendResult(llm(), f"llm:{config.model}")
+        return BackendResult(llm(), TextBackend.of_llm(config.model))
     except LLMError as exc:
-        return BackendResult(offline(), SCRIPTED_FALLBACK, str(exc))
+        return BackendResult(offline(), TextBackend.FALLBACK, str(exc))

@@ -10,8 +10,12 @@ from orbs.dmrm.forms import DMRMSettingsForm, ExperienceFilterForm, ReviewForm, 
 from orbs.dmrm.models import Experience
 from orbs.dmrm.qlearning import histogram
 from orbs.dmrm.services import (
-    dmrm_settings_get, experience_review, source_memory_build, source_memory_preview,
-    source_trajectories_from_episodes, successful_trajectories,
+    dmrm_settings_get,
+    experience_review,
+    source_memory_build,
+    source_memory_preview,
+    source_trajectories_from_episodes,
+    successful_trajectories,
 )
 from orbs.errors import OrbsError
 from orbs.models import MemoryBank

@@ -7,6 +7,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from memweb.embeddings import embedder
+from memweb.llm.backends import TextBackend
 from orbs.errors import BankModelMismatch, OrbsError
 from orbs.models import VECTOR_DIMENSIONS, EpisodeRecord, MemoryBank, Orb, RetrievalLog
 
@@ -86,7 +87,7 @@ def bank_stats(*, bank: MemoryBank) -> dict:
         "by_status": {status: 0 for status in Orb.Status.values} | _counts(orbs, "status"),
         "by_emotion": _counts(orbs, "emotion"),
         "by_domain": _counts(orbs, "domain"),
-        "scripted": orbs.filter(reflector_backend__startswith="scripted").count(),
+        "scripted": orbs.filter(reflector_backend__startswith=TextBackend.SCRIPTED).count(),
         "near_duplicates_open": orbs.filter(status=Orb.Status.PENDING, near_duplicate_of__isnull=False).count(),
         "retrievals": retrievals.count(),
         "retrievals_last_24h": retrievals.filter(created_at__gte=day_ago).count(),

@@ -3,6 +3,8 @@ import json
 
 from django import template
 
+from memweb.llm.backends import TextBackend
+
 register = template.Library()
 
 _STATUS_BADGES = {"pending": "badge-pending", "approved": "badge-approved", "rejected": "badge-rejected"}
@@ -21,4 +23,4 @@ def status_badge(status: str) -> str:
 
 @register.filter
 def is_scripted(backend: str) -> bool:
-    return str(backend).startswith("scripted")
+    return TextBackend.is_scripted(backend)

@@ -2,13 +2,24 @@
 from orbs.dmrm.models import DMRMSettings
 from orbs.dmrm.services.copy import dmrm_memory_copy
 from orbs.dmrm.services.learning import (
-    SourceMemoryReadOnly, TransitionError, dmrm_settings_get, dmrm_settings_update, experience_append,
-    experiences_append_batch, experiences_from_trajectory, successful_trajectories, trajectories_steps,
+    SourceMemoryReadOnly,
+    TransitionError,
+    dmrm_settings_get,
+    dmrm_settings_update,
+    experience_append,
+    experiences_append_batch,
+    experiences_from_trajectory,
+    successful_trajectories,
+    trajectories_steps,
 )
 from orbs.dmrm.services.retrieval import DMRMHit, DMRMResult, experiences_retrieve
 from orbs.dmrm.services.review import experience_review
 from orbs.dmrm.services.source import (
-    SourceCandidate, action_text, source_memory_build, source_memory_preview, source_trajectories_from_episodes,
+    SourceCandidate,
+    action_text,
+    source_memory_build,
+    source_memory_preview,
+    source_trajectories_from_episodes,
     trajectory_steps,
 )
 
