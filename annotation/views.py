@@ -2,7 +2,6 @@
 write feedback and judge blind pairs, addressed only by opaque tokens."""
 from django.contrib import messages
 from django.contrib.auth import get_user_model
-from django.core.paginator import Paginator
 from django.db.models import Count, Q
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -12,6 +11,7 @@ from annotation import services
 from annotation.forms import SCORE_CHOICES, CampaignFilterForm, CampaignForm, CampaignImportForm, UploadForm
 from annotation.models import Assignment, Campaign, FeedbackTask, Reaction
 from annotation.services.intake import FIELDS, REQUIRED
+from memweb.listing import list_page, page_of, query_without_page
 from memweb.roles import Role, has_role, role_required
 
 PAGE_SIZE = 20
@@ -36,18 +36,9 @@ def campaign_list(request):
             campaigns = campaigns.filter(name__icontains=form.cleaned_data["q"])
         if form.cleaned_data["status"]:
             campaigns = campaigns.filter(status=form.cleaned_data["status"])
-    page = Paginator(campaigns, PAGE_SIZE).get_page(request.GET.get("page"))
-    context = {"form": form, "page": page, "query": _query_without_page(request),
-               "import_form": CampaignImportForm()}
-    if request.htmx:
-        return render(request, "annotation/_campaign_rows.html", context)
-    return render(request, "annotation/campaign_list.html", context)
-
-
-def _query_without_page(request) -> str:
-    query = request.GET.copy()
-    query.pop("page", None)
-    return query.urlencode()
+    return list_page(request, rows=campaigns, template="annotation/campaign_list.html",
+                     partial="annotation/_campaign_rows.html", per_page=PAGE_SIZE,
+                     context={"form": form, "import_form": CampaignImportForm()})
 
 
 @require_http_methods(["GET", "POST"])
@@ -90,8 +81,8 @@ def _detail_context(request, campaign: Campaign, **extra) -> dict:
         judged=Count("assignments", filter=Q(assignments__status=Assignment.Status.COMPLETED)))
     return {
         "campaign": campaign, "progress": services.campaign_progress(campaign=campaign),
-        "page": Paginator(items, PAGE_SIZE).get_page(request.GET.get("page")), "filters": filters,
-        "facets": services.item_facets(campaign=campaign), "query": _query_without_page(request),
+        "page": page_of(request, items, per_page=PAGE_SIZE), "filters": filters,
+        "facets": services.item_facets(campaign=campaign), "query": query_without_page(request),
         "upload_form": UploadForm(), "fields": FIELDS, "required": REQUIRED, **extra,
     }
 
@@ -155,7 +146,7 @@ def campaign_import(request):
         if campaign is not None:
             messages.success(request, f"Imported “{campaign.name}” ({report.created} records).")
             return redirect("annotation:campaign_detail", pk=campaign.pk)
-    context = {"form": CampaignFilterForm(), "page": Paginator(Campaign.objects.none(), PAGE_SIZE).get_page(1),
+    context = {"form": CampaignFilterForm(), "page": page_of(request, Campaign.objects.none()),
                "query": "", "import_form": form, "import_report": report}
     return render(request, "annotation/campaign_list.html", context, status=400)
 

@@ -9,20 +9,38 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from evaluation.feedback.services import (
-    calibration_histogram, calibration_table, feedback_browse, feedback_rates, run_episodes,
-)
 from evaluation.feedback.models import CalibrationSetting
+from evaluation.feedback.services import (
+    calibration_histogram,
+    calibration_table,
+    feedback_browse,
+    feedback_rates,
+    run_episodes,
+)
 from evaluation.runs.forms import RunFilterForm, RunImportForm, RunLaunchForm
 from evaluation.runs.models import EvaluationRun
 from evaluation.runs.services import (
-    RunActionError, RunImportError, RunLaunchError, run_cancel, run_charts, run_errors, run_export_csv,
-    run_export_json, run_heatmap, run_import, run_launch, run_pending_memories, run_progress, run_resume,
-    run_retry_errors, runs_compare, runs_filtered,
+    RunActionError,
+    RunImportError,
+    RunLaunchError,
+    run_cancel,
+    run_charts,
+    run_errors,
+    run_export_csv,
+    run_export_json,
+    run_heatmap,
+    run_import,
+    run_launch,
+    run_pending_memories,
+    run_progress,
+    run_resume,
+    run_retry_errors,
+    runs_compare,
+    runs_filtered,
 )
+from memweb.listing import list_page
 from memweb.roles import Role, role_required
 
-PAGE_SIZE = 25
 MAX_COMPARED = 6
 
 
@@ -30,13 +48,8 @@ MAX_COMPARED = 6
 @role_required(Role.OPERATOR)
 def run_list(request):
     form = RunFilterForm(request.GET or None)
-    page = Paginator(runs_filtered(**form.filters()), PAGE_SIZE).get_page(request.GET.get("page"))
-    params = request.GET.copy()
-    params.pop("page", None)
-    context = {"form": form, "page": page, "query": params.urlencode()}
-    if request.htmx:
-        return render(request, "evaluation/runs/_rows.html", context)
-    return render(request, "evaluation/runs/list.html", context)
+    return list_page(request, rows=runs_filtered(**form.filters()), template="evaluation/runs/list.html",
+                     partial="evaluation/runs/_rows.html", context={"form": form})
 
 
 @require_http_methods(["GET", "POST"])
