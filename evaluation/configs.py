@@ -38,6 +38,8 @@ class AgentConfig(_Config):
     error_rates: dict[Literal[ERROR_KINDS], float] = Field(default_factory=dict)
     # LLM agent only: model calls allowed per customer turn (tool rounds included).
     max_steps: int = Field(default=8, ge=1, le=30)
+    max_tokens: int | None = Field(default=None, ge=1, le=32768,
+                                   description="LLM agent only: cap per answer; the actor role's setting when empty")
 
     @model_validator(mode="after")
     def _rates_are_probabilities(self):
@@ -49,6 +51,8 @@ class AgentConfig(_Config):
 
 class CustomerConfig(_Config):
     backend: CustomerBackend = CustomerBackend.AGENDA
+    max_tokens: int | None = Field(default=None, ge=1, le=32768,
+                                   description="LLM customer only: cap per turn; the user simulator role's when empty")
 
 
 class MemoryConfig(_Config):

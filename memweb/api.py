@@ -112,9 +112,12 @@ class LLMRoleOut(Schema):
     backend: str
     model: str
     base_url: str
+    json_mode_setting: str
+    capabilities: dict
     last_status: str | None
     last_error: str
     last_at: datetime | None
+    last_error_at: datetime | None
 
 
 class HealthOut(Schema):

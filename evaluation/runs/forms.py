@@ -4,7 +4,7 @@ import json
 
 from django import forms
 
-from evaluation.configs import AgentBackend, CustomerBackend, MemoryKind
+from evaluation.configs import AgentBackend, AgentConfig, CustomerBackend, CustomerConfig, MemoryKind
 from evaluation.models import Domain, Split, TaskSet
 from evaluation.runs.models import EvaluationRun, ReviewGate
 from evaluation.runs.services import MAX_CONCURRENCY, MAX_TRIALS, DMRMParams, RunLaunchError, RunSpec
@@ -35,6 +35,10 @@ def _spec_field(field_class, name: str, *, spec=RunSpec, **options):
     return field_class(**options)
 
 
+def _capped(max_tokens: int | None) -> dict:
+    return {} if max_tokens is None else {"max_tokens": max_tokens}
+
+
 def _dmrm_field(field_class, name: str, **options):
     return _spec_field(field_class, name, spec=DMRMParams, required=False, **options)
 
@@ -54,6 +58,10 @@ class RunLaunchForm(forms.Form):
     result_unused = forms.FloatField(initial=DEFAULT_ERROR_RATE, min_value=0, max_value=1, label="Result-unused rate",
                                      help_text="Scripted agent only: chance per episode of each error kind.")
     customer = forms.ChoiceField(choices=CustomerBackend.choices)
+    agent_max_tokens = _spec_field(forms.IntegerField, "max_tokens", spec=AgentConfig, required=False,
+                                   label="Agent max tokens")
+    customer_max_tokens = _spec_field(forms.IntegerField, "max_tokens", spec=CustomerConfig, required=False,
+                                      label="Customer max tokens")
     # The page suggests memory (the spec's default, for API callers, is none).
     memory_mode = _spec_field(forms.ChoiceField, "memory_mode", choices=MemoryKind.choices, initial=MemoryKind.MEMORB,
                               label="Memory")
@@ -94,9 +102,9 @@ class RunLaunchForm(forms.Form):
                  "per_turn", "trials", "pass_k", "seed", "max_turns", "concurrency", "review_gate", "feedback_enabled")
         return {**{name: data[name] for name in plain}, **self._dmrm(data),
                 "task_set": data["task_set"].name if data["task_set"] else "", "task_ids": ids,
-                "agent": {"backend": data["agent"],
+                "agent": {"backend": data["agent"], **_capped(data["agent_max_tokens"]),
                           **({"error_rates": rates} if data["agent"] == AgentBackend.SCRIPTED else {})},
-                "customer": {"backend": data["customer"]},
+                "customer": {"backend": data["customer"], **_capped(data["customer_max_tokens"])},
                 "bank_source": data["bank_source"].slug if data["bank_source"] else ""}
 
     @staticmethod
@@ -112,7 +120,7 @@ class RunLaunchForm(forms.Form):
         "dmrm.alpha" -> "dmrm_alpha", "agent.backend" -> "agent"."""
         if problem_field.startswith("agent.error_rates"):
             return problem_field.split(".")[-1]
-        if problem_field.startswith("dmrm."):
+        if problem_field.startswith(("dmrm.", "agent.max_tokens", "customer.max_tokens")):
             return problem_field.replace(".", "_")
         return problem_field.split(".")[0]
 

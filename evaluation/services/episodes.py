@@ -83,14 +83,14 @@ def _agent(config: AgentConfig, spec: dict, seed: int):
     if config.backend == AgentBackend.SCRIPTED:
         return ScriptedAgent(seed=seed, key=spec["id"], error_rates=config.error_rates)
     _require_online("actor")
-    return LLMAgent(max_steps=config.max_steps)
+    return LLMAgent(max_steps=config.max_steps, max_tokens=config.max_tokens)
 
 
 def _customer(config: CustomerConfig, spec: dict, seed: int):
     if config.backend == CustomerBackend.AGENDA:
         return AgendaCustomer(task=spec, seed=seed)
     _require_online("user_simulator")
-    return LLMCustomer(task=spec)
+    return LLMCustomer(task=spec, max_tokens=config.max_tokens)
 
 
 def _memory(config: MemoryConfig, spec: dict, bank):

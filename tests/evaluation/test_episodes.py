@@ -85,6 +85,14 @@ def test_the_llm_agent_executes_its_tool_calls_and_is_scored(builtin, fake_llm):
     assert episode.tokens_in > 0 and episode.tokens_out > 0
 
 
+def test_it_caps_the_llm_agents_answers_with_the_runs_max_tokens(builtin, fake_llm):
+    fake_llm.use_for("actor", max_tokens=512)
+    task = _task(builtin, "track_order")
+    _solve_track_order(fake_llm, task)
+    episode_run(task=task, agent_config={"backend": "llm", "max_tokens": 77}, seed=0)
+    assert {request["max_tokens"] for request in fake_llm.chat_requests} == {77}
+
+
 def test_the_llm_agent_fails_when_it_never_tells_the_customer(builtin, fake_llm):
     fake_llm.use_for("actor")
     task = _task(builtin, "track_order")
