@@ -294,7 +294,7 @@ def _sign_patterns(nonzero: int, seed: int, resamples: int) -> tuple[np.ndarray,
     if nonzero <= EXACT_SIGN_FLIPS:
         codes = np.arange(2 ** nonzero)[:, None] >> np.arange(nonzero) & 1
         return 1 - 2 * codes, True
-    return np.random.default_rng(seed).choice([-1, 1], size=(resamples, nonzero)), False
+    return 2 * np.random.default_rng(seed).integers(0, 2, size=(resamples, nonzero)) - 1, False
 
 
 def sign_flip_p_value(differences: Sequence[float], *, seed: int = 0, resamples: int = DEFAULT_RESAMPLES) -> float:
@@ -489,6 +489,15 @@ def minimum_detectable_effect(*, trials: int, tasks: int, variance: float, power
     if trials < 1 or tasks < 1:
         raise ValueError(f"trials and tasks must be at least 1, got {trials} and {tasks}")
     return _z_total(power, alpha) * sqrt(2 * variance / (trials * tasks))
+
+
+def comparison_power(*, effect: float, trials: int, tasks: int, variance: float,
+                     alpha: float = DEFAULT_ALPHA) -> float:
+    """The chance that trials x tasks detects a success difference of `effect` (normal approximation,
+    the far tail ignored)."""
+    normal = NormalDist()
+    standard_error = sqrt(2 * variance / (trials * tasks))
+    return normal.cdf(effect / standard_error - normal.inv_cdf(1 - alpha / 2))
 
 
 def run_minimum_detectable_effect(matrix: SuccessMatrix, *, power: float = DEFAULT_POWER,

@@ -158,3 +158,10 @@ def test_it_bundles_a_comparison_as_json():
     assert result["pass_k"][1]["estimate"] == pytest.approx(1.5 / 3)
     assert len(result["per_trial"]) == 4 and result["changed"] == 2
     assert result["instability"]["a"]["mixed"] == 1
+
+
+def test_it_predicts_power_consistently_with_the_planner():
+    planned = metrics.trials_for_power(effect=0.1, tasks=130, variance=0.2)
+    assert metrics.comparison_power(effect=0.1, trials=planned, tasks=130, variance=0.2) == pytest.approx(0.8)
+    # 0.1 / sqrt(2 * 0.2 / 520) - 1.959964 = 1.645650 -> Φ = 0.950076
+    assert metrics.comparison_power(effect=0.1, trials=4, tasks=130, variance=0.2) == pytest.approx(0.95008, abs=1e-4)
