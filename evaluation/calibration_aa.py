@@ -152,3 +152,15 @@ def planner_check(matrix: metrics.SuccessMatrix, *, effect: float, max_trials: i
     return {"effect": effect, "variance": variance, "planned": planned, "simulated": simulated,
             "ratio": planned / simulated if simulated else None, "simulated_power": curve,
             "predicted_power": predicted}
+
+
+def calibration_report(matrix: metrics.SuccessMatrix, *, comparisons: int = 1000, trials: int = 4,
+                       lift: float = 0.10, effect: float = 0.07, planner_comparisons: int = 400,
+                       seed: int = 0) -> dict:
+    """The A/A false-positive rate, the power at `lift` and the planner check at `effect`, for one run."""
+    options = {"comparisons": comparisons, "trials": trials, "seed": seed}
+    return {"aa": comparisons_simulate(matrix, **options).as_dict(),
+            "power": comparisons_simulate(matrix, lift=lift, **options).as_dict(),
+            "planner": planner_check(matrix, effect=effect, comparisons=planner_comparisons, seed=seed),
+            "source": {"tasks": len(matrix), "trials": metrics.trial_count(matrix),
+                       "success": metrics.pass_k(matrix, 1), "variance": metrics.between_trial_variance(matrix)}}

@@ -3,8 +3,12 @@
 The outcomes are 4 trials x 130 built-in tasks of the scripted agent without memory (error rates
 0.3 each) against the agenda customer, played in this process as a run with seed 0 would play them.
 """
+import json
+from io import StringIO
+
 import numpy as np
 import pytest
+from django.core.management import call_command
 
 from evaluation import calibration_aa, metrics
 
@@ -58,3 +62,14 @@ def test_it_plans_within_a_quarter_of_the_trials_simulation_needs(scripted_run):
     check = calibration_aa.planner_check(scripted_run, effect=0.07, max_trials=6, comparisons=200, seed=0)
     assert check["simulated"] is not None
     assert 0.75 <= check["ratio"] <= 1.25
+
+
+def test_it_prints_the_report_from_the_aa_calibrate_command():
+    out = StringIO()
+    call_command("aa_calibrate", "--tasks", "20", "--source-trials", "2", "--comparisons", "40",
+                 "--planner-comparisons", "10", "--json", stdout=out)
+    report = json.loads(out.getvalue())
+    assert report["source"]["tasks"] == 20 and report["source"]["trials"] == 2
+    assert report["aa"]["comparisons"] == 40 and report["aa"]["lift"] == 0
+    assert report["power"]["lift"] == pytest.approx(0.10)
+    assert len(report["planner"]["simulated_power"]) == 8 and report["planner"]["effect"] == pytest.approx(0.07)
