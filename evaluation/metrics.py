@@ -531,3 +531,78 @@ def paired_metrics(a: SuccessMatrix, b: SuccessMatrix, *, a_name: str = "A", b_n
             "flips": flips, "changed": sum(row["changed"] for row in flips),
             "instability": {"a": run_instability(a), "b": run_instability(b)},
             "test": "paired sign-flip permutation test over tasks", "bootstrap": options}
+
+
+# --- what one memory is worth: success with it served against success with it withheld ----------
+#
+# With randomised withholding, each memory retrieved for an episode is kept out of the prompt with
+# a fixed chance, decided once per (episode, memory). Served and withheld episodes then differ only
+# by chance and by the memory, so the difference in their success rates estimates its effect.
+
+MIN_RETRIEVALS = 30  # below this many episodes the interval is too wide to say anything
+
+
+def wilson_interval(successes: int, trials: int, *, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float]:
+    """Wilson score interval of a proportion; unlike the textbook p ± z·se it stays inside [0, 1]
+    and keeps its coverage near 0 and 1, where harmful or perfect memories sit."""
+    if trials == 0:
+        return 0.0, 1.0
+    z, rate = NormalDist().inv_cdf(1 - (1 - confidence) / 2), successes / trials
+    centre = (rate + z * z / (2 * trials)) / (1 + z * z / trials)
+    half = z / (1 + z * z / trials) * sqrt(rate * (1 - rate) / trials + z * z / (4 * trials * trials))
+    return centre - half, centre + half
+
+
+def difference_interval(successes_a: int, trials_a: int, successes_b: int, trials_b: int, *,
+                        confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float]:
+    """Newcombe's hybrid score interval of rate A minus rate B (two independent groups), built from
+    the two Wilson intervals; it behaves with small groups and rates near 0 or 1."""
+    rate_a, rate_b = successes_a / trials_a, successes_b / trials_b
+    low_a, high_a = wilson_interval(successes_a, trials_a, confidence=confidence)
+    low_b, high_b = wilson_interval(successes_b, trials_b, confidence=confidence)
+    difference = rate_a - rate_b
+    return (difference - sqrt((rate_a - low_a) ** 2 + (high_b - rate_b) ** 2),
+            difference + sqrt((high_a - rate_a) ** 2 + (rate_b - low_b) ** 2))
+
+
+@dataclass(frozen=True)
+class MemoryEffect:
+    """Success of the episodes a memory was served in minus those it was withheld from."""
+
+    served: int
+    served_successes: int
+    withheld: int
+    withheld_successes: int
+    estimate: float | None
+    low: float | None
+    high: float | None
+
+    @property
+    def harmful(self) -> bool:
+        """Flag for review: even the most favourable end of the interval says it lowers success."""
+        return self.high is not None and self.high < 0
+
+    def as_dict(self) -> dict:
+        return {**self.__dict__, "harmful": self.harmful}
+
+
+def memory_effect(outcomes: Sequence[tuple[bool, bool]], *, confidence: float = DEFAULT_CONFIDENCE,
+                  min_retrievals: int = MIN_RETRIEVALS) -> MemoryEffect:
+    """From one (served, success) pair per episode the memory was retrieved for; the estimate and its
+    interval stay None until it was retrieved `min_retrievals` times with at least one episode on
+    each side."""
+    served = [success for was_served, success in outcomes if was_served]
+    withheld = [success for was_served, success in outcomes if not was_served]
+    counts = {"served": len(served), "served_successes": sum(served), "withheld": len(withheld),
+              "withheld_successes": sum(withheld)}
+    if len(outcomes) < min_retrievals or not served or not withheld:
+        return MemoryEffect(**counts, estimate=None, low=None, high=None)
+    low, high = difference_interval(sum(served), len(served), sum(withheld), len(withheld), confidence=confidence)
+    return MemoryEffect(**counts, estimate=sum(served) / len(served) - sum(withheld) / len(withheld),
+                        low=low, high=high)
+
+
+def memory_effects_by_harm(effects: Mapping[str, MemoryEffect]) -> list[tuple[str, MemoryEffect]]:
+    """Memories with an estimate, most harmful first (lowest upper bound, then lowest estimate)."""
+    estimated = [(key, effect) for key, effect in effects.items() if effect.estimate is not None]
+    return sorted(estimated, key=lambda item: (item[1].high, item[1].estimate, item[0]))

@@ -165,3 +165,42 @@ def test_it_predicts_power_consistently_with_the_planner():
     assert metrics.comparison_power(effect=0.1, trials=planned, tasks=130, variance=0.2) == pytest.approx(0.8)
     # 0.1 / sqrt(2 * 0.2 / 520) - 1.959964 = 1.645650 -> Φ = 0.950076
     assert metrics.comparison_power(effect=0.1, trials=4, tasks=130, variance=0.2) == pytest.approx(0.95008, abs=1e-4)
+
+
+@pytest.mark.parametrize("successes,trials", [(0, 10), (3, 10), (81, 263), (30, 30), (1, 1)])
+def test_it_matches_scipys_wilson_interval(successes, trials):
+    expected = stats.binomtest(successes, trials).proportion_ci(confidence_level=0.95, method="wilson")
+    assert metrics.wilson_interval(successes, trials) == pytest.approx((expected.low, expected.high))
+
+
+def test_it_reproduces_newcombes_published_difference_interval():
+    # Newcombe (1998), Statistics in Medicine 17:873, example (a): 56/70 - 48/80, hybrid score method
+    low, high = metrics.difference_interval(56, 70, 48, 80)
+    assert (round(low, 4), round(high, 4)) == (0.0524, 0.3339)
+
+
+def test_it_estimates_a_memorys_effect_from_served_and_withheld_episodes():
+    # served in 32 episodes, 8 successes; withheld from 8, 7 successes
+    outcomes = [(True, i < 8) for i in range(32)] + [(False, i < 7) for i in range(8)]
+    effect = metrics.memory_effect(outcomes)
+    assert (effect.served, effect.served_successes, effect.withheld, effect.withheld_successes) == (32, 8, 8, 7)
+    assert effect.estimate == pytest.approx(0.25 - 0.875)
+    assert (effect.low, effect.high) == pytest.approx(metrics.difference_interval(8, 32, 7, 8))
+    assert effect.high < 0 and effect.harmful
+
+
+def test_it_holds_back_an_estimate_until_a_memory_was_retrieved_often_enough():
+    few = metrics.memory_effect([(True, True)] * 20 + [(False, False)] * 9)
+    assert few.estimate is None and not few.harmful and few.served == 20
+    never_withheld = metrics.memory_effect([(True, False)] * 40)
+    assert never_withheld.estimate is None
+
+
+def test_it_sorts_memories_by_estimated_harm():
+    helpful = metrics.memory_effect([(True, True)] * 30 + [(False, i < 3) for i in range(10)])
+    harmful = metrics.memory_effect([(True, False)] * 30 + [(False, True)] * 10)
+    neutral = metrics.memory_effect([(True, i % 2 == 0) for i in range(30)] + [(False, i % 2 == 0) for i in range(10)])
+    unknown = metrics.memory_effect([(True, True)] * 5)
+    ranked = metrics.memory_effects_by_harm({"h": helpful, "x": harmful, "n": neutral, "u": unknown})
+    assert [key for key, _ in ranked] == ["x", "n", "h"]
+    assert [effect.harmful for _, effect in ranked] == [True, False, False]
