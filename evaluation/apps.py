@@ -1,4 +1,10 @@
+from importlib import import_module
+
 from django.apps import AppConfig
+
+# Packages above the evaluation core that keep their models in their own modules (runs, feedback);
+# registered with this app after the core's own models.
+SUBMODULE_MODELS = ("evaluation.feedback.models", "evaluation.runs.models")
 
 
 class EvaluationConfig(AppConfig):
@@ -16,6 +22,8 @@ class EvaluationConfig(AppConfig):
     # Called on every worker heartbeat: re-arms run watchdogs whose countdown messages were lost.
     worker_beats: tuple = ("evaluation.runs.services.runs_watch_overdue",)
     trajectory_sources: tuple = (("episodes", "evaluation.services.trajectory_source.trajectories_of_domain"),)
+    # Read by memweb's load_demo: the runs' demo, which loads the core's (evaluation.demo) first.
+    demo_module = "evaluation.runs.demo"
     role_permissions: dict = {
         "operator": ("evaluation.view_taskset", "evaluation.add_taskset", "evaluation.view_task",
                      "evaluation.add_task", "evaluation.change_task", "evaluation.view_episode",
@@ -25,3 +33,12 @@ class EvaluationConfig(AppConfig):
                      "evaluation.add_feedbackprofile", "evaluation.change_feedbackprofile",
                      "evaluation.view_calibrationsetting", "evaluation.change_calibrationsetting"),
     }
+
+    def import_models(self) -> None:
+        # Here rather than by evaluation.models importing them, so the core imports no higher level.
+        super().import_models()
+        for module in SUBMODULE_MODELS:
+            import_module(module)
+
+    def ready(self) -> None:
+        import evaluation.runs.tasks  # noqa: F401  (Celery autodiscovers only evaluation.tasks)

@@ -1,12 +1,31 @@
-"""The three configurations of an episode (agent, simulated customer, memory), validated.
+"""The three configurations of an episode (agent, simulated customer, memory), validated, and
+the closed sets of names they choose from.
 
 Plain pydantic models: the API uses them as request bodies, services accept them or dicts.
 """
 from typing import Literal
 
+from django.db import models
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evaluation.shop.errors import ERROR_KINDS
+
+
+class AgentBackend(models.TextChoices):
+    SCRIPTED = "scripted", "scripted agent"
+    LLM = "llm", "LLM agent (actor role)"
+
+
+class CustomerBackend(models.TextChoices):
+    AGENDA = "agenda", "agenda-based customer (scripted)"
+    LLM = "llm", "LLM customer (user simulator role)"
+
+
+class MemoryKind(models.TextChoices):
+    NONE = "none", "no memory"
+    MEMORB = "memorb", "MemOrb"
+    DMRM = "dmrm", "DMRM"
+    BOTH = "both", "MemOrb + DMRM"
 
 
 class _Config(BaseModel):
@@ -14,7 +33,7 @@ class _Config(BaseModel):
 
 
 class AgentConfig(_Config):
-    backend: Literal["scripted", "llm"] = "scripted"
+    backend: AgentBackend = AgentBackend.SCRIPTED
     # Scripted agent only: probability (per episode) of making each error kind.
     error_rates: dict[Literal[ERROR_KINDS], float] = Field(default_factory=dict)
     # LLM agent only: model calls allowed per customer turn (tool rounds included).
@@ -29,11 +48,11 @@ class AgentConfig(_Config):
 
 
 class CustomerConfig(_Config):
-    backend: Literal["agenda", "llm"] = "agenda"
+    backend: CustomerBackend = CustomerBackend.AGENDA
 
 
 class MemoryConfig(_Config):
-    kind: Literal["none", "memorb", "dmrm", "both"] = "none"
+    kind: MemoryKind = MemoryKind.NONE
     bank: str = Field(default="", max_length=200, description="Memory bank name or slug (MemOrb Orbs, DMRM experiences)")
     k: int | None = Field(default=None, ge=1, le=50, description="Top-k; the bank's own k when empty")
     approved_only: bool = True
@@ -44,6 +63,6 @@ class MemoryConfig(_Config):
 
     @model_validator(mode="after")
     def _bank_for_memory(self):
-        if self.kind != "none" and not self.bank.strip():
+        if self.kind != MemoryKind.NONE and not self.bank.strip():
             raise ValueError(f"bank is required when kind is {self.kind}")
         return self

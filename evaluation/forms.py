@@ -1,6 +1,7 @@
 """Forms of the task and episode pages; each error names its field."""
 from django import forms
 
+from evaluation.configs import AgentBackend, CustomerBackend, MemoryKind
 from evaluation.models import Difficulty, Domain, ErrorKind, Split, TaskSet
 from evaluation.shop.episode import DEFAULT_MAX_TURNS
 from evaluation.shop.errors import ERROR_KINDS
@@ -64,9 +65,8 @@ class TaskImportForm(forms.Form):
 class PlayForm(forms.Form):
     """Play one episode of a task with the offline backends (or the LLM roles when configured)."""
 
-    agent = forms.ChoiceField(choices=[("scripted", "scripted agent"), ("llm", "LLM agent (actor role)")])
-    customer = forms.ChoiceField(choices=[("agenda", "agenda-based customer (scripted)"),
-                                          ("llm", "LLM customer (user simulator role)")])
+    agent = forms.ChoiceField(choices=AgentBackend.choices)
+    customer = forms.ChoiceField(choices=CustomerBackend.choices)
     seed = forms.IntegerField(initial=0, min_value=0, max_value=2**31 - 1)
     max_turns = forms.IntegerField(initial=DEFAULT_MAX_TURNS, min_value=1, max_value=50, label="Max turns")
     wrong_tool = forms.FloatField(initial=0.0, min_value=0.0, max_value=1.0, label="Wrong-tool rate")
@@ -77,7 +77,8 @@ class PlayForm(forms.Form):
 
     def configs(self) -> dict:
         data = self.cleaned_data
-        memory = {"kind": "memorb", "bank": data["bank"].strip()} if data["bank"].strip() else {"kind": "none"}
+        memory = ({"kind": MemoryKind.MEMORB, "bank": data["bank"].strip()} if data["bank"].strip()
+                  else {"kind": MemoryKind.NONE})
         return {
             "agent_config": {"backend": data["agent"], "error_rates": {k: data[k] for k in ERROR_KINDS if data[k]}},
             "customer_config": {"backend": data["customer"]},

@@ -14,12 +14,13 @@ _OUTCOME_CHARS = 400
 RECENT_ACTIONS = 3  # the last actions shown in DMRM's prompt, as the paper's template has them
 
 
-def memory_hook(*, config: MemoryConfig, task: dict):
-    """The hook for `config.kind`, or None without memory. Raises MemoryBank.DoesNotExist."""
+def memory_hook(*, config: MemoryConfig, task: dict, bank=None):
+    """The hook for `config.kind`, or None without memory. `bank`: the bank already loaded, else
+    `config.bank` is looked up (MemoryBank.DoesNotExist when unknown)."""
     hooks = {"memorb": [MemOrbHook], "dmrm": [DMRMHook], "both": [MemOrbHook, DMRMHook]}.get(config.kind)
     if not hooks:
         return None
-    bank = bank_resolve(config.bank)
+    bank = bank or bank_resolve(config.bank)
     parts = [hook(config=config, task=task, bank=bank) for hook in hooks]
     return parts[0] if len(parts) == 1 else CombinedHook(parts)
 

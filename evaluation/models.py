@@ -10,7 +10,7 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
-SCRIPTED = "scripted"
+from evaluation.configs import AgentBackend, MemoryKind
 
 
 class Domain(models.TextChoices):
@@ -91,7 +91,7 @@ class Episode(models.Model):
     seed = models.BigIntegerField()
     agent_backend = models.CharField(max_length=200)
     customer_backend = models.CharField(max_length=200)
-    memory_kind = models.CharField(max_length=16, default="none")
+    memory_kind = models.CharField(max_length=16, choices=MemoryKind.choices, default=MemoryKind.NONE)
     agent_config = models.JSONField(default=dict)
     customer_config = models.JSONField(default=dict)
     memory_config = models.JSONField(default=dict)
@@ -125,14 +125,8 @@ class Episode(models.Model):
 
     @property
     def agent_scripted(self) -> bool:
-        return self.agent_backend == SCRIPTED
+        return self.agent_backend == AgentBackend.SCRIPTED
 
     @property
     def customer_scripted(self) -> bool:
         return self.customer_backend.startswith("agenda")
-
-
-# Runs (issue 6) and simulated feedback (issue 7) keep their models in their own
-# packages; importing them here registers them with the evaluation app.
-from evaluation.feedback.models import *  # noqa: E402,F401,F403
-from evaluation.runs.models import *  # noqa: E402,F401,F403

@@ -25,10 +25,20 @@ def heartbeat_forget(*, hostname: str) -> None:
     WorkerHeartbeat.objects.filter(hostname=hostname).delete()
 
 
+def worker_liveness_window() -> timedelta:
+    """How long a worker counts as alive after its last heartbeat: three beats, so one late beat
+    is not taken for a death."""
+    return timedelta(seconds=3 * settings.WORKER_HEARTBEAT_SECONDS)
+
+
 def workers_live() -> list[WorkerHeartbeat]:
-    """Workers whose heartbeat is younger than three beats."""
-    cutoff = timezone.now() - timedelta(seconds=3 * settings.WORKER_HEARTBEAT_SECONDS)
+    """Workers whose heartbeat is younger than the liveness window."""
+    cutoff = timezone.now() - worker_liveness_window()
     return list(WorkerHeartbeat.objects.filter(seen_at__gte=cutoff).order_by("hostname"))
+
+
+def workers_live_hostnames() -> list[str]:
+    return [beat.hostname for beat in workers_live()]
 
 
 def probe_queue() -> TaskProbe:

@@ -17,8 +17,9 @@ LEVELS = (
     "evaluation.feedback",
     "evaluation.runs",
 )
-# Composition: these modules mount the routers and URLs of the levels above them, and only that.
-COMPOSITION = {"memweb.urls", "memweb.api", "orbs.urls", "orbs.api", "evaluation.urls", "evaluation.api"}
+# Composition: these modules mount the routers, URLs, models and Celery tasks of the levels above them.
+COMPOSITION = {"memweb.urls", "memweb.api", "orbs.urls", "orbs.api", "orbs.apps", "evaluation.urls", "evaluation.api",
+               "evaluation.apps"}
 # The Django-free simulator: nothing from Django or from memweb's own packages.
 DJANGO_FREE = "evaluation.shop"
 

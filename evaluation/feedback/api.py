@@ -20,8 +20,9 @@ from evaluation.feedback.services import (
     feedback_for_episode,
     feedback_rates,
     run_episodes,
+    run_find,
 )
-from evaluation.models import Domain, Episode, EvaluationRun
+from evaluation.models import Domain, Episode
 from evaluation.schemas import MAX_SEED
 from memweb.auth import api_auth
 from memweb.roles import Role
@@ -131,7 +132,7 @@ def _latest(latest: int, domain: str | None = None):
 
 
 def _run_episodes(run_id: int):
-    run = EvaluationRun.objects.filter(pk=run_id).first()
+    run = run_find(run_id=run_id)
     if run is None:
         raise HttpError(404, f"No evaluation run #{run_id}")
     return run_episodes(run=run)

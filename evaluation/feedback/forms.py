@@ -4,8 +4,8 @@ from django import forms
 
 from evaluation.feedback.models import CalibrationSetting, EpisodeFeedback, FeedbackProfile
 from evaluation.feedback.params import FeedbackParams
-from evaluation.feedback.services import BACKEND_FILTERS, run_episodes
-from evaluation.models import Domain, Episode, EvaluationRun
+from evaluation.feedback.services import BACKEND_FILTERS, run_episodes, runs_all
+from evaluation.models import Domain, Episode
 
 SELECTION_SIZES = (("50", "latest 50"), ("200", "latest 200"), ("1000", "latest 1000"), ("all", "all"))
 SCORE_CHOICES = [("", "any")] + [(str(s), str(s)) for s in range(1, 11)]
@@ -61,7 +61,7 @@ class CalibrationForm(forms.Form):
 
 
 def _run_field() -> forms.ModelChoiceField:
-    return forms.ModelChoiceField(queryset=EvaluationRun.objects.all(), required=False, empty_label="any run",
+    return forms.ModelChoiceField(queryset=runs_all(), required=False, empty_label="any run",
                                   label="Run")
 
 

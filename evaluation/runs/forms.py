@@ -4,28 +4,39 @@ import json
 
 from django import forms
 
+from evaluation.configs import AgentBackend, CustomerBackend, MemoryKind
 from evaluation.models import Domain, Split, TaskSet
-from evaluation.runs.models import EvaluationRun, MemoryMode, ReviewGate
-from evaluation.runs.services import MAX_CONCURRENCY, MAX_TRIALS, DMRMParams, RunLaunchError
+from evaluation.runs.models import EvaluationRun, ReviewGate
+from evaluation.runs.services import MAX_CONCURRENCY, MAX_TRIALS, DMRMParams, RunLaunchError, RunSpec
 from evaluation.services import BUILTIN_SET
 from evaluation.shop.errors import ERROR_KINDS
-from orbs.dmrm.models import DMRMSettings
-from orbs.models import MemoryBank
+from orbs.dmrm.services import Suppression
+from orbs.services import banks_all
 
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024
 DEFAULT_ERROR_RATE = 0.3  # the scripted agent errs sometimes, so memory has something to fix
+_BROWSER_BOUNDS = {"ge": "min", "le": "max"}
 
 
 def _choices(choices, blank: str) -> list[tuple[str, str]]:
     return [("", blank), *choices]
 
 
-def _dmrm_field(name: str, field_class, **options):
-    """A form field for one of DMRM's parameters, with the API's default and bounds."""
-    info = DMRMParams.model_fields[name]
-    bounds = {f"{'min' if kind == 'ge' else 'max'}_value": getattr(m, kind) for m in info.metadata
-              for kind in ("ge", "le") if hasattr(m, kind)}
-    return field_class(initial=info.default, required=False, help_text=info.description or "", **bounds, **options)
+def _spec_field(field_class, name: str, *, spec=RunSpec, **options):
+    """A form field for one of the spec's settings, with the spec's default, description and
+    bounds. The bounds only guide the browser: run_launch checks the spec and names the field."""
+    info = spec.model_fields[name]
+    bounds = {_BROWSER_BOUNDS[kind]: getattr(m, kind) for m in info.metadata for kind in _BROWSER_BOUNDS
+              if hasattr(m, kind)}
+    if bounds:
+        options["widget"] = forms.NumberInput(attrs=bounds)
+    options.setdefault("initial", info.get_default(call_default_factory=True))
+    options.setdefault("help_text", info.description or "")
+    return field_class(**options)
+
+
+def _dmrm_field(field_class, name: str, **options):
+    return _spec_field(field_class, name, spec=DMRMParams, required=False, **options)
 
 
 class RunLaunchForm(forms.Form):
@@ -36,41 +47,44 @@ class RunLaunchForm(forms.Form):
     split = forms.ChoiceField(required=False, choices=_choices(Split.choices, "any split"))
     task_ids = forms.CharField(required=False, label="Task ids", help_text="Comma- or space-separated; empty for all.",
                                widget=forms.TextInput(attrs={"placeholder": "shop-app-001, shop-clo-008"}))
-    agent = forms.ChoiceField(choices=[("scripted", "scripted agent"), ("llm", "LLM agent (actor role)")])
+    agent = forms.ChoiceField(choices=AgentBackend.choices)
     wrong_tool = forms.FloatField(initial=DEFAULT_ERROR_RATE, min_value=0, max_value=1, label="Wrong-tool rate")
     wrong_arguments = forms.FloatField(initial=DEFAULT_ERROR_RATE, min_value=0, max_value=1,
                                        label="Wrong-arguments rate")
     result_unused = forms.FloatField(initial=DEFAULT_ERROR_RATE, min_value=0, max_value=1, label="Result-unused rate",
                                      help_text="Scripted agent only: chance per episode of each error kind.")
-    customer = forms.ChoiceField(choices=[("agenda", "agenda-based customer (scripted)"),
-                                          ("llm", "LLM customer (user simulator role)")])
-    memory_mode = forms.ChoiceField(choices=MemoryMode.choices, initial=MemoryMode.MEMORB, label="Memory")
-    memory_k = forms.IntegerField(initial=5, label="MemOrb k", help_text="Memories retrieved per query.")
-    approved_only = forms.BooleanField(required=False, initial=True, label="Approved memories only")
-    same_customer_only = forms.BooleanField(required=False, label="Same customer only",
-                                            help_text="The paper's no-cross-user ablation.")
-    per_turn = forms.BooleanField(required=False, initial=True, label="Retrieve before every turn",
-                                  help_text="Off: once per episode, before the first answer.")
-    bank_source = forms.ModelChoiceField(queryset=MemoryBank.objects.all(), to_field_name="slug", required=False,
+    customer = forms.ChoiceField(choices=CustomerBackend.choices)
+    # The page suggests memory (the spec's default, for API callers, is none).
+    memory_mode = _spec_field(forms.ChoiceField, "memory_mode", choices=MemoryKind.choices, initial=MemoryKind.MEMORB,
+                              label="Memory")
+    memory_k = _spec_field(forms.IntegerField, "memory_k", label="MemOrb k", help_text="Memories retrieved per query.")
+    approved_only = _spec_field(forms.BooleanField, "approved_only", required=False, label="Approved memories only")
+    same_customer_only = _spec_field(forms.BooleanField, "same_customer_only", required=False,
+                                     label="Same customer only", help_text="The paper's no-cross-user ablation.")
+    per_turn = _spec_field(forms.BooleanField, "per_turn", required=False, label="Retrieve before every turn",
+                           help_text="Off: once per episode, before the first answer.")
+    bank_source = forms.ModelChoiceField(queryset=banks_all(), to_field_name="slug", required=False,
                                          empty_label="a fresh, empty bank", label="Start from",
                                          help_text="The run works on its own copy; the source is never changed.")
-    trials = forms.IntegerField(initial=10, help_text=f"1 to {MAX_TRIALS}; memory is never reset between trials.")
-    pass_k = forms.IntegerField(required=False, label="Pass^k up to", help_text="Optional; at most the trials.")
-    seed = forms.IntegerField(initial=0)
-    max_turns = forms.IntegerField(initial=12, label="Max turns")
-    concurrency = forms.IntegerField(initial=4, help_text=f"Episodes queued at once (1 to {MAX_CONCURRENCY}).")
-    dmrm_alpha = _dmrm_field("alpha", forms.FloatField, label="DMRM α")
-    dmrm_gamma = _dmrm_field("gamma", forms.FloatField, label="DMRM γ")
-    dmrm_c_max = _dmrm_field("c_max", forms.IntegerField, label="DMRM C_max (tokens)")
-    dmrm_n_success = _dmrm_field("n_success", forms.IntegerField, label="DMRM n")
-    dmrm_suppression_mode = forms.ChoiceField(choices=DMRMSettings.Suppression.choices, required=False,
-                                              initial=DMRMParams.model_fields["suppression_mode"].default,
-                                              label="DMRM suppression",
-                                              help_text="What happens to the source memory after n successes.")
-    dmrm_source_weight = _dmrm_field("source_weight", forms.FloatField, label="DMRM source weight")
-    review_gate = forms.ChoiceField(choices=ReviewGate.choices, initial=ReviewGate.AUTO, label="Review gate")
-    feedback_enabled = forms.BooleanField(required=False, label="Simulated user feedback",
-                                          help_text="Each episode gets the simulated customer's critique, score and action.")
+    trials = _spec_field(forms.IntegerField, "trials",
+                         help_text=f"1 to {MAX_TRIALS}; memory is never reset between trials.")
+    pass_k = _spec_field(forms.IntegerField, "pass_k", required=False, label="Pass^k up to",
+                         help_text="Optional; at most the trials.")
+    seed = _spec_field(forms.IntegerField, "seed")
+    max_turns = _spec_field(forms.IntegerField, "max_turns", label="Max turns")
+    concurrency = _spec_field(forms.IntegerField, "concurrency",
+                              help_text=f"Episodes queued at once (1 to {MAX_CONCURRENCY}).")
+    dmrm_alpha = _dmrm_field(forms.FloatField, "alpha", label="DMRM α")
+    dmrm_gamma = _dmrm_field(forms.FloatField, "gamma", label="DMRM γ")
+    dmrm_c_max = _dmrm_field(forms.IntegerField, "c_max", label="DMRM C_max (tokens)")
+    dmrm_n_success = _dmrm_field(forms.IntegerField, "n_success", label="DMRM n")
+    dmrm_suppression_mode = _dmrm_field(forms.ChoiceField, "suppression_mode", choices=Suppression.choices,
+                                        label="DMRM suppression")
+    dmrm_source_weight = _dmrm_field(forms.FloatField, "source_weight", label="DMRM source weight")
+    review_gate = _spec_field(forms.ChoiceField, "review_gate", choices=ReviewGate.choices, label="Review gate")
+    feedback_enabled = _spec_field(forms.BooleanField, "feedback_enabled", required=False,
+                                   label="Simulated user feedback",
+                                   help_text="Each episode gets the simulated customer's critique, score and action.")
 
     def spec(self) -> dict:
         data = self.cleaned_data
@@ -80,13 +94,14 @@ class RunLaunchForm(forms.Form):
                  "per_turn", "trials", "pass_k", "seed", "max_turns", "concurrency", "review_gate", "feedback_enabled")
         return {**{name: data[name] for name in plain}, **self._dmrm(data),
                 "task_set": data["task_set"].name if data["task_set"] else "", "task_ids": ids,
-                "agent": {"backend": data["agent"], **({"error_rates": rates} if data["agent"] == "scripted" else {})},
+                "agent": {"backend": data["agent"],
+                          **({"error_rates": rates} if data["agent"] == AgentBackend.SCRIPTED else {})},
                 "customer": {"backend": data["customer"]},
                 "bank_source": data["bank_source"].slug if data["bank_source"] else ""}
 
     @staticmethod
     def _dmrm(data: dict) -> dict:
-        if data["memory_mode"] not in (MemoryMode.DMRM, MemoryMode.BOTH):
+        if data["memory_mode"] not in (MemoryKind.DMRM, MemoryKind.BOTH):
             return {}
         given = {name: data[f"dmrm_{name}"] for name in DMRMParams.model_fields}
         return {"dmrm": {name: value for name, value in given.items() if value not in (None, "")}}
@@ -110,9 +125,10 @@ class RunLaunchForm(forms.Form):
 
 class RunFilterForm(forms.Form):
     status = forms.ChoiceField(required=False, choices=_choices(EvaluationRun.Status.choices, "any status"))
-    memory_mode = forms.ChoiceField(required=False, choices=_choices(MemoryMode.choices, "any memory"), label="Memory")
+    memory_mode = forms.ChoiceField(required=False, choices=_choices(MemoryKind.choices, "any memory"), label="Memory")
     agent_backend = forms.ChoiceField(required=False, label="Agent", choices=[
-        ("", "any agent"), ("scripted", "scripted"), ("llm", "LLM"), ("external", "external (imported)")])
+        ("", "any agent"), (AgentBackend.SCRIPTED, "scripted"), (AgentBackend.LLM, "LLM"),
+        ("external", "external (imported)")])
     q = forms.CharField(required=False, max_length=200, label="Search",
                         widget=forms.TextInput(attrs={"type": "search", "placeholder": "name, bank, #id"}))
 

@@ -1,4 +1,4 @@
-"""Evaluation runs: trials x tasks of episodes, played by Celery workers (imported by evaluation/models.py).
+"""Evaluation runs: trials x tasks of episodes, played by Celery workers (registered by evaluation/apps.py).
 
 A run's rows are the unit of work: one RunEpisode per (run, trial, task), claimed with a
 conditional update so a re-delivered message never plays it twice. A RunEpisode keeps the
@@ -10,14 +10,11 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
+from evaluation.configs import AgentBackend, MemoryKind
+
 __all__ = ["EvaluationRun", "MemoryMode", "ReviewGate", "RunEpisode", "Trial"]
 
-
-class MemoryMode(models.TextChoices):
-    NONE = "none", "no memory"
-    MEMORB = "memorb", "MemOrb"
-    DMRM = "dmrm", "DMRM"
-    BOTH = "both", "MemOrb + DMRM"
+MemoryMode = MemoryKind  # a run's memory is the kind its episodes retrieve with
 
 
 class ReviewGate(models.TextChoices):
@@ -77,7 +74,8 @@ class EvaluationRun(models.Model):
     metrics = models.JSONField(null=True, blank=True, help_text="evaluation.metrics.run_metrics of finished trials.")
     metrics_trials = models.PositiveSmallIntegerField(default=0, help_text="Finished trials the metrics cover.")
     scripted = models.BooleanField(default=True, help_text="Produced by an offline (scripted) backend.")
-    agent_backend = models.CharField(max_length=32, default="scripted", db_index=True)
+    # An AgentBackend, or "external" for an imported run.
+    agent_backend = models.CharField(max_length=32, default=AgentBackend.SCRIPTED, db_index=True)
     imported = models.BooleanField(default=False)
     imported_from = models.CharField(max_length=200, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,

@@ -3,21 +3,22 @@
 `episode_simulate` plays an episode and touches no evaluation table (only the Orbs retrieval log
 when memory is on); `episode_save` stores it in one short transaction. Evaluation runs call the
 two separately, so an LLM conversation never holds a transaction open and a run can store the
-episode together with its own (run, trial, task) row. `episode_run` does both.
+episode together with its own (run, trial, task) row, and its retrievals' outcome (the run's
+memory module writes those). `episode_run` does all three for an ad-hoc episode.
 """
 from dataclasses import dataclass
 
+from django.core.exceptions import ObjectDoesNotExist
 from django.db import transaction
 
-from evaluation.configs import AgentConfig, CustomerConfig, MemoryConfig
+from evaluation.configs import AgentBackend, AgentConfig, CustomerBackend, CustomerConfig, MemoryConfig
 from evaluation.llm_backends import LLMAgent, LLMCustomer
 from evaluation.memory import memory_hook
-from evaluation.models import SCRIPTED, Episode, Task
+from evaluation.models import Episode, Task
 from evaluation.shop.customers import STOP, AgendaCustomer
 from evaluation.shop.episode import DEFAULT_MAX_TURNS, EpisodeOutcome, episode_play
 from evaluation.shop.scripted_agent import ScriptedAgent
 from memweb.llm import LLMError, role_config
-from orbs.models import MemoryBank
 from orbs.services import retrieval_outcome_record
 
 TOOL_CONTENT_CHARS = 4000  # per tool message in a trajectory (the Orbs schema caps messages at 20k)
@@ -51,10 +52,11 @@ def _parsed(model, value):
 
 def episode_simulate(*, task: Task, agent_config: AgentConfig | dict | None = None,
                      customer_config: CustomerConfig | dict | None = None,
-                     memory_config: MemoryConfig | dict | None = None, seed: int = 0,
+                     memory_config: MemoryConfig | dict | None = None, bank=None, seed: int = 0,
                      max_turns: int = DEFAULT_MAX_TURNS) -> EpisodePlay:
     """Play one episode of `task`. Raises EpisodeConfigError (or pydantic's ValidationError) for a
-    configuration that cannot run; an LLM that fails mid-episode is recorded, not raised."""
+    configuration that cannot run; an LLM that fails mid-episode is recorded, not raised.
+    `bank`: the memory bank already loaded (an evaluation run's), else `memory_config.bank` is looked up."""
     agent_config, customer_config = _parsed(AgentConfig, agent_config), _parsed(CustomerConfig, customer_config)
     memory_config = _parsed(MemoryConfig, memory_config)
     if not 1 <= max_turns <= MAX_TURNS_LIMIT:
@@ -62,7 +64,7 @@ def episode_simulate(*, task: Task, agent_config: AgentConfig | dict | None = No
     spec = task.spec
     agent = _agent(agent_config, spec, seed)
     customer = _customer(customer_config, spec, seed)
-    memory = _memory(memory_config, spec)
+    memory = _memory(memory_config, spec, bank)
     outcome = episode_play(task=spec, agent=agent, customer=customer, memory=memory, max_turns=max_turns,
                            infra_errors=(LLMError,))
     return EpisodePlay(task=task, seed=seed, max_turns=max_turns, agent_config=agent_config,
@@ -78,23 +80,23 @@ def _require_online(role: str) -> None:
 
 
 def _agent(config: AgentConfig, spec: dict, seed: int):
-    if config.backend == SCRIPTED:
+    if config.backend == AgentBackend.SCRIPTED:
         return ScriptedAgent(seed=seed, key=spec["id"], error_rates=config.error_rates)
     _require_online("actor")
     return LLMAgent(max_steps=config.max_steps)
 
 
 def _customer(config: CustomerConfig, spec: dict, seed: int):
-    if config.backend == "agenda":
+    if config.backend == CustomerBackend.AGENDA:
         return AgendaCustomer(task=spec, seed=seed)
     _require_online("user_simulator")
     return LLMCustomer(task=spec)
 
 
-def _memory(config: MemoryConfig, spec: dict):
+def _memory(config: MemoryConfig, spec: dict, bank):
     try:
-        return memory_hook(config=config, task=spec)
-    except MemoryBank.DoesNotExist:
+        return memory_hook(config=config, task=spec, bank=bank)
+    except ObjectDoesNotExist:
         raise EpisodeConfigError(f"memory bank {config.bank!r} does not exist") from None
 
 
@@ -112,7 +114,6 @@ def episode_save(*, play: EpisodePlay) -> Episode:
             memories=outcome.memories, errors=outcome.errors, committed_errors=outcome.committed,
             infra_error=outcome.infra_error, turns=outcome.turns, tool_calls=len(outcome.calls),
             tokens_in=outcome.tokens_in, tokens_out=outcome.tokens_out, latency_ms=outcome.latency_ms)
-        _note_retrieval_outcome(play, episode)
     return episode
 
 
@@ -122,18 +123,17 @@ def _details(reward) -> dict:
             "gold_state_hash": reward.gold_state_hash}
 
 
-def _note_retrieval_outcome(play: EpisodePlay, episode: Episode) -> None:
-    if play.retrieval_ids:
-        retrieval_outcome_record(retrieval_ids=play.retrieval_ids, success=episode.success, reward=episode.reward,
-                                 episode_ref=episode_ref(episode))
-
-
 def episode_run(*, task: Task, agent_config=None, customer_config=None, memory_config=None, seed: int = 0,
                 max_turns: int = DEFAULT_MAX_TURNS) -> Episode:
-    """Play one episode and store it (see episode_simulate for the arguments)."""
+    """Play one ad-hoc episode and store it with its retrievals' outcome (see episode_simulate
+    for the arguments)."""
     play = episode_simulate(task=task, agent_config=agent_config, customer_config=customer_config,
                             memory_config=memory_config, seed=seed, max_turns=max_turns)
-    return episode_save(play=play)
+    with transaction.atomic():
+        episode = episode_save(play=play)
+        retrieval_outcome_record(retrieval_ids=play.retrieval_ids, success=episode.success, reward=episode.reward,
+                                 episode_ref=episode_ref(episode))
+    return episode
 
 
 def episode_ref(episode: Episode) -> str:

@@ -1,6 +1,6 @@
 """The Orbs app's service layer; other apps call these functions, never the models' internals."""
 from orbs.services.banks import (
-    bank_get_or_create, bank_policy_update, bank_resolve, bank_stats, count_pending,
+    bank_get_or_create, bank_policy_update, bank_resolve, bank_stats, banks_all, count_pending,
 )
 from orbs.services.ingest import (
     OrbIngestResult, episode_reflect, episode_submit, orb_from_episode, trajectory_parse,
@@ -8,13 +8,15 @@ from orbs.services.ingest import (
 from orbs.services.retrieval import (
     Hit, RetrievalResult, orbs_retrievable, orbs_retrieve, orbs_search, retrieval_outcome_record,
 )
-from orbs.services.review import orb_approve, orb_edit, orb_merge, orb_reject, orbs_bulk_review
-from orbs.services.transfer import ImportReport, bank_export, bank_import, bank_import_upload
+from orbs.services.review import (
+    orb_approve, orb_edit, orb_merge, orb_reject, orbs_bulk_review, orbs_pending_approve, orbs_pending_count,
+)
+from orbs.services.transfer import ImportReport, bank_copy, bank_export, bank_import, bank_import_upload
 
 __all__ = [
-    "Hit", "ImportReport", "OrbIngestResult", "RetrievalResult", "bank_export", "bank_get_or_create",
-    "bank_import", "bank_import_upload", "bank_policy_update", "bank_resolve", "bank_stats", "count_pending",
+    "Hit", "ImportReport", "OrbIngestResult", "RetrievalResult", "bank_copy", "bank_export", "bank_get_or_create",
+    "bank_import", "bank_import_upload", "bank_policy_update", "bank_resolve", "bank_stats", "banks_all", "count_pending",
     "episode_reflect", "episode_submit", "orb_approve", "orb_edit", "orb_from_episode", "orb_merge", "orb_reject",
-    "orbs_bulk_review", "orbs_retrievable", "orbs_retrieve", "orbs_search", "retrieval_outcome_record",
+    "orbs_bulk_review", "orbs_pending_approve", "orbs_pending_count", "orbs_retrievable", "orbs_retrieve", "orbs_search", "retrieval_outcome_record",
     "trajectory_parse",
 ]

@@ -43,6 +43,11 @@ def bank_get_or_create(*, name: str, **policy) -> MemoryBank:
     return bank
 
 
+def banks_all():
+    """Every bank, in the model's order (for choosers in other apps' forms)."""
+    return MemoryBank.objects.all()
+
+
 def bank_resolve(bank: MemoryBank | str) -> MemoryBank:
     """A bank given as instance, slug or name; MemoryBank.DoesNotExist when unknown."""
     if isinstance(bank, MemoryBank):

@@ -125,9 +125,10 @@ def _ingest(*, bank: MemoryBank, trajectory: TrajectoryIn, episode: EpisodeRecor
     """The work shared by the synchronous call and the Celery task; LLM and embedder run
     before the transaction so no lock is held while they think."""
     draft = orb_draft(trajectory=trajectory)
+    ref = episode.episode_ref if episode else provenance["episode_ref"]
     existing = Orb.objects.filter(bank=bank, content_hash=draft.content_hash).first()
     if existing is not None:
-        return _finish(OrbIngestResult(existing, False, existing.near_duplicate_of), episode, trajectory)
+        return _finish(OrbIngestResult(existing, False, existing.near_duplicate_of), episode, trajectory, ref)
     vector = bank_embedder(bank).embed_one(draft.document)
     duplicate, score = _near_duplicate(bank, vector)
     try:
@@ -136,20 +137,23 @@ def _ingest(*, bank: MemoryBank, trajectory: TrajectoryIn, episode: EpisodeRecor
             orb = _orb_create(bank=bank, draft=draft, trajectory=trajectory, vector=vector, duplicate=duplicate,
                               score=score, episode=record)
             _record_creation(orb)
-            return _finish(OrbIngestResult(orb, True, duplicate), record, trajectory)
+            return _finish(OrbIngestResult(orb, True, duplicate), record, trajectory, ref)
     except IntegrityError:
         # Another worker stored the same Orb a moment ago: same id, nothing new.
         existing = Orb.objects.get(bank=bank, content_hash=draft.content_hash)
-        return _finish(OrbIngestResult(existing, False, existing.near_duplicate_of), episode, trajectory)
+        return _finish(OrbIngestResult(existing, False, existing.near_duplicate_of), episode, trajectory, ref)
 
 
-def _finish(result: OrbIngestResult, episode: EpisodeRecord | None, trajectory: TrajectoryIn) -> OrbIngestResult:
+def _finish(result: OrbIngestResult, episode: EpisodeRecord | None, trajectory: TrajectoryIn,
+            episode_ref: str) -> OrbIngestResult:
     with transaction.atomic():
         retrieval_ids = trajectory.metadata.get(RETRIEVAL_IDS_KEY) or []
         if isinstance(retrieval_ids, list):
+            # Only outcomes nobody recorded: the episode's own writer (an evaluation run, an agent
+            # posting the outcome) knew it first-hand, and a re-ingested copy must not replace it.
             retrieval_outcome_record(
                 retrieval_ids=[i for i in retrieval_ids if isinstance(i, int)], success=trajectory.success,
-                reward=trajectory.reward, episode_ref=episode.episode_ref if episode else "",
+                reward=trajectory.reward, episode_ref=episode_ref, unrecorded_only=True,
             )
         if episode is not None:
             EpisodeRecord.objects.filter(pk=episode.pk).update(

@@ -119,11 +119,16 @@ def orbs_retrieve(*, bank: MemoryBank | str, query: str, context: dict, k: int |
 
 
 def retrieval_outcome_record(*, retrieval_ids: list[int], success: bool, reward: float | None = None,
-                             episode_ref: str = "") -> int:
-    """Note how the episode that used these retrievals ended (shown on each hit Orb's page)."""
+                             episode_ref: str = "", unrecorded_only: bool = False) -> int:
+    """Note how the episode that used these retrievals ended (shown on each hit Orb's page).
+    `unrecorded_only`: for a writer that only learns the outcome second-hand (an ingested
+    trajectory), which must not replace what the episode's own writer recorded."""
     if not retrieval_ids:
         return 0
-    return RetrievalLog.objects.filter(pk__in=retrieval_ids).update(
+    logs = RetrievalLog.objects.filter(pk__in=retrieval_ids)
+    if unrecorded_only:
+        logs = logs.filter(outcome_success__isnull=True)
+    return logs.update(
         outcome_success=success, outcome_reward=reward, outcome_episode_ref=episode_ref
     )
 

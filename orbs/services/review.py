@@ -181,3 +181,21 @@ def orbs_bulk_review(*, action: str, items: list[tuple[int, int]], actor, reason
         if action == "reject":
             return [orb_reject(orb_id=i, expected_version=v, actor=actor, reason=reason) for i, v in selection.items()]
     raise OrbsError(f"unknown bulk action {action!r}; use approve or reject")
+
+
+def orbs_pending_count(*, orb_ids) -> int:
+    """How many of these Orbs still wait for a reviewer (`orb_ids`: ids or a values queryset)."""
+    return Orb.objects.filter(pk__in=orb_ids, status=Orb.Status.PENDING).count()
+
+
+def orbs_pending_approve(*, orb_ids, note: str) -> int:
+    """Approve, as the system, those of these Orbs still pending; returns how many. An Orb a
+    reviewer acted on meanwhile keeps their decision."""
+    approved = 0
+    for orb in Orb.objects.filter(pk__in=orb_ids, status=Orb.Status.PENDING):
+        try:
+            orb_approve(orb_id=orb.pk, expected_version=orb.version, actor=None, note=note)
+        except OrbsError:
+            continue
+        approved += 1
+    return approved

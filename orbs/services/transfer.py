@@ -18,6 +18,7 @@ from django.db import transaction
 
 from memweb.errors import problems_of
 from memweb.services import unstorable_problem
+from orbs.errors import OrbsError
 from orbs.models import (
     VECTOR_DIMENSIONS,
     EpisodeRecord,
@@ -312,3 +313,13 @@ def bank_import(*, lines: Iterable[str], name: str | None = None, model_name: st
     with transaction.atomic():
         _write(_bank_from(header, name), orbs, report)
     return report
+
+
+def bank_copy(*, source: MemoryBank, name: str) -> MemoryBank:
+    """A new bank called `name` holding `source`'s Orbs, vectors and history, through its export.
+    Raises OrbsError naming the first line that could not be copied."""
+    report = bank_import(lines=bank_export(bank=source), name=name)
+    if not report.ok:
+        first = report.errors[0]
+        raise OrbsError(f"failed at line {first['line']}, {first['field']}: {first['message']}")
+    return MemoryBank.objects.get(name=name)

@@ -5,7 +5,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from evaluation.demo import load_demo
+from evaluation.runs.demo import load_demo
 from evaluation.models import Episode, Task
 from evaluation.services import tasks_import_jsonl
 

@@ -144,3 +144,17 @@ def test_the_llm_customer_plays_its_persona_and_stops(builtin, fake_llm):
     system = fake_llm.chat_requests[0]["messages"][0]["content"]
     assert task.spec["persona"]["name"] in system and "###STOP###" in system and product in system
     assert fake_llm.chat_requests[1]["messages"][-1]["role"] == "user"
+
+
+def test_it_keeps_the_outcome_an_episode_recorded_when_its_orb_already_exists(builtin):
+    from orbs.models import RetrievalLog
+    from orbs.services import bank_get_or_create, orb_from_episode
+    from evaluation.services import episode_ref
+
+    bank = bank_get_or_create(name="outcome bank", approved_only=False)
+    memory = {"kind": "memorb", "bank": bank.name, "approved_only": False, "per_turn": False}
+    episode = episode_run(task=_task(builtin, "track_order"), memory_config=memory, seed=0)
+    for _ in range(2):  # the second ingest finds the Orb already stored
+        orb_from_episode(bank=bank, trajectory=episode_trajectory(episode), episode_ref=f"{episode_ref(episode)}:copy")
+    log = RetrievalLog.objects.get(pk=episode.memories[0]["retrieval_id"])
+    assert (log.outcome_success, log.outcome_episode_ref) == (episode.success, episode_ref(episode))

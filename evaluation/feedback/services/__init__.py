@@ -11,7 +11,11 @@ import from here. The design and its choices are described in docs/FEEDBACK_SIMU
 """
 from evaluation.feedback.services.actions import action_model, action_sample, action_streams
 from evaluation.feedback.services.calibration import (
-    CalibrationTable, calibration_curves, calibration_histogram, calibration_recalibrate, calibration_table,
+    CalibrationTable,
+    calibration_curves,
+    calibration_histogram,
+    calibration_recalibrate,
+    calibration_table,
     calibration_update,
 )
 from evaluation.feedback.services.conversation import Judged, episode_judged, evaluation_context
@@ -20,10 +24,21 @@ from evaluation.feedback.services.judging import feedback_for_episode
 from evaluation.feedback.services.profiles import profile_for, profiles_ensure_defaults
 from evaluation.feedback.services.score import Satisfaction, score_llm, score_offline
 from evaluation.feedback.services.selectors import (
-    BACKEND_FILTERS, FeedbackRates, feedback_browse, feedback_of, feedback_rates, run_episodes,
+    BACKEND_FILTERS,
+    FeedbackRates,
+    feedback_browse,
+    feedback_of,
+    feedback_rates,
+    run_episodes,
+    run_find,
+    runs_all,
 )
 from evaluation.feedback.services.to_memory import (
-    FeedbackBatch, feedback_offpolicy, feedback_onpolicy, feedback_to_orbs, feedback_trajectory,
+    FeedbackBatch,
+    feedback_offpolicy,
+    feedback_onpolicy,
+    feedback_to_orbs,
+    feedback_trajectory,
 )
 
 __all__ = [
@@ -32,5 +47,5 @@ __all__ = [
     "calibration_recalibrate", "calibration_table", "calibration_update", "critique_llm", "critique_offline",
     "episode_judged", "evaluation_context", "feedback_browse", "feedback_for_episode", "feedback_of",
     "feedback_offpolicy", "feedback_onpolicy", "feedback_rates", "feedback_to_orbs", "feedback_trajectory",
-    "profile_for", "profiles_ensure_defaults", "run_episodes", "score_llm", "score_offline",
+    "profile_for", "profiles_ensure_defaults", "run_episodes", "run_find", "runs_all", "score_llm", "score_offline",
 ]

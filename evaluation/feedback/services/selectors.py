@@ -3,6 +3,7 @@ targets, and the browser's filters."""
 from dataclasses import dataclass
 
 import numpy as np
+from django.apps import apps
 from django.db.models import Q, QuerySet
 
 from evaluation.feedback import formulas as fm
@@ -23,6 +24,22 @@ def feedback_of(episodes) -> QuerySet[EpisodeFeedback]:
     else:
         ids = [e.pk if isinstance(e, Episode) else int(e) for e in episodes]
     return EpisodeFeedback.objects.filter(episode__in=ids)
+
+
+def _runs() -> QuerySet:
+    # Runs sit above feedback in the stack (docs/ARCHITECTURE.md): their model is reached through
+    # Django's app registry, which EvaluationConfig fills, never by importing evaluation.runs.
+    return apps.get_model("evaluation", "EvaluationRun").objects.all()
+
+
+def runs_all() -> QuerySet:
+    """Every evaluation run, for choosing whose episodes' feedback to look at."""
+    return _runs()
+
+
+def run_find(*, run_id: int):
+    """The evaluation run `run_id`, or None."""
+    return _runs().filter(pk=run_id).first()
 
 
 def run_episodes(*, run) -> QuerySet[Episode]:

@@ -8,7 +8,7 @@ from contextvars import ContextVar
 
 from django.db import transaction
 
-# Kinds of work and the Celery task that does each (evaluation/tasks.py).
+# Kinds of work and the Celery task that does each (evaluation/runs/tasks.py).
 TASKS = {"start": "run_start", "episode": "run_episode_play", "finish": "trial_finish", "sweep": "run_sweep"}
 
 _inline: ContextVar[deque | None] = ContextVar("evaluation_runs_inline", default=None)
@@ -22,7 +22,7 @@ def work_send(kind: str, *, countdown: float | None = None, **kwargs) -> None:
         if countdown is None:
             local.append((kind, kwargs))
         return
-    from evaluation import tasks
+    from evaluation.runs import tasks
 
     task = getattr(tasks, TASKS[kind])
     transaction.on_commit(lambda: task.apply_async(kwargs=kwargs, countdown=countdown))

@@ -1,8 +1,9 @@
 """DMRM services: learning (the target memory's Q-table), retrieval, source memories, review."""
+from orbs.dmrm.models import DMRMSettings
 from orbs.dmrm.services.copy import dmrm_memory_copy
 from orbs.dmrm.services.learning import (
-    SourceMemoryReadOnly, TransitionError, dmrm_settings_get, experience_append, experiences_append_batch,
-    experiences_from_trajectory, successful_trajectories,
+    SourceMemoryReadOnly, TransitionError, dmrm_settings_get, dmrm_settings_update, experience_append,
+    experiences_append_batch, experiences_from_trajectory, successful_trajectories, trajectories_steps,
 )
 from orbs.dmrm.services.retrieval import DMRMHit, DMRMResult, experiences_retrieve
 from orbs.dmrm.services.review import experience_review
@@ -11,10 +12,13 @@ from orbs.dmrm.services.source import (
     trajectory_steps,
 )
 
+Suppression = DMRMSettings.Suppression  # the choices of suppression_mode, for other apps' settings
+
 __all__ = [
+    "Suppression",
     "DMRMHit", "DMRMResult", "SourceCandidate", "SourceMemoryReadOnly", "TransitionError", "action_text",
-    "dmrm_memory_copy", "dmrm_settings_get", "experience_append", "experience_review", "experiences_append_batch",
+    "dmrm_memory_copy", "dmrm_settings_get", "dmrm_settings_update", "experience_append", "experience_review", "experiences_append_batch",
     "experiences_from_trajectory", "experiences_retrieve",
     "source_memory_build", "source_memory_preview", "source_trajectories_from_episodes", "successful_trajectories",
-    "trajectory_steps",
+    "trajectories_steps", "trajectory_steps",
 ]

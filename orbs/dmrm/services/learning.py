@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 
 from django.db import OperationalError, transaction
-from django.db.models import F, Max
+from django.db.models import F, Max, Sum
 from django.utils import timezone
 
 from orbs.dmrm.models import DMRMSettings, Experience, ExperienceTrajectory
@@ -57,6 +57,21 @@ class Transition:
 def dmrm_settings_get(*, bank) -> DMRMSettings:
     settings, _ = DMRMSettings.objects.get_or_create(bank=bank)
     return settings
+
+
+def dmrm_settings_update(*, bank, params: dict) -> DMRMSettings:
+    """The bank's DMRM settings with `params` (field name -> value) applied and saved."""
+    settings = dmrm_settings_get(bank=bank)
+    for name, value in params.items():
+        setattr(settings, name, value)
+    settings.save()
+    return settings
+
+
+def trajectories_steps(*, bank, trajectory_ids: list[str]) -> int:
+    """Steps the target memory holds for these trajectories."""
+    steps = ExperienceTrajectory.objects.filter(bank=bank, trajectory_id__in=trajectory_ids).aggregate(n=Sum("steps"))
+    return steps["n"] or 0
 
 
 def successful_trajectories(*, bank) -> int:

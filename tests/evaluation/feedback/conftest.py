@@ -33,7 +33,7 @@ def failed_episode(builtin):
 
 def make_run(name: str, episodes):
     """An evaluation run (issue 6's models) holding `episodes` in its first trial."""
-    from evaluation.models import EvaluationRun, RunEpisode, Trial
+    from evaluation.runs.models import EvaluationRun, RunEpisode, Trial
 
     run = EvaluationRun.objects.create(name=name, feedback_enabled=True)
     trial = Trial.objects.create(run=run, number=1)

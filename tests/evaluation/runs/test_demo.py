@@ -4,7 +4,7 @@ import io
 
 from django.db.models import F
 
-from evaluation.demo import DEMO_RUNS, load_demo
+from evaluation.runs.demo import DEMO_RUNS, load_demo
 from evaluation.models import Episode
 from evaluation.runs.models import EvaluationRun
 

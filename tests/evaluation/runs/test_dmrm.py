@@ -6,7 +6,7 @@ from django.urls import reverse
 
 from evaluation.runs.models import EvaluationRun, Trial
 from evaluation.runs.services import run_drive
-from evaluation.runs.services.orchestration import trial_memorise
+from evaluation.runs.services.memory import trial_memorise
 from orbs.dmrm.models import DMRMSettings, Experience, ExperienceTrajectory, SourceMemory
 from orbs.dmrm.services import experience_review, source_memory_build
 from orbs.services import bank_get_or_create

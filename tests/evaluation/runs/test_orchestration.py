@@ -11,7 +11,7 @@ from evaluation.runs.models import EvaluationRun, RunEpisode, Trial
 from evaluation.runs.services import (
     RunActionError, run_cancel, run_drive, run_episode_execute, run_resume, run_retry_errors, run_start, run_sweep,
 )
-from evaluation.runs.services import orchestration
+from evaluation.runs.services import protocol as orchestration
 from evaluation.runs.services.dispatch import inline_drain, inline_work
 from memweb.models import WorkerHeartbeat
 from orbs.models import Orb, RetrievalLog

@@ -1,14 +1,13 @@
 """Running a run: the MemOrb protocol as Celery work.
 
 start -> trial 1 -> episodes (a window of `concurrency` messages at a time) -> trial finish
-(trajectories become Orbs in the run's bank, review gate) -> trial 2 ... -> completed.
+(the run's memory learns from the trial, the review gate applies) -> trial 2 ... -> completed.
 
 Every step claims its row with a conditional UPDATE, so a message delivered twice does nothing
 the second time. An episode is played outside any transaction and stored, together with its
 row's verdict, in one short transaction that only commits while the claim is still ours: a
-worker that was presumed dead and comes back cannot store a second copy. A watchdog sweep
-(on worker start, on resume, and every few heartbeats while a run is active) puts the rows of
-dead workers back, re-sends lost messages and finishes trials whose finish message was lost.
+worker that was presumed dead and comes back cannot store a second copy. Each active run arms
+its next watchdog sweep here (watchdog.py does the sweeping).
 """
 import logging
 import time
@@ -16,34 +15,29 @@ import uuid
 from datetime import timedelta
 
 import pydantic
-from django.conf import settings
 from django.db import DatabaseError, connection, transaction
-from django.db.models import Exists, F, OuterRef, Q, Sum
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from evaluation.models import Episode, Task
 from evaluation.runs.models import EvaluationRun, MemoryMode, ReviewGate, RunEpisode, Trial
-from evaluation.runs.services.dispatch import inline_drain, inline_work, work_send
+from evaluation.runs.services.dispatch import work_send
+from evaluation.runs.services.memory import (
+    run_episode_outcome_record, run_memory_config, run_pending_memories, trial_memorise,
+)
 from evaluation.runs.services.results import run_metrics_compute
-from evaluation.services import EpisodeConfigError, EpisodePlay, episode_ref, episode_save, episode_simulate, \
-    episode_trajectory
-from memweb.models import WorkerHeartbeat
-from orbs.dmrm.models import ExperienceTrajectory
-from orbs.dmrm.services import experiences_from_trajectory
-from orbs.errors import OrbsError
-from orbs.models import Orb
-from orbs.services import orb_approve, orb_from_episode
+from evaluation.services import EpisodeConfigError, EpisodePlay, episode_save, episode_simulate
+from memweb.services import worker_liveness_window
 
 logger = logging.getLogger(__name__)
 Status = EvaluationRun.Status
 INLINE = "inline"
-HARD_CLAIM_TIMEOUT = timedelta(hours=1)  # no episode takes this long, even on a slow LLM
 ADVANCING = (Status.RUNNING, Status.WAITING_FOR_REVIEW)
 
 
 def watch_interval() -> timedelta:
-    """How long a claim may go without its worker's heartbeat (three beats, as the health page)."""
-    return timedelta(seconds=3 * settings.WORKER_HEARTBEAT_SECONDS)
+    """How long a claim may go without its worker's heartbeat (the workers' liveness window)."""
+    return worker_liveness_window()
 
 
 def episode_seed(run: EvaluationRun, trial_number: int) -> int:
@@ -93,12 +87,6 @@ def _metrics_refresh(run: EvaluationRun, done: int) -> None:
                                                        metrics_trials=done)
 
 
-def run_pending_memories(*, run: EvaluationRun) -> int:
-    """The run's Orbs still waiting for a reviewer."""
-    return Orb.objects.filter(pk__in=run.run_episodes.filter(orb__isnull=False).values("orb_id"),
-                              status=Orb.Status.PENDING).count()
-
-
 def _gate_open(run: EvaluationRun, trial: Trial) -> bool:
     waiting = 0
     if trial.number > 1 and run.uses_memorb and run.review_gate == ReviewGate.WAIT:
@@ -122,6 +110,15 @@ def run_complete(*, run: EvaluationRun) -> None:
 def run_fail(*, run_id: int, message: str) -> None:
     EvaluationRun.objects.filter(pk=run_id, status__in=EvaluationRun.ACTIVE).update(
         status=Status.FAILED, status_message=message, finished_at=timezone.now(), watch_until=None)
+
+
+def run_watch(*, run_id: int) -> None:
+    """Arm the run's next sweep unless one is already due (one chain of sweeps per run)."""
+    now, interval = timezone.now(), watch_interval()
+    armed = EvaluationRun.objects.filter(pk=run_id, status__in=ADVANCING, executor=EvaluationRun.Executor.CELERY).filter(
+        Q(watch_until__isnull=True) | Q(watch_until__lt=now + interval / 2)).update(watch_until=now + interval)
+    if armed:
+        work_send("sweep", run_id=run_id, countdown=interval.total_seconds())
 
 
 # --- trials ---------------------------------------------------------------------------------
@@ -176,6 +173,8 @@ def trial_finish(*, trial_id: int, worker: str = INLINE) -> None:
         return
     trial = Trial.objects.select_related("run", "run__bank").get(pk=trial_id)
     try:
+        if trial.run.feedback_enabled:
+            _feedback_backfill(trial)
         trial_memorise(trial=trial)
     except Exception as exc:  # recorded on the run for the operator; resume retries the finish
         logger.exception("finishing trial %s of run %s failed", trial.number, trial.run_id)
@@ -186,60 +185,6 @@ def trial_finish(*, trial_id: int, worker: str = INLINE) -> None:
     if Trial.objects.filter(pk=trial_id, claim_token=token, status=Trial.Status.REFLECTING).update(
             status=Trial.Status.DONE, finished_at=timezone.now(), claim_token=None):
         run_advance(run_id=trial.run_id)
-
-
-def trial_memorise(*, trial: Trial) -> None:
-    run = trial.run
-    if run.feedback_enabled:
-        _feedback_backfill(trial)
-    if run.memory_mode == MemoryMode.NONE:
-        return
-    if run.bank is None:
-        raise EpisodeConfigError("the run's memory bank no longer exists")
-    if run.uses_memorb:
-        _orbs_write(run, trial)
-    if run.uses_dmrm:
-        _experiences_write(run, trial)
-
-
-def _finished_rows(trial: Trial):
-    return trial.run_episodes.filter(status=RunEpisode.Status.DONE, episode__isnull=False).select_related(
-        "episode").order_by("task_key")
-
-
-def _orbs_write(run: EvaluationRun, trial: Trial) -> None:
-    label = f"{run.orb_label} · trial {trial.number}"
-    for row in _finished_rows(trial).filter(orb__isnull=True):
-        result = orb_from_episode(bank=run.bank, trajectory=episode_trajectory(row.episode), source_label=label,
-                                  episode_ref=episode_ref(row.episode))
-        RunEpisode.objects.filter(pk=row.pk).update(orb=result.orb)
-    Trial.objects.filter(pk=trial.pk).update(orbs_written=trial.run_episodes.filter(orb__isnull=False).count())
-    if run.review_gate == ReviewGate.AUTO:
-        _approve_in_run(run)
-
-
-def _experiences_write(run: EvaluationRun, trial: Trial) -> None:
-    """Each finished trajectory into DMRM's target memory, once (a trajectory is keyed by its
-    episode, so a retried finish skips what it wrote). The target memory is served as it grows,
-    so the review gate does not hold it back."""
-    refs = []
-    for row in _finished_rows(trial):
-        refs.append(episode_ref(row.episode))
-        experiences_from_trajectory(bank=run.bank, trajectory=episode_trajectory(row.episode), trajectory_id=refs[-1],
-                                    run_ref=run.orb_label, episode_ref=refs[-1])
-    steps = ExperienceTrajectory.objects.filter(bank=run.bank, trajectory_id__in=refs).aggregate(n=Sum("steps"))["n"]
-    Trial.objects.filter(pk=trial.pk).update(experiences_written=steps or 0)
-
-
-def _approve_in_run(run: EvaluationRun) -> None:
-    orbs = Orb.objects.filter(pk__in=run.run_episodes.filter(orb__isnull=False).values("orb_id"),
-                              status=Orb.Status.PENDING)
-    for orb in orbs:
-        try:
-            orb_approve(orb_id=orb.pk, expected_version=orb.version, actor=None,
-                        note=f"auto-approved by {run.orb_label} (review gate: auto-approve in-run memories)")
-        except OrbsError:
-            continue  # a reviewer acted on it meanwhile; their decision stands
 
 
 # --- episodes -------------------------------------------------------------------------------
@@ -295,14 +240,6 @@ def _episode_complete(row: RunEpisode, token: uuid.UUID) -> RunEpisode | None:
     return stored
 
 
-def memory_config_of(run: EvaluationRun) -> dict:
-    if run.memory_mode == MemoryMode.NONE:
-        return {"kind": "none"}
-    return {"kind": run.memory_mode, "bank": run.bank.slug if run.bank else "", "k": run.memory_k,
-            "approved_only": run.memory_approved_only, "same_customer_only": run.memory_same_customer_only,
-            "per_turn": run.memory_per_turn}
-
-
 def _episode_play(row: RunEpisode) -> EpisodePlay | str:
     """The played episode, or why it could not be played (an infrastructure error)."""
     run = row.run
@@ -310,7 +247,8 @@ def _episode_play(row: RunEpisode) -> EpisodePlay | str:
         return "the run's memory bank no longer exists"
     try:
         return episode_simulate(task=row.task, agent_config=run.agent_config, customer_config=run.customer_config,
-                                memory_config=memory_config_of(run), seed=row.seed, max_turns=run.max_turns)
+                                memory_config=run_memory_config(run), bank=run.bank, seed=row.seed,
+                                max_turns=run.max_turns)
     except (EpisodeConfigError, pydantic.ValidationError) as exc:
         return f"configuration: {exc}"
     except DatabaseError:
@@ -348,11 +286,13 @@ def _episode_store(row: RunEpisode, token: uuid.UUID, result: EpisodePlay | str)
     try:
         with transaction.atomic():
             episode = episode_save(play=play) if play else None
+            if episode is not None:
+                run_episode_outcome_record(play=play, episode=episode)
             fields = _verdict(play, episode, error)
             if not RunEpisode.objects.filter(pk=row.pk, status=RunEpisode.Status.RUNNING,
                                              claim_token=token).update(**fields):
                 raise _ClaimLost
-            _count(row, finished=1, errors=int(bool(error)), successes=int(bool(fields.get("success"))))
+            run_counts_add(row=row, finished=1, errors=int(bool(error)), successes=int(bool(fields.get("success"))))
     except _ClaimLost:
         logger.warning("run episode %s was reclaimed while it played; this copy is dropped", row.pk)
         return None
@@ -361,7 +301,7 @@ def _episode_store(row: RunEpisode, token: uuid.UUID, result: EpisodePlay | str)
     return row
 
 
-def _count(row: RunEpisode, *, finished: int, errors: int, successes: int = 0) -> None:
+def run_counts_add(*, row: RunEpisode, finished: int, errors: int, successes: int = 0) -> None:
     changes = {"episodes_finished": F("episodes_finished") + finished, "episodes_error": F("episodes_error") + errors,
                "successes": F("successes") + successes}
     Trial.objects.filter(pk=row.trial_id).update(**changes)
@@ -383,144 +323,3 @@ def _feedback_backfill(trial: Trial) -> None:
     rows = trial.run_episodes.filter(status=RunEpisode.Status.DONE, episode__isnull=False)
     for row in rows.select_related("episode"):
         _feedback(row.episode, row.seed)
-
-
-# --- the watchdog ---------------------------------------------------------------------------
-
-def run_watch(*, run_id: int) -> None:
-    """Arm the run's next sweep unless one is already due (one chain of sweeps per run)."""
-    now, interval = timezone.now(), watch_interval()
-    armed = EvaluationRun.objects.filter(pk=run_id, status__in=ADVANCING, executor=EvaluationRun.Executor.CELERY).filter(
-        Q(watch_until__isnull=True) | Q(watch_until__lt=now + interval / 2)).update(watch_until=now + interval)
-    if armed:
-        work_send("sweep", run_id=run_id, countdown=interval.total_seconds())
-
-
-def runs_watch_overdue() -> int:
-    """Send a sweep for each run whose next sweep is overdue by a whole interval: its countdown
-    message was lost (a broker restarted without persistence, a publish that failed)."""
-    now, interval = timezone.now(), watch_interval()
-    overdue = EvaluationRun.objects.filter(status__in=ADVANCING, executor=EvaluationRun.Executor.CELERY,
-                                           watch_until__lt=now - interval)
-    sent = 0
-    for run_id in overdue.values_list("pk", flat=True):
-        if EvaluationRun.objects.filter(pk=run_id, watch_until__lt=now - interval).update(watch_until=now + interval):
-            work_send("sweep", run_id=run_id)
-            sent += 1
-    return sent
-
-
-def _stale_claims(*, everything: bool) -> Q:
-    """Claims whose worker is gone: no fresh heartbeat, or held far longer than any episode takes."""
-    if everything:
-        return Q()
-    now, interval = timezone.now(), watch_interval()
-    live = WorkerHeartbeat.objects.filter(seen_at__gte=now - interval).values_list("hostname", flat=True)
-    return Q(claimed_at__lt=now - HARD_CLAIM_TIMEOUT) | (Q(claimed_at__lt=now - interval) & ~Q(claimed_by__in=list(live)))
-
-
-def run_sweep(*, run_id: int, everything: bool = False) -> None:
-    """Put right what a dead worker or a lost message left behind, then advance the run.
-    `everything`: no other worker can hold a claim (an inline driver resuming its own run)."""
-    run = EvaluationRun.objects.filter(pk=run_id).first()
-    if run is None or run.status not in EvaluationRun.ACTIVE:
-        return
-    if run.status == Status.QUEUED:
-        run_start(run_id=run_id)
-        return
-    stale = _stale_claims(everything=everything)
-    run.run_episodes.filter(stale, status=RunEpisode.Status.RUNNING).update(
-        status=RunEpisode.Status.PENDING, claim_token=None, claimed_by="", queued_at=None)
-    lost_before = timezone.now() - (timedelta(0) if everything else watch_interval())
-    run.run_episodes.filter(status=RunEpisode.Status.PENDING, queued_at__lt=lost_before).update(queued_at=None)
-    run.trial_rows.filter(stale, status=Trial.Status.REFLECTING).update(status=Trial.Status.RUNNING, claim_token=None)
-    for trial in run.trial_rows.filter(status=Trial.Status.RUNNING):
-        window_fill(trial_id=trial.pk)
-        if not trial.run_episodes.filter(status__in=RunEpisode.UNFINISHED).exists():
-            work_send("finish", trial_id=trial.pk)
-    run_advance(run_id=run_id)
-    run_watch(run_id=run_id)
-
-
-def runs_sweep() -> int:
-    """Sweep every active run the workers drive (a worker calls this when it starts)."""
-    ids = list(EvaluationRun.objects.filter(status__in=EvaluationRun.ACTIVE, executor=EvaluationRun.Executor.CELERY)
-               .values_list("pk", flat=True))
-    for run_id in ids:
-        run_sweep(run_id=run_id)
-    return len(ids)
-
-
-# --- operator actions -----------------------------------------------------------------------
-
-class RunActionError(ValueError):
-    """The action does not apply to the run as it is now (the message says why)."""
-
-
-def run_cancel(*, run: EvaluationRun, user=None) -> None:
-    who = f" by {user.get_username()}" if user else ""
-    if not EvaluationRun.objects.filter(pk=run.pk, status__in=EvaluationRun.ACTIVE).update(
-            status=Status.CANCELLED, status_message=f"cancelled{who}", finished_at=timezone.now(), watch_until=None):
-        raise RunActionError(f"run #{run.pk} is {run.get_status_display()}; only a queued, running or waiting run "
-                             "can be cancelled")
-
-
-RESUMABLE = (Status.CANCELLED, Status.FAILED, Status.RUNNING, Status.WAITING_FOR_REVIEW, Status.QUEUED)
-
-
-def run_resume(*, run: EvaluationRun) -> None:
-    """Continue a cancelled or failed run, re-check a waiting one, or nudge a stuck one: every
-    unfinished episode is queued again (duplicates are harmless) and the workers take it from there."""
-    if run.imported or run.status not in RESUMABLE:
-        raise RunActionError(f"run #{run.pk} is {'imported' if run.imported else run.get_status_display()}; "
-                             "there is nothing to resume")
-    with transaction.atomic():
-        target = Status.QUEUED if run.started_at is None else Status.RUNNING
-        EvaluationRun.objects.filter(pk=run.pk).update(status=target, status_message="", finished_at=None,
-                                                       executor=EvaluationRun.Executor.CELERY, watch_until=None)
-        run.run_episodes.filter(status=RunEpisode.Status.PENDING).update(queued_at=None)
-        work_send("sweep", run_id=run.pk)
-
-
-RETRYABLE = (Status.RUNNING, Status.WAITING_FOR_REVIEW, Status.COMPLETED, Status.FAILED)
-
-
-def run_retry_errors(*, run: EvaluationRun) -> int:
-    """Play the episodes that hit an infrastructure error again; their trials finish (and write
-    their memories) again, and a completed run is running until they are done."""
-    if run.imported or run.status not in RETRYABLE:
-        raise RunActionError(f"run #{run.pk} is {'imported' if run.imported else run.get_status_display()}; "
-                             "resume it before retrying its errors")
-    with transaction.atomic():
-        rows = list(run.run_episodes.select_for_update().filter(status=RunEpisode.Status.ERROR))
-        for row in rows:
-            _count(row, finished=-1, errors=-1)
-        RunEpisode.objects.filter(pk__in=[r.pk for r in rows]).update(
-            status=RunEpisode.Status.PENDING, error="", episode=None, claim_token=None, claimed_by="", queued_at=None)
-        Episode.objects.filter(pk__in=[r.episode_id for r in rows if r.episode_id]).delete()
-        Trial.objects.filter(pk__in={r.trial_id for r in rows}, status=Trial.Status.DONE).update(
-            status=Trial.Status.RUNNING)
-        if rows:
-            EvaluationRun.objects.filter(pk=run.pk, status__in=(Status.COMPLETED, Status.FAILED)).update(
-                status=Status.RUNNING, status_message="", finished_at=None, executor=EvaluationRun.Executor.CELERY)
-            work_send("sweep", run_id=run.pk)
-    return len(rows)
-
-
-# --- in-process driving (demo loader, tests) ------------------------------------------------
-
-def _handlers() -> dict:
-    return {"start": run_start, "episode": run_episode_execute, "finish": trial_finish, "sweep": run_sweep}
-
-
-def run_drive(*, run: EvaluationRun) -> EvaluationRun:
-    """Run (or continue) `run` to its end in this process, through the same steps the workers
-    take. Stops early at a closed review gate."""
-    with inline_work() as work:
-        if run.status == Status.QUEUED:
-            work.append(("start", {"run_id": run.pk}))
-        else:
-            work.append(("sweep", {"run_id": run.pk, "everything": True}))
-        inline_drain(work, _handlers())
-    run.refresh_from_db()
-    return run

@@ -1,4 +1,5 @@
-"""Celery tasks of the evaluation app: thin wrappers that take ids and call the runs services.
+"""Celery tasks of evaluation runs: thin wrappers that take ids and call the runs services.
+(Celery's autodiscovery imports only `<app>.tasks`; EvaluationConfig.ready() imports this module.)
 
 A worker that starts sweeps every active run (worker_ready): rows a killed worker held are
 played again, lost messages re-sent, and the run goes on. Every task is idempotent.

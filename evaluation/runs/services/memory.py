@@ -1,0 +1,127 @@
+"""A run's memory: the one place where evaluation runs write to orbs and orbs.dmrm, through their
+service functions.
+
+- set-up at launch: the run's own bank (fresh, or a copy of a source bank with its DMRM memory)
+  and the run's DMRM parameters on it;
+- each episode: how its retrievals ended (the only writer of those outcomes for run episodes:
+  orbs' ingest fills in only outcomes nobody recorded);
+- each trial's end: its trajectories become Orbs and DMRM target-memory steps (memory is never
+  reset between trials), and the review gate's auto-approval.
+"""
+from evaluation.configs import MemoryConfig
+from evaluation.models import Episode
+from evaluation.runs.models import EvaluationRun, MemoryMode, ReviewGate, RunEpisode, Trial
+from evaluation.runs.services.spec import DMRMParams, RunLaunchError, RunSpec
+from evaluation.services import EpisodeConfigError, EpisodePlay, episode_ref, episode_trajectory
+from orbs.dmrm.services import dmrm_memory_copy, dmrm_settings_update, experiences_from_trajectory, trajectories_steps
+from orbs.errors import OrbsError
+from orbs.services import (
+    bank_copy, bank_get_or_create, bank_policy_update, orb_from_episode, orbs_pending_approve, orbs_pending_count,
+    retrieval_outcome_record,
+)
+
+BANK_NAME_CHARS = 100
+
+
+# --- set-up ---------------------------------------------------------------------------------
+
+def run_memory_prepare(*, run: EvaluationRun, spec: RunSpec, source) -> None:
+    """Give a run with memory its own bank (a copy of `source`, a bank, or a fresh one) and, for
+    DMRM, apply the run's parameters to it. Raises RunLaunchError when the copy fails."""
+    if spec.memory_mode == MemoryMode.NONE:
+        return
+    run.bank = _run_bank(run, source)
+    if run.uses_dmrm:
+        run.dmrm_config = _dmrm_configure(run, spec)
+    run.save(update_fields=["bank", "dmrm_config"])
+
+
+def _run_bank(run: EvaluationRun, source):
+    name = f"run #{run.pk} · {run.name}"[:BANK_NAME_CHARS]
+    if source is None:
+        return bank_get_or_create(name=name, description=f"Memory of evaluation run #{run.pk}.",
+                                  retrieval_k=run.memory_k, approved_only=False)
+    try:
+        bank = bank_copy(source=source, name=name)
+    except OrbsError as exc:
+        raise RunLaunchError([("bank_source", f"copying bank {source.name!r} {exc}")]) from None
+    dmrm_memory_copy(source=source, target=bank)
+    return bank
+
+
+def _dmrm_configure(run: EvaluationRun, spec: RunSpec) -> dict:
+    """The parameters in force, to keep on the run. The run's "approved only" then also gates
+    the copied source memory."""
+    settings = dmrm_settings_update(bank=run.bank, params=spec.dmrm.model_dump() if spec.dmrm else {})
+    bank_policy_update(bank=run.bank, approved_only=spec.approved_only)
+    return {name: getattr(settings, name) for name in DMRMParams.model_fields}
+
+
+# --- each episode ---------------------------------------------------------------------------
+
+def run_memory_config(run: EvaluationRun) -> MemoryConfig:
+    """What the run's episodes retrieve with; the hooks get the run's bank itself besides."""
+    if run.memory_mode == MemoryMode.NONE:
+        return MemoryConfig()
+    return MemoryConfig(kind=run.memory_mode, bank=run.bank.slug if run.bank else "", k=run.memory_k,
+                        approved_only=run.memory_approved_only, same_customer_only=run.memory_same_customer_only,
+                        per_turn=run.memory_per_turn)
+
+
+def run_episode_outcome_record(*, play: EpisodePlay, episode: Episode) -> None:
+    """Inside the transaction that stores the episode, so a dropped copy records nothing."""
+    retrieval_outcome_record(retrieval_ids=play.retrieval_ids, success=episode.success, reward=episode.reward,
+                             episode_ref=episode_ref(episode))
+
+
+# --- each trial's end -----------------------------------------------------------------------
+
+def trial_memorise(*, trial: Trial) -> None:
+    """Write the trial's finished trajectories into the run's memory; a retried finish skips
+    what it wrote before."""
+    run = trial.run
+    if run.memory_mode == MemoryMode.NONE:
+        return
+    if run.bank is None:
+        raise EpisodeConfigError("the run's memory bank no longer exists")
+    if run.uses_memorb:
+        _orbs_write(run, trial)
+    if run.uses_dmrm:
+        _experiences_write(run, trial)
+
+
+def _finished_rows(trial: Trial):
+    return trial.run_episodes.filter(status=RunEpisode.Status.DONE, episode__isnull=False).select_related(
+        "episode").order_by("task_key")
+
+
+def _orbs_write(run: EvaluationRun, trial: Trial) -> None:
+    label = f"{run.orb_label} · trial {trial.number}"
+    for row in _finished_rows(trial).filter(orb__isnull=True):
+        result = orb_from_episode(bank=run.bank, trajectory=episode_trajectory(row.episode), source_label=label,
+                                  episode_ref=episode_ref(row.episode))
+        RunEpisode.objects.filter(pk=row.pk).update(orb=result.orb)
+    Trial.objects.filter(pk=trial.pk).update(orbs_written=trial.run_episodes.filter(orb__isnull=False).count())
+    if run.review_gate == ReviewGate.AUTO:
+        orbs_pending_approve(orb_ids=_run_orb_ids(run),
+                             note=f"auto-approved by {run.orb_label} (review gate: auto-approve in-run memories)")
+
+
+def _experiences_write(run: EvaluationRun, trial: Trial) -> None:
+    """Each finished trajectory into DMRM's target memory, once (a trajectory is keyed by its
+    episode). The target memory is served as it grows, so the review gate does not hold it back."""
+    refs = []
+    for row in _finished_rows(trial):
+        refs.append(episode_ref(row.episode))
+        experiences_from_trajectory(bank=run.bank, trajectory=episode_trajectory(row.episode), trajectory_id=refs[-1],
+                                    run_ref=run.orb_label, episode_ref=refs[-1])
+    Trial.objects.filter(pk=trial.pk).update(experiences_written=trajectories_steps(bank=run.bank, trajectory_ids=refs))
+
+
+def _run_orb_ids(run: EvaluationRun):
+    return run.run_episodes.filter(orb__isnull=False).values("orb_id")
+
+
+def run_pending_memories(*, run: EvaluationRun) -> int:
+    """The run's Orbs still waiting for a reviewer."""
+    return orbs_pending_count(orb_ids=_run_orb_ids(run))

@@ -1,0 +1,83 @@
+"""The one definition of a run's settings: what the API takes as its body, what the launch form
+offers (its fields, defaults and bounds are read from here) and what a run row keeps."""
+import pydantic
+
+from evaluation.configs import AgentConfig, CustomerConfig, MemoryKind
+from evaluation.runs.models import ReviewGate
+from orbs.dmrm.services import Suppression
+
+MAX_TRIALS = 100
+MAX_CONCURRENCY = 32
+MAX_TURNS = 50
+
+
+class DMRMParams(pydantic.BaseModel):
+    """DMRM's parameters for the run's bank (the DMRM settings page documents each)."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    alpha: float = pydantic.Field(default=0.5, ge=0.0, le=1.0, description="Learning rate α of the Q update")
+    gamma: float = pydantic.Field(default=0.9, ge=0.0, le=1.0, description="Discount γ")
+    c_max: int = pydantic.Field(default=512, ge=16, le=8000, description="Token budget C_max")
+    n_success: int = pydantic.Field(default=2, ge=1, le=100,
+                                    description="Successful trajectories before the source memory is suppressed")
+    suppression_mode: Suppression = pydantic.Field(
+        default=Suppression.DISABLE, description="What happens to the source memory after n successes")
+    source_weight: float = pydantic.Field(default=0.5, ge=0.0, le=1.0, description="Down-weight factor")
+
+
+class RunSpec(pydantic.BaseModel):
+    """Everything a launch needs; the API takes it as its body, the launch form builds it."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    name: str = pydantic.Field(min_length=1, max_length=200)
+    task_set: str = pydantic.Field(default="", max_length=100, description="Task set name; the built-in set when empty")
+    domain: str = ""
+    split: str = ""
+    task_ids: list[str] = pydantic.Field(default_factory=list, description="External task ids; empty = all selected")
+    agent: AgentConfig = pydantic.Field(default_factory=AgentConfig)
+    customer: CustomerConfig = pydantic.Field(default_factory=CustomerConfig)
+    memory_mode: MemoryKind = MemoryKind.NONE
+    memory_k: int = pydantic.Field(default=5, ge=1, le=50, description="Memories retrieved per query")
+    dmrm: DMRMParams | None = pydantic.Field(
+        default=None, description="DMRM runs: the bank's parameters; empty keeps the copied bank's (or the defaults)")
+    approved_only: bool = True
+    same_customer_only: bool = pydantic.Field(default=False, description="The paper's no-cross-user ablation")
+    per_turn: bool = True
+    bank_source: str = pydantic.Field(default="", max_length=200, description="Bank to copy; a fresh bank when empty")
+    trials: int = pydantic.Field(default=10, ge=1, le=MAX_TRIALS)
+    pass_k: int | None = pydantic.Field(default=None, ge=1, description="Largest k of Pass^k to report")
+    seed: int = pydantic.Field(default=0, ge=0, le=2**31 - 1)
+    max_turns: int = pydantic.Field(default=12, ge=1, le=MAX_TURNS)
+    concurrency: int = pydantic.Field(default=4, ge=1, le=MAX_CONCURRENCY)
+    review_gate: ReviewGate = ReviewGate.AUTO
+    feedback_enabled: bool = False
+
+
+class RunLaunchError(ValueError):
+    """Launch refused; `problems` lists (field, message) pairs, nothing was written."""
+
+    def __init__(self, problems: list[tuple[str, str]]):
+        self.problems = problems
+        super().__init__("; ".join(f"{field}: {message}" for field, message in problems))
+
+
+_BOUND_WORDS = {"greater_than_equal": ("at least", "ge"), "less_than_equal": ("at most", "le")}
+
+
+def _pydantic_problem(error: dict) -> tuple[str, str]:
+    field = ".".join(str(part) for part in error["loc"]) or "(body)"
+    bound = _BOUND_WORDS.get(error["type"])
+    if bound:
+        return field, f"must be {bound[0]} {error['ctx'][bound[1]]}, got {error['input']!r}"
+    return field, error["msg"]
+
+
+def run_spec_parse(data: dict | RunSpec) -> RunSpec:
+    if isinstance(data, RunSpec):
+        return data
+    try:
+        return RunSpec.model_validate(data)
+    except pydantic.ValidationError as exc:
+        raise RunLaunchError([_pydantic_problem(e) for e in exc.errors(include_url=False)]) from None
