@@ -16,9 +16,9 @@ from evaluation.feedback.models import CalibrationSetting
 from evaluation.runs.forms import RunFilterForm, RunImportForm, RunLaunchForm
 from evaluation.runs.models import EvaluationRun
 from evaluation.runs.services import (
-    RunActionError, RunImportError, RunLaunchError, run_cancel, run_charts, run_errors, run_export_csv,
-    run_export_json, run_heatmap, run_import, run_launch, run_pending_memories, run_progress, run_resume,
-    run_retry_errors, runs_compare, runs_filtered,
+    FLIP_SORTS, RunActionError, RunImportError, RunLaunchError, RunsNotComparable, run_cancel, run_charts,
+    run_errors, run_export_csv, run_export_json, run_heatmap, run_import, run_launch, run_pending_memories,
+    run_progress, run_resume, run_retry_errors, runs_compare, runs_filtered,
 )
 from memweb.roles import Role, role_required
 
@@ -154,11 +154,27 @@ def run_import_view(request):
     return render(request, "evaluation/runs/import.html", {"form": form, "problems": problems}, status=status)
 
 
+FLIP_COLUMNS = (("task", "Task"), ("a", "This run's trials"), ("b", "Baseline's trials"), ("changed", "Verdict changed"),
+                ("instability", "Instability (run / baseline)"), ("discordant", "Trials that disagree"),
+                ("difference", "Difference"))
+
+
+def _compared_runs(request) -> list[EvaluationRun]:
+    ids = sorted({int(value) for value in request.GET.getlist("runs") if value.isdigit()})[:MAX_COMPARED]
+    return list(EvaluationRun.objects.select_related("task_set").filter(pk__in=ids).order_by("pk"))
+
+
 @require_GET
 @role_required(Role.OPERATOR)
 def run_compare(request):
-    ids = sorted({int(value) for value in request.GET.getlist("runs") if value.isdigit()})[:MAX_COMPARED]
-    runs = list(EvaluationRun.objects.filter(pk__in=ids).order_by("pk"))  # the oldest run is the baseline
+    """The oldest chosen run is the baseline; runs that may not be compared are refused with the reason."""
+    runs, comparison, refusal = _compared_runs(request), None, ""
+    if len(runs) >= 2:
+        try:
+            comparison = runs_compare(runs=runs, sort=request.GET.get("sort", ""))
+        except RunsNotComparable as exc:
+            refusal = str(exc)
     context = {"runs": runs, "choices": EvaluationRun.objects.filter(metrics__isnull=False)[:100],
-               "comparison": runs_compare(runs=runs) if len(runs) >= 2 else None}
-    return render(request, "evaluation/runs/compare.html", context)
+               "comparison": comparison, "refusal": refusal, "sorts": FLIP_SORTS, "flip_columns": FLIP_COLUMNS,
+               "runs_query": urlencode([("runs", run.pk) for run in runs])}
+    return render(request, "evaluation/runs/compare.html", context, status=409 if refusal else 200)
