@@ -3,7 +3,7 @@ call), the watchdog, operator actions, the run's memory, results, export and imp
 API, tasks and the demo loader call only these."""
 from evaluation.runs.services.actions import RunActionError, run_cancel, run_resume, run_retry_errors
 from evaluation.runs.services.compare import (
-    FLIP_SORTS, RunsNotComparable, runs_comparable_check, runs_compare,
+    DEFAULT_SORT, FLIP_SORTS, RunsNotComparable, runs_comparable_check, runs_compare,
 )
 from evaluation.runs.services.drive import run_drive
 from evaluation.runs.services.launch import run_launch, run_launch_check
@@ -24,7 +24,7 @@ from evaluation.runs.services.transfer import (
 from evaluation.runs.services.watchdog import run_sweep, runs_sweep, runs_watch_overdue
 
 __all__ = [
-    "DMRMParams", "FLIP_SORTS", "MAX_CONCURRENCY", "MAX_TRIALS", "RunActionError", "RunImportError", "RunLaunchError", "RunSpec",
+    "DEFAULT_SORT", "DMRMParams", "FLIP_SORTS", "MAX_CONCURRENCY", "MAX_TRIALS", "RunActionError", "RunImportError", "RunLaunchError", "RunSpec",
     "RunsNotComparable", "episode_seed", "run_advance", "run_cancel",
     "run_charts", "run_drive", "run_episode_execute", "run_errors", "run_export_csv", "run_export_json",
     "run_heatmap", "run_import", "run_import_parse", "run_launch", "run_launch_check", "run_matrix",

@@ -29,15 +29,15 @@ def _identity(run: EvaluationRun) -> dict[str, object]:
 def runs_comparable_check(*, runs: list[EvaluationRun]) -> None:
     """Raise RunsNotComparable naming the first difference from the baseline, or a run with no
     finished trial."""
-    for run in runs:
-        if not run.metrics_trials:
-            raise RunsNotComparable(f"run #{run.pk} has no finished trial yet")
     baseline = _identity(runs[0])
     for run in runs[1:]:
         for name, value in _identity(run).items():
             if value != baseline[name]:
                 raise RunsNotComparable(f"run #{run.pk} and run #{runs[0].pk} have different {name}: "
                                         "their difference would not be the memory's")
+    for run in runs:
+        if not run.metrics_trials:
+            raise RunsNotComparable(f"run #{run.pk} has no finished trial yet")
 
 
 def _instability(row: dict) -> float:
