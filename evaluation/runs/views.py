@@ -154,9 +154,8 @@ def run_import_view(request):
     return render(request, "evaluation/runs/import.html", {"form": form, "problems": problems}, status=status)
 
 
-FLIP_COLUMNS = (("task", "Task"), ("a", "This run's trials"), ("b", "Baseline's trials"), ("changed", "Verdict changed"),
-                ("instability", "Instability (run / baseline)"), ("discordant", "Trials that disagree"),
-                ("difference", "Difference"))
+FLIP_COLUMNS = (("task", "Task"), ("a", "This run"), ("b", "Baseline"), ("changed", "Changed"),
+                ("instability", "Instability"), ("discordant", "Disagreeing trials"), ("difference", "Difference"))
 
 
 def _compared_runs(request) -> list[EvaluationRun]:
