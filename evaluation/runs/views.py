@@ -17,7 +17,7 @@ from evaluation.runs.forms import RunFilterForm, RunImportForm, RunLaunchForm
 from evaluation.runs.models import EvaluationRun
 from evaluation.runs.services import (
     FLIP_SORTS, RunActionError, RunImportError, RunLaunchError, RunsNotComparable, run_cancel, run_charts,
-    run_errors, run_export_csv, run_export_json, run_heatmap, run_import, run_launch, run_pending_memories,
+    run_detectable_effect, run_errors, run_export_csv, run_export_json, run_heatmap, run_import, run_launch, run_pending_memories,
     run_progress, run_resume, run_retry_errors, runs_compare, runs_filtered,
 )
 from memweb.roles import Role, role_required
@@ -72,6 +72,7 @@ def _live_context(run: EvaluationRun) -> dict:
     return {"run": run, "trials": run_progress(run=run), "errors": run_errors(run=run),
             "pending_memories": run_pending_memories(run=run) if run.bank_id else 0,
             "feedback": _feedback_context(run) if run.feedback_enabled else None,
+            "detectable": run_detectable_effect(run=run) if run.metrics_trials else None,
             "live": {"charts": run_charts(run=run), "heatmap": run_heatmap(run=run), "active": run.is_active}}
 
 

@@ -5,11 +5,12 @@ register = template.Library()
 
 
 @register.filter
-def points(value) -> str:
-    """A difference of rates (a fraction) in signed percentage points, one decimal; a dash when unknown."""
+def points(value, sign: str = "+") -> str:
+    """A difference of rates (a fraction) in percentage points, one decimal, signed unless `sign` is
+    empty (a size rather than a direction); a dash when unknown."""
     if value is None:
         return "—"
-    text = f"{100 * value:+.1f}"
+    text = f"{100 * value:{sign}.1f}"
     return "0.0" if text in ("+0.0", "-0.0") else text.replace("-", "\N{MINUS SIGN}")
 
 

@@ -12,7 +12,7 @@ from evaluation.runs.services.protocol import (
     episode_seed, run_advance, run_episode_execute, run_start, run_watch, trial_finish, watch_interval, window_fill,
 )
 from evaluation.runs.services.results import (
-    run_charts, run_errors, run_heatmap, run_matrix, run_metrics_compute, run_progress, runs_count_active,
+    run_charts, run_detectable_effect, run_errors, run_heatmap, run_matrix, run_metrics_compute, run_progress, runs_count_active,
     runs_filtered,
 )
 from evaluation.runs.services.spec import (
@@ -26,7 +26,7 @@ from evaluation.runs.services.watchdog import run_sweep, runs_sweep, runs_watch_
 __all__ = [
     "DEFAULT_SORT", "DMRMParams", "FLIP_SORTS", "MAX_CONCURRENCY", "MAX_TRIALS", "RunActionError", "RunImportError", "RunLaunchError", "RunSpec",
     "RunsNotComparable", "episode_seed", "run_advance", "run_cancel",
-    "run_charts", "run_drive", "run_episode_execute", "run_errors", "run_export_csv", "run_export_json",
+    "run_charts", "run_detectable_effect", "run_drive", "run_episode_execute", "run_errors", "run_export_csv", "run_export_json",
     "run_heatmap", "run_import", "run_import_parse", "run_launch", "run_launch_check", "run_matrix",
     "run_memory_config", "run_metrics_compute", "run_pending_memories", "run_progress", "run_resume",
     "run_retry_errors", "run_spec_parse", "run_start", "run_sweep", "run_watch", "runs_comparable_check", "runs_compare", "runs_count_active",

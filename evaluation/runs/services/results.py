@@ -2,7 +2,7 @@
 per-trial progress and the runs list's filters (comparisons of several runs: compare.py)."""
 from django.db.models import Q, QuerySet
 
-from evaluation.metrics import run_metrics
+from evaluation.metrics import run_metrics, run_minimum_detectable_effect
 from evaluation.runs.models import EvaluationRun, RunEpisode, Trial
 
 CHART_SERIES = ("per_trial", "cumulative", "pass_k")
@@ -29,6 +29,12 @@ def run_metrics_compute(*, run: EvaluationRun, trials: int) -> dict:
     columns = {name: list(done.values_list(name, flat=True)) for name in ("reward", "turns", "tokens", "latency_ms")}
     return run_metrics(run_matrix(run=run, trials=trials), rewards=columns["reward"], turns=columns["turns"],
                        tokens=columns["tokens"], latency=columns["latency_ms"], seed=run.seed)
+
+
+def run_detectable_effect(*, run: EvaluationRun) -> dict:
+    """The smallest success difference the run's finished trials could detect with 80 % power against a
+    run like it (evaluation.metrics.run_minimum_detectable_effect); its effect is None before two verdicts."""
+    return run_minimum_detectable_effect(run_matrix(run=run, trials=run.metrics_trials))
 
 
 def run_charts(*, run: EvaluationRun) -> dict:

@@ -197,3 +197,13 @@ def test_an_imported_run_pages_without_transcripts(operator, two_runs):
     copy = run_import(data=run_export_json(run=two_runs[0]))
     page = operator.get(copy.get_absolute_url()).content.decode()
     assert "imported" in page and "Cancel run" not in page and "Click a cell" not in page
+
+
+def test_the_run_page_says_the_smallest_effect_the_run_could_have_detected(operator, launch):
+    run = run_drive(run=launch(memory_mode="none"))
+    response = operator.get(run.get_absolute_url())
+    detectable = response.context["detectable"]
+    assert detectable["trials"] == 3 and detectable["tasks"] == 3
+    page = response.content.decode()
+    assert 'id="run-detectable"' in page
+    assert f"{100 * detectable['effect']:.1f} points" in page  # 3 verdicts per task: the variance is known
