@@ -12,7 +12,10 @@ a task once it has been solved in any of its first t trials (the form of the Mem
 column-oriented (`x`, `value`, `low`, `high` lists) so Chart.js can plot them directly.
 """
 from collections.abc import Callable, Mapping, Sequence
-from math import comb
+from dataclasses import dataclass
+from enum import StrEnum
+from math import ceil, comb, sqrt
+from statistics import NormalDist
 
 import numpy as np
 
@@ -220,3 +223,386 @@ def run_metrics(matrix: SuccessMatrix, *, rewards: Sequence[float | None] | None
         "latency": distribution_summary(latency),
         "bootstrap": options,
     }
+
+
+# --- paired comparison of two runs over the same tasks -----------------------------------------
+#
+# Two runs of one task set are compared task by task: each task contributes one difference (its
+# success rate, or its Pass^k, in run A minus run B, over the trials both runs gave a verdict for),
+# and the intervals and the test resample those per-task differences. Tasks are the unit because a
+# task's trials share its difficulty; treating 130 tasks x 4 trials as 520 independent episodes
+# would make every interval too narrow.
+
+DEFAULT_POWER = 0.8
+DEFAULT_ALPHA = 0.05
+# With no earlier run to estimate it from, assume the largest variance a 0/1 outcome can have
+# (p = 0.5): the planner then asks for more trials than needed, never fewer.
+DEFAULT_BETWEEN_TRIAL_VARIANCE = 0.25
+EXACT_SIGN_FLIPS = 16  # up to 2**16 sign patterns are enumerated; more are sampled
+P_TOLERANCE = 1e-9  # per-task differences are float sums: equal statistics must tie, not miss by rounding
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """Run A minus run B: the estimate, its paired bootstrap interval and the sign-flip p-value."""
+
+    estimate: float
+    low: float
+    high: float
+    p_value: float
+    tasks: int
+    confidence: float
+
+    @property
+    def decided(self) -> bool:
+        """A winner may be named only when the interval leaves out 0."""
+        return self.low > 0 or self.high < 0
+
+    def as_dict(self) -> dict:
+        return {"estimate": self.estimate, "low": self.low, "high": self.high, "p_value": self.p_value,
+                "tasks": self.tasks, "confidence": self.confidence, "decided": self.decided}
+
+
+def aligned_trials(a: Sequence[TrialResult], b: Sequence[TrialResult]) -> list[tuple[bool, bool]]:
+    """The (A, B) verdict pairs of the trial numbers where both runs have a verdict: an error in
+    either run removes that trial from both, so the two sides stay comparable."""
+    return [(x, y) for x, y in zip(a, b) if x is not None and y is not None]
+
+
+def common_tasks(a: SuccessMatrix, b: SuccessMatrix) -> list[str]:
+    """Task ids of two runs that must cover the same tasks; a mismatch is named, not averaged away."""
+    if set(a) != set(b):
+        only_a, only_b = sorted(set(a) - set(b)), sorted(set(b) - set(a))
+        raise ValueError(f"the runs cover different tasks (only in A: {only_a[:5]}, only in B: {only_b[:5]})")
+    return sorted(a)
+
+
+def paired_task_differences(a: SuccessMatrix, b: SuccessMatrix, *, k: int = 1) -> dict[str, float]:
+    """Per task: Pass^k of A minus Pass^k of B over the aligned trials (k = 1 is the success rate).
+    Tasks with fewer than k aligned trials carry no paired evidence and are left out."""
+    differences = {}
+    for task_id in common_tasks(a, b):
+        pairs = aligned_trials(a[task_id], b[task_id])
+        if len(pairs) >= k:
+            c_a, c_b = sum(x for x, _ in pairs), sum(y for _, y in pairs)
+            differences[task_id] = pass_hat_k(c_a, len(pairs), k) - pass_hat_k(c_b, len(pairs), k)
+    return differences
+
+
+def _sign_patterns(nonzero: int, seed: int, resamples: int) -> tuple[np.ndarray, bool]:
+    """Every +/-1 pattern when there are few enough, else `resamples` random ones; and which."""
+    if nonzero <= EXACT_SIGN_FLIPS:
+        codes = np.arange(2 ** nonzero)[:, None] >> np.arange(nonzero) & 1
+        return 1 - 2 * codes, True
+    return 2 * np.random.default_rng(seed).integers(0, 2, size=(resamples, nonzero)) - 1, False
+
+
+def sign_flip_p_value(differences: Sequence[float], *, seed: int = 0, resamples: int = DEFAULT_RESAMPLES) -> float:
+    """Two-sided p-value of the paired permutation test over tasks. If the runs do not differ, which
+    run a task's two results came from is arbitrary, so each per-task difference is as likely to
+    carry either sign; the p-value is the share of sign assignments whose mean is at least as far
+    from 0 as the observed one. Chosen over McNemar because it uses every trial of a task at once,
+    keeps a task's correlated trials together, works for Pass^k as well as for success, and is
+    exact for any number of tasks. Zero differences cannot change sign and are skipped; sampled
+    patterns count the observed one, so the p-value is never 0."""
+    data = np.asarray(differences, dtype=float)
+    if data.size == 0:
+        raise ValueError("the permutation test needs at least one task")
+    nonzero = data[data != 0]
+    signs, exact = _sign_patterns(nonzero.size, seed, resamples)
+    extreme = int(np.count_nonzero(np.abs(signs @ nonzero) >= abs(nonzero.sum()) - P_TOLERANCE))
+    return extreme / len(signs) if exact else (extreme + 1) / (len(signs) + 1)
+
+
+def mcnemar_exact(a_only: int, b_only: int) -> float:
+    """Exact two-sided McNemar test of one trial: of the tasks the runs disagree on, how unlikely a
+    split at least this uneven is when either run is equally likely to be the one that solved it
+    (a binomial test at 1/2). Shown per trial; it sees one trial at a time, so the headline test
+    is the sign-flip test over whole tasks."""
+    discordant = a_only + b_only
+    if discordant == 0:
+        return 1.0
+    tail = sum(comb(discordant, i) for i in range(min(a_only, b_only) + 1))
+    return min(1.0, 2 * tail / 2 ** discordant)
+
+
+def paired_compare(a: SuccessMatrix, b: SuccessMatrix, *, k: int = 1, seed: int = 0,
+                   resamples: int = DEFAULT_RESAMPLES, confidence: float = DEFAULT_CONFIDENCE) -> PairedDifference:
+    """Pass^k of run A minus run B (k = 1: per-trial success), with the bootstrap over whole tasks
+    (the per-task differences are resampled, so a task's trials stay together) and the sign-flip
+    p-value."""
+    differences = list(paired_task_differences(a, b, k=k).values())
+    if not differences:
+        raise ValueError(f"no task has {k} trial(s) with a verdict in both runs")
+    low, high = bootstrap_ci(differences, seed=seed, resamples=resamples, confidence=confidence)
+    return PairedDifference(estimate=float(np.mean(differences)), low=low, high=high,
+                            p_value=sign_flip_p_value(differences, seed=seed, resamples=resamples),
+                            tasks=len(differences), confidence=confidence)
+
+
+def _trial_pairs(a: SuccessMatrix, b: SuccessMatrix, trial: int) -> list[tuple[bool, bool]]:
+    """The (A, B) verdicts of trial `trial` (1-based) for every task with a verdict in both."""
+    pairs = []
+    for task_id in common_tasks(a, b):
+        row_a, row_b = a[task_id], b[task_id]
+        if trial <= min(len(row_a), len(row_b)) and row_a[trial - 1] is not None and row_b[trial - 1] is not None:
+            pairs.append((row_a[trial - 1], row_b[trial - 1]))
+    return pairs
+
+
+def per_trial_differences(a: SuccessMatrix, b: SuccessMatrix, *, seed: int = 0, resamples: int = DEFAULT_RESAMPLES,
+                          confidence: float = DEFAULT_CONFIDENCE) -> list[dict]:
+    """Trial t of A against trial t of B: the success difference, its paired interval and McNemar."""
+    rows = []
+    for trial in range(1, min(trial_count(a), trial_count(b)) + 1):
+        pairs = _trial_pairs(a, b, trial)
+        a_only, b_only = sum(x and not y for x, y in pairs), sum(y and not x for x, y in pairs)
+        differences = [float(x) - float(y) for x, y in pairs]
+        interval = _ci_or_none(differences, seed, resamples, confidence)
+        rows.append({"trial": trial, "tasks": len(pairs), "a_only": a_only, "b_only": b_only,
+                     "estimate": float(np.mean(differences)) if pairs else None,
+                     "low": interval[0] if interval else None, "high": interval[1] if interval else None,
+                     "p_value": mcnemar_exact(a_only, b_only)})
+    return rows
+
+
+def _points(value: float) -> str:
+    return f"{100 * value:.1f}".replace("-", "\N{MINUS SIGN}")
+
+
+def _p_text(p_value: float) -> str:
+    return "p < 0.001" if p_value < 0.001 else f"p = {p_value:.3f}"
+
+
+def verdict_text(difference: PairedDifference, *, a_name: str, b_name: str,
+                 measure: str = "per-trial success") -> str:
+    """The comparison in one sentence, in percentage points. It names a winner only when the
+    interval leaves out 0; otherwise it says the data cannot tell the runs apart."""
+    level = f"{round(difference.confidence * 100)} % CI"
+    if not difference.decided:
+        return (f"No winner on {measure}: {a_name} minus {b_name} is {_points(difference.estimate)} points, "
+                f"{level} {_points(difference.low)} to {_points(difference.high)}, which includes no difference "
+                f"({_p_text(difference.p_value)}).")
+    sign = 1 if difference.estimate > 0 else -1
+    leader, other = (a_name, b_name) if sign > 0 else (b_name, a_name)
+    low, high = sorted((sign * difference.low, sign * difference.high))
+    return (f"{leader} is ahead of {other} by {_points(sign * difference.estimate)} points on {measure}, "
+            f"{level} {_points(low)}\N{EN DASH}{_points(high)} ({_p_text(difference.p_value)}).")
+
+
+# --- flips: tasks whose verdict changes between runs, or between trials of one run ---------------
+
+class TaskVerdict(StrEnum):
+    SOLVED = "solved"  # every trial with a verdict succeeded
+    FAILED = "failed"  # every trial with a verdict failed
+    MIXED = "mixed"  # some of each: the task flips between trials of the same run
+    NONE = "no verdict"  # only infrastructure errors
+
+
+def task_verdict(results: Sequence[TrialResult]) -> TaskVerdict:
+    successes, trials, _ = task_counts(results)
+    if trials == 0:
+        return TaskVerdict.NONE
+    if successes in (0, trials):
+        return TaskVerdict.SOLVED if successes else TaskVerdict.FAILED
+    return TaskVerdict.MIXED
+
+
+def task_instability(results: Sequence[TrialResult]) -> float | None:
+    """Share of consecutive trials (errors skipped) whose verdicts differ; None below 2 verdicts."""
+    verdicts = [r for r in results if r is not None]
+    if len(verdicts) < 2:
+        return None
+    return sum(x != y for x, y in zip(verdicts, verdicts[1:])) / (len(verdicts) - 1)
+
+
+def _flip_side(results: Sequence[TrialResult]) -> dict:
+    successes, trials, errors = task_counts(results)
+    return {"successes": successes, "trials": trials, "errors": errors,
+            "verdict": str(task_verdict(results)), "instability": task_instability(results)}
+
+
+def task_flips(a: SuccessMatrix, b: SuccessMatrix) -> list[dict]:
+    """One row per task: each run's verdict and instability, the aligned success difference (A - B),
+    how many aligned trials disagree, and whether the verdict changed; largest differences first."""
+    rows = []
+    for task_id in common_tasks(a, b):
+        pairs = aligned_trials(a[task_id], b[task_id])
+        side_a, side_b = _flip_side(a[task_id]), _flip_side(b[task_id])
+        rows.append({"task": task_id, "a": side_a, "b": side_b, "changed": side_a["verdict"] != side_b["verdict"],
+                     "discordant": sum(x != y for x, y in pairs),
+                     "difference": float(np.mean([x - y for x, y in pairs])) if pairs else None})
+    return sorted(rows, key=lambda row: (-abs(row["difference"] or 0), row["task"]))
+
+
+def run_instability(matrix: SuccessMatrix) -> dict:
+    """How unstable one run is: the tasks that flip between its trials, and the mean instability."""
+    verdicts = [task_verdict(results) for results in matrix.values()]
+    judged = [v for v in verdicts if v != TaskVerdict.NONE]
+    mixed = sum(v == TaskVerdict.MIXED for v in judged)
+    return {"tasks": len(judged), "mixed": mixed, "share_mixed": mixed / len(judged) if judged else None,
+            "mean_instability": mean_value([task_instability(r) for r in matrix.values()])}
+
+
+# --- power: how many trials a comparison needs, and what a finished run could have detected ------
+#
+# A task's difference between two runs of n trials each has variance (p_A(1-p_A) + p_B(1-p_B)) / n,
+# where p(1-p) is that task's between-trial variance; the mean over m tasks then has variance
+# 2 s^2 / (n m) with s^2 the mean between-trial variance. A two-sided test at level alpha reaches
+# power 1-beta when the effect is (z_{1-alpha/2} + z_{1-beta}) standard errors. Only the
+# between-trial variance enters: the paired design cancels how much the tasks differ in difficulty.
+
+def between_trial_variance(*matrices: SuccessMatrix) -> float | None:
+    """Mean over tasks (of all given runs) of the unbiased variance of a task's 0/1 trial results,
+    c(n-c) / (n(n-1)); None when no task has two verdicts."""
+    values = [c * (n - c) / (n * (n - 1)) for matrix in matrices
+              for c, n, _ in map(task_counts, matrix.values()) if n >= 2]
+    return float(np.mean(values)) if values else None
+
+
+def _z_total(power: float, alpha: float) -> float:
+    if not (0 < power < 1 and 0 < alpha < 1):
+        raise ValueError(f"power and alpha must lie strictly between 0 and 1, got {power} and {alpha}")
+    normal = NormalDist()
+    return normal.inv_cdf(1 - alpha / 2) + normal.inv_cdf(power)
+
+
+def trials_for_power(*, effect: float, tasks: int, variance: float, power: float = DEFAULT_POWER,
+                     alpha: float = DEFAULT_ALPHA) -> float:
+    """Trials per run (unrounded) for a paired comparison to detect a success difference of `effect`
+    (a fraction: 0.10 = 10 points) over `tasks` tasks with the given power."""
+    if effect <= 0 or tasks < 1:
+        raise ValueError(f"effect must be positive and tasks at least 1, got {effect} and {tasks}")
+    return 2 * variance * _z_total(power, alpha) ** 2 / (tasks * effect ** 2)
+
+
+def trials_needed(*, effect: float, tasks: int, variance: float, power: float = DEFAULT_POWER,
+                  alpha: float = DEFAULT_ALPHA) -> int:
+    """`trials_for_power` rounded up to whole trials (at least one)."""
+    return max(1, ceil(trials_for_power(effect=effect, tasks=tasks, variance=variance, power=power,
+                                        alpha=alpha) - P_TOLERANCE))
+
+
+def minimum_detectable_effect(*, trials: int, tasks: int, variance: float, power: float = DEFAULT_POWER,
+                              alpha: float = DEFAULT_ALPHA) -> float:
+    """The smallest success difference (a fraction) that `trials` x `tasks` detects with the power."""
+    if trials < 1 or tasks < 1:
+        raise ValueError(f"trials and tasks must be at least 1, got {trials} and {tasks}")
+    return _z_total(power, alpha) * sqrt(2 * variance / (trials * tasks))
+
+
+def comparison_power(*, effect: float, trials: int, tasks: int, variance: float,
+                     alpha: float = DEFAULT_ALPHA) -> float:
+    """The chance that trials x tasks detects a success difference of `effect` (normal approximation,
+    the far tail ignored)."""
+    normal = NormalDist()
+    standard_error = sqrt(2 * variance / (trials * tasks))
+    return normal.cdf(effect / standard_error - normal.inv_cdf(1 - alpha / 2))
+
+
+def run_minimum_detectable_effect(matrix: SuccessMatrix, *, power: float = DEFAULT_POWER,
+                                  alpha: float = DEFAULT_ALPHA) -> dict:
+    """What a finished run could have detected against a run like it (same size, same variance)."""
+    variance = between_trial_variance(matrix)
+    tasks = len(tasks_with_verdict(matrix))
+    if variance is None or tasks == 0:
+        return {"effect": None, "variance": variance, "trials": trial_count(matrix), "tasks": tasks}
+    return {"effect": minimum_detectable_effect(trials=trial_count(matrix), tasks=tasks, variance=variance,
+                                                power=power, alpha=alpha),
+            "variance": variance, "trials": trial_count(matrix), "tasks": tasks}
+
+
+def _common_k(a: SuccessMatrix, b: SuccessMatrix) -> int:
+    """The largest k every task with aligned trials supports, so each Pass^k compares the same tasks."""
+    counts = [len(aligned_trials(a[t], b[t])) for t in common_tasks(a, b)]
+    return min((n for n in counts if n > 0), default=0)
+
+
+def paired_metrics(a: SuccessMatrix, b: SuccessMatrix, *, a_name: str = "A", b_name: str = "B", seed: int = 0,
+                   resamples: int = DEFAULT_RESAMPLES, confidence: float = DEFAULT_CONFIDENCE) -> dict:
+    """Everything a comparison page needs about run A against run B, JSON-serialisable: the
+    per-trial success difference with its verdict, Pass^k differences, trial-by-trial McNemar,
+    the flip table and each run's instability."""
+    options = {"seed": seed, "resamples": resamples, "confidence": confidence}
+    success, flips = paired_compare(a, b, k=1, **options), task_flips(a, b)
+    pass_k_rows = [{"k": k, **paired_compare(a, b, k=k, **options).as_dict()} for k in range(1, _common_k(a, b) + 1)]
+    return {"success": success.as_dict(), "verdict": verdict_text(success, a_name=a_name, b_name=b_name),
+            "pass_k": pass_k_rows, "per_trial": per_trial_differences(a, b, **options),
+            "flips": flips, "changed": sum(row["changed"] for row in flips),
+            "instability": {"a": run_instability(a), "b": run_instability(b)},
+            "test": "paired sign-flip permutation test over tasks", "bootstrap": options}
+
+
+# --- what one memory is worth: success with it served against success with it withheld ----------
+#
+# With randomised withholding, each memory retrieved for an episode is kept out of the prompt with
+# a fixed chance, decided once per (episode, memory). Served and withheld episodes then differ only
+# by chance and by the memory, so the difference in their success rates estimates its effect.
+
+MIN_RETRIEVALS = 30  # below this many episodes the interval is too wide to say anything
+
+
+def wilson_interval(successes: int, trials: int, *, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float]:
+    """Wilson score interval of a proportion; unlike the textbook p ± z·se it stays inside [0, 1]
+    and keeps its coverage near 0 and 1, where harmful or perfect memories sit."""
+    if trials == 0:
+        return 0.0, 1.0
+    z, rate = NormalDist().inv_cdf(1 - (1 - confidence) / 2), successes / trials
+    centre = (rate + z * z / (2 * trials)) / (1 + z * z / trials)
+    half = z / (1 + z * z / trials) * sqrt(rate * (1 - rate) / trials + z * z / (4 * trials * trials))
+    return centre - half, centre + half
+
+
+def difference_interval(successes_a: int, trials_a: int, successes_b: int, trials_b: int, *,
+                        confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float]:
+    """Newcombe's hybrid score interval of rate A minus rate B (two independent groups), built from
+    the two Wilson intervals; it behaves with small groups and rates near 0 or 1."""
+    rate_a, rate_b = successes_a / trials_a, successes_b / trials_b
+    low_a, high_a = wilson_interval(successes_a, trials_a, confidence=confidence)
+    low_b, high_b = wilson_interval(successes_b, trials_b, confidence=confidence)
+    difference = rate_a - rate_b
+    return (difference - sqrt((rate_a - low_a) ** 2 + (high_b - rate_b) ** 2),
+            difference + sqrt((high_a - rate_a) ** 2 + (rate_b - low_b) ** 2))
+
+
+@dataclass(frozen=True)
+class MemoryEffect:
+    """Success of the episodes a memory was served in minus those it was withheld from."""
+
+    served: int
+    served_successes: int
+    withheld: int
+    withheld_successes: int
+    estimate: float | None
+    low: float | None
+    high: float | None
+
+    @property
+    def harmful(self) -> bool:
+        """Flag for review: even the most favourable end of the interval says it lowers success."""
+        return self.high is not None and self.high < 0
+
+    def as_dict(self) -> dict:
+        return {**self.__dict__, "harmful": self.harmful}
+
+
+def memory_effect(outcomes: Sequence[tuple[bool, bool]], *, confidence: float = DEFAULT_CONFIDENCE,
+                  min_retrievals: int = MIN_RETRIEVALS) -> MemoryEffect:
+    """From one (served, success) pair per episode the memory was retrieved for; the estimate and its
+    interval stay None until it was retrieved `min_retrievals` times with at least one episode on
+    each side."""
+    served = [success for was_served, success in outcomes if was_served]
+    withheld = [success for was_served, success in outcomes if not was_served]
+    counts = {"served": len(served), "served_successes": sum(served), "withheld": len(withheld),
+              "withheld_successes": sum(withheld)}
+    if len(outcomes) < min_retrievals or not served or not withheld:
+        return MemoryEffect(**counts, estimate=None, low=None, high=None)
+    low, high = difference_interval(sum(served), len(served), sum(withheld), len(withheld), confidence=confidence)
+    return MemoryEffect(**counts, estimate=sum(served) / len(served) - sum(withheld) / len(withheld),
+                        low=low, high=high)
+
+
+def memory_effects_by_harm(effects: Mapping[str, MemoryEffect]) -> list[tuple[str, MemoryEffect]]:
+    """Memories with an estimate, most harmful first (lowest upper bound, then lowest estimate)."""
+    estimated = [(key, effect) for key, effect in effects.items() if effect.estimate is not None]
+    return sorted(estimated, key=lambda item: (item[1].high, item[1].estimate, item[0]))

@@ -1,7 +1,7 @@
 """The runs JSON API (mounted at /api/evaluation/runs), for operators (session or API key).
 
 Errors are `{"detail": ...}`: 404 unknown run; 409 an action that does not apply to the run's
-status; 422 invalid input, as a list of `{"loc": [...], "msg": ...}` naming each field (the
+status, or runs that may not be compared; 422 invalid input, as a list of `{"loc": [...], "msg": ...}` naming each field (the
 shape django-ninja uses for its own validation errors).
 """
 from datetime import datetime
@@ -15,8 +15,9 @@ from pydantic import Field
 
 from evaluation.runs.models import EvaluationRun
 from evaluation.runs.services import (
-    RunActionError, RunImportError, RunLaunchError, RunSpec, run_cancel, run_export_csv, run_export_json,
-    run_import, run_launch, run_resume, run_retry_errors, runs_filtered,
+    DEFAULT_SORT, FLIP_SORTS, RunActionError, RunImportError, RunLaunchError, RunsNotComparable, RunSpec, run_cancel,
+    run_export_csv, run_export_json, run_import, run_launch, run_resume, run_retry_errors, runs_compare,
+    runs_filtered,
 )
 from memweb.auth import api_auth
 from memweb.roles import Role
@@ -133,7 +134,99 @@ def run_list(request, filters: Query[RunFilters]):
     return {"count": runs.count(), "items": [_summary(r) for r in runs[filters.offset:filters.offset + filters.limit]]}
 
 
+class DifferenceOut(Schema):
+    estimate: float
+    low: float
+    high: float
+    p_value: float
+    tasks: int
+    confidence: float
+    decided: bool
+
+
+class PassKDifferenceOut(DifferenceOut):
+    k: int
+
+
+class TrialDifferenceOut(Schema):
+    trial: int
+    tasks: int
+    a_only: int
+    b_only: int
+    estimate: float | None
+    low: float | None
+    high: float | None
+    p_value: float
+
+
+class FlipSideOut(Schema):
+    successes: int
+    trials: int
+    errors: int
+    verdict: str
+    instability: float | None
+    episodes: list[int | None] = Field(description="Episode id of each trial (its transcript), null where none")
+
+
+class FlipOut(Schema):
+    task: str
+    a: FlipSideOut
+    b: FlipSideOut
+    changed: bool
+    discordant: int
+    difference: float | None
+
+
+class PairOut(Schema):
+    run: int
+    baseline: int
+    success: DifferenceOut
+    verdict: str
+    test: str
+    pass_k: list[PassKDifferenceOut]
+    per_trial: list[TrialDifferenceOut]
+    changed: int
+    flips: list[FlipOut]
+
+
+class CompareOut(Schema):
+    runs: list[int]
+    baseline: int
+    sort: str
+    pairs: list[PairOut]
+
+
+class CompareQuery(Schema):
+    runs: list[int] = Field(min_length=2, max_length=6, description="Run ids; the oldest is the baseline")
+    sort: Literal[tuple(FLIP_SORTS)] = DEFAULT_SORT
+
+
+def _flip(row: dict) -> dict:
+    sides = {side: {**row[side], "episodes": [cell[1] for cell in row[side]["cells"]]} for side in ("a", "b")}
+    return {**row, **sides}
+
+
+def _pair(pair: dict) -> dict:
+    return {**pair, "run": pair["run"].pk, "baseline": pair["baseline"].pk, "flips": [_flip(r) for r in pair["flips"]]}
+
+
 # Declared before /{run_id}, whose pattern would otherwise take the path.
+@router.get("/compare", response={200: CompareOut, 404: RunErrorOut, 409: RunErrorOut, 422: RunErrorOut},
+            auth=OPERATOR)
+def run_compare(request, query: Query[CompareQuery]):
+    """Each run against the oldest (the baseline): paired intervals, p-values, verdict and the flip table.
+    409 when the runs may not be compared (different tasks, agents, customers; no finished trial)."""
+    runs = [_run(run_id) for run_id in sorted(set(query.runs))]
+    if len(runs) < 2:
+        raise HttpError(422, "compare needs two different runs")
+    try:
+        comparison = runs_compare(runs=runs, sort=query.sort)
+    except RunsNotComparable as exc:
+        raise HttpError(409, f"These runs cannot be compared: {exc}") from None
+    return {"runs": [run.pk for run in runs], "baseline": runs[0].pk, "sort": comparison["sort"],
+            "pairs": [_pair(pair) for pair in comparison["pairs"]]}
+
+
 @router.post("/import", response={201: RunOut, 422: RunErrorOut}, auth=OPERATOR)
 def run_import_op(request, payload: dict = Body(...)):
     """Import a run exported as JSON (here or elsewhere); all or nothing, marked imported."""

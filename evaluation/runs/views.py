@@ -20,11 +20,14 @@ from evaluation.feedback.services import (
 from evaluation.runs.forms import RunFilterForm, RunImportForm, RunLaunchForm
 from evaluation.runs.models import EvaluationRun
 from evaluation.runs.services import (
+    FLIP_SORTS,
     RunActionError,
     RunImportError,
     RunLaunchError,
+    RunsNotComparable,
     run_cancel,
     run_charts,
+    run_detectable_effect,
     run_errors,
     run_export_csv,
     run_export_json,
@@ -85,6 +88,7 @@ def _live_context(run: EvaluationRun) -> dict:
     return {"run": run, "trials": run_progress(run=run), "errors": run_errors(run=run),
             "pending_memories": run_pending_memories(run=run) if run.bank_id else 0,
             "feedback": _feedback_context(run) if run.feedback_enabled else None,
+            "detectable": run_detectable_effect(run=run) if run.metrics_trials else None,
             "live": {"charts": run_charts(run=run), "heatmap": run_heatmap(run=run), "active": run.is_active}}
 
 
@@ -167,11 +171,26 @@ def run_import_view(request):
     return render(request, "evaluation/runs/import.html", {"form": form, "problems": problems}, status=status)
 
 
+FLIP_COLUMNS = (("task", "Task"), ("a", "This run"), ("b", "Baseline"), ("changed", "Changed"),
+                ("instability", "Instability"), ("discordant", "Disagreeing trials"), ("difference", "Difference"))
+
+
+def _compared_runs(request) -> list[EvaluationRun]:
+    ids = sorted({int(value) for value in request.GET.getlist("runs") if value.isdigit()})[:MAX_COMPARED]
+    return list(EvaluationRun.objects.select_related("task_set").filter(pk__in=ids).order_by("pk"))
+
+
 @require_GET
 @role_required(Role.OPERATOR)
 def run_compare(request):
-    ids = sorted({int(value) for value in request.GET.getlist("runs") if value.isdigit()})[:MAX_COMPARED]
-    runs = list(EvaluationRun.objects.filter(pk__in=ids).order_by("pk"))  # the oldest run is the baseline
+    """The oldest chosen run is the baseline; runs that may not be compared are refused with the reason."""
+    runs, comparison, refusal = _compared_runs(request), None, ""
+    if len(runs) >= 2:
+        try:
+            comparison = runs_compare(runs=runs, sort=request.GET.get("sort", ""))
+        except RunsNotComparable as exc:
+            refusal = str(exc)
     context = {"runs": runs, "choices": EvaluationRun.objects.filter(metrics__isnull=False)[:100],
-               "comparison": runs_compare(runs=runs) if len(runs) >= 2 else None}
-    return render(request, "evaluation/runs/compare.html", context)
+               "comparison": comparison, "refusal": refusal, "sorts": FLIP_SORTS, "flip_columns": FLIP_COLUMNS,
+               "runs_query": urlencode([("runs", run.pk) for run in runs])}
+    return render(request, "evaluation/runs/compare.html", context, status=409 if refusal else 200)

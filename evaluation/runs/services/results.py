@@ -1,10 +1,8 @@
 """What a run shows: its success matrix and metrics (evaluation.metrics), the task x trial heatmap,
-per-trial progress, comparisons of several runs, and the runs list's filters."""
-from dataclasses import dataclass
-
+per-trial progress and the runs list's filters (comparisons of several runs: compare.py)."""
 from django.db.models import Q, QuerySet
 
-from evaluation.metrics import run_metrics
+from evaluation.metrics import run_metrics, run_minimum_detectable_effect
 from evaluation.runs.models import EvaluationRun, RunEpisode, Trial
 
 CHART_SERIES = ("per_trial", "cumulative", "pass_k")
@@ -31,6 +29,12 @@ def run_metrics_compute(*, run: EvaluationRun, trials: int) -> dict:
     columns = {name: list(done.values_list(name, flat=True)) for name in ("reward", "turns", "tokens", "latency_ms")}
     return run_metrics(run_matrix(run=run, trials=trials), rewards=columns["reward"], turns=columns["turns"],
                        tokens=columns["tokens"], latency=columns["latency_ms"], seed=run.seed)
+
+
+def run_detectable_effect(*, run: EvaluationRun) -> dict:
+    """The smallest success difference the run's finished trials could detect with 80 % power against a
+    run like it (evaluation.metrics.run_minimum_detectable_effect); its effect is None before two verdicts."""
+    return run_minimum_detectable_effect(run_matrix(run=run, trials=run.metrics_trials))
 
 
 def run_charts(*, run: EvaluationRun) -> dict:
@@ -76,37 +80,3 @@ def runs_filtered(*, status: str = "", memory_mode: str = "", agent_backend: str
         runs = runs.filter(match | Q(pk=int(text)) if text.isdigit() else match)
     return runs.order_by("-created_at", "-pk")
 
-
-# --- comparing runs -------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class TaskDifference:
-    task_key: str
-    rates: list[float | None]  # success rate per run (None: task not in that run or no verdict)
-    difference: float | None  # last run minus first run
-
-    @property
-    def magnitude(self) -> float:
-        return abs(self.difference) if self.difference is not None else -1.0
-
-
-def _rates(run: EvaluationRun) -> dict[str, float | None]:
-    matrix = run_matrix(run=run, trials=run.metrics_trials or 0)
-    rates = {}
-    for key, results in matrix.items():
-        verdicts = [r for r in results if r is not None]
-        rates[key] = sum(verdicts) / len(verdicts) if verdicts else None
-    return rates
-
-
-def runs_compare(*, runs: list[EvaluationRun]) -> dict:
-    """Chart series of each run (finished trials) and per-task success rates, largest change first."""
-    rates = [_rates(run) for run in runs]
-    keys = sorted(set().union(*rates)) if rates else []
-    rows = []
-    for key in keys:
-        values = [r.get(key) for r in rates]
-        first, last = values[0], values[-1]
-        rows.append(TaskDifference(key, values, None if first is None or last is None else last - first))
-    rows.sort(key=lambda row: (-row.magnitude, row.task_key))
-    return {"charts": [run_charts(run=run) for run in runs], "tasks": rows}

@@ -71,3 +71,30 @@ def test_it_exports_and_imports(agent, launch):
     assert created.json()["metrics"]["pass_k"] == run.metrics["pass_k"]
     bad = post(agent, f"{API}/import", {**exported, "format": "other"})
     assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["body", "format"]
+
+
+def test_it_compares_runs_with_paired_statistics_and_links_the_transcripts(agent, launch):
+    baseline, memory = run_drive(run=launch(memory_mode="none")), run_drive(run=launch())
+    response = agent.get(f"{API}/compare", {"runs": [memory.pk, baseline.pk], "sort": "task"})
+    assert response.status_code == 200
+    body = response.json()
+    assert body["baseline"] == baseline.pk and body["sort"] == "task"
+    pair = body["pairs"][0]
+    assert pair["run"] == memory.pk and pair["test"] == "paired sign-flip permutation test over tasks"
+    assert pair["success"]["low"] <= pair["success"]["estimate"] <= pair["success"]["high"]
+    assert "95 % CI" in pair["verdict"] and [row["k"] for row in pair["pass_k"]] == [1, 2, 3]
+    assert [flip["task"] for flip in pair["flips"]] == sorted(flip["task"] for flip in pair["flips"])
+    episodes = {e for flip in pair["flips"] for e in flip["a"]["episodes"]}
+    assert episodes == set(memory.run_episodes.values_list("episode_id", flat=True))
+
+
+def test_it_refuses_a_comparison_it_cannot_make(agent, launch):
+    one, other = run_drive(run=launch(memory_mode="none")), launch(max_turns=6)
+    response = agent.get(f"{API}/compare", {"runs": [one.pk, other.pk]})
+    assert response.status_code == 409 and "different turn limit" in response.json()["detail"]
+    response = agent.get(f"{API}/compare", {"runs": [one.pk, launch().pk]})
+    assert response.status_code == 409 and "no finished trial" in response.json()["detail"]
+    assert agent.get(f"{API}/compare", {"runs": [one.pk]}).status_code == 422
+    assert agent.get(f"{API}/compare", {"runs": [one.pk, one.pk]}).status_code == 422
+    assert agent.get(f"{API}/compare", {"runs": [one.pk, 999999]}).status_code == 404
+    assert agent.get(f"{API}/compare", {"runs": [one.pk, other.pk], "sort": "nope"}).status_code == 422

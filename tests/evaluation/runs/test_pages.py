@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from evaluation.runs.models import EvaluationRun
-from evaluation.runs.services import run_drive, run_export_json, run_import
+from evaluation.runs.services import FLIP_SORTS, run_drive, run_export_json, run_import
 from tests.evaluation.runs.conftest import TASK_IDS
 
 
@@ -121,20 +121,58 @@ def test_the_transcript_shows_its_run_and_the_memory_it_wrote(operator, launch):
     assert f'href="/orbs/{hit["orb_id"]}/"' in page
 
 
-def test_the_compare_page_overlays_runs_and_lists_task_differences(operator, two_runs):
+def test_the_compare_page_overlays_runs_and_tests_the_difference(operator, two_runs):
     baseline, memory = two_runs
     response = operator.get(reverse("evaluation:run_compare"), {"runs": [baseline.pk, memory.pk]})
     page = response.content.decode()
-    assert 'id="compare-data"' in page and 'id="task-differences"' in page
+    assert 'id="compare-data"' in page and f'id="pair-{memory.pk}-flips"' in page
     comparison = response.context["comparison"]
     assert [c["name"] for c in comparison["charts"]] == ["baseline", "with memory"]
-    rows = {row.task_key: row for row in comparison["tasks"]}
+    pair = comparison["pairs"][0]
+    assert pair["run"] == memory and pair["baseline"] == baseline
+    assert pair["verdict"] in page.replace("&#x27;", "'") and "95 % CI" in pair["verdict"]
+    assert [row["k"] for row in pair["pass_k"]] == [1, 2, 3] and len(pair["per_trial"]) == 3
+    rows = {row["task"]: row for row in pair["flips"]}
     assert set(rows) == set(TASK_IDS)
     for key, row in rows.items():
-        rates = [baseline.metrics["matrix"][key], memory.metrics["matrix"][key]]
-        assert row.rates == [sum(r) / 3 for r in rates] and row.difference == row.rates[1] - row.rates[0]
+        a, b = memory.metrics["matrix"][key], baseline.metrics["matrix"][key]
+        assert row["difference"] == pytest.approx((sum(a) - sum(b)) / 3)
     assert "Choose at least two runs" in operator.get(reverse("evaluation:run_compare"),
                                                       {"runs": [baseline.pk]}).content.decode()
+
+
+def test_it_links_every_trial_of_a_compared_task_to_its_transcript(operator, two_runs):
+    baseline, memory = two_runs
+    page = operator.get(reverse("evaluation:run_compare"), {"runs": [baseline.pk, memory.pk]}).content.decode()
+    for run in two_runs:
+        for episode_id in run.run_episodes.values_list("episode_id", flat=True):
+            assert f'href="{reverse("evaluation:episode_detail", args=[episode_id])}"' in page
+
+
+def test_it_sorts_the_flip_table_on_the_server(operator, two_runs):
+    baseline, memory = two_runs
+    for sort in FLIP_SORTS:
+        response = operator.get(reverse("evaluation:run_compare"), {"runs": [baseline.pk, memory.pk], "sort": sort})
+        flips = response.context["comparison"]["pairs"][0]["flips"]
+        assert response.context["comparison"]["sort"] == sort and flips == sorted(flips, key=FLIP_SORTS[sort])
+    by_task = operator.get(reverse("evaluation:run_compare"), {"runs": [baseline.pk, memory.pk], "sort": "task"})
+    assert [row["task"] for row in by_task.context["comparison"]["pairs"][0]["flips"]] == sorted(TASK_IDS)
+
+
+def test_it_refuses_runs_over_different_tasks_with_the_reason(operator, launch):
+    one = run_drive(run=launch(memory_mode="none"))
+    other = run_drive(run=launch(task_ids=TASK_IDS[:2]))
+    response = operator.get(reverse("evaluation:run_compare"), {"runs": [one.pk, other.pk]})
+    assert response.status_code == 409 and response.context["comparison"] is None
+    assert "cannot be compared" in response.content.decode()
+    assert "different task selection" in response.context["refusal"]
+
+
+def test_it_refuses_runs_of_different_agents(operator, launch):
+    one = run_drive(run=launch(memory_mode="none"))
+    other = run_drive(run=launch(agent={"error_rates": {"wrong_tool": 0.1}}))
+    response = operator.get(reverse("evaluation:run_compare"), {"runs": [one.pk, other.pk]})
+    assert response.status_code == 409 and "different agent model" in response.context["refusal"]
 
 
 def test_exports_download_and_the_import_page_takes_them_back(operator, two_runs):
@@ -159,3 +197,13 @@ def test_an_imported_run_pages_without_transcripts(operator, two_runs):
     copy = run_import(data=run_export_json(run=two_runs[0]))
     page = operator.get(copy.get_absolute_url()).content.decode()
     assert "imported" in page and "Cancel run" not in page and "Click a cell" not in page
+
+
+def test_the_run_page_says_the_smallest_effect_the_run_could_have_detected(operator, launch):
+    run = run_drive(run=launch(memory_mode="none"))
+    response = operator.get(run.get_absolute_url())
+    detectable = response.context["detectable"]
+    assert detectable["trials"] == 3 and detectable["tasks"] == 3
+    page = response.content.decode()
+    assert 'id="run-detectable"' in page
+    assert f"{100 * detectable['effect']:.1f} points" in page  # 3 verdicts per task: the variance is known

@@ -1,0 +1,52 @@
+"""A/A calibration of the paired run comparison, its power at a planted lift, and the planner check.
+
+The outcomes are real scripted episodes without memory, played here over the built-in tasks; the
+comparisons resample them (see evaluation.calibration_aa), nothing is re-played per comparison.
+docs/STATISTICS.md records what this printed.
+"""
+import json
+
+from django.core.management import BaseCommand
+
+from evaluation.calibration_aa import calibration_report, scripted_outcomes
+from evaluation.shop.errors import ERROR_KINDS
+from evaluation.shop.task_specs import tasks_generate
+
+
+class Command(BaseCommand):
+    help = "How often the paired comparison names a winner between identical runs, and its power."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--source-trials", type=int, default=4, help="scripted trials to play per task")
+        parser.add_argument("--tasks", type=int, default=0, help="use the first N built-in tasks (0: all 130)")
+        parser.add_argument("--error-rate", type=float, default=0.3, help="the scripted agent's rate per error kind")
+        parser.add_argument("--trials", type=int, default=4, help="trials of each pseudo-run")
+        parser.add_argument("--comparisons", type=int, default=1000)
+        parser.add_argument("--lift", type=float, default=10.0, help="planted lift in points, for the power")
+        parser.add_argument("--effect", type=float, default=7.0, help="effect in points for the planner check")
+        parser.add_argument("--planner-comparisons", type=int, default=400, help="per trial count, 1 to 8")
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--json", action="store_true", help="print the whole report as JSON")
+
+    def handle(self, *args, **options):
+        rates = dict.fromkeys(ERROR_KINDS, options["error_rate"])
+        specs = tasks_generate()[: options["tasks"] or None]
+        matrix = scripted_outcomes(trials=options["source_trials"], error_rates=rates, seed=options["seed"],
+                                   specs=specs)
+        report = calibration_report(
+            matrix, comparisons=options["comparisons"], trials=options["trials"], lift=options["lift"] / 100,
+            effect=options["effect"] / 100, planner_comparisons=options["planner_comparisons"], seed=options["seed"])
+        self.stdout.write(json.dumps(report, indent=2) if options["json"] else self._summary(report))
+
+    def _summary(self, report: dict) -> str:
+        source, aa, power, planner = report["source"], report["aa"], report["power"], report["planner"]
+        simulated = f"{planner['simulated']:.2f}" if planner["simulated"] else "not reached by 8"
+        return "\n".join((
+            f"source: {source['tasks']} tasks x {source['trials']} scripted trials, success {source['success']:.3f}, "
+            f"between-trial variance {source['variance']:.4f}",
+            f"A/A: {aa['comparisons']} comparisons of {aa['trials']} x {aa['tasks']}: the verdict named a winner in "
+            f"{aa['rate']:.1%}, p < 0.05 in {aa['p_rate']:.1%}",
+            f"power at a planted {power['lift']:.0%} lift: {power['rate']:.1%} (p < 0.05: {power['p_rate']:.1%})",
+            f"planner at {planner['effect']:.0%}: {planner['planned']:.2f} trials planned, {simulated} simulated"
+            + (f" (ratio {planner['ratio']:.2f})" if planner["ratio"] else ""),
+        ))
