@@ -20,7 +20,8 @@ CAMPAIGN_NAME = "Demo: feedback comparison (scripted)"
 HONEST = ("demo-annotator-1", "demo-annotator-2", "demo-annotator-3", "demo-annotator-4")
 ALWAYS_A, AT_RANDOM = "demo-always-a", "demo-random"
 DEMO_ANNOTATORS = (*HONEST, ALWAYS_A, AT_RANDOM)
-INSTRUCTIONS = """*Demo campaign: every conversation, feedback, judgment and rating in it is scripted by memweb, not written by people.*
+INSTRUCTIONS = """*Demo campaign: every conversation, feedback, judgment and rating in it is scripted by memweb,
+not written by people.*
 
 Each item shows a customer-service conversation and **two pieces of feedback** about the agent.
 
@@ -187,7 +188,8 @@ def _attention_records() -> list[dict]:
     """Checks with a plain answer: one side is off-topic or empty, the other addresses the conversation."""
     records = []
     for ref, language, nonsense, sensible in _ATTENTION:
-        good = "The agent answered the question and gave the delivery date." if language == "en" else "客服回答了问题并给出了送达日期。"
+        good = ("The agent answered the question and gave the delivery date." if language == "en"
+                else "客服回答了问题并给出了送达日期。")
         bad = nonsense or "—"
         human, simulated = (good, bad) if sensible == "human" else (bad, good)
         records.append({"source_ref": ref, "language": language, "task_format": "SiSo", "domain": "appliances",

@@ -27,17 +27,22 @@ import time
 from collections import defaultdict
 
 import requests
-
-from bench.orbs_retrieval import Data, copy_rows, say  # sets Django up
-from bench.retrieve_load import (
-    free_port, load_average, offline_env, percentiles_ms, refuse_project_data, spawn, stop_embedded_database,
-    stop_group, wait_healthy,
-)
-
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.contrib.auth.models import Group  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
+from bench.orbs_retrieval import Data, copy_rows, say  # sets Django up
+from bench.retrieve_load import (
+    free_port,
+    load_average,
+    offline_env,
+    percentiles_ms,
+    refuse_project_data,
+    spawn,
+    stop_embedded_database,
+    stop_group,
+    wait_healthy,
+)
 from evaluation.runs.models import EvaluationRun  # noqa: E402
 from evaluation.runs.services import run_cancel, run_launch  # noqa: E402
 from evaluation.services import taskset_builtin_load  # noqa: E402

@@ -24,7 +24,7 @@ import statistics
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memweb.settings")
 os.environ.setdefault("TQDM_DISABLE", "1")
@@ -171,7 +171,7 @@ def main() -> None:
         sys.exit("This benchmark writes runs and Orbs: set MEMWEB_DATA_DIR to a scratch folder")
     call_command("migrate", verbosity=0)
     embedder().embed_one("warm up")
-    say(f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; {os.cpu_count()} CPUs; {args.tasks} tasks x "
+    say(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {os.cpu_count()} CPUs; {args.tasks} tasks x "
         f"{args.trials} trials; window {args.window}; load average {os.getloadavg()[0]:.2f}")
 
     sim = simulation_ms(args)

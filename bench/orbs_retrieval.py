@@ -25,7 +25,7 @@ import os
 import statistics
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 
@@ -47,7 +47,13 @@ from psycopg.types.json import Jsonb  # noqa: E402
 
 from memweb.embeddings import embedder  # noqa: E402
 from orbs.models import (  # noqa: E402
-    HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH, HNSW_M, VECTOR_DIMENSIONS, MemoryBank, Orb, content_hash_of,
+    HNSW_EF_CONSTRUCTION,
+    HNSW_EF_SEARCH,
+    HNSW_M,
+    VECTOR_DIMENSIONS,
+    MemoryBank,
+    Orb,
+    content_hash_of,
 )
 
 BANK = "bench: synthetic retrieval"
@@ -163,7 +169,7 @@ def _copy(rows: list[list]) -> float:
 
 def copy_rows(bank: MemoryBank, data: Data, start: int, stop: int, chunk: int = 50_000) -> float:
     """Append rows start..stop-1; returns seconds spent in COPY (generating the vectors excluded)."""
-    now, spent = datetime.now(timezone.utc), 0.0
+    now, spent = datetime.now(UTC), 0.0
     for begin in range(start, stop, chunk):
         end = min(begin + chunk, stop)
         vectors = data.around_centres(end - begin, seed=begin)
@@ -246,7 +252,7 @@ def _texts(n: int, offset: int) -> list[str]:
 def measure_indexed_insert(bank: MemoryBank, data: Data, start: int, n: int) -> dict:
     """Orbs/s into the indexed table, with vectors given and with each document embedded
     by the real model (batched) first."""
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     given = data.around_centres(n, seed=start)
     copy_given_s = _copy([_row(bank.pk, start + i, v, now, bank.embedding_model) for i, v in enumerate(given)])
     model = embedder()

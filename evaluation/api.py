@@ -9,16 +9,30 @@ from ninja.errors import HttpError
 from ninja.responses import Status
 from pydantic import ValidationError
 
+from evaluation.feedback.api import router as feedback_router
 from evaluation.models import Episode, Task, TaskSet
+from evaluation.runs.api import router as runs_router
 from evaluation.schemas import (
-    EpisodeFilters, EpisodeOut, EpisodePlayIn, EpisodeSummaryOut, ErrorOut, TaskDetailOut, TaskFilters,
-    TaskImportErrorOut, TaskImportIn, TaskImportOut, TaskListOut,
+    EpisodeFilters,
+    EpisodeOut,
+    EpisodePlayIn,
+    EpisodeSummaryOut,
+    ErrorOut,
+    TaskDetailOut,
+    TaskFilters,
+    TaskImportErrorOut,
+    TaskImportIn,
+    TaskImportOut,
+    TaskListOut,
 )
 from evaluation.services import (
-    EpisodeConfigError, episode_run, episode_trajectory, tasks_export_jsonl, tasks_filtered, tasks_import_jsonl,
+    EpisodeConfigError,
+    episode_run,
+    episode_trajectory,
+    tasks_export_jsonl,
+    tasks_filtered,
+    tasks_import_jsonl,
 )
-from evaluation.feedback.api import router as feedback_router
-from evaluation.runs.api import router as runs_router
 from memweb.auth import api_auth
 from memweb.roles import Role
 

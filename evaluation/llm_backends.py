@@ -4,11 +4,11 @@ Both keep their own chat history in the OpenAI message format; the episode loop 
 replies. The agent's tool calls run on the episode's shop through the same `ShopEnv` the scripted
 agent uses, so scoring cannot tell the two apart.
 """
-from memweb.llm import llm_chat, role_config
 from evaluation.shop import catalogue as cat
 from evaluation.shop.customers import STOP
 from evaluation.shop.generator import TODAY
 from evaluation.shop.tools import tool_schemas
+from memweb.llm import llm_chat, role_config
 
 GIVE_UP_REPLY = "I'm sorry, I could not finish that request."
 

@@ -1,9 +1,8 @@
 from django.urls import path
 
+from evaluation import views
 from evaluation.feedback.urls import urlpatterns as feedback_urlpatterns
 from evaluation.runs.urls import urlpatterns as runs_urlpatterns
-
-from evaluation import views
 
 app_name = "evaluation"
 urlpatterns = [

@@ -8,11 +8,15 @@ from pydantic import ValidationError
 from evaluation.forms import PlayForm, TaskFilterForm, TaskImportForm
 from evaluation.models import Episode, Task, TaskSet
 from evaluation.services import (
-    EpisodeConfigError, episode_run, taskset_builtin_load, tasks_export_jsonl, tasks_filtered, tasks_import_jsonl,
+    EpisodeConfigError,
+    episode_run,
+    tasks_export_jsonl,
+    tasks_filtered,
+    tasks_import_jsonl,
+    taskset_builtin_load,
 )
 from memweb.listing import list_page
 from memweb.roles import Role, role_required
-
 
 # --- tasks ---------------------------------------------------------------------------
 

@@ -68,7 +68,8 @@ def nav_for(*, user, current_path: str) -> list[dict]:
         if _visible(user, item.roles)
     ]
     # The longest matching prefix wins, so "/orbs/review/" beats "/orbs/" and "/" matches only home.
-    matches = [link for link in links if current_path == link["url"] or (link["url"] != "/" and current_path.startswith(link["url"]))]
+    matches = [link for link in links
+               if current_path == link["url"] or (link["url"] != "/" and current_path.startswith(link["url"]))]
     active = max(matches, key=lambda link: len(link["url"]), default=None)
     return [{**link, "active": link is active} for link in links]
 

@@ -27,7 +27,7 @@ PENDING_FIRST = models.Case(
 
 def content_hash_of(*, obs: str, emotion: str, outcome: str) -> str:
     """The paper's Orb id: SHA-256(obs ‖ emotion ‖ outcome), as hex."""
-    return hashlib.sha256(f"{obs}{emotion}{outcome}".encode("utf-8")).hexdigest()
+    return hashlib.sha256(f"{obs}{emotion}{outcome}".encode()).hexdigest()
 
 
 class Source(models.TextChoices):

@@ -60,7 +60,8 @@ def _result_record(scope: str, group: str, stats: dict) -> dict:
     win = stats["win"]
     return {
         "scope": scope, "group": group, "criterion": stats["criterion"], "kappa": stats["kappa"],
-        "kappa_items": stats["kappa_items"], "alpha": stats["alpha"], "judgments": win["total"], "simulated_wins": win["simulated"],
+        "kappa_items": stats["kappa_items"], "alpha": stats["alpha"], "judgments": win["total"],
+        "simulated_wins": win["simulated"],
         "human_wins": win["human"], "ties": win["ties"], "simulated_rate": win["simulated_rate"],
         "human_rate": win["human_rate"], "tie_rate": win["tie_rate"],
         "simulated_vs_human": win["simulated_vs_human"],

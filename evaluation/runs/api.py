@@ -15,8 +15,21 @@ from pydantic import Field
 
 from evaluation.runs.models import EvaluationRun
 from evaluation.runs.services import (
-    DEFAULT_SORT, FLIP_SORTS, RunActionError, RunImportError, RunLaunchError, RunsNotComparable, RunSpec, run_cancel,
-    run_export_csv, run_export_json, run_import, run_launch, run_resume, run_retry_errors, runs_compare,
+    DEFAULT_SORT,
+    FLIP_SORTS,
+    RunActionError,
+    RunImportError,
+    RunLaunchError,
+    RunsNotComparable,
+    RunSpec,
+    run_cancel,
+    run_export_csv,
+    run_export_json,
+    run_import,
+    run_launch,
+    run_resume,
+    run_retry_errors,
+    runs_compare,
     runs_filtered,
 )
 from memweb.auth import api_auth

@@ -9,7 +9,6 @@ from celery.signals import worker_ready
 
 from evaluation.runs import services
 
-
 # A worker slot keeps playing the trial's unsent episodes for this long before it lets go:
 # one broker round trip per many quick episodes (polling brokers answer in up to a second).
 KEEP_GOING_SECONDS = 10.0

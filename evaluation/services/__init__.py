@@ -1,10 +1,21 @@
 """The evaluation app's service layer; other apps call these functions, never the models' internals."""
 from evaluation.services.episodes import (
-    EpisodeConfigError, EpisodePlay, episode_ref, episode_run, episode_save, episode_simulate, episode_trajectory,
+    EpisodeConfigError,
+    EpisodePlay,
+    episode_ref,
+    episode_run,
+    episode_save,
+    episode_simulate,
+    episode_trajectory,
 )
 from evaluation.services.task_sets import (
-    BUILTIN_SET, ImportReport, task_summary, taskset_builtin_load, tasks_export_jsonl, tasks_filtered,
+    BUILTIN_SET,
+    ImportReport,
+    task_summary,
+    tasks_export_jsonl,
+    tasks_filtered,
     tasks_import_jsonl,
+    taskset_builtin_load,
 )
 
 __all__ = [

@@ -11,10 +11,10 @@ import time
 from dataclasses import dataclass, field
 
 from evaluation.shop.customers import STOP
+from evaluation.shop.env import ShopEnv
 from evaluation.shop.errors import errors_diagnose
 from evaluation.shop.generator import shop_fresh
 from evaluation.shop.reward import RewardResult, gold_replay, reward_compute, state_fingerprint
-from evaluation.shop.env import ShopEnv
 
 DEFAULT_MAX_TURNS = 12
 

@@ -14,9 +14,9 @@ makes the memory loop observable offline.
 """
 import random
 
+from evaluation.shop.env import ShopEnv
 from evaluation.shop.errors import RESULT_UNUSED, WRONG_ARGUMENTS, WRONG_TOOL, corrupt_arguments, kinds_cued
 from evaluation.shop.nlu import REASON_PHRASES, parse_customer
-from evaluation.shop.env import ShopEnv
 
 ANYTHING_ELSE = "Is there anything else I can help you with?"
 _IDENTIFY = (("customer_id", "get_customer"), ("email", "find_customer_by_email"), ("phone", "find_customer_by_phone"))

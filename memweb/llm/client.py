@@ -144,16 +144,16 @@ def _send_once(config: RoleConfig, request: dict) -> Answer:
         if request.get("stream"):
             return _read_stream(config, response)
     except openai.RateLimitError as exc:
-        raise _Failure(_status_cause(exc), retryable=True, retry_after=retry_after_seconds(exc.response.headers))
+        raise _Failure(_status_cause(exc), retryable=True, retry_after=retry_after_seconds(exc.response.headers)) from exc
     except openai.APIStatusError as exc:
         refused = refuses_format(exc.status_code, exc.message)
-        raise _Failure(_status_cause(exc), retryable=exc.status_code >= 500, refuses_format=refused)
+        raise _Failure(_status_cause(exc), retryable=exc.status_code >= 500, refuses_format=refused) from exc
     except openai.APITimeoutError:
-        raise _Failure(f"no answer within {config.timeout:g} s", retryable=True)
+        raise _Failure(f"no answer within {config.timeout:g} s", retryable=True) from None
     except openai.APIConnectionError as exc:
-        raise _Failure(f"connection failed: {exc.__cause__ or exc}", retryable=True)
+        raise _Failure(f"connection failed: {exc.__cause__ or exc}", retryable=True) from exc
     except ValueError as exc:  # the SDK passes on json's error when a JSON-typed body is not JSON
-        raise _Failure(f"response body is not JSON ({exc})", retryable=True)
+        raise _Failure(f"response body is not JSON ({exc})", retryable=True) from exc
     return _completion_answer(response)
 
 
@@ -173,7 +173,7 @@ def _read_stream(config: RoleConfig, stream) -> Answer:
     with stream:
         for chunk in stream:
             if time.monotonic() > deadline:
-                raise _Failure(f"no answer within {config.timeout:g} s", retryable=True)
+                raise _Failure(f"no answer within {config.timeout:g} s", retryable=True) from None
             assembler.add(chunk)
     if not assembler.chunks:
         raise _Failure("response is not a chat completion: the stream ended without a choice", retryable=True)

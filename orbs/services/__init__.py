@@ -35,8 +35,8 @@ from orbs.services.transfer import ImportReport, bank_copy, bank_export, bank_im
 
 __all__ = [
     "Hit", "ImportReport", "OrbIngestResult", "RetrievalResult", "bank_copy", "bank_export", "bank_get_or_create",
-    "bank_import", "bank_import_upload", "bank_policy_update", "bank_resolve", "bank_stats", "banks_all", "count_pending",
-    "episode_reflect", "episode_submit", "orb_approve", "orb_edit", "orb_from_episode", "orb_merge", "orb_reject",
-    "orbs_bulk_review", "orbs_pending_approve", "orbs_pending_count", "orbs_retrievable", "orbs_retrieve", "orbs_search", "retrieval_outcome_record",
-    "trajectory_parse",
+    "bank_import", "bank_import_upload", "bank_policy_update", "bank_resolve", "bank_stats", "banks_all",
+    "count_pending", "episode_reflect", "episode_submit", "orb_approve", "orb_edit", "orb_from_episode",
+    "orb_merge", "orb_reject", "orbs_bulk_review", "orbs_pending_approve", "orbs_pending_count", "orbs_retrievable",
+    "orbs_retrieve", "orbs_search", "retrieval_outcome_record", "trajectory_parse",
 ]

@@ -5,8 +5,8 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from evaluation.runs.demo import load_demo
 from evaluation.models import Episode, Task
+from evaluation.runs.demo import load_demo
 from evaluation.services import tasks_import_jsonl
 
 

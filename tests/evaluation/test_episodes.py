@@ -155,9 +155,9 @@ def test_the_llm_customer_plays_its_persona_and_stops(builtin, fake_llm):
 
 
 def test_it_keeps_the_outcome_an_episode_recorded_when_its_orb_already_exists(builtin):
+    from evaluation.services import episode_ref
     from orbs.models import RetrievalLog
     from orbs.services import bank_get_or_create, orb_from_episode
-    from evaluation.services import episode_ref
 
     bank = bank_get_or_create(name="outcome bank", approved_only=False)
     memory = {"kind": "memorb", "bank": bank.name, "approved_only": False, "per_turn": False}

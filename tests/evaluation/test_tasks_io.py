@@ -2,7 +2,7 @@
 import json
 
 from evaluation.models import Task, TaskSet
-from evaluation.services import taskset_builtin_load, tasks_export_jsonl, tasks_filtered, tasks_import_jsonl
+from evaluation.services import tasks_export_jsonl, tasks_filtered, tasks_import_jsonl, taskset_builtin_load
 
 
 def test_it_loads_the_built_in_set_once(builtin):

@@ -5,7 +5,13 @@ import pytest
 from orbs.errors import InvalidTransition, OrbConflict, OrbsError
 from orbs.models import Orb, ReviewEvent, content_hash_of
 from orbs.services import (
-    orb_approve, orb_edit, orb_from_episode, orb_merge, orb_reject, orbs_bulk_review, orbs_retrieve,
+    orb_approve,
+    orb_edit,
+    orb_from_episode,
+    orb_merge,
+    orb_reject,
+    orbs_bulk_review,
+    orbs_retrieve,
 )
 from tests.orbs.conftest import success_trajectory
 

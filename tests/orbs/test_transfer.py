@@ -5,7 +5,13 @@ import pytest
 
 from orbs.models import EpisodeRecord, MemoryBank, Orb, ReviewEvent
 from orbs.services import (
-    bank_export, bank_import, orb_edit, orb_from_episode, orb_merge, orb_reject, orbs_retrieve,
+    bank_export,
+    bank_import,
+    orb_edit,
+    orb_from_episode,
+    orb_merge,
+    orb_reject,
+    orbs_retrieve,
 )
 from tests.orbs.conftest import success_trajectory, trajectory
 

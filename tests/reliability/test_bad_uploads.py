@@ -9,8 +9,8 @@ lines, wrong encodings, text PostgreSQL cannot store, wrong JSON types, empty an
 import html
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile

@@ -186,7 +186,7 @@ def test_dropped_database_connections_mid_episode_lose_and_double_nothing(builti
     dropped = []
     with celery_worker(_llm_worker_env(fake_llm, timeout=10), concurrency=2, hostname="fault-db@%h") as worker:
         for calls in (1, 5):
-            wait_until(lambda: len(fake_llm.chat_requests) >= calls, timeout=120, interval=0.05,
+            wait_until(lambda calls=calls: len(fake_llm.chat_requests) >= calls, timeout=120, interval=0.05,
                        message=f"LLM call {calls}")
             dropped.append(_drop_other_connections())
         _wait_for_the_end(run, worker)

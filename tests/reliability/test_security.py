@@ -21,7 +21,12 @@ from memweb.models import ApiKey
 from memweb.roles import Role
 from tests.annotation.conftest import make_campaign, make_items  # noqa: F401  (fixtures)
 from tests.annotation.test_blindness import (  # noqa: F401  (assignment is a fixture)
-    HUMAN_TEXT, SIMULATED_TEXT, _normalised, _swapped, _with_side, assignment,
+    HUMAN_TEXT,
+    SIMULATED_TEXT,
+    _normalised,
+    _swapped,
+    _with_side,
+    assignment,
 )
 from tests.memweb.test_roles import APIS, PAGES, PUBLIC_PAGES, ApiRoute, _call_page
 from tests.support.processes import ROOT, database_url_for_tests, subprocess_env

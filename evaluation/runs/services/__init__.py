@@ -3,32 +3,60 @@ call), the watchdog, operator actions, the run's memory, results, export and imp
 API, tasks and the demo loader call only these."""
 from evaluation.runs.services.actions import RunActionError, run_cancel, run_resume, run_retry_errors
 from evaluation.runs.services.compare import (
-    DEFAULT_SORT, FLIP_SORTS, RunsNotComparable, runs_comparable_check, runs_compare,
+    DEFAULT_SORT,
+    FLIP_SORTS,
+    RunsNotComparable,
+    runs_comparable_check,
+    runs_compare,
 )
 from evaluation.runs.services.drive import run_drive
 from evaluation.runs.services.launch import run_launch, run_launch_check
 from evaluation.runs.services.memory import run_memory_config, run_pending_memories
 from evaluation.runs.services.protocol import (
-    episode_seed, run_advance, run_episode_execute, run_start, run_watch, trial_finish, watch_interval, window_fill,
+    episode_seed,
+    run_advance,
+    run_episode_execute,
+    run_start,
+    run_watch,
+    trial_finish,
+    watch_interval,
+    window_fill,
 )
 from evaluation.runs.services.results import (
-    run_charts, run_detectable_effect, run_errors, run_heatmap, run_matrix, run_metrics_compute, run_progress, runs_count_active,
+    run_charts,
+    run_detectable_effect,
+    run_errors,
+    run_heatmap,
+    run_matrix,
+    run_metrics_compute,
+    run_progress,
+    runs_count_active,
     runs_filtered,
 )
 from evaluation.runs.services.spec import (
-    MAX_CONCURRENCY, MAX_TRIALS, DMRMParams, RunLaunchError, RunSpec, run_spec_parse,
+    MAX_CONCURRENCY,
+    MAX_TRIALS,
+    DMRMParams,
+    RunLaunchError,
+    RunSpec,
+    run_spec_parse,
 )
 from evaluation.runs.services.transfer import (
-    RunImportError, run_export_csv, run_export_json, run_import, run_import_parse,
+    RunImportError,
+    run_export_csv,
+    run_export_json,
+    run_import,
+    run_import_parse,
 )
 from evaluation.runs.services.watchdog import run_sweep, runs_sweep, runs_watch_overdue
 
 __all__ = [
-    "DEFAULT_SORT", "DMRMParams", "FLIP_SORTS", "MAX_CONCURRENCY", "MAX_TRIALS", "RunActionError", "RunImportError", "RunLaunchError", "RunSpec",
-    "RunsNotComparable", "episode_seed", "run_advance", "run_cancel",
-    "run_charts", "run_detectable_effect", "run_drive", "run_episode_execute", "run_errors", "run_export_csv", "run_export_json",
+    "DEFAULT_SORT", "DMRMParams", "FLIP_SORTS", "MAX_CONCURRENCY", "MAX_TRIALS", "RunActionError", "RunImportError",
+    "RunLaunchError", "RunSpec", "RunsNotComparable", "episode_seed", "run_advance", "run_cancel", "run_charts",
+    "run_detectable_effect", "run_drive", "run_episode_execute", "run_errors", "run_export_csv", "run_export_json",
     "run_heatmap", "run_import", "run_import_parse", "run_launch", "run_launch_check", "run_matrix",
     "run_memory_config", "run_metrics_compute", "run_pending_memories", "run_progress", "run_resume",
-    "run_retry_errors", "run_spec_parse", "run_start", "run_sweep", "run_watch", "runs_comparable_check", "runs_compare", "runs_count_active",
-    "runs_filtered", "runs_sweep", "runs_watch_overdue", "trial_finish", "watch_interval", "window_fill",
+    "run_retry_errors", "run_spec_parse", "run_start", "run_sweep", "run_watch", "runs_comparable_check",
+    "runs_compare", "runs_count_active", "runs_filtered", "runs_sweep", "runs_watch_overdue", "trial_finish",
+    "watch_interval", "window_fill",
 ]

@@ -16,7 +16,12 @@ from evaluation.services import EpisodeConfigError, EpisodePlay, episode_ref, ep
 from orbs.dmrm.services import dmrm_memory_copy, dmrm_settings_update, experiences_from_trajectory, trajectories_steps
 from orbs.errors import OrbsError
 from orbs.services import (
-    bank_copy, bank_get_or_create, bank_policy_update, orb_from_episode, orbs_pending_approve, orbs_pending_count,
+    bank_copy,
+    bank_get_or_create,
+    bank_policy_update,
+    orb_from_episode,
+    orbs_pending_approve,
+    orbs_pending_count,
     retrieval_outcome_record,
 )
 

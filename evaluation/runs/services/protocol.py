@@ -23,7 +23,10 @@ from evaluation.models import Episode, Task
 from evaluation.runs.models import EvaluationRun, MemoryMode, ReviewGate, RunEpisode, Trial
 from evaluation.runs.services.dispatch import work_send
 from evaluation.runs.services.memory import (
-    run_episode_outcome_record, run_memory_config, run_pending_memories, trial_memorise,
+    run_episode_outcome_record,
+    run_memory_config,
+    run_pending_memories,
+    trial_memorise,
 )
 from evaluation.runs.services.results import run_metrics_compute
 from evaluation.services import EpisodeConfigError, EpisodePlay, episode_save, episode_simulate

@@ -26,10 +26,9 @@ from orbs.dmrm.services.source import (
 Suppression = DMRMSettings.Suppression  # the choices of suppression_mode, for other apps' settings
 
 __all__ = [
-    "Suppression",
-    "DMRMHit", "DMRMResult", "SourceCandidate", "SourceMemoryReadOnly", "TransitionError", "action_text",
-    "dmrm_memory_copy", "dmrm_settings_get", "dmrm_settings_update", "experience_append", "experience_review", "experiences_append_batch",
-    "experiences_from_trajectory", "experiences_retrieve",
+    "Suppression", "DMRMHit", "DMRMResult", "SourceCandidate", "SourceMemoryReadOnly", "TransitionError",
+    "action_text", "dmrm_memory_copy", "dmrm_settings_get", "dmrm_settings_update", "experience_append",
+    "experience_review", "experiences_append_batch", "experiences_from_trajectory", "experiences_retrieve",
     "source_memory_build", "source_memory_preview", "source_trajectories_from_episodes", "successful_trajectories",
     "trajectories_steps", "trajectory_steps",
 ]

@@ -4,8 +4,8 @@ import io
 
 from django.db.models import F
 
-from evaluation.runs.demo import DEMO_RUNS, load_demo
 from evaluation.models import Episode
+from evaluation.runs.demo import DEMO_RUNS, load_demo
 from evaluation.runs.models import EvaluationRun
 
 

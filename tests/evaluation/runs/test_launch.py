@@ -5,9 +5,9 @@ import pytest
 from evaluation.models import TaskSet
 from evaluation.runs.models import EvaluationRun, RunEpisode, Trial
 from evaluation.runs.services import RunLaunchError, run_drive, run_launch
+from evaluation.services import episode_run, episode_trajectory
 from orbs.models import MemoryBank, Orb
 from orbs.services import bank_get_or_create, orb_from_episode
-from evaluation.services import episode_run, episode_trajectory
 from tests.evaluation.runs.conftest import spec
 
 BAD_SPECS = [

@@ -9,9 +9,16 @@ from django.utils import timezone
 from evaluation.models import Episode
 from evaluation.runs.models import EvaluationRun, RunEpisode, Trial
 from evaluation.runs.services import (
-    RunActionError, run_cancel, run_drive, run_episode_execute, run_resume, run_retry_errors, run_start, run_sweep,
+    RunActionError,
+    protocol,
+    run_cancel,
+    run_drive,
+    run_episode_execute,
+    run_resume,
+    run_retry_errors,
+    run_start,
+    run_sweep,
 )
-from evaluation.runs.services import protocol
 from evaluation.runs.services.dispatch import inline_drain, inline_work
 from memweb.models import WorkerHeartbeat
 from orbs.models import Orb, RetrievalLog
@@ -77,7 +84,7 @@ def test_a_worker_that_lost_its_claim_stores_nothing(launch, monkeypatch):
 
     def slow_worker_a(**kwargs):
         play = real(**kwargs)
-        monkeypatch.setattr(orchestration, "episode_simulate", real)
+        monkeypatch.setattr(protocol, "episode_simulate", real)
         run_sweep(run_id=run.pk, everything=True)  # A looks dead: its row goes back to pending
         run_episode_execute(run_episode_id=row.pk, worker="b@host")
         return play
@@ -85,7 +92,7 @@ def test_a_worker_that_lost_its_claim_stores_nothing(launch, monkeypatch):
     with inline_work():
         run_start(run_id=run.pk)
         row = run.run_episodes.order_by("pk").first()
-        monkeypatch.setattr(orchestration, "episode_simulate", slow_worker_a)
+        monkeypatch.setattr(protocol, "episode_simulate", slow_worker_a)
         assert run_episode_execute(run_episode_id=row.pk, worker="a@host") is None
     row.refresh_from_db()
     assert row.status == RunEpisode.Status.DONE and row.claimed_by == "b@host" and row.attempts == 2

@@ -2,7 +2,14 @@
 import pytest
 
 from orbs.dmrm.qlearning import (
-    Choice, action_choices, budget_select, discounted_returns, prompt_render, q_target, q_update, state_key,
+    Choice,
+    action_choices,
+    budget_select,
+    discounted_returns,
+    prompt_render,
+    q_target,
+    q_update,
+    state_key,
 )
 
 

@@ -3,7 +3,10 @@ import pytest
 
 from orbs.dmrm.models import Experience, SourceMemory
 from orbs.dmrm.services import (
-    experience_append, experiences_retrieve, source_memory_build, source_memory_preview,
+    experience_append,
+    experiences_retrieve,
+    source_memory_build,
+    source_memory_preview,
 )
 from orbs.errors import OrbsError
 from tests.orbs.dmrm.conftest import shop_trajectory
