@@ -14,9 +14,9 @@ from evaluation.feedback.services import feedback_for_episode
 from evaluation.models import Episode, Task
 from evaluation.services import episode_run, episode_trajectory, taskset_builtin_load
 from memweb.llm import role_statuses
+from memweb.llm.backends import TextBackend
 from memweb.llm.config import JsonMode
 from memweb.models import LLMCall
-from orbs.backends import SCRIPTED_FALLBACK
 from orbs.backends.emotion import emotion_tag
 from orbs.backends.reflector import reflection_write
 from orbs.backends.rewriter import query_rewrite
@@ -99,9 +99,9 @@ def test_the_user_simulator_plays_an_episode(online, task):
 
 
 def assert_backend_labelled(result, model: str) -> None:
-    assert result.backend in (f"llm:{model}", SCRIPTED_FALLBACK)
+    assert result.backend in (f"llm:{model}", TextBackend.FALLBACK)
     assert result.value.strip()
-    assert result.backend != SCRIPTED_FALLBACK or result.error
+    assert result.backend != TextBackend.FALLBACK or result.error
 
 
 def assert_json_mode_recorded(role: str) -> None:
@@ -136,8 +136,8 @@ def test_the_scorer_scores_an_episode(online, task):
     config = online("scorer")
     started = time.monotonic()
     feedback = feedback_for_episode(episode=episode_run(task=task, max_turns=MAX_TURNS), seed=0)
-    assert feedback.score_backend in (f"llm:{config.model}", SCRIPTED_FALLBACK)
-    assert feedback.score_backend != SCRIPTED_FALLBACK or feedback.errors
+    assert feedback.score_backend in (f"llm:{config.model}", TextBackend.FALLBACK)
+    assert feedback.score_backend != TextBackend.FALLBACK or feedback.errors
     assert_calls_logged("scorer")
     assert_json_mode_recorded("scorer")
     record("scorer", seconds=round(time.monotonic() - started, 1), backend=feedback.score_backend)
