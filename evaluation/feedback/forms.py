@@ -2,6 +2,7 @@
 import pydantic
 from django import forms
 
+from annotation.services import campaigns_with_action_pairs
 from evaluation.feedback.models import CalibrationSetting, EpisodeFeedback, FeedbackProfile
 from evaluation.feedback.params import FeedbackParams
 from evaluation.feedback.services import BACKEND_FILTERS, run_episodes, runs_all
@@ -59,6 +60,23 @@ class CalibrationForm(forms.Form):
         except ValueError as exc:
             self.add_error(None, str(exc))
         return cleaned
+
+
+class CampaignFitForm(forms.Form):
+    """Which annotation campaign's people the action model is refitted to; only campaigns that have
+    conversations with a simulated score and a majority action are offered."""
+
+    campaign = forms.TypedChoiceField(coerce=int, empty_value=None, label="Campaign")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        found = campaigns_with_action_pairs()
+        self.campaigns = {campaign.pk: campaign for campaign, _ in found}
+        self.fields["campaign"].choices = [("", "choose a campaign"), *(
+            (campaign.pk, f"{campaign.name} ({n} conversation{'s' if n != 1 else ''})") for campaign, n in found)]
+
+    def clean_campaign(self):
+        return self.campaigns[self.cleaned_data["campaign"]]
 
 
 def _run_field() -> forms.ModelChoiceField:

@@ -42,6 +42,12 @@ def make_run(name: str, episodes):
                                   episode=episode, status=RunEpisode.Status.DONE)
     return run
 
+# (simulated score, people's action): dislikes at low scores, likes at high ones, as people do.
+PEOPLE = ([(2, "dislike")] * 3 + [(3, "dislike")] * 2 + [(3, "none")] + [(5, "none")] * 3 + [(7, "like")] * 2
+          + [(7, "none")] * 2 + [(9, "like")] * 4 + [(9, "none")])
+# Likes at both ends and dislikes in the middle: no rising and falling pair of curves stays within 1.
+CONTRADICTORY = [(1, "like")] * 5 + [(5, "dislike")] * 5 + [(10, "like")] * 5 + [(3, "dislike")] * 3
+
 
 def plant_campaign(name: str, pairs, *, writer):
     """An annotation campaign with one conversation per (simulated score, action): its one person

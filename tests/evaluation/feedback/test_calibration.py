@@ -14,13 +14,7 @@ from evaluation.feedback.services import (
     feedback_for_episode,
     feedback_rates,
 )
-from tests.evaluation.feedback.conftest import plant_campaign, play_many
-
-# (simulated score, people's action): dislikes at low scores, likes at high ones, as people do.
-PEOPLE = ([(2, "dislike")] * 3 + [(3, "dislike")] * 2 + [(3, "none")] + [(5, "none")] * 3 + [(7, "like")] * 2
-          + [(7, "none")] * 2 + [(9, "like")] * 4 + [(9, "none")])
-# Likes at both ends and dislikes in the middle: no rising and falling pair of curves stays within 1.
-CONTRADICTORY = [(1, "like")] * 5 + [(5, "dislike")] * 5 + [(10, "like")] * 5 + [(3, "dislike")] * 3
+from tests.evaluation.feedback.conftest import CONTRADICTORY, PEOPLE, plant_campaign, play_many
 
 
 def test_the_default_setting_hits_the_paper_targets_under_the_paper_distribution(db):
