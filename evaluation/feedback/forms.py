@@ -92,6 +92,14 @@ class SelectionForm(forms.Form):
                                help_text="Ignored when a run is chosen: all its episodes count.")
     domain = forms.ChoiceField(choices=[("", "any domain"), *Domain.choices], required=False)
 
+    def __init__(self, data=None, **kwargs):
+        # A query string without `latest` (e.g. only a domain or a campaign) would render "latest 50",
+        # the first option, while the episodes counted are the default 200.
+        if data is not None and not data.get("latest"):
+            data = data.copy()
+            data["latest"] = "200"
+        super().__init__(data, **kwargs)
+
     def _data(self) -> dict:
         return self.cleaned_data if self.is_valid() else {}
 
