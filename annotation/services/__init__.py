@@ -11,6 +11,7 @@ from annotation.services.allocation import (
 )
 from annotation.services.campaigns import (
     CampaignStateError,
+    campaign_find,
     campaign_has_judgments,
     campaign_status_change,
     criteria_problem,
@@ -47,6 +48,7 @@ from annotation.services.results import (
     campaign_action_pairs,
     campaign_progress,
     campaign_results,
+    campaigns_with_action_pairs,
     conversations_compared,
 )
 from annotation.services.transfer import campaign_export_lines, campaign_export_render, campaign_import
@@ -67,11 +69,13 @@ __all__ = [
     "campaign_action_pairs",
     "campaign_export_lines",
     "campaign_export_render",
+    "campaign_find",
     "campaign_has_judgments",
     "campaign_import",
     "campaign_progress",
     "campaign_results",
     "campaign_status_change",
+    "campaigns_with_action_pairs",
     "conversations_compared",
     "criteria_problem",
     "feedback_task_active",

@@ -67,6 +67,11 @@ def item_facets(*, campaign: Campaign) -> dict[str, list[str]]:
             for name in ("language", "task_format", "domain")} | {"formats": list(Item.TaskFormat.values)}
 
 
+def campaign_find(*, campaign_id: int) -> Campaign | None:
+    """For other apps, which reach campaigns through these services, never through the model."""
+    return Campaign.objects.filter(pk=campaign_id).first()
+
+
 def campaigns_open_count() -> int:
     """For the home page's live counts."""
     return Campaign.objects.filter(status=Campaign.Status.OPEN).count()

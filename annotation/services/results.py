@@ -256,6 +256,12 @@ def campaign_action_pairs(*, campaign: Campaign) -> list[tuple[int, str]]:
             if (majority := metrics.majority_label([action for _, action in conversation.human])) is not None]
 
 
+def campaigns_with_action_pairs() -> list[tuple[Campaign, int]]:
+    """Campaigns that can refit the action model, by name, each with its number of pairs."""
+    candidates = Campaign.objects.filter(items__simulated_score__isnull=False).distinct().order_by("name")
+    return [(campaign, n) for campaign in candidates if (n := len(campaign_action_pairs(campaign=campaign)))]
+
+
 def campaign_action_fit(*, campaign: Campaign) -> fidelity.ActionFit | None:
     """The action model refitted to this campaign's people; None without any majority to fit."""
     pairs = campaign_action_pairs(campaign=campaign)

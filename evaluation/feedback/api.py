@@ -1,7 +1,8 @@
 """The simulated-feedback JSON API (mounted at /api/evaluation/feedback), for operators only.
 
-Errors are `{"detail": ...}`: 404 unknown episode or no feedback yet; 422 invalid input or
-calibration targets that cannot be met (the message names S or the field).
+Errors are `{"detail": ...}`: 404 unknown episode, run or campaign, or no feedback yet; 422 invalid
+input, calibration targets that cannot be met (the message names S or the field), or a campaign with
+too few conversations rated by people to refit to.
 """
 from dataclasses import asdict
 from datetime import datetime
@@ -10,12 +11,16 @@ from typing import Any
 from ninja import Query, Router, Schema
 from ninja.errors import HttpError
 from ninja.responses import Status
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
+from annotation.services import campaign_find
 from evaluation.feedback.models import CalibrationSetting, EpisodeFeedback
 from evaluation.feedback.services import (
     CalibrationTable,
+    PeopleFit,
+    calibration_fit,
     calibration_recalibrate,
+    calibration_refit,
     calibration_table,
     feedback_for_episode,
     feedback_rates,
@@ -92,6 +97,35 @@ class RecalibrateIn(Schema):
         return self
 
 
+class RefitIn(Schema):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    campaign_id: int = Field(description="An annotation campaign whose people rated its conversations.")
+    apply: bool = Field(False, description="Make the fit the active calibration; otherwise only preview it.")
+
+
+class RefitRowOut(Schema):
+    score: int
+    n: int = Field(description="Conversations with this simulated score and a majority action of people.")
+    before_like: float
+    before_dislike: float
+    fit_like: float
+    fit_dislike: float
+    observed_like: float | None = Field(description="null where n is 0")
+    observed_dislike: float | None = Field(description="null where n is 0")
+
+
+class RefitOut(Schema):
+    campaign_id: int
+    campaign: str
+    n: int
+    params: dict[str, Any] | None = Field(description="The calibration with the fit in it; null when it cannot be.")
+    problem: str | None = Field(description="Why the fit cannot become the calibration; null when it can.")
+    applied: bool
+    distribution_source: str = Field(description="Of the active calibration, after this request.")
+    rows: list[RefitRowOut]
+
+
 class RatesQuery(Schema):
     run_id: int | None = Field(None, description="All episodes of this run; otherwise the latest ones.")
     latest: int = Field(200, ge=1, le=100_000)
@@ -117,6 +151,13 @@ def _calibration_out(table: CalibrationTable, setting: CalibrationSetting) -> di
     return {"params": table.params.model_dump(mode="json"), "distribution_source": setting.distribution_source,
             "c_like": table.c_like, "c_dislike": table.c_dislike, "global_like": table.global_like,
             "global_dislike": table.global_dislike, "rows": table.rows, "binary": table.binary}
+
+
+def _refit_out(fit: PeopleFit, *, applied: bool) -> dict:
+    params = fit.params.model_dump(mode="json") if fit.params else None
+    return {"campaign_id": fit.campaign_id, "campaign": fit.campaign, "n": fit.n, "params": params,
+            "problem": fit.problem, "applied": applied, "rows": fit.rows,
+            "distribution_source": CalibrationSetting.current().distribution_source}
 
 
 def _episode(episode_id: int) -> Episode:
@@ -183,6 +224,23 @@ def calibration_recalibrate_post(request, payload: RecalibrateIn):
     except ValueError as exc:
         return Status(422, {"detail": str(exc)})
     return _calibration_out(calibration_table(params=setting.params()), setting)
+
+
+@router.post("/calibration/recalibrate-from-campaign",
+             response={200: RefitOut, 404: ErrorOut, 422: ErrorOut}, auth=OPERATOR)
+def calibration_refit_post(request, payload: RefitIn):
+    """The action model refitted to a campaign's people beside the active one, per score; with
+    `apply`, also made the active calibration (applying again changes nothing more)."""
+    campaign = campaign_find(campaign_id=payload.campaign_id)
+    if campaign is None:
+        raise HttpError(404, f"No annotation campaign #{payload.campaign_id}")
+    try:
+        fit = calibration_fit(campaign=campaign)
+        if payload.apply:
+            calibration_refit(campaign=campaign, user=request.auth, label="API")
+    except ValueError as exc:
+        return Status(422, {"detail": str(exc)})
+    return _refit_out(fit, applied=payload.apply)
 
 
 @router.get("/calibration/rates", response={200: RatesOut, 404: ErrorOut}, auth=OPERATOR)

@@ -2,6 +2,7 @@
 import pydantic
 from django import forms
 
+from annotation.services import campaigns_with_action_pairs
 from evaluation.feedback.models import CalibrationSetting, EpisodeFeedback, FeedbackProfile
 from evaluation.feedback.params import FeedbackParams
 from evaluation.feedback.services import BACKEND_FILTERS, run_episodes, runs_all
@@ -61,6 +62,23 @@ class CalibrationForm(forms.Form):
         return cleaned
 
 
+class CampaignFitForm(forms.Form):
+    """Which annotation campaign's people the action model is refitted to; only campaigns that have
+    conversations with a simulated score and a majority action are offered."""
+
+    campaign = forms.TypedChoiceField(coerce=int, empty_value=None, label="Campaign")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        found = campaigns_with_action_pairs()
+        self.campaigns = {campaign.pk: campaign for campaign, _ in found}
+        self.fields["campaign"].choices = [("", "choose a campaign"), *(
+            (campaign.pk, f"{campaign.name} ({n} conversation{'s' if n != 1 else ''})") for campaign, n in found)]
+
+    def clean_campaign(self):
+        return self.campaigns[self.cleaned_data["campaign"]]
+
+
 def _run_field() -> forms.ModelChoiceField:
     return forms.ModelChoiceField(queryset=runs_all(), required=False, empty_label="any run",
                                   label="Run")
@@ -73,6 +91,14 @@ class SelectionForm(forms.Form):
     latest = forms.ChoiceField(choices=SELECTION_SIZES, required=False, initial="200",
                                help_text="Ignored when a run is chosen: all its episodes count.")
     domain = forms.ChoiceField(choices=[("", "any domain"), *Domain.choices], required=False)
+
+    def __init__(self, data=None, **kwargs):
+        # A query string without `latest` (e.g. only a domain or a campaign) would render "latest 50",
+        # the first option, while the episodes counted are the default 200.
+        if data is not None and not data.get("latest"):
+            data = data.copy()
+            data["latest"] = "200"
+        super().__init__(data, **kwargs)
 
     def _data(self) -> dict:
         return self.cleaned_data if self.is_valid() else {}

@@ -8,12 +8,14 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from evaluation.feedback.forms import BrowserForm, CalibrationForm, ProfileForm, SelectionForm
+from evaluation.feedback.forms import BrowserForm, CalibrationForm, CampaignFitForm, ProfileForm, SelectionForm
 from evaluation.feedback.models import CalibrationSetting, FeedbackProfile
 from evaluation.feedback.services import (
     calibration_curves,
+    calibration_fit,
     calibration_histogram,
     calibration_recalibrate,
+    calibration_refit,
     calibration_table,
     calibration_update,
     feedback_browse,
@@ -33,7 +35,20 @@ def _calibration_context(request, setting: CalibrationSetting, form: Calibration
     rates = feedback_rates(episodes=selection.episodes(), params=setting.params())
     return {"setting": setting, "form": form, "table": table, "selection": selection, "rates": rates,
             "selection_label": selection.label(), "curves": calibration_curves(table=table),
-            "histogram_chart": calibration_histogram(table=table, rates=rates)}
+            "histogram_chart": calibration_histogram(table=table, rates=rates), **_people_context(request.GET)}
+
+
+def _people_context(data) -> dict:
+    """The campaign choice and, once a campaign is chosen, the fit to its people or why there is none."""
+    form = CampaignFitForm(data if data and data.get("campaign") else None)
+    if not form.is_bound:
+        return {"fit_form": form}
+    if not form.is_valid():
+        return {"fit_form": form, "fit_problem": "choose one of the listed campaigns"}
+    try:
+        return {"fit_form": form, "fit": calibration_fit(campaign=form.cleaned_data["campaign"])}
+    except ValueError as exc:
+        return {"fit_form": form, "fit_problem": str(exc)}
 
 
 @require_GET
@@ -72,6 +87,32 @@ def feedback_recalibrate(request):
         messages.success(request, f"Recalibrated: {setting.distribution_source}.")
     query = urlencode({k: v for k, v in request.POST.items() if k in ("latest", "domain")})
     return redirect(f"{reverse('evaluation:feedback_calibration')}?{query}")
+
+
+@require_GET
+@role_required(Role.OPERATOR)
+def feedback_calibration_fit(request):
+    """Preview of the action model refitted to a campaign's people; the page itself shows it too."""
+    if request.htmx:
+        return render(request, "evaluation/feedback/_people_fit.html", _people_context(request.GET))
+    return redirect(f"{reverse('evaluation:feedback_calibration')}?{request.GET.urlencode()}")
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def feedback_calibration_refit(request):
+    form = CampaignFitForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise ValueError("choose one of the listed campaigns")
+        setting = calibration_refit(campaign=form.cleaned_data["campaign"], user=request.user)
+    except ValueError as exc:
+        messages.error(request, f"Not recalibrated: {exc}. Nothing was changed.")
+    else:
+        messages.success(request, f"Recalibrated: {setting.distribution_source}.")
+    # Back to the same campaign's preview, which now says whether the fit is the calibration.
+    query = urlencode({"campaign": request.POST.get("campaign", "")})
+    return redirect(f"{reverse('evaluation:feedback_calibration')}?{query}#people")
 
 
 # --- profiles ----------------------------------------------------------------------------------

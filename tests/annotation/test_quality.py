@@ -168,3 +168,17 @@ def test_it_pairs_simulated_scores_with_peoples_majority_for_the_refit(make_camp
     assert fit.n == 1 and set(fit.params) == {"s0_like", "k_like", "like_rate", "s0_dislike", "k_dislike",
                                               "dislike_rate", "distribution"}
     assert campaign_results(campaign=campaign)["fidelity"]["conversations"] == 2
+
+
+def test_it_offers_only_campaigns_with_pairs_for_the_refit(make_campaign, make_items, annotators):
+    from annotation.services import campaign_find, campaigns_with_action_pairs
+    rated, unrated, unscored = make_campaign(), make_campaign(), make_campaign()
+    make_items(unrated, 1, simulated_score=7)
+    make_items(unscored, 1)
+    item = make_items(rated, 1, simulated_score=8)[0]
+    person = annotators(1)[0]
+    assignment = Assignment.objects.create(campaign=rated, item=item, annotator=person)
+    judgment_submit(token=assignment.token, annotator=person, score=8, action="like",
+                    choices={key: "A" for key in rated.criterion_keys})
+    assert campaigns_with_action_pairs() == [(rated, 1)]
+    assert campaign_find(campaign_id=unrated.pk) == unrated and campaign_find(campaign_id=0) is None

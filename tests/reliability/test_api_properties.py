@@ -83,6 +83,8 @@ def request_names(operation) -> set[str]:
 DATA_REFUSALS = {
     "POST /api/evaluation/feedback/calibration/recalibrate": ("none of the selected episodes",
                                                               "calibration is infeasible"),
+    "POST /api/evaluation/feedback/calibration/recalibrate-from-campaign": ("campaign “",
+                                                                            "the fit to people cannot be used"),
 }
 
 

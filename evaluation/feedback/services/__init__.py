@@ -5,16 +5,21 @@ import from here. The design and its choices are described in docs/FEEDBACK_SIMU
 - conversation: what is judged (the final reply and the history the customer saw), the ground truth
 - critique, score, actions: the three parts of one judgement, each LLM or offline
 - judging: one episode's feedback, stored once
-- calibration: the action model's active parameters, its table, recalibration, chart data
+- calibration: the action model's active parameters, its table, recalibration (to scores, or refit
+  to people's actions in an annotation campaign), chart data
 - selectors: feedback rows per run or selection, realised rates, the browser's filters
 - to_memory: feedback into Orbs, off- and on-policy
 """
 from evaluation.feedback.services.actions import action_model, action_sample, action_streams
 from evaluation.feedback.services.calibration import (
+    MIN_FIT_PAIRS,
     CalibrationTable,
+    PeopleFit,
     calibration_curves,
+    calibration_fit,
     calibration_histogram,
     calibration_recalibrate,
+    calibration_refit,
     calibration_table,
     calibration_update,
 )
@@ -42,9 +47,10 @@ from evaluation.feedback.services.to_memory import (
 )
 
 __all__ = [
-    "BACKEND_FILTERS", "CalibrationTable", "FeedbackBatch", "FeedbackRates", "Judged", "Satisfaction", "Verbose",
-    "action_model", "action_sample", "action_streams", "calibration_curves", "calibration_histogram",
-    "calibration_recalibrate", "calibration_table", "calibration_update", "critique_llm", "critique_offline",
+    "BACKEND_FILTERS", "MIN_FIT_PAIRS", "CalibrationTable", "FeedbackBatch", "FeedbackRates", "Judged", "PeopleFit",
+    "Satisfaction", "Verbose", "action_model", "action_sample", "action_streams", "calibration_curves",
+    "calibration_fit", "calibration_histogram", "calibration_recalibrate", "calibration_refit", "calibration_table",
+    "calibration_update", "critique_llm", "critique_offline",
     "episode_judged", "evaluation_context", "feedback_browse", "feedback_for_episode", "feedback_of",
     "feedback_offpolicy", "feedback_onpolicy", "feedback_rates", "feedback_to_orbs", "feedback_trajectory",
     "profile_for", "profiles_ensure_defaults", "run_episodes", "run_find", "runs_all", "score_llm", "score_offline",

@@ -41,3 +41,24 @@ def make_run(name: str, episodes):
         RunEpisode.objects.create(run=run, trial=trial, task=episode.task, task_key=episode.task_snapshot["id"],
                                   episode=episode, status=RunEpisode.Status.DONE)
     return run
+
+# (simulated score, people's action): dislikes at low scores, likes at high ones, as people do.
+PEOPLE = ([(2, "dislike")] * 3 + [(3, "dislike")] * 2 + [(3, "none")] + [(5, "none")] * 3 + [(7, "like")] * 2
+          + [(7, "none")] * 2 + [(9, "like")] * 4 + [(9, "none")])
+# Likes at both ends and dislikes in the middle: no rising and falling pair of curves stays within 1.
+CONTRADICTORY = [(1, "like")] * 5 + [(5, "dislike")] * 5 + [(10, "like")] * 5 + [(3, "dislike")] * 3
+
+
+def plant_campaign(name: str, pairs, *, writer):
+    """An annotation campaign with one conversation per (simulated score, action): its one person
+    wrote feedback with that action, so the action is the people's majority."""
+    from annotation.models import Campaign, FeedbackTask, Item
+
+    campaign = Campaign.objects.create(name=name, status=Campaign.Status.OPEN)
+    for number, (score, action) in enumerate(pairs):
+        item = Item.objects.create(
+            campaign=campaign, source_ref=f"planted:{number}", conversation=[{"role": "user", "content": "Hello"}],
+            simulated_feedback="Fine.", language="en", task_format="SiSo", domain="appliances", simulated_score=score)
+        FeedbackTask.objects.create(item=item, campaign=campaign, status=FeedbackTask.Status.DONE, writer=writer,
+                                    text="Mine.", score=score, action=action)
+    return campaign

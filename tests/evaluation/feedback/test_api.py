@@ -5,7 +5,7 @@ import pytest
 
 from evaluation.feedback.models import CalibrationSetting, EpisodeFeedback
 from memweb.models import ApiKey
-from tests.evaluation.feedback.conftest import make_run, play_many
+from tests.evaluation.feedback.conftest import CONTRADICTORY, PEOPLE, make_run, plant_campaign, play_many
 
 API = "/api/evaluation/feedback"
 
@@ -27,6 +27,7 @@ def test_it_needs_credentials_and_the_operator_role(client, reviewer_user, faile
     client.force_login(reviewer_user)
     assert post(client, url, {"seed": 1}).status_code == 403
     assert post(client, f"{API}/calibration/recalibrate", {"latest": 5}).status_code == 403
+    assert post(client, f"{API}/calibration/recalibrate-from-campaign", {"campaign_id": 1}).status_code == 403
     assert not EpisodeFeedback.objects.exists()
 
 
@@ -86,3 +87,42 @@ def test_it_takes_a_runs_episodes(agent, builtin):
     assert done.status_code == 200 and done.json()["distribution_source"].endswith(f"(API: run #{run.pk})")
     assert post(agent, f"{API}/calibration/recalibrate", {"run_id": 999999}).json() == \
         {"detail": "No evaluation run #999999"}
+
+
+def test_it_previews_and_applies_the_fit_to_a_campaigns_people(agent, operator_user):
+    campaign = plant_campaign("Planted people", PEOPLE, writer=None)
+    url = f"{API}/calibration/recalibrate-from-campaign"
+    preview = post(agent, url, {"campaign_id": campaign.pk})
+    body = preview.json()
+    assert preview.status_code == 200 and (body["n"], body["applied"], body["problem"]) == (18, False, None)
+    assert [row["n"] for row in body["rows"]] == [0, 3, 3, 0, 3, 0, 4, 0, 5, 0]
+    assert body["rows"][8]["observed_like"] == pytest.approx(0.8) and body["rows"][3]["observed_like"] is None
+    assert body["rows"][8]["before_like"] == pytest.approx(agent.get(f"{API}/calibration").json()["rows"][8]["p_like"])
+    assert CalibrationSetting.current().distribution_source == "MemoryBench reference distribution"
+    applied = post(agent, url, {"campaign_id": campaign.pk, "apply": True}).json()
+    assert applied["applied"] and applied["rows"] == body["rows"] and applied["distribution_source"] == \
+        "refitted to people's actions in campaign “Planted people” (18 conversations) (API)"
+    table = agent.get(f"{API}/calibration").json()
+    assert table["params"] == body["params"]
+    assert [row["p_like"] for row in table["rows"]] == pytest.approx([row["fit_like"] for row in body["rows"]])
+    assert CalibrationSetting.current().updated_by == operator_user
+    again = post(agent, url, {"campaign_id": campaign.pk, "apply": True}).json()
+    assert again["params"] == body["params"]
+    assert again["rows"][8]["before_like"] == pytest.approx(again["rows"][8]["fit_like"], abs=1e-12)
+
+
+def test_it_refuses_an_unknown_or_thin_campaign_a_contradictory_fit_and_loose_input(agent):
+    url = f"{API}/calibration/recalibrate-from-campaign"
+    assert post(agent, url, {"campaign_id": 999999}).json() == {"detail": "No annotation campaign #999999"}
+    few = plant_campaign("Few", PEOPLE[:3], writer=None)
+    thin = post(agent, url, {"campaign_id": few.pk, "apply": True})
+    assert thin.status_code == 422 and "has 3 conversations" in thin.json()["detail"]
+    contradictory = plant_campaign("Contradictory", CONTRADICTORY, writer=None)
+    preview = post(agent, url, {"campaign_id": contradictory.pk}).json()
+    assert preview["params"] is None and "must not exceed 1" in preview["problem"]
+    refused = post(agent, url, {"campaign_id": contradictory.pk, "apply": True})
+    assert refused.status_code == 422 and refused.json()["detail"].startswith("the fit to people cannot be used")
+    for loose in ({"campaign_id": contradictory.pk, "dry_run": True}, {"campaign_id": str(contradictory.pk)},
+                  {"campaign_id": contradictory.pk, "apply": "yes"}):
+        assert post(agent, url, loose).status_code == 422, loose
+    assert CalibrationSetting.current().distribution_source == "MemoryBench reference distribution"

@@ -5,13 +5,16 @@ from evaluation.feedback import formulas as fm
 from evaluation.feedback.models import CalibrationSetting, EpisodeFeedback
 from evaluation.feedback.params import FeedbackParams
 from evaluation.feedback.services import (
+    MIN_FIT_PAIRS,
+    calibration_fit,
     calibration_recalibrate,
+    calibration_refit,
     calibration_table,
     calibration_update,
     feedback_for_episode,
     feedback_rates,
 )
-from tests.evaluation.feedback.conftest import play_many
+from tests.evaluation.feedback.conftest import CONTRADICTORY, PEOPLE, plant_campaign, play_many
 
 
 def test_the_default_setting_hits_the_paper_targets_under_the_paper_distribution(db):
@@ -73,3 +76,51 @@ def test_recalibrating_without_feedback_is_refused(builtin):
     with pytest.raises(ValueError, match="none of the selected episodes"):
         calibration_recalibrate(episodes=episodes)
     assert CalibrationSetting.current().distribution_source == "MemoryBench reference distribution"
+
+
+def test_it_previews_the_fit_to_a_campaigns_people_beside_the_current_model(db):
+    campaign = plant_campaign("Planted people", PEOPLE, writer=None)
+    before = calibration_table(params=CalibrationSetting.current().params())
+    fit = calibration_fit(campaign=campaign)
+    assert (fit.n, fit.campaign, fit.problem, fit.active) == (18, "Planted people", None, False)
+    assert [row["n"] for row in fit.rows] == [0, 3, 3, 0, 3, 0, 4, 0, 5, 0]
+    assert [row["before_like"] for row in fit.rows] == [row["p_like"] for row in before.rows]
+    assert [row["before_dislike"] for row in fit.rows] == [row["p_dislike"] for row in before.rows]
+    third, ninth, fourth = fit.rows[2], fit.rows[8], fit.rows[3]
+    assert (third["observed_like"], third["observed_dislike"]) == (0, pytest.approx(2 / 3))
+    assert (ninth["observed_like"], ninth["observed_dislike"]) == (pytest.approx(0.8), 0)
+    assert fourth["observed_like"] is None
+    # The fitted curves follow people: most like at S=9, most dislike at S=2, far above the current model.
+    assert ninth["fit_like"] == pytest.approx(0.8, abs=0.05) and fit.rows[1]["fit_dislike"] > 0.9
+    assert ninth["fit_like"] > 5 * ninth["before_like"]
+    assert CalibrationSetting.current().params() == before.params  # a preview saves nothing
+
+
+def test_it_applies_the_fit_and_keeps_the_noise_controls(db, operator_user):
+    setting = CalibrationSetting.current()
+    calibration_update(setting=setting, params=setting.params().model_copy(update={"score_sigma": 0.5}))
+    campaign = plant_campaign("Planted people", PEOPLE, writer=None)
+    fit = calibration_fit(campaign=campaign)
+    setting = calibration_refit(campaign=campaign, user=operator_user)
+    stored = setting.params()
+    assert stored == fit.params and stored.score_sigma == 0.5 and setting.updated_by == operator_user
+    assert stored.s0_like != pytest.approx(7.5) and stored.like_rate != pytest.approx(fm.LIKE_RATE)
+    assert stored.distribution == pytest.approx((0, 3 / 18, 3 / 18, 0, 3 / 18, 0, 4 / 18, 0, 5 / 18, 0))
+    assert setting.distribution_source == "refitted to people's actions in campaign “Planted people” (18 conversations)"
+    after = calibration_table(params=stored)
+    assert [row["p_like"] for row in after.rows] == pytest.approx([row["fit_like"] for row in fit.rows])
+    assert [row["p_dislike"] for row in after.rows] == pytest.approx([row["fit_dislike"] for row in fit.rows])
+    assert calibration_fit(campaign=campaign).active
+
+
+def test_it_refuses_a_contradictory_fit_or_too_few_conversations_and_changes_nothing(db):
+    before = CalibrationSetting.current().params()
+    contradictory = plant_campaign("Contradictory", CONTRADICTORY, writer=None)
+    fit = calibration_fit(campaign=contradictory)
+    assert fit.params is None and "must not exceed 1" in fit.problem
+    with pytest.raises(ValueError, match="the fit to people cannot be used: like_rate"):
+        calibration_refit(campaign=contradictory)
+    few = plant_campaign("Few", PEOPLE[:MIN_FIT_PAIRS - 1], writer=None)
+    with pytest.raises(ValueError, match=f"“Few” has {MIN_FIT_PAIRS - 1} conversations .* at least {MIN_FIT_PAIRS}"):
+        calibration_refit(campaign=few)
+    assert CalibrationSetting.current().params() == before

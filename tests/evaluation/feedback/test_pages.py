@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from evaluation.feedback.models import CalibrationSetting, EpisodeFeedback, FeedbackProfile
 from evaluation.feedback.services import feedback_for_episode
-from tests.evaluation.feedback.conftest import make_run, play_many
+from tests.evaluation.feedback.conftest import CONTRADICTORY, PEOPLE, make_run, plant_campaign, play_many
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 HOSTILE = "<script>alert('owned')</script>"
@@ -28,8 +28,10 @@ def calibration_post(**changes) -> dict:
 
 
 def test_it_keeps_every_page_for_operators(client, reviewer_user, failed_episode):
-    gets = [reverse(f"evaluation:feedback_{name}") for name in ("calibration", "browser", "profiles", "profile_new")]
+    gets = [reverse(f"evaluation:feedback_{name}")
+            for name in ("calibration", "calibration_fit", "browser", "profiles", "profile_new")]
     posts = [reverse("evaluation:feedback_calibration_update"), reverse("evaluation:feedback_recalibrate"),
+             reverse("evaluation:feedback_calibration_refit"),
              reverse("evaluation:feedback_generate", args=[failed_episode.pk])]
     for url in gets:
         assert client.get(url)["Location"].startswith(reverse("login"))
@@ -89,6 +91,49 @@ def test_it_shows_realised_rates_and_recalibrates_on_the_chosen_episodes(operato
                          follow=True)
     assert "Recalibrated: recalibrated from 12 realised scores" in done.content.decode()
     assert done.context["rates"].expected["like"] == pytest.approx(0.0559, abs=1e-12)
+
+
+def test_it_explains_how_to_get_campaigns_when_none_has_peoples_actions(operator):
+    page = operator.get(reverse("evaluation:feedback_calibration")).content.decode()
+    assert "Recalibrate from people's judgments" in page and "No campaign has people's actions yet" in page
+    assert "Demo: feedback comparison (scripted)" in page and 'id="people-fit"' not in page
+
+
+def test_it_previews_the_fit_to_a_campaigns_people_and_applies_it(operator, operator_user):
+    campaign = plant_campaign("Planted <people>", PEOPLE, writer=None)
+    page = operator.get(reverse("evaluation:feedback_calibration")).content.decode()
+    assert "Planted &lt;people&gt; (18 conversations)" in page and 'id="people-fit-table"' not in page
+    preview = operator.get(reverse("evaluation:feedback_calibration_fit"), {"campaign": campaign.pk}, **HTMX)
+    fragment = preview.content.decode()
+    assert "<html" not in fragment and 'id="people-fit-table"' in fragment and "Apply this fit" in fragment
+    fit = preview.context["fit"]
+    assert fit.n == 18 and f"{fit.rows[8]['fit_like']:.4f}" in fragment and "0.8000" in fragment
+    assert operator.get(reverse("evaluation:feedback_calibration_fit"), {"campaign": campaign.pk})["Location"] == \
+        f"{reverse('evaluation:feedback_calibration')}?campaign={campaign.pk}"
+    applied = operator.post(reverse("evaluation:feedback_calibration_refit"), {"campaign": campaign.pk}, follow=True)
+    text = applied.content.decode()
+    assert "Recalibrated: refitted to people&#x27;s actions in campaign “Planted &lt;people&gt;”" in text
+    assert "The active calibration is this fit." in text and "Apply this fit" not in text
+    setting = CalibrationSetting.current()
+    assert setting.params() == fit.params and setting.updated_by == operator_user
+
+
+def test_it_names_why_a_campaign_cannot_recalibrate_and_changes_nothing(operator):
+    contradictory = plant_campaign("Contradictory", CONTRADICTORY, writer=None)
+    few = plant_campaign("Few", PEOPLE[:4], writer=None)
+    preview = operator.get(reverse("evaluation:feedback_calibration_fit"), {"campaign": contradictory.pk}, **HTMX)
+    fragment = preview.content.decode()
+    assert "This fit cannot become the calibration: like_rate + dislike_rate must not exceed 1" in fragment
+    assert 'id="people-fit-table"' in fragment and "Apply this fit" not in fragment
+    too_few = operator.get(reverse("evaluation:feedback_calibration_fit"), {"campaign": few.pk}, **HTMX)
+    assert "No fit: campaign “Few” has 4 conversations" in too_few.content.decode()
+    refused = operator.post(reverse("evaluation:feedback_calibration_refit"), {"campaign": contradictory.pk},
+                            follow=True)
+    assert "Not recalibrated: the fit to people cannot be used: like_rate + dislike_rate must not exceed 1. " \
+           "Nothing was changed." in refused.content.decode()
+    unknown = operator.post(reverse("evaluation:feedback_calibration_refit"), {"campaign": 0}, follow=True)
+    assert "Not recalibrated: choose one of the listed campaigns" in unknown.content.decode()
+    assert CalibrationSetting.current().distribution_source == "MemoryBench reference distribution"
 
 
 def test_profiles_are_listed_edited_and_escaped(operator):
