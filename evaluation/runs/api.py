@@ -190,7 +190,7 @@ class FlipOut(Schema):
     difference: float | None
 
 
-class PairOut(Schema):
+class RunPairOut(Schema):
     run: int
     baseline: int
     success: DifferenceOut
@@ -206,7 +206,7 @@ class CompareOut(Schema):
     runs: list[int]
     baseline: int
     sort: str
-    pairs: list[PairOut]
+    pairs: list[RunPairOut]
 
 
 class CompareQuery(Schema):
