@@ -95,7 +95,7 @@ def _revision_fields(orb: Orb, *, obs, emotion, outcome, context) -> dict:
         "context": orb.context if context is None else context,
     }
     if all(fields[name] == getattr(orb, name) for name in fields):
-        raise OrbsError("the edit changes nothing")
+        raise OrbsError("the edit changes nothing: obs, emotion, outcome and context are all as they were")
     return fields
 
 
