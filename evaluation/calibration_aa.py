@@ -29,7 +29,7 @@ class SimulationResult:
     """How often `comparisons` simulated comparisons named the second pseudo-run better or worse."""
 
     comparisons: int
-    called: int  # the interval left out 0: the verdict named a winner
+    called: int  # the verdict named a winner (interval leaves out 0 and p < alpha)
     rejected: int  # p-value below alpha
     trials: int
     tasks: int

@@ -254,13 +254,24 @@ class PairedDifference:
     confidence: float
 
     @property
-    def decided(self) -> bool:
-        """A winner may be named only when the interval leaves out 0."""
+    def interval_excludes_zero(self) -> bool:
         return self.low > 0 or self.high < 0
+
+    @property
+    def significant(self) -> bool:
+        return self.p_value < 1 - self.confidence
+
+    @property
+    def decided(self) -> bool:
+        """A winner may be named only when the interval leaves out 0 and the sign-flip test agrees:
+        on a handful of tasks the percentile bootstrap is far too narrow (3 tasks can leave out 0
+        at p = 0.25), while the exact test is not."""
+        return self.interval_excludes_zero and self.significant
 
     def as_dict(self) -> dict:
         return {"estimate": self.estimate, "low": self.low, "high": self.high, "p_value": self.p_value,
-                "tasks": self.tasks, "confidence": self.confidence, "decided": self.decided}
+                "tasks": self.tasks, "confidence": self.confidence, "decided": self.decided,
+                "interval_excludes_zero": self.interval_excludes_zero, "significant": self.significant}
 
 
 def aligned_trials(a: Sequence[TrialResult], b: Sequence[TrialResult]) -> list[tuple[bool, bool]]:
@@ -377,12 +388,20 @@ def _p_text(p_value: float) -> str:
 def verdict_text(difference: PairedDifference, *, a_name: str, b_name: str,
                  measure: str = "per-trial success") -> str:
     """The comparison in one sentence, in percentage points. It names a winner only when the
-    interval leaves out 0; otherwise it says the data cannot tell the runs apart."""
+    interval leaves out 0 and the p-value is below the level; otherwise it says the data cannot tell
+    the runs apart, and which of the two disagrees."""
     level = f"{round(difference.confidence * 100)} % CI"
+    interval = f"{level} {_points(difference.low)} to {_points(difference.high)}"
     if not difference.decided:
-        return (f"No winner on {measure}: {a_name} minus {b_name} is {_points(difference.estimate)} points, "
-                f"{level} {_points(difference.low)} to {_points(difference.high)}, which includes no difference "
-                f"({_p_text(difference.p_value)}).")
+        start = f"No winner on {measure}: {a_name} minus {b_name} is {_points(difference.estimate)} points, "
+        alpha = f"{1 - difference.confidence:.2f}"
+        if difference.interval_excludes_zero:
+            return (f"{start}{interval}, which leaves out no difference, but the sign-flip test does not agree "
+                    f"({_p_text(difference.p_value)}, not below {alpha}).")
+        if difference.significant:
+            return (f"{start}{interval}, which includes no difference, although the sign-flip test gives "
+                    f"{_p_text(difference.p_value)}.")
+        return f"{start}{interval}, which includes no difference ({_p_text(difference.p_value)})."
     sign = 1 if difference.estimate > 0 else -1
     leader, other = (a_name, b_name) if sign > 0 else (b_name, a_name)
     low, high = sorted((sign * difference.low, sign * difference.high))

@@ -94,7 +94,7 @@ def test_it_reports_each_trials_difference_with_mcnemar():
     assert (rows[0]["a_only"], rows[0]["b_only"]) == (0, 1)
 
 
-def test_it_names_a_winner_only_when_the_interval_leaves_out_zero():
+def test_it_names_a_winner_only_when_the_interval_leaves_out_zero_and_p_is_below_5_percent():
     ahead = metrics.PairedDifference(estimate=0.081, low=0.032, high=0.130, p_value=0.002, tasks=130, confidence=0.95)
     assert metrics.verdict_text(ahead, a_name="MemOrb", b_name="no memory") == (
         "MemOrb is ahead of no memory by 8.1 points on per-trial success, 95 % CI 3.2–13.0 (p = 0.002).")
@@ -106,6 +106,26 @@ def test_it_names_a_winner_only_when_the_interval_leaves_out_zero():
     assert metrics.verdict_text(tie, a_name="MemOrb", b_name="no memory") == (
         "No winner on per-trial success: MemOrb minus no memory is 1.2 points, 95 % CI −3.0 to 5.4, "
         "which includes no difference (p = 0.610).")
+
+
+def test_it_names_no_winner_on_three_tasks_where_the_interval_and_the_test_disagree():
+    # Every task is ahead in A: the bootstrap interval leaves out 0, but 3 signs give at best p = 2/8.
+    ahead = {"x": [T, T, T, T], "y": [T, T, F, T], "z": [T, T, T, F]}
+    behind = {"x": [F, F, F, F], "y": [F, F, F, T], "z": [F, T, F, F]}
+    difference = metrics.paired_compare(ahead, behind, seed=0, resamples=1000)
+    assert difference.interval_excludes_zero and difference.p_value == 0.25
+    assert not difference.significant and not difference.decided
+    assert metrics.verdict_text(difference, a_name="MemOrb", b_name="no memory") == (
+        "No winner on per-trial success: MemOrb minus no memory is 66.7 points, 95 % CI 50.0 to 100.0, "
+        "which leaves out no difference, but the sign-flip test does not agree (p = 0.250, not below 0.05).")
+
+
+def test_it_says_so_when_the_test_rejects_but_the_interval_covers_zero():
+    edge = metrics.PairedDifference(estimate=0.03, low=-0.001, high=0.06, p_value=0.045, tasks=130, confidence=0.95)
+    assert not edge.decided
+    assert metrics.verdict_text(edge, a_name="MemOrb", b_name="no memory") == (
+        "No winner on per-trial success: MemOrb minus no memory is 3.0 points, 95 % CI −0.1 to 6.0, "
+        "which includes no difference, although the sign-flip test gives p = 0.045.")
 
 
 def test_it_lists_flips_between_runs_and_instability_within_a_run():
