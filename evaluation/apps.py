@@ -22,6 +22,8 @@ class EvaluationConfig(AppConfig):
     # Called on every worker heartbeat: re-arms run watchdogs whose countdown messages were lost.
     worker_beats: tuple = ("evaluation.runs.services.runs_watch_overdue",)
     trajectory_sources: tuple = (("episodes", "evaluation.services.trajectory_source.trajectories_of_domain"),)
+    # A finished run's stored verdicts, for the A/A calibration command (evaluation core) to read.
+    outcome_sources: tuple = (("runs", "evaluation.runs.services.run_outcomes"),)
     # Read by memweb's load_demo: the runs' demo, which loads the core's (evaluation.demo) first.
     demo_module = "evaluation.runs.demo"
     role_permissions: dict = {

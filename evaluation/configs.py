@@ -64,6 +64,11 @@ class MemoryConfig(_Config):
     same_domain_only: bool = False
     min_score: float | None = Field(default=None, ge=-1.0, le=1.0)
     per_turn: bool = Field(default=True, description="Retrieve before every agent turn, or once per episode")
+    withhold_probability: float = Field(
+        default=0.0, ge=0.0, le=1.0,
+        description="Chance that a retrieved Orb is kept out of the prompt, decided once per (episode, Orb)")
+    withhold_key: str = Field(default="", max_length=200,
+                              description="The episode's key for the withholding draw (the same key draws the same)")
 
     @model_validator(mode="after")
     def _bank_for_memory(self):

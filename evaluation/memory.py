@@ -5,7 +5,14 @@ retrieval through orbs.dmrm.services.experiences_retrieve (embed (o, g) -> rank 
 experiences -> fill the token budget). Each retrieval is recorded on the episode with its hits, so
 the transcript shows what the agent saw. A hook answers `before_turn(*, turn, query, calls)` with
 (prompt block, record or None); `calls` are the episode's tool calls so far.
+
+Randomised withholding: with `config.withhold_probability`, a retrieved Orb is kept out of the
+prompt, decided once per (episode, Orb) from `config.withhold_key`, so the episodes an Orb was served
+in and those it was withheld from differ only by chance and by the Orb: their success rates then
+estimate what it is worth (`evaluation.metrics.memory_effect`).
 """
+import hashlib
+
 from evaluation.configs import MemoryConfig
 from orbs.dmrm.services import action_text, experiences_retrieve
 from orbs.services import bank_resolve, orbs_retrieve
@@ -23,6 +30,15 @@ def memory_hook(*, config: MemoryConfig, task: dict, bank=None):
     bank = bank or bank_resolve(config.bank)
     parts = [hook(config=config, task=task, bank=bank) for hook in hooks]
     return parts[0] if len(parts) == 1 else CombinedHook(parts)
+
+
+def memory_withheld(*, key: str, memory_id: int | str, probability: float) -> bool:
+    """The same (key, memory) always draws the same, in every process and on every turn: a hash,
+    not a random generator whose state depends on what was drawn before."""
+    if probability <= 0:
+        return False
+    digest = hashlib.sha256(f"{key}:{memory_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < probability
 
 
 class _Hook:
@@ -45,13 +61,20 @@ class MemOrbHook(_Hook):
             context={"task_id": self.task["id"], "domain": self.task["domain"], "turn": turn},
             domain=self.task["domain"] if self.config.same_domain_only else None,
             customer_key=self.task["customer_id"] if self.config.same_customer_only else None,
-            min_score=self.config.min_score, client="evaluation")
+            min_score=self.config.min_score, client="evaluation", withhold=self._withheld)
         self.retrieval_ids.append(result.retrieval_id)
         return result.prompt_block, {
             "retrieval_id": result.retrieval_id, "rewritten_query": result.rewritten_query,
             "prompt_block": result.prompt_block,
+            "served_ids": [hit.orb.pk for hit in result.hits if not hit.withheld],
+            "withheld_ids": [hit.orb.pk for hit in result.hits if hit.withheld],
             "hits": [{"orb_id": hit.orb.pk, "rank": hit.rank, "score": hit.score, "emotion": hit.orb.emotion,
+                      "withheld": hit.withheld, "injected": hit.injected,
                       "outcome": hit.orb.outcome[:_OUTCOME_CHARS]} for hit in result.hits]}
+
+    def _withheld(self, orb_id: int) -> bool:
+        return memory_withheld(key=self.config.withhold_key, memory_id=orb_id,
+                               probability=self.config.withhold_probability)
 
 
 class DMRMHook(_Hook):

@@ -516,6 +516,8 @@ def comparison_power(*, effect: float, trials: int, tasks: int, variance: float,
     the far tail ignored)."""
     normal = NormalDist()
     standard_error = sqrt(2 * variance / (trials * tasks))
+    if standard_error == 0:  # tasks that never vary between trials: any difference is seen at once
+        return 1.0
     return normal.cdf(effect / standard_error - normal.inv_cdf(1 - alpha / 2))
 
 

@@ -1,15 +1,20 @@
-"""Pages: the task list, a task, task import/export, episodes and their transcripts."""
+"""Pages: the task list, a task, task import/export, episodes and their transcripts, and what each
+memory is worth."""
 from django.contrib import messages
-from django.http import HttpResponse
+from django.core.exceptions import ObjectDoesNotExist
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from pydantic import ValidationError
 
 from evaluation.forms import PlayForm, TaskFilterForm, TaskImportForm
+from evaluation.metrics import MIN_RETRIEVALS
 from evaluation.models import Episode, Task, TaskSet
 from evaluation.services import (
     EpisodeConfigError,
+    bank_effects_rank,
     episode_run,
+    orb_effects_compute,
     tasks_export_jsonl,
     tasks_filtered,
     tasks_import_jsonl,
@@ -17,6 +22,7 @@ from evaluation.services import (
 )
 from memweb.listing import list_page
 from memweb.roles import Role, role_required
+from orbs.services import bank_resolve
 
 # --- tasks ---------------------------------------------------------------------------
 
@@ -129,3 +135,27 @@ def _turns(episode: Episode) -> list[dict]:
         turn = turns.setdefault(number, {"number": number, "messages": [], "memory": memories.get(number)})
         turn["messages"].append(message)
     return list(turns.values())
+
+
+# --- what each memory is worth (randomised withholding) -----------------------------------------
+
+@require_GET
+@role_required(Role.OPERATOR, Role.REVIEWER)
+def memory_effects(request, slug: str):
+    try:
+        bank = bank_resolve(slug)
+    except ObjectDoesNotExist:
+        raise Http404(f"No memory bank {slug!r}") from None
+    context = {"bank": bank, "rows": bank_effects_rank(bank=bank), "min_retrievals": MIN_RETRIEVALS}
+    return render(request, "evaluation/memory_effects.html", context)
+
+
+@require_GET
+@role_required(Role.OPERATOR, Role.REVIEWER)
+def orb_effect(request, orb_id: int):
+    """The Orb page loads this with htmx; without htmx it is a page of its own."""
+    effect = orb_effects_compute(orb_ids=[orb_id])[orb_id]
+    context = {"orb_id": orb_id, "effect": effect, "min_retrievals": MIN_RETRIEVALS}
+    if request.htmx:
+        return render(request, "evaluation/_orb_effect.html", context)
+    return render(request, "evaluation/orb_effect.html", context)

@@ -53,3 +53,11 @@ def trajectory_source(name: str) -> Callable[..., list[dict]]:
     if name not in sources:
         raise ImproperlyConfigured(f"no installed app provides the trajectory source {name!r}")
     return import_string(sources[name])
+
+
+def outcome_source(name: str) -> Callable[..., dict[str, list]]:
+    """The stored-outcomes source an app registered under `name` (a success matrix by id)."""
+    sources = dict(declared_tuples("outcome_sources", (2,)))
+    if name not in sources:
+        raise ImproperlyConfigured(f"no installed app provides the outcome source {name!r}")
+    return import_string(sources[name])

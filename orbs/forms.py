@@ -79,6 +79,7 @@ class QueueFilterForm(forms.Form):
     q = forms.CharField(required=False, max_length=200, label="Text search")
     semantic = forms.CharField(required=False, max_length=500, label="Semantic search")
     near_duplicates = forms.BooleanField(required=False, label="Near-duplicates only")
+    flagged = forms.BooleanField(required=False, label="Flagged as harmful only")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -93,7 +94,7 @@ class QueueFilterForm(forms.Form):
             bank=data.get("bank", ""), status=data.get("status", ""), domain=data.get("domain", ""),
             emotion=data.get("emotion", ""), source=data.get("source", ""),
             source_label=data.get("source_label", ""), text=data.get("q", ""),
-            near_duplicates=data.get("near_duplicates", False),
+            near_duplicates=data.get("near_duplicates", False), flagged=data.get("flagged", False),
         )
 
 

@@ -163,6 +163,9 @@ class Orb(models.Model):
     emotion_backend = models.CharField(max_length=200, default=TextBackend.SCRIPTED)
     reflector_backend = models.CharField(max_length=200, default=TextBackend.SCRIPTED)
     backend_error = models.TextField(blank=True, help_text="Why the LLM backend was not used, when it failed.")
+    flagged_at = models.DateTimeField(null=True, blank=True, db_index=True,
+                                      help_text="When its measured effect flagged it for a reviewer (never deleted).")
+    flag_note = models.TextField(blank=True)
     times_retrieved = models.PositiveIntegerField(default=0)
     last_retrieved_at = models.DateTimeField(null=True, blank=True)
     version = models.PositiveIntegerField(default=1, help_text="Bumped by every review action (optimistic locking).")
@@ -218,6 +221,7 @@ class ReviewEvent(models.Model):
         EDITED = "edited", "edited (new revision)"
         SUPERSEDED = "superseded", "superseded"
         MERGED = "merged", "merged"
+        FLAGGED = "flagged", "flagged for review"
 
     orb = models.ForeignKey(Orb, on_delete=models.CASCADE, related_name="events")
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
@@ -278,6 +282,9 @@ class RetrievalHit(models.Model):
     orb = models.ForeignKey(Orb, on_delete=models.CASCADE, related_name="retrieval_hits")
     rank = models.PositiveSmallIntegerField()
     score = models.FloatField()
+    withheld = models.BooleanField(default=False, help_text="Kept out of the prompt by randomised withholding.")
+    injected = models.BooleanField(null=True, help_text="In the prompt block (false: withheld or cut by the token "
+                                                        "budget; empty: logged before this was recorded).")
 
     class Meta:
         ordering = ["-retrieval__created_at", "rank"]

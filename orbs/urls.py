@@ -8,6 +8,7 @@ urlpatterns = [
     path("", views.queue, name="queue"),
     path("bulk/", views.bulk, name="bulk"),
     path("<int:orb_id>/", views.orb_detail, name="detail"),
+    path("<int:orb_id>/provenance/", views.orb_provenance_page, name="provenance"),
     path("<int:orb_id>/approve/", views.approve, name="approve"),
     path("<int:orb_id>/reject/", views.reject, name="reject"),
     path("<int:orb_id>/merge/", views.merge, name="merge"),

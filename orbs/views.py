@@ -30,7 +30,9 @@ from orbs.services import (
     orb_approve,
     orb_edit,
     orb_merge,
+    orb_provenance,
     orb_reject,
+    orb_revisions,
     orbs_bulk_review,
     orbs_search,
 )
@@ -68,17 +70,11 @@ def queue(request):
 
 # --- one Orb ----------------------------------------------------------------------
 
-def _revision_chain(orb: Orb) -> list[Orb]:
-    """Oldest first: the revisions this one superseded, itself, then the revisions that followed."""
-    chain, older = [orb], orb.supersedes
-    while older is not None:
-        chain.insert(0, older)
-        older = older.supersedes
-    newer = orb.revisions.first()
-    while newer is not None:
-        chain.append(newer)
-        newer = newer.revisions.first()
-    return chain
+@require_GET
+@role_required(*READERS)
+def orb_provenance_page(request, orb_id: int):
+    orb = get_object_or_404(Orb.objects.select_related("bank"), pk=orb_id)
+    return render(request, "orbs/provenance.html", orb_provenance(orb=orb))
 
 
 @require_GET
@@ -92,7 +88,7 @@ def orb_detail(request, orb_id: int):
         "orb": orb,
         "events": orb.events.select_related("actor"),
         "hits": RetrievalHit.objects.filter(orb=orb).select_related("retrieval")[:100],
-        "chain": _revision_chain(orb),
+        "chain": orb_revisions(orb=orb),
         "trajectory": orb.episode.trajectory if orb.episode else None,
         "can_review": has_role(request.user, Role.REVIEWER),
         "reject_form": RejectForm(initial={"expected_version": orb.version}),

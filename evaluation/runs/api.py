@@ -82,6 +82,7 @@ class RunOut(RunSummaryOut):
     memory_approved_only: bool
     memory_same_customer_only: bool
     memory_per_turn: bool
+    withhold_probability: float
     dmrm_config: dict
     seed: int
     max_turns: int

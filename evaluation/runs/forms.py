@@ -71,6 +71,11 @@ class RunLaunchForm(forms.Form):
                                      label="Same customer only", help_text="The paper's no-cross-user ablation.")
     per_turn = _spec_field(forms.BooleanField, "per_turn", required=False, label="Retrieve before every turn",
                            help_text="Off: once per episode, before the first answer.")
+    withhold_probability = _spec_field(forms.FloatField, "withhold_probability", required=False,
+                                       label="Withhold probability",
+                                       help_text="Chance that a retrieved Orb is kept out of an episode's prompt "
+                                                 "(decided once per episode and Orb from the seed), so each "
+                                                 "memory's effect can be measured; 0 serves every memory.")
     bank_source = forms.ModelChoiceField(queryset=banks_all(), to_field_name="slug", required=False,
                                          empty_label="a fresh, empty bank", label="Start from",
                                          help_text="The run works on its own copy; the source is never changed.")
@@ -100,7 +105,9 @@ class RunLaunchForm(forms.Form):
         ids = [part for part in data["task_ids"].replace(",", " ").split() if part]
         plain = ("name", "domain", "split", "memory_mode", "memory_k", "approved_only", "same_customer_only",
                  "per_turn", "trials", "pass_k", "seed", "max_turns", "concurrency", "review_gate", "feedback_enabled")
-        return {**{name: data[name] for name in plain}, **self._dmrm(data),
+        # Left empty, the spec's default applies (as for a field an older page did not post).
+        withhold = {} if data["withhold_probability"] is None else {"withhold_probability": data["withhold_probability"]}
+        return {**{name: data[name] for name in plain}, **self._dmrm(data), **withhold,
                 "task_set": data["task_set"].name if data["task_set"] else "", "task_ids": ids,
                 "agent": {"backend": data["agent"], **_capped(data["agent_max_tokens"]),
                           **({"error_rates": rates} if data["agent"] == AgentBackend.SCRIPTED else {})},
@@ -160,3 +167,20 @@ class RunImportForm(forms.Form):
         if not isinstance(data, dict):
             raise forms.ValidationError("The file must hold one JSON object, as “Export JSON” writes it.")
         return data
+
+
+class RunPlanForm(forms.Form):
+    """The planner beside the launch form: the effect to detect, and the launch form's own task
+    selection fields (sent along with htmx's hx-include)."""
+
+    effect = forms.FloatField(min_value=0.1, max_value=100, label="Effect to detect (points)",
+                              help_text="The smallest success difference a comparison with this run should find.")
+    task_set = forms.CharField(required=False, max_length=100)
+    domain = forms.CharField(required=False, max_length=16)
+    split = forms.CharField(required=False, max_length=8)
+    task_ids = forms.CharField(required=False)
+
+    def plan_arguments(self) -> dict:
+        data = self.cleaned_data
+        return {"task_set": data["task_set"], "effect": data["effect"] / 100, "domain": data["domain"],
+                "split": data["split"], "task_ids": [p for p in data["task_ids"].replace(",", " ").split() if p]}

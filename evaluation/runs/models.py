@@ -52,6 +52,9 @@ class EvaluationRun(models.Model):
     memory_approved_only = models.BooleanField(default=True)
     memory_same_customer_only = models.BooleanField(default=False)
     memory_per_turn = models.BooleanField(default=True)
+    # Runs stored before withholding existed served every retrieved memory: 0.0.
+    withhold_probability = models.FloatField(
+        default=0.0, help_text="Chance that a retrieved Orb is kept out of an episode's prompt (randomised withholding).")
     dmrm_config = models.JSONField(default=dict, blank=True,
                                    help_text="DMRM parameters of the run's bank; empty without DMRM.")
     bank = models.ForeignKey("orbs.MemoryBank", null=True, blank=True, on_delete=models.SET_NULL,

@@ -6,6 +6,7 @@ from evaluation.runs import views
 urlpatterns = [
     path("runs/", views.run_list, name="run_list"),
     path("runs/new/", views.run_new, name="run_new"),
+    path("runs/plan/", views.run_plan, name="run_plan"),
     path("runs/compare/", views.run_compare, name="run_compare"),
     path("runs/import/", views.run_import_view, name="run_import"),
     path("runs/<int:run_id>/", views.run_detail, name="run_detail"),

@@ -17,7 +17,7 @@ from evaluation.feedback.services import (
     feedback_rates,
     run_episodes,
 )
-from evaluation.runs.forms import RunFilterForm, RunImportForm, RunLaunchForm
+from evaluation.runs.forms import RunFilterForm, RunImportForm, RunLaunchForm, RunPlanForm
 from evaluation.runs.models import EvaluationRun
 from evaluation.runs.services import (
     FLIP_SORTS,
@@ -40,6 +40,7 @@ from evaluation.runs.services import (
     run_retry_errors,
     runs_compare,
     runs_filtered,
+    runs_plan_trials,
 )
 from memweb.listing import list_page
 from memweb.roles import Role, role_required
@@ -69,6 +70,21 @@ def run_new(request):
             return redirect(run)
     status = 422 if form.errors else 200
     return render(request, "evaluation/runs/launch.html", {"form": form}, status=status)
+
+
+DEFAULT_PLAN_EFFECT = 10.0  # points: what the planner shows before the operator types an effect
+
+
+@require_GET
+@role_required(Role.OPERATOR)
+def run_plan(request):
+    """The launch form's planner: trials for 80 % power at an effect size on the chosen tasks."""
+    form = RunPlanForm(request.GET or None, initial={"effect": DEFAULT_PLAN_EFFECT})
+    plan = runs_plan_trials(**form.plan_arguments()) if form.is_valid() else None
+    context = {"plan_form": form, "plan": plan}
+    if request.htmx:
+        return render(request, "evaluation/runs/_plan.html", context)
+    return render(request, "evaluation/runs/plan.html", context)
 
 
 FEEDBACK_ROWS = 10  # the newest on the run page; the feedback browser pages through the rest

@@ -8,6 +8,7 @@ from evaluation.services.episodes import (
     episode_simulate,
     episode_trajectory,
 )
+from evaluation.services.memory_effects import bank_effects_rank, bank_harmful_flag, orb_effects_compute
 from evaluation.services.task_sets import (
     BUILTIN_SET,
     ImportReport,
@@ -19,7 +20,8 @@ from evaluation.services.task_sets import (
 )
 
 __all__ = [
-    "BUILTIN_SET", "EpisodeConfigError", "EpisodePlay", "ImportReport", "episode_ref", "episode_run", "episode_save",
+    "BUILTIN_SET", "EpisodeConfigError", "EpisodePlay", "ImportReport", "bank_effects_rank", "bank_harmful_flag",
+    "episode_ref", "episode_run", "episode_save",
     "episode_simulate", "episode_trajectory", "task_summary", "taskset_builtin_load", "tasks_export_jsonl",
-    "tasks_filtered", "tasks_import_jsonl",
+    "orb_effects_compute", "tasks_filtered", "tasks_import_jsonl",
 ]

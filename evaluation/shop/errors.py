@@ -33,6 +33,21 @@ CUES = {
 _WORKED_WRITE_RE = re.compile(r"`(" + "|".join(name for name, t in TOOLS.items() if t.writes) + r")`\(\w+=")
 
 
+# Bad advice a memory can carry (a wrong lesson a reflector drew): the scripted agent follows it and
+# commits that error kind whether or not it was planned, which is how a harmful memory shows up offline.
+MISLEADING_CUES = {
+    WRONG_TOOL: ("search the catalogue for the product first",),
+    WRONG_ARGUMENTS: ("reuse the arguments of the last call",),
+    RESULT_UNUSED: ("do not repeat tool output to the customer",),
+}
+
+
+def kinds_misled(text: str) -> set[str]:
+    """The error kinds that a memory text's bad advice leads the agent into."""
+    lowered = (text or "").lower()
+    return {kind for kind, cues in MISLEADING_CUES.items() if any(cue in lowered for cue in cues)}
+
+
 def kinds_cued(text: str) -> set[str]:
     """The error kinds that a memory text says how to avoid."""
     lowered = (text or "").lower()

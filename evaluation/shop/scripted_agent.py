@@ -10,12 +10,20 @@ per episode from its seed) it makes the MemOrb paper's three errors:
 - result unused: it answers without the facts the tools returned.
 
 It avoids an error kind as soon as a retrieved memory says how (see `errors.CUES`): this is what
-makes the memory loop observable offline.
+makes the memory loop observable offline. A memory carrying bad advice (`errors.MISLEADING_CUES`)
+makes it commit that kind even when not planned, so a harmful memory is observable too.
 """
 import random
 
 from evaluation.shop.env import ShopEnv
-from evaluation.shop.errors import RESULT_UNUSED, WRONG_ARGUMENTS, WRONG_TOOL, corrupt_arguments, kinds_cued
+from evaluation.shop.errors import (
+    RESULT_UNUSED,
+    WRONG_ARGUMENTS,
+    WRONG_TOOL,
+    corrupt_arguments,
+    kinds_cued,
+    kinds_misled,
+)
 from evaluation.shop.nlu import REASON_PHRASES, parse_customer
 
 ANYTHING_ELSE = "Is there anything else I can help you with?"
@@ -33,6 +41,7 @@ class ScriptedAgent:
         self.planned = {kind: rng.random() < rates.get(kind, 0.0) for kind in (WRONG_TOOL, WRONG_ARGUMENTS,
                                                                              RESULT_UNUSED)}
         self.avoided: set[str] = set()
+        self.misled: set[str] = set()
         self.committed: set[str] = set()
         self.customer: dict | None = None
         self.goal: str | None = None
@@ -41,8 +50,9 @@ class ScriptedAgent:
         self.searched = False
 
     def errs(self, kind: str) -> bool:
-        """Whether the agent makes this error now (planned for the episode and not yet remembered)."""
-        if self.planned[kind] and kind not in self.avoided:
+        """Whether the agent makes this error now: misled by a memory (bad advice wins over good), or
+        planned for the episode and not yet remembered."""
+        if kind in self.misled or (self.planned[kind] and kind not in self.avoided):
             self.committed.add(kind)
             return True
         return False
@@ -51,6 +61,7 @@ class ScriptedAgent:
 
     def respond(self, *, text: str, memory: str, env: ShopEnv) -> str:
         self.avoided |= kinds_cued(memory)
+        self.misled |= kinds_misled(memory)
         parsed = parse_customer(text)
         if self.pending and parsed.affirm:
             return self._execute_pending(env)

@@ -14,9 +14,11 @@ from orbs.services.ingest import (
     orb_from_episode,
     trajectory_parse,
 )
+from orbs.services.provenance import orb_provenance, orb_revisions
 from orbs.services.retrieval import (
     Hit,
     RetrievalResult,
+    orb_retrieval_outcomes,
     orbs_retrievable,
     orbs_retrieve,
     orbs_search,
@@ -25,6 +27,7 @@ from orbs.services.retrieval import (
 from orbs.services.review import (
     orb_approve,
     orb_edit,
+    orb_flag,
     orb_merge,
     orb_reject,
     orbs_bulk_review,
@@ -36,7 +39,8 @@ from orbs.services.transfer import ImportReport, bank_copy, bank_export, bank_im
 __all__ = [
     "Hit", "ImportReport", "OrbIngestResult", "RetrievalResult", "bank_copy", "bank_export", "bank_get_or_create",
     "bank_import", "bank_import_upload", "bank_policy_update", "bank_resolve", "bank_stats", "banks_all",
-    "count_pending", "episode_reflect", "episode_submit", "orb_approve", "orb_edit", "orb_from_episode",
+    "count_pending", "episode_reflect", "episode_submit", "orb_approve", "orb_edit", "orb_flag", "orb_from_episode",
+    "orb_provenance", "orb_revisions",
     "orb_merge", "orb_reject", "orbs_bulk_review", "orbs_pending_approve", "orbs_pending_count", "orbs_retrievable",
-    "orbs_retrieve", "orbs_search", "retrieval_outcome_record", "trajectory_parse",
+    "orb_retrieval_outcomes", "orbs_retrieve", "orbs_search", "retrieval_outcome_record", "trajectory_parse",
 ]

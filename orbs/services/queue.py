@@ -17,6 +17,7 @@ class OrbFilters:
     customer_key: str = ""
     text: str = ""
     near_duplicates: bool = False
+    flagged: bool = False
 
 
 def orbs_filtered(*, filters: OrbFilters) -> QuerySet:
@@ -32,6 +33,8 @@ def orbs_filtered(*, filters: OrbFilters) -> QuerySet:
         queryset = queryset.filter(
             Q(obs__icontains=text) | Q(outcome__icontains=text) | Q(content_hash__startswith=text.lower())
         )
+    if filters.flagged:
+        queryset = queryset.filter(flagged_at__isnull=False)
     if filters.near_duplicates:
         queryset = queryset.filter(near_duplicate_of__isnull=False)
     return queryset

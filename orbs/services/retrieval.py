@@ -1,7 +1,8 @@
 """Retrieval for agents: q' = rewrite(q ⊕ C), e = embed(q'), top-k Orbs by
 cosine similarity, a token-bounded prompt block, and a log of every call."""
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from django.db import transaction
 from django.db.models import F
@@ -22,6 +23,8 @@ class Hit:
     orb: Orb
     score: float
     rank: int
+    withheld: bool = False  # kept out of the prompt on purpose (randomised withholding)
+    injected: bool = False  # in the prompt block; a served hit that is not was cut by the token budget
 
 
 @dataclass(frozen=True)
@@ -59,18 +62,31 @@ def _entry(rank: int, orb: Orb) -> str:
     return f"[{rank}] Situation: {situation}\n    Customer felt: {orb.emotion}\n    Lesson: {orb.outcome}"
 
 
-def prompt_block_render(*, hits: list[Hit], token_budget: int, count_tokens) -> tuple[str, int]:
-    """The hits as prompt text, best first, stopping before the budget would be exceeded."""
+def prompt_block_render(*, hits: list[Hit], token_budget: int, count_tokens) -> tuple[str, int, int]:
+    """The hits as prompt text, best first, stopping before the budget would be exceeded:
+    (block, tokens, how many hits fitted)."""
     if not hits:
-        return "", 0
-    block, used = PROMPT_HEADER, count_tokens(PROMPT_HEADER)
+        return "", 0, 0
+    block, used, fitted = PROMPT_HEADER, count_tokens(PROMPT_HEADER), 0
     for hit in hits:
         candidate = f"{block}\n{_entry(hit.rank, hit.orb)}"
         tokens = count_tokens(candidate)
         if tokens > token_budget:
             break
-        block, used = candidate, tokens
-    return (block, used) if block != PROMPT_HEADER else ("", 0)
+        block, used, fitted = candidate, tokens, fitted + 1
+    return (block, used, fitted) if fitted else ("", 0, 0)
+
+
+def _served_and_rendered(hits: list[Hit], withhold: Callable[[int], bool] | None, bank: MemoryBank,
+                         model) -> tuple[list[Hit], str, int]:
+    """Marks each hit withheld or injected; withheld hits never reach the prompt, so a hit that
+    is neither was cut by the token budget."""
+    hits = [replace(hit, withheld=bool(withhold and withhold(hit.orb.pk))) for hit in hits]
+    served = [hit for hit in hits if not hit.withheld]
+    block, tokens, fitted = prompt_block_render(hits=served, token_budget=bank.prompt_token_budget,
+                                                count_tokens=model.count_tokens)
+    injected = {hit.orb.pk for hit in served[:fitted]}
+    return [replace(hit, injected=hit.orb.pk in injected) for hit in hits], block, tokens
 
 
 def _log(*, bank, query, context, rewrite, k, filters, hits, prompt_tokens, timings, client) -> RetrievalLog:
@@ -78,11 +94,12 @@ def _log(*, bank, query, context, rewrite, k, filters, hits, prompt_tokens, timi
         log = RetrievalLog.objects.create(
             bank=bank, query=query, context=context, rewritten_query=rewrite.value, rewriter_backend=rewrite.backend,
             k=k, filters=filters, prompt_tokens=prompt_tokens, client=client, **timings,
-            hits=[{"orb_id": h.orb.pk, "content_hash": h.orb.content_hash, "score": h.score, "rank": h.rank}
-                  for h in hits],
+            hits=[{"orb_id": h.orb.pk, "content_hash": h.orb.content_hash, "score": h.score, "rank": h.rank,
+                   "withheld": h.withheld, "injected": h.injected} for h in hits],
         )
         RetrievalHit.objects.bulk_create(
-            [RetrievalHit(retrieval=log, orb=h.orb, rank=h.rank, score=h.score) for h in hits]
+            [RetrievalHit(retrieval=log, orb=h.orb, rank=h.rank, score=h.score, withheld=h.withheld,
+                          injected=h.injected) for h in hits]
         )
         Orb.objects.filter(pk__in=[h.orb.pk for h in hits]).update(
             times_retrieved=F("times_retrieved") + 1, last_retrieved_at=timezone.now()
@@ -92,8 +109,11 @@ def _log(*, bank, query, context, rewrite, k, filters, hits, prompt_tokens, timi
 
 def orbs_retrieve(*, bank: MemoryBank | str, query: str, context: dict, k: int | None = None,
                   approved_only: bool = True, domain: str | None = None, customer_key: str | None = None,
-                  min_score: float | None = None, client: str = "") -> RetrievalResult:
-    """Top-k Orbs for an agent's current turn. Raises MemoryBank.DoesNotExist for an unknown bank."""
+                  min_score: float | None = None, client: str = "",
+                  withhold: Callable[[int], bool] | None = None) -> RetrievalResult:
+    """Top-k Orbs for an agent's current turn. `withhold(orb_id)` True keeps that hit out of the
+    prompt while logging it (the caller's randomised withholding, which measures a memory's
+    effect). Raises MemoryBank.DoesNotExist for an unknown bank."""
     bank = bank_resolve(bank)
     k = k or bank.retrieval_k
     min_score = bank.min_score if min_score is None else min_score
@@ -108,14 +128,21 @@ def orbs_retrieve(*, bank: MemoryBank | str, query: str, context: dict, k: int |
     search_ms = _ms_since(start)
     hits = [Hit(orb, round(score, 6), rank) for rank, (orb, score) in enumerate(
         [(orb, score) for orb, score in nearest if score >= min_score], start=1)]
-    block, tokens = prompt_block_render(hits=hits, token_budget=bank.prompt_token_budget,
-                                        count_tokens=model.count_tokens)
+    hits, block, tokens = _served_and_rendered(hits, withhold, bank, model)
     filters = {"approved_only": approved_only or bank.approved_only, "domain": domain, "customer_key": customer_key,
                "min_score": min_score}
     log = _log(bank=bank, query=query, context=context, rewrite=rewrite, k=k, filters=filters, hits=hits,
                prompt_tokens=tokens, client=client,
                timings={"rewrite_ms": rewrite_ms, "embed_ms": embed_ms, "search_ms": search_ms})
     return RetrievalResult(log.pk, hits, block, rewrite.value, rewrite.backend)
+
+
+def orb_retrieval_outcomes(*, orb_ids) -> list[tuple[int, str, bool, bool]]:
+    """(Orb id, episode ref, withheld, episode succeeded) for every retrieval of these Orbs whose
+    episode outcome is known, oldest first."""
+    return list(RetrievalHit.objects.filter(orb_id__in=orb_ids, retrieval__outcome_success__isnull=False)
+                .order_by("retrieval__created_at", "retrieval_id")
+                .values_list("orb_id", "retrieval__outcome_episode_ref", "withheld", "retrieval__outcome_success"))
 
 
 def retrieval_outcome_record(*, retrieval_ids: list[int], success: bool, reward: float | None = None,

@@ -183,6 +183,19 @@ def orbs_bulk_review(*, action: str, items: list[tuple[int, int]], actor, reason
     raise OrbsError(f"unknown bulk action {action!r}; use approve or reject")
 
 
+def orb_flag(*, orb_id: int, note: str) -> bool:
+    """Put an Orb before a reviewer with the reason (a measurement that says it does harm), once:
+    a flag never deletes, rejects or stops serving it; only a reviewer decides. False when it was
+    flagged already."""
+    with transaction.atomic():
+        if not Orb.objects.filter(pk=orb_id, flagged_at__isnull=True).update(flagged_at=timezone.now(),
+                                                                            flag_note=note):
+            return False
+        _event(Orb.objects.get(pk=orb_id), action=ReviewEvent.Action.FLAGGED, actor=None, before={},
+               after={"flagged": True}, note=note)
+    return True
+
+
 def orbs_pending_count(*, orb_ids) -> int:
     """How many of these Orbs still wait for a reviewer (`orb_ids`: ids or a values queryset)."""
     return Orb.objects.filter(pk__in=orb_ids, status=Orb.Status.PENDING).count()

@@ -1,7 +1,7 @@
 """The scripted agent and the agenda-based customer, played against each other offline."""
 from evaluation.shop.customers import STOP, AgendaCustomer, render_intent
 from evaluation.shop.episode import episode_play
-from evaluation.shop.errors import ADVICE, ERROR_KINDS, kinds_cued
+from evaluation.shop.errors import ADVICE, ERROR_KINDS, MISLEADING_CUES, kinds_cued, kinds_misled
 from evaluation.shop.nlu import parse_customer
 from evaluation.shop.scripted_agent import ScriptedAgent
 from tests.evaluation.conftest import play, task_by_template
@@ -69,6 +69,15 @@ def test_it_avoids_an_error_kind_when_a_memory_says_how(shop_tasks):
         unrelated = play(task, rates={kind: 1.0}, memory=_Memory("Lesson: greet the customer warmly."))
         assert kind not in helped.committed and helped.reward.success, kind
         assert kind in unrelated.committed and not unrelated.reward.success, kind
+
+
+def test_it_errs_when_a_memory_gives_bad_advice_even_with_good_advice_beside_it(shop_tasks):
+    for kind in ERROR_KINDS:
+        task = next(t for t in shop_tasks if kind in t["error_kinds"])
+        bad = f"Lesson: {MISLEADING_CUES[kind][0]}. {ADVICE[kind]}"
+        assert kinds_misled(bad) == {kind} and kind in kinds_cued(bad)
+        misled = play(task, memory=_Memory(bad))  # no error planned: the memory alone causes it
+        assert kind in misled.committed and not misled.reward.success, kind
 
 
 def test_it_records_the_memories_retrieved_at_each_turn(shop_tasks):

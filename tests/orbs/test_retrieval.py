@@ -81,7 +81,8 @@ def test_it_logs_every_retrieval_with_hits_and_timings(bank, make_orb):
     assert log.rewritten_query == "help: jeans too small; sku: jn-32"
     assert (log.k, log.client, log.rewriter_backend) == (3, "agent-7", "scripted")
     assert log.filters == {"approved_only": True, "domain": None, "customer_key": None, "min_score": 0.0}
-    assert log.hits == [{"orb_id": orb.pk, "content_hash": orb.content_hash, "score": result.hits[0].score, "rank": 1}]
+    assert log.hits == [{"orb_id": orb.pk, "content_hash": orb.content_hash, "score": result.hits[0].score, "rank": 1,
+                         "withheld": False, "injected": True}]
     assert log.embed_ms > 0 and log.search_ms > 0 and log.rewrite_ms >= 0
     assert RetrievalHit.objects.get(orb=orb).retrieval == log
     orb.refresh_from_db()

@@ -1,16 +1,19 @@
 """A/A calibration of the paired run comparison, its power at a planted lift, and the planner check.
 
-The outcomes are real scripted episodes without memory, played here over the built-in tasks; the
-comparisons resample them (see evaluation.calibration_aa), nothing is re-played per comparison.
+The outcomes are real scripted episodes without memory, played here over the built-in tasks, or
+with `--run <id>` a finished run's stored verdicts (read through the registry's "runs" outcome
+source); the comparisons resample them (see evaluation.calibration_aa), nothing is re-played per
+comparison.
 docs/STATISTICS.md records what this printed.
 """
 import json
 
-from django.core.management import BaseCommand
+from django.core.management import BaseCommand, CommandError
 
 from evaluation.calibration_aa import calibration_report, scripted_outcomes
 from evaluation.shop.errors import ERROR_KINDS
 from evaluation.shop.task_specs import tasks_generate
+from memweb.registry import outcome_source
 
 
 class Command(BaseCommand):
@@ -27,22 +30,35 @@ class Command(BaseCommand):
         parser.add_argument("--planner-comparisons", type=int, default=400, help="per trial count, 1 to 8")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--json", action="store_true", help="print the whole report as JSON")
+        parser.add_argument("--run", type=int, default=None,
+                            help="reuse this finished run's stored verdicts instead of playing scripted episodes")
 
     def handle(self, *args, **options):
-        rates = dict.fromkeys(ERROR_KINDS, options["error_rate"])
-        specs = tasks_generate()[: options["tasks"] or None]
-        matrix = scripted_outcomes(trials=options["source_trials"], error_rates=rates, seed=options["seed"],
-                                   specs=specs)
+        matrix = self._stored(options["run"]) if options["run"] is not None else self._played(options)
         report = calibration_report(
             matrix, comparisons=options["comparisons"], trials=options["trials"], lift=options["lift"] / 100,
             effect=options["effect"] / 100, planner_comparisons=options["planner_comparisons"], seed=options["seed"])
-        self.stdout.write(json.dumps(report, indent=2) if options["json"] else self._summary(report))
+        origin = "scripted" if options["run"] is None else f"stored (run #{options['run']})"
+        self.stdout.write(json.dumps(report, indent=2) if options["json"] else self._summary(report, origin))
 
-    def _summary(self, report: dict) -> str:
+    @staticmethod
+    def _played(options: dict) -> dict:
+        rates = dict.fromkeys(ERROR_KINDS, options["error_rate"])
+        specs = tasks_generate()[: options["tasks"] or None]
+        return scripted_outcomes(trials=options["source_trials"], error_rates=rates, seed=options["seed"], specs=specs)
+
+    @staticmethod
+    def _stored(run_id: int) -> dict:
+        try:
+            return outcome_source("runs")(run_id=run_id)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+
+    def _summary(self, report: dict, origin: str) -> str:
         source, aa, power, planner = report["source"], report["aa"], report["power"], report["planner"]
         simulated = f"{planner['simulated']:.2f}" if planner["simulated"] else "not reached by 8"
         return "\n".join((
-            f"source: {source['tasks']} tasks x {source['trials']} scripted trials, success {source['success']:.3f}, "
+            f"source: {source['tasks']} tasks x {source['trials']} {origin} trials, success {source['success']:.3f}, "
             f"between-trial variance {source['variance']:.4f}",
             f"A/A: {aa['comparisons']} comparisons of {aa['trials']} x {aa['tasks']}: the verdict named a winner in "
             f"{aa['rate']:.1%}, p < 0.05 in {aa['p_rate']:.1%}",

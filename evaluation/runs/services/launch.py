@@ -97,6 +97,10 @@ def _scripted(spec: RunSpec) -> bool:
     return spec.agent.backend == AgentBackend.SCRIPTED or spec.customer.backend == CustomerBackend.AGENDA
 
 
+def _withhold_probability(spec: RunSpec) -> float:
+    return 0.0 if spec.memory_mode == MemoryMode.NONE else spec.withhold_probability
+
+
 def run_launch(*, spec: RunSpec | dict, user=None, executor: str = EvaluationRun.Executor.CELERY) -> EvaluationRun:
     """Validate, create the run with its bank and trials in one transaction, and queue its start.
     Raises RunLaunchError naming each bad field; nothing is written then."""
@@ -108,7 +112,8 @@ def run_launch(*, spec: RunSpec | dict, user=None, executor: str = EvaluationRun
             task_ids=spec.task_ids, task_pks=checked.task_pks, agent_config=spec.agent.model_dump(),
             customer_config=spec.customer.model_dump(), memory_mode=spec.memory_mode, memory_k=spec.memory_k,
             memory_approved_only=spec.approved_only, memory_same_customer_only=spec.same_customer_only,
-            memory_per_turn=spec.per_turn, bank_copied_from=checked.bank_source.name if checked.bank_source else "",
+            memory_per_turn=spec.per_turn, withhold_probability=_withhold_probability(spec),
+            bank_copied_from=checked.bank_source.name if checked.bank_source else "",
             trials=spec.trials, pass_k=spec.pass_k, seed=spec.seed, max_turns=spec.max_turns,
             concurrency=spec.concurrency, review_gate=spec.review_gate, feedback_enabled=spec.feedback_enabled,
             episodes_total=len(checked.task_pks) * spec.trials, scripted=_scripted(spec),

@@ -6,13 +6,14 @@ service functions.
 - each episode: how its retrievals ended (the only writer of those outcomes for run episodes:
   orbs' ingest fills in only outcomes nobody recorded);
 - each trial's end: its trajectories become Orbs and DMRM target-memory steps (memory is never
-  reset between trials), and the review gate's auto-approval.
+  reset between trials), the review gate's auto-approval, and (with withholding) the review flag
+  on Orbs measured to do harm.
 """
 from evaluation.configs import MemoryConfig
 from evaluation.models import Episode
 from evaluation.runs.models import EvaluationRun, MemoryMode, ReviewGate, RunEpisode, Trial
 from evaluation.runs.services.spec import DMRMParams, RunLaunchError, RunSpec
-from evaluation.services import EpisodeConfigError, EpisodePlay, episode_ref, episode_trajectory
+from evaluation.services import EpisodeConfigError, EpisodePlay, bank_harmful_flag, episode_ref, episode_trajectory
 from orbs.dmrm.services import dmrm_memory_copy, dmrm_settings_update, experiences_from_trajectory, trajectories_steps
 from orbs.errors import OrbsError
 from orbs.services import (
@@ -64,13 +65,21 @@ def _dmrm_configure(run: EvaluationRun, spec: RunSpec) -> dict:
 
 # --- each episode ---------------------------------------------------------------------------
 
-def run_memory_config(run: EvaluationRun) -> MemoryConfig:
-    """What the run's episodes retrieve with; the hooks get the run's bank itself besides."""
+def run_memory_config(run: EvaluationRun, *, row: RunEpisode | None = None) -> MemoryConfig:
+    """What the run's episodes retrieve with; the hooks get the run's bank itself besides. `row`:
+    the episode being played, whose key seeds the withholding draw."""
     if run.memory_mode == MemoryMode.NONE:
         return MemoryConfig()
     return MemoryConfig(kind=run.memory_mode, bank=run.bank.slug if run.bank else "", k=run.memory_k,
                         approved_only=run.memory_approved_only, same_customer_only=run.memory_same_customer_only,
-                        per_turn=run.memory_per_turn)
+                        per_turn=run.memory_per_turn, withhold_probability=run.withhold_probability,
+                        withhold_key=episode_withhold_key(row) if row else "")
+
+
+def episode_withhold_key(row: RunEpisode) -> str:
+    """The run's seed and the episode: a replayed episode withholds what it withheld before. The
+    row's seed is the run's seed and the trial (protocol.episode_seed)."""
+    return f"run-seed:{row.seed}:task:{row.task_key}"
 
 
 def run_episode_outcome_record(*, play: EpisodePlay, episode: Episode) -> None:
@@ -91,6 +100,8 @@ def trial_memorise(*, trial: Trial) -> None:
         raise EpisodeConfigError("the run's memory bank no longer exists")
     if run.uses_memorb:
         _orbs_write(run, trial)
+        if run.withhold_probability:
+            bank_harmful_flag(bank=run.bank)  # the trial's outcomes may have shown an Orb does harm
     if run.uses_dmrm:
         _experiences_write(run, trial)
 

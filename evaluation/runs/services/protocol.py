@@ -250,7 +250,7 @@ def _episode_play(row: RunEpisode) -> EpisodePlay | str:
         return "the run's memory bank no longer exists"
     try:
         return episode_simulate(task=row.task, agent_config=run.agent_config, customer_config=run.customer_config,
-                                memory_config=run_memory_config(run), bank=run.bank, seed=row.seed,
+                                memory_config=run_memory_config(run, row=row), bank=run.bank, seed=row.seed,
                                 max_turns=run.max_turns)
     except (EpisodeConfigError, pydantic.ValidationError) as exc:
         return f"configuration: {exc}"

@@ -10,6 +10,10 @@ from orbs.dmrm.services import Suppression
 MAX_TRIALS = 100
 MAX_CONCURRENCY = 32
 MAX_TURNS = 50
+# A fifth of the retrievals withheld gives each memory a comparison group at a small cost in
+# memory served; above a half, the run mostly measures itself without memory.
+DEFAULT_WITHHOLD_PROBABILITY = 0.2
+MAX_WITHHOLD_PROBABILITY = 0.5
 
 
 class DMRMParams(pydantic.BaseModel):
@@ -46,6 +50,10 @@ class RunSpec(pydantic.BaseModel):
     approved_only: bool = True
     same_customer_only: bool = pydantic.Field(default=False, description="The paper's no-cross-user ablation")
     per_turn: bool = True
+    withhold_probability: float = pydantic.Field(
+        default=DEFAULT_WITHHOLD_PROBABILITY, ge=0.0, le=MAX_WITHHOLD_PROBABILITY,
+        description="Chance that a retrieved Orb is kept out of an episode's prompt, decided once per (episode, Orb) "
+                    "from the seed: measures each memory's effect; ignored without memory")
     bank_source: str = pydantic.Field(default="", max_length=200, description="Bank to copy; a fresh bank when empty")
     trials: int = pydantic.Field(default=10, ge=1, le=MAX_TRIALS)
     pass_k: int | None = pydantic.Field(default=None, ge=1, description="Largest k of Pass^k to report")

@@ -31,7 +31,8 @@ def _run_header(run: EvaluationRun) -> dict:
             "scripted": run.scripted, "agent_backend": run.agent_backend, "agent_config": run.agent_config,
             "customer_config": run.customer_config, "memory_mode": run.memory_mode, "memory_k": run.memory_k,
             "dmrm_config": run.dmrm_config, "same_customer_only": run.memory_same_customer_only, "review_gate": run.review_gate,
-            "approved_only": run.memory_approved_only, "per_turn": run.memory_per_turn, "task_domain": run.task_domain,
+            "approved_only": run.memory_approved_only, "per_turn": run.memory_per_turn,
+            "withhold_probability": run.withhold_probability, "task_domain": run.task_domain,
             "task_split": run.task_split, "bank_copied_from": run.bank_copied_from, "pass_k": run.pass_k,
             "concurrency": run.concurrency, "feedback_enabled": run.feedback_enabled,
             "trials": run.trials, "seed": run.seed, "max_turns": run.max_turns,
@@ -110,6 +111,7 @@ class ImportedRun(_Line):
     review_gate: Literal[tuple(ReviewGate.values)] = ReviewGate.AUTO
     approved_only: bool = True
     per_turn: bool = True
+    withhold_probability: float = pydantic.Field(default=0.0, ge=0.0, le=1.0)
     task_domain: str = pydantic.Field(default="", max_length=16)
     task_split: str = pydantic.Field(default="", max_length=8)
     bank_copied_from: str = pydantic.Field(default="", max_length=100)
@@ -175,6 +177,7 @@ def _imported_run(data: ImportedFile, user) -> EvaluationRun:
         dmrm_config=head.dmrm_config, memory_same_customer_only=head.same_customer_only, trials=head.trials, seed=head.seed,
         max_turns=head.max_turns, created_by=user, created_at=head.created_at or timezone.now(),
         review_gate=head.review_gate, memory_approved_only=head.approved_only, memory_per_turn=head.per_turn,
+        withhold_probability=head.withhold_probability,
         task_domain=head.task_domain, task_split=head.task_split, bank_copied_from=head.bank_copied_from,
         pass_k=head.pass_k, concurrency=head.concurrency, feedback_enabled=head.feedback_enabled,
         started_at=head.started_at, finished_at=head.finished_at or timezone.now(),
