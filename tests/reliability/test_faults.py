@@ -23,7 +23,14 @@ from memweb import celery_app
 from memweb.models import LLMCall
 from tests.evaluation.runs.conftest import broker_producers_reset, real_broker, spec  # noqa: F401  (fixture)
 from tests.fakes.openai_server import Scripted, error_reply, text_reply
-from tests.support.processes import celery_worker, free_port, stop_process_group, wait_until, worker_env
+from tests.support.processes import (
+    celery_worker,
+    free_port,
+    stop_process_group,
+    wait_on_progress,
+    wait_until,
+    worker_env,
+)
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -40,10 +47,10 @@ def _status(run) -> str:
     return run.status
 
 
-def _wait_for_the_end(run, worker, *, timeout: float = 180) -> None:
+def _wait_for_the_end(run, worker, *, stall: float = 120) -> None:
     ended = (Status.COMPLETED, Status.FAILED, Status.CANCELLED)
-    wait_until(lambda: _status(run) in ended or worker.poll() is not None, timeout=timeout, interval=0.5,
-               message=f"run #{run.pk} to end")
+    wait_on_progress(lambda: _status(run) in ended or worker.poll() is not None, progress=lambda: _snapshot(run),
+                     stall=stall, message=f"run #{run.pk} to end")
 
 
 def _done(run) -> int:
@@ -122,7 +129,7 @@ def _snapshot(run) -> tuple:
             tuple(run.trial_rows.order_by("number").values_list("status", flat=True)))
 
 
-def _wait_until_idle(run, *, quiet: float = 5, timeout: float = 120) -> None:
+def _wait_until_idle(run, *, quiet: float = 5, stall: float = 120) -> None:
     """Until nothing of `run` is being played or reflected and nothing changed for `quiet` seconds."""
     seen = {"state": None, "since": time.monotonic()}
 
@@ -133,14 +140,15 @@ def _wait_until_idle(run, *, quiet: float = 5, timeout: float = 120) -> None:
         busy = RunEpisode.Status.RUNNING in [status for status, _ in state[0]] or Trial.Status.REFLECTING in state[1]
         return not busy and time.monotonic() - seen["since"] >= quiet
 
-    wait_until(idle, timeout=timeout, interval=0.5, message=f"run #{run.pk} to stop moving")
+    wait_on_progress(idle, progress=lambda: seen["state"], stall=stall, message=f"run #{run.pk} to stop moving")
 
 
 def test_a_broker_restart_mid_run_loses_and_doubles_nothing(builtin, operator_user, redis_broker):
     # One worker slot and a window of three: messages wait in the broker when it goes down.
     run = run_launch(spec=spec(task_ids=SCRIPTED_TASKS, trials=2, concurrency=3, per_turn=True), user=operator_user)
     with celery_worker(worker_env(redis_broker.url), concurrency=1, hostname="fault-broker@%h") as worker:
-        wait_until(lambda: _done(run) >= 2, timeout=180, interval=0.1, message="the first finished episodes")
+        wait_on_progress(lambda: _done(run) >= 2, progress=lambda: _snapshot(run), stall=120, interval=0.1,
+                         message="the first finished episodes")
         redis_broker.kill()  # the queued messages and the watchdog's next sweep are gone with it
         _wait_until_idle(run)  # the worker plays what it holds; what it sends next cannot leave
         done_during_outage = _done(run)
@@ -186,8 +194,9 @@ def test_dropped_database_connections_mid_episode_lose_and_double_nothing(builti
     dropped = []
     with celery_worker(_llm_worker_env(fake_llm, timeout=10), concurrency=2, hostname="fault-db@%h") as worker:
         for calls in (1, 5):
-            wait_until(lambda calls=calls: len(fake_llm.chat_requests) >= calls, timeout=120, interval=0.05,
-                       message=f"LLM call {calls}")
+            wait_on_progress(lambda calls=calls: len(fake_llm.chat_requests) >= calls or worker.poll() is not None,
+                             progress=lambda: (len(worker.output_lines), _snapshot(run)), stall=120, interval=0.05,
+                             message=f"LLM call {calls}")
             dropped.append(_drop_other_connections())
         _wait_for_the_end(run, worker)
     assert all(dropped), "each drop must hit the worker's connections"

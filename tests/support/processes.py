@@ -81,6 +81,27 @@ def wait_until(predicate, *, timeout: float, interval: float = 0.2, message: str
     raise AssertionError(f"timed out after {timeout}s waiting for {message}")
 
 
+def wait_on_progress(done, *, progress, stall: float, interval: float = 0.5, message: str = "condition"):
+    """Wait until `done()` is true for as long as `progress()` keeps changing: a busy machine
+    only makes the wait longer, a stuck one fails after `stall` seconds without a change."""
+    last, moved_at = progress(), time.monotonic()
+    while True:
+        value = done()
+        if value:
+            return value
+        now, current = time.monotonic(), progress()
+        if current != last:
+            last, moved_at = current, now
+        elif now - moved_at > stall:
+            raise AssertionError(f"no progress for {stall}s (at {last!r}) waiting for {message}")
+        time.sleep(interval)
+
+
+def output_tail(process: subprocess.Popen, lines: int = 40) -> str:
+    """The last lines a `celery_worker` process printed, for a failure message."""
+    return "".join(process.output_lines[-lines:])
+
+
 def free_port() -> int:
     """A loopback port nothing listens on now, for a server a test starts."""
     with socket.socket() as sock:

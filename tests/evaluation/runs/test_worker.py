@@ -10,7 +10,7 @@ from evaluation.models import Episode
 from evaluation.runs.models import EvaluationRun, RunEpisode
 from evaluation.runs.services import run_launch
 from tests.evaluation.runs.conftest import spec
-from tests.support.processes import celery_worker, wait_until, worker_env
+from tests.support.processes import celery_worker, output_tail, wait_on_progress, worker_env
 
 KILL_TASKS = ["shop-app-009", "shop-app-013", "shop-app-017", "shop-app-029", "shop-app-045", "shop-clo-004"]
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
@@ -19,6 +19,23 @@ pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 def _status(run) -> str:
     run.refresh_from_db()
     return run.status
+
+
+def _episodes_done(run) -> int:
+    return run.run_episodes.filter(status=RunEpisode.Status.DONE).count()
+
+
+def _progress(run) -> tuple:
+    """What moves while a worker plays the run, the rescue of a dead worker's claims included."""
+    rows = run.run_episodes.all()
+    return tuple(rows.values_list("status", "attempts").order_by("pk"))
+
+
+def _wait_for_completion(run, worker) -> None:
+    wait_on_progress(lambda: _status(run) == EvaluationRun.Status.COMPLETED or worker.poll() is not None,
+                     progress=lambda: _progress(run), stall=120, message="the run to complete")
+    assert worker.poll() is None, f"the worker exited ({worker.returncode}):\n{output_tail(worker)}"
+    assert run.status == EvaluationRun.Status.COMPLETED, run.status_message
 
 
 def _assert_each_episode_stored_once(run) -> None:
@@ -33,9 +50,7 @@ def _assert_each_episode_stored_once(run) -> None:
 def test_it_runs_a_launched_run_to_completion_on_a_worker(builtin, operator_user, real_broker):
     run = run_launch(spec=spec(trials=2, concurrency=2), user=operator_user)
     with celery_worker(worker_env(), concurrency=2, hostname="runs-life@%h") as worker:
-        wait_until(lambda: _status(run) == EvaluationRun.Status.COMPLETED or worker.poll() is not None,
-                   timeout=180, interval=0.5, message="the run to complete")
-    assert run.status == EvaluationRun.Status.COMPLETED, run.status_message
+        _wait_for_completion(run, worker)
     _assert_each_episode_stored_once(run)
     assert {row.claimed_by.split("@")[0] for row in run.run_episodes.all()} == {"runs-life"}
     assert run.metrics["per_trial"]["x"] == [1, 2]
@@ -49,17 +64,16 @@ def _kill(worker) -> None:
 def test_a_killed_worker_loses_nothing_and_duplicates_nothing(builtin, operator_user, real_broker):
     run = run_launch(spec=spec(task_ids=KILL_TASKS, trials=3, concurrency=3, per_turn=True), user=operator_user)
     with celery_worker(worker_env(), concurrency=2, hostname="runs-killed@%h") as worker:
-        wait_until(lambda: run.run_episodes.filter(status=RunEpisode.Status.DONE).count() >= 3,
-                   timeout=180, interval=0.1, message="the first finished episodes")
+        wait_on_progress(lambda: _episodes_done(run) >= 3 or worker.poll() is not None,
+                         progress=lambda: _progress(run), stall=120, interval=0.1,
+                         message="the first finished episodes")
         _kill(worker)
     done_before = set(run.run_episodes.filter(status=RunEpisode.Status.DONE).values_list("pk", "episode_id"))
     assert 3 <= len(done_before) < run.episodes_total, "the worker must die mid-run"
     held_by_the_dead = set(run.run_episodes.filter(status=RunEpisode.Status.RUNNING).values_list("pk", flat=True))
 
     with celery_worker(worker_env(), concurrency=2, hostname="runs-rescuer@%h") as rescuer:
-        wait_until(lambda: _status(run) == EvaluationRun.Status.COMPLETED or rescuer.poll() is not None,
-                   timeout=240, interval=0.5, message="the run to complete after the restart")
-    assert run.status == EvaluationRun.Status.COMPLETED, run.status_message
+        _wait_for_completion(run, rescuer)
     _assert_each_episode_stored_once(run)
     after = set(run.run_episodes.values_list("pk", "episode_id"))
     assert done_before <= after  # what was finished before the kill is kept as it was
