@@ -45,6 +45,11 @@ class EvaluationRun(models.Model):
     task_split = models.CharField(max_length=8, blank=True)
     task_ids = models.JSONField(default=list, blank=True, help_text="External task ids asked for; empty = all.")
     task_pks = models.JSONField(default=list, blank=True, help_text="The tasks the selection resolved to.")
+    # Runs stored before fingerprints existed (and runs imported from elsewhere) keep it empty:
+    # unknown, rather than a guess from the tasks' content today.
+    tasks_fingerprint = models.CharField(
+        max_length=64, blank=True, help_text="Hash of the tasks' content at launch: runs scored against edited tasks "
+                                             "are not compared.")
     agent_config = models.JSONField(default=dict)
     customer_config = models.JSONField(default=dict)
     memory_mode = models.CharField(max_length=8, choices=MemoryMode.choices, default=MemoryMode.NONE, db_index=True)

@@ -15,6 +15,7 @@ from evaluation.services.task_sets import (
     task_summary,
     tasks_export_jsonl,
     tasks_filtered,
+    tasks_fingerprint,
     tasks_import_jsonl,
     taskset_builtin_load,
 )
@@ -23,5 +24,5 @@ __all__ = [
     "BUILTIN_SET", "EpisodeConfigError", "EpisodePlay", "ImportReport", "bank_effects_rank", "bank_harmful_flag",
     "episode_ref", "episode_run", "episode_save",
     "episode_simulate", "episode_trajectory", "task_summary", "taskset_builtin_load", "tasks_export_jsonl",
-    "orb_effects_compute", "tasks_filtered", "tasks_import_jsonl",
+    "orb_effects_compute", "tasks_filtered", "tasks_fingerprint", "tasks_import_jsonl",
 ]

@@ -1,4 +1,6 @@
-"""Task sets in the database: the built-in 130, JSONL export, and validated all-or-nothing import."""
+"""Task sets in the database: the built-in 130, JSONL export, validated all-or-nothing import, and
+the fingerprint that pins what a run was scored against."""
+import hashlib
 import json
 from dataclasses import dataclass, field
 
@@ -20,6 +22,13 @@ def task_summary(spec: dict) -> str:
     """One line for lists: the customer's intents in order, and whether they lack the order number."""
     kinds = " → ".join(intent["kind"].replace("_", " ") for intent in spec["intents"])
     return kinds + (" (no order number)" if "order_id" in spec.get("unknown", ()) else "")
+
+
+def tasks_fingerprint(*, task_pks: list[int]) -> str:
+    """A hash of the tasks' content (ids and specs, gold included): a re-import that edits a task
+    in place changes it, so two runs that pinned different fingerprints were not scored alike."""
+    content = sorted(Task.objects.filter(pk__in=task_pks).values_list("external_id", "spec"))
+    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
 
 
 def _task_fields(spec: dict) -> dict:

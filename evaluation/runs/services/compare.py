@@ -26,6 +26,15 @@ def _identity(run: EvaluationRun) -> dict[str, object]:
     }
 
 
+def _same_task_versions(run: EvaluationRun, baseline: EvaluationRun) -> None:
+    """Same task ids can hide edited tasks (a re-import updates them in place); an imported run
+    from elsewhere has no fingerprint and is taken at its task ids."""
+    fingerprints = (run.tasks_fingerprint, baseline.tasks_fingerprint)
+    if all(fingerprints) and fingerprints[0] != fingerprints[1]:
+        raise RunsNotComparable(f"run #{run.pk} and run #{baseline.pk} were scored against different versions of "
+                                "their tasks (the tasks were edited or re-imported between them)")
+
+
 def runs_comparable_check(*, runs: list[EvaluationRun]) -> None:
     """Raise RunsNotComparable naming the first difference from the baseline, or a run with no
     finished trial."""
@@ -35,6 +44,7 @@ def runs_comparable_check(*, runs: list[EvaluationRun]) -> None:
             if value != baseline[name]:
                 raise RunsNotComparable(f"run #{run.pk} and run #{runs[0].pk} have different {name}: "
                                         "their difference would not be the memory's")
+        _same_task_versions(run, runs[0])
     for run in runs:
         if not run.metrics_trials:
             raise RunsNotComparable(f"run #{run.pk} has no finished trial yet")

@@ -11,7 +11,7 @@ from evaluation.runs.models import EvaluationRun, MemoryMode, Trial
 from evaluation.runs.services.dispatch import work_send
 from evaluation.runs.services.memory import run_memory_prepare
 from evaluation.runs.services.spec import RunLaunchError, RunSpec, run_spec_parse
-from evaluation.services import BUILTIN_SET
+from evaluation.services import BUILTIN_SET, tasks_fingerprint
 from memweb.llm import role_config
 from orbs.services import bank_resolve
 
@@ -109,7 +109,8 @@ def run_launch(*, spec: RunSpec | dict, user=None, executor: str = EvaluationRun
     with transaction.atomic():
         run = EvaluationRun.objects.create(
             name=spec.name, task_set=checked.task_set, task_domain=spec.domain, task_split=spec.split,
-            task_ids=spec.task_ids, task_pks=checked.task_pks, agent_config=spec.agent.model_dump(),
+            task_ids=spec.task_ids, task_pks=checked.task_pks,
+            tasks_fingerprint=tasks_fingerprint(task_pks=checked.task_pks), agent_config=spec.agent.model_dump(),
             customer_config=spec.customer.model_dump(), memory_mode=spec.memory_mode, memory_k=spec.memory_k,
             memory_approved_only=spec.approved_only, memory_same_customer_only=spec.same_customer_only,
             memory_per_turn=spec.per_turn, withhold_probability=_withhold_probability(spec),

@@ -33,7 +33,8 @@ def _run_header(run: EvaluationRun) -> dict:
             "dmrm_config": run.dmrm_config, "same_customer_only": run.memory_same_customer_only, "review_gate": run.review_gate,
             "approved_only": run.memory_approved_only, "per_turn": run.memory_per_turn,
             "withhold_probability": run.withhold_probability, "task_domain": run.task_domain,
-            "task_split": run.task_split, "bank_copied_from": run.bank_copied_from, "pass_k": run.pass_k,
+            "task_split": run.task_split, "tasks_fingerprint": run.tasks_fingerprint,
+            "bank_copied_from": run.bank_copied_from, "pass_k": run.pass_k,
             "concurrency": run.concurrency, "feedback_enabled": run.feedback_enabled,
             "trials": run.trials, "seed": run.seed, "max_turns": run.max_turns,
             "created_at": run.created_at.isoformat(),
@@ -115,6 +116,7 @@ class ImportedRun(_Line):
     task_domain: str = pydantic.Field(default="", max_length=16)
     task_split: str = pydantic.Field(default="", max_length=8)
     bank_copied_from: str = pydantic.Field(default="", max_length=100)
+    tasks_fingerprint: str = pydantic.Field(default="", max_length=64, description="empty: unknown (not memweb's)")
     pass_k: int | None = pydantic.Field(default=None, ge=1, le=100)
     concurrency: int = pydantic.Field(default=4, ge=1, le=32767)
     feedback_enabled: bool = False
@@ -179,6 +181,7 @@ def _imported_run(data: ImportedFile, user) -> EvaluationRun:
         review_gate=head.review_gate, memory_approved_only=head.approved_only, memory_per_turn=head.per_turn,
         withhold_probability=head.withhold_probability,
         task_domain=head.task_domain, task_split=head.task_split, bank_copied_from=head.bank_copied_from,
+        tasks_fingerprint=head.tasks_fingerprint,
         pass_k=head.pass_k, concurrency=head.concurrency, feedback_enabled=head.feedback_enabled,
         started_at=head.started_at, finished_at=head.finished_at or timezone.now(),
         episodes_total=len(data.episodes), episodes_finished=len(data.episodes),

@@ -6,6 +6,7 @@ import json
 import pytest
 from django.urls import reverse
 
+from evaluation.models import Task
 from evaluation.runs.models import EvaluationRun
 from evaluation.runs.services import FLIP_SORTS, run_drive, run_export_json, run_import
 from tests.evaluation.runs.conftest import TASK_IDS
@@ -207,3 +208,14 @@ def test_the_run_page_says_the_smallest_effect_the_run_could_have_detected(opera
     page = response.content.decode()
     assert 'id="run-detectable"' in page
     assert f"{100 * detectable['effect']:.1f} points" in page  # 3 verdicts per task: the variance is known
+
+
+def test_it_refuses_runs_scored_against_an_edited_task(operator, launch):
+    one = run_drive(run=launch(memory_mode="none"))
+    task = Task.objects.get(pk=one.task_pks[0])
+    task.spec = {**task.spec, "instructions": task.spec["instructions"] + " Be brief."}  # as a re-import edits in place
+    task.save(update_fields=["spec"])
+    other = run_drive(run=launch())
+    assert one.tasks_fingerprint and other.tasks_fingerprint != one.tasks_fingerprint
+    response = operator.get(reverse("evaluation:run_compare"), {"runs": [one.pk, other.pk]})
+    assert response.status_code == 409 and "different versions of their tasks" in response.context["refusal"]
