@@ -14,9 +14,9 @@ from ninja.responses import Status
 
 from annotation.api import router as annotation_router
 from evaluation.api import router as evaluation_router
-from memweb.auth import api_auth
+from memweb.auth import TooManyFailures, api_auth, schema_access
 from memweb.health import health_report, liveness
-from memweb.roles import role_required, user_roles
+from memweb.roles import user_roles
 from memweb.services import unstorable_at
 from orbs.api import router as orbs_router
 
@@ -46,9 +46,10 @@ api = NinjaAPI(
     title="memweb API",
     version="1",
     urls_namespace="api",
-    description="Agents authenticate with an API key: `Authorization: Bearer <key>` or `X-API-Key: <key>`.",
+    description="Agents authenticate with an API key: `Authorization: Bearer <key>` or `X-API-Key: <key>`. "
+                "This schema (`/api/openapi.json`) answers any valid key, so code generators can read it.",
     auth=api_auth(),
-    docs_decorator=role_required(),
+    docs_decorator=schema_access,
     parser=StorableParser(),
 )
 api.add_router("/orbs/", orbs_router)
@@ -66,6 +67,13 @@ def http_error(request, exc: HttpError):
         return api.create_response(request, {"detail": f"the request body is not valid JSON: {exc.__cause__}"},
                                    status=400)
     return api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
+
+
+@api.exception_handler(TooManyFailures)
+def too_many_failures(request, exc: TooManyFailures):
+    response = api.create_response(request, {"detail": str(exc)}, status=429)
+    response["Retry-After"] = str(exc.retry_after)
+    return response
 
 
 @api.exception_handler(RequestDataTooBig)

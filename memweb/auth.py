@@ -4,18 +4,21 @@ then a role check. Also the brute-force guard shared by API keys and the login p
 Use `auth=api_auth(Role.REVIEWER)` on a ninja operation; `api_auth()` (no roles)
 admits any authenticated user. `request.auth` and `request.user` are the User.
 """
+import time
 from datetime import timedelta
+from functools import wraps
 
 from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Q
+from django.http import JsonResponse
 from django.utils import timezone
 from ninja.errors import AuthenticationError, AuthorizationError, HttpError
 from ninja.security import APIKeyCookie, APIKeyHeader, HttpBearer
 from ninja.utils import check_csrf
 
 from memweb.models import ApiKey
-from memweb.roles import has_role
+from memweb.roles import has_role, role_required
 
 NO_CREDENTIALS = "Authentication required: sign in, or send an API key as 'Authorization: Bearer <key>' or 'X-API-Key: <key>'"
 BAD_KEY = "Invalid or revoked API key"
@@ -46,10 +49,19 @@ def auth_failures_exceeded(*, scope: str, ip: str) -> bool:
     return cache.get(_failure_key(scope, ip), 0) >= _max_failures()
 
 
+def auth_failures_retry_after(*, scope: str, ip: str) -> int:
+    """Whole seconds until the failure window of this address ends (the window when unknown)."""
+    started = cache.get(_failure_key(scope, ip) + ":since")
+    if started is None:
+        return _failure_window()
+    return max(1, int(started + _failure_window() - time.time()) + 1)
+
+
 def auth_failure_record(*, scope: str, ip: str) -> None:
     key = _failure_key(scope, ip)
     # add() starts the window at the first failure; incr() keeps that expiry.
     cache.add(key, 0, timeout=_failure_window())
+    cache.add(key + ":since", time.time(), timeout=_failure_window())
     try:
         cache.incr(key)
     except ValueError:  # the window expired between add() and incr()
@@ -57,7 +69,15 @@ def auth_failure_record(*, scope: str, ip: str) -> None:
 
 
 def auth_failures_reset(*, scope: str, ip: str) -> None:
-    cache.delete(_failure_key(scope, ip))
+    cache.delete_many([_failure_key(scope, ip), _failure_key(scope, ip) + ":since"])
+
+
+class TooManyFailures(HttpError):
+    """429 with the seconds until the address may try again (sent as Retry-After)."""
+
+    def __init__(self, retry_after: int):
+        self.retry_after = retry_after
+        super().__init__(429, TOO_MANY_FAILURES)
 
 
 # --- API keys ---
@@ -65,7 +85,7 @@ def api_key_user(*, request, secret: str):
     """The active user owning `secret`, or 401/429. Counts failures per address."""
     ip = client_ip(request)
     if auth_failures_exceeded(scope="api", ip=ip):
-        raise HttpError(429, TOO_MANY_FAILURES)
+        raise TooManyFailures(auth_failures_retry_after(scope="api", ip=ip))
     key = (
         ApiKey.objects.select_related("user")
         .filter(key_hash=ApiKey.hash_secret(secret.strip()), revoked_at__isnull=True, user__is_active=True)
@@ -150,3 +170,34 @@ class ApiAuth(list):
 
 def api_auth(*roles: str) -> ApiAuth:
     return ApiAuth(tuple(str(role) for role in roles))
+
+
+# --- the OpenAPI schema and its docs page ---
+def _presented_key(request) -> str:
+    bearer = request.headers.get("Authorization", "")
+    if bearer[:7].lower() == "bearer ":
+        return bearer[7:].strip()
+    return request.headers.get("X-API-Key", "").strip()
+
+
+def schema_access(view):
+    """The schema for code generators and test tools: any valid API key, whatever its roles, or
+    a signed-in user; without credentials, the sign-in page (as every page)."""
+    signed_in_view = role_required()(view)
+
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        secret = _presented_key(request)
+        if not secret or request.user.is_authenticated:
+            return signed_in_view(request, *args, **kwargs)
+        try:
+            api_key_user(request=request, secret=secret)
+        except HttpError as exc:
+            response = JsonResponse({"detail": str(exc)}, status=exc.status_code)
+            if isinstance(exc, TooManyFailures):
+                response["Retry-After"] = str(exc.retry_after)
+            return response
+        return view(request, *args, **kwargs)
+
+    wrapped.required_roles = signed_in_view.required_roles
+    return wrapped

@@ -1,0 +1,63 @@
+"""What an agent's HTTP client meets outside the routes themselves: the schema answers an API key,
+unknown paths and wrong methods answer JSON, and a blocked address is told when to retry."""
+import pytest
+from django.conf import settings
+from django.core.cache import cache
+from django.shortcuts import resolve_url
+
+from memweb.auth import BAD_KEY
+from memweb.models import ApiKey
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _fresh_failure_counters():
+    cache.clear()
+    yield
+    cache.clear()
+
+
+def _bearer(secret: str) -> dict:
+    return {"Authorization": f"Bearer {secret}"}
+
+
+def test_the_schema_answers_any_valid_key_whatever_its_roles(client, user_for_role):
+    secret = ApiKey.issue(user=user_for_role(None), name="codegen")[1]
+    for headers in (_bearer(secret), {"X-API-Key": secret}):
+        response = client.get("/api/openapi.json", headers=headers)
+        assert response.status_code == 200 and "/api/orbs/banks/{slug}/retrieve" in response.json()["paths"]
+    assert client.get("/api/docs", headers=_bearer(secret)).status_code == 200
+
+
+def test_the_schema_refuses_a_bad_key_in_json_and_sends_a_browser_to_sign_in(client):
+    refused = client.get("/api/openapi.json", headers=_bearer("mw_not-a-key"))
+    assert refused.status_code == 401 and refused.json() == {"detail": BAD_KEY}
+    anonymous = client.get("/api/openapi.json")
+    assert anonymous.status_code == 302 and anonymous["Location"].startswith(resolve_url(settings.LOGIN_URL))
+
+
+def test_an_unknown_api_path_answers_json_404(client, operator_user):
+    secret = ApiKey.issue(user=operator_user, name="agent")[1]
+    for path in ("/api/no-such-route", "/api/orbs/no-such-route/"):
+        response = client.get(path, headers=_bearer(secret))
+        assert response.status_code == 404 and response["Content-Type"] == "application/json"
+        assert path in response.json()["detail"]
+
+
+def test_a_method_a_route_does_not_take_answers_json_405_with_allow(client, operator_user):
+    secret = ApiKey.issue(user=operator_user, name="agent")[1]
+    response = client.delete("/api/me", headers=_bearer(secret))
+    assert response.status_code == 405 and response["Allow"] == "GET"
+    assert response.json()["detail"] == "DELETE is not allowed on /api/me; allowed: GET"
+
+
+def test_a_blocked_address_is_told_when_to_retry(client, operator_user, settings):
+    settings.MEMWEB_AUTH_MAX_FAILURES = 2
+    secret = ApiKey.issue(user=operator_user, name="agent")[1]
+    for _ in range(2):
+        assert client.get("/api/me", headers=_bearer("mw_guess")).status_code == 401
+    for path in ("/api/me", "/api/openapi.json"):
+        blocked = client.get(path, headers=_bearer(secret))
+        assert blocked.status_code == 429, path
+        assert 1 <= int(blocked["Retry-After"]) <= settings.MEMWEB_AUTH_FAILURE_WINDOW_SECONDS
