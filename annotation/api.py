@@ -14,12 +14,12 @@ from django.shortcuts import get_object_or_404
 from ninja import File, Router, Schema
 from ninja.files import UploadedFile
 from ninja.responses import Status
-from pydantic import ConfigDict
 
 from annotation import services
 from annotation.models import Assignment, Campaign, FeedbackTask, Participant, Reaction, default_criteria
 from memweb.auth import api_auth
 from memweb.roles import Role
+from memweb.schemas import StrictBody
 
 router = Router(tags=["annotation"])
 OPERATORS = api_auth(Role.OPERATOR)
@@ -41,9 +41,7 @@ class CriterionSchema(Schema):
     definition: str = ""
 
 
-class CampaignIn(Schema):
-    model_config = ConfigDict(extra="forbid")
-
+class CampaignIn(StrictBody, Schema):
     name: str
     instructions: str = ""
     criteria: list[CriterionSchema] | None = None
@@ -77,7 +75,7 @@ class CampaignOut(Schema):
     attention_min_checks: int
 
 
-class ItemsIn(Schema):
+class ItemsIn(StrictBody, Schema):
     items: list[dict]
 
 
@@ -133,9 +131,7 @@ class PairOut(Schema):
     your_choices: dict[str, str] | None
 
 
-class JudgmentIn(Schema):
-    model_config = ConfigDict(extra="forbid")
-
+class JudgmentIn(StrictBody, Schema):
     choices: dict[str, str]
     comment: str = ""
     time_spent_ms: int = 0
@@ -164,9 +160,7 @@ class WriteTaskOut(Schema):
     actions: list[str]
 
 
-class WrittenFeedbackIn(Schema):
-    model_config = ConfigDict(extra="forbid")
-
+class WrittenFeedbackIn(StrictBody, Schema):
     text: str
     score: int
     action: str
@@ -181,9 +175,7 @@ class WrittenFeedbackOut(Schema):
     created: bool
 
 
-class CampaignImportIn(Schema):
-    model_config = ConfigDict(extra="forbid")
-
+class CampaignImportIn(StrictBody, Schema):
     text: str
     name: str = ""
 
@@ -193,9 +185,7 @@ class CampaignImportOut(Schema):
     report: ItemsImportReportOut
 
 
-class StandingIn(Schema):
-    model_config = ConfigDict(extra="forbid")
-
+class StandingIn(StrictBody, Schema):
     annotator: str
     decision: str
 
@@ -246,9 +236,7 @@ def campaign_detail(request, campaign_id: int):
     return get_object_or_404(Campaign, pk=campaign_id)
 
 
-class StatusIn(Schema):
-    model_config = ConfigDict(extra="forbid")
-
+class StatusIn(StrictBody, Schema):
     status: str
 
 

@@ -6,9 +6,10 @@ Plain pydantic models: the API uses them as request bodies, services accept them
 from typing import Literal
 
 from django.db import models
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from evaluation.shop.errors import ERROR_KINDS
+from memweb.schemas import StrictBody
 
 
 class AgentBackend(models.TextChoices):
@@ -28,8 +29,8 @@ class MemoryKind(models.TextChoices):
     BOTH = "both", "MemOrb + DMRM"
 
 
-class _Config(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Config(StrictBody):
+    """Unknown fields and coerced scalars refused (memweb.schemas)."""
 
 
 class AgentConfig(_Config):

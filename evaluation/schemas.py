@@ -7,6 +7,7 @@ from pydantic import Field
 
 from evaluation.configs import AgentConfig, CustomerConfig, MemoryConfig
 from evaluation.shop.episode import DEFAULT_MAX_TURNS
+from memweb.schemas import StrictBody
 
 MAX_SEED = 2**31 - 1  # as the play form and run launches allow
 
@@ -46,7 +47,7 @@ class TaskFilters(Schema):
     offset: int = Field(default=0, ge=0)
 
 
-class TaskImportIn(Schema):
+class TaskImportIn(StrictBody, Schema):
     task_set: str = Field(min_length=1, max_length=100, description="Name of the task set to create or extend")
     description: str = Field(default="", max_length=2000)
     jsonl: str = Field(description="One task per line, as produced by the export")
@@ -67,7 +68,7 @@ class TaskImportErrorOut(Schema):
     detail: list[LineErrorOut]
 
 
-class EpisodePlayIn(Schema):
+class EpisodePlayIn(StrictBody, Schema):
     task_id: int = Field(description="Database id of the task (see GET /tasks)")
     seed: int = Field(default=0, ge=0, le=MAX_SEED)
     max_turns: int = Field(default=DEFAULT_MAX_TURNS, ge=1, le=50)

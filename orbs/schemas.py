@@ -6,6 +6,7 @@ from typing import Any, Literal
 from ninja import Schema
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
+from memweb.schemas import StrictBody
 from orbs.backends.emotion import EmotionLabel
 
 TRAJECTORY_EXAMPLE = {
@@ -32,25 +33,25 @@ TRAJECTORY_EXAMPLE = {
 }
 
 
-class ToolCallIn(Schema):
+class ToolCallIn(StrictBody, Schema):
     name: str = Field(min_length=1, max_length=100)
     arguments: dict[str, Any] = Field(default_factory=dict)
 
 
-class MessageIn(Schema):
+class MessageIn(StrictBody, Schema):
     role: Literal["user", "assistant", "tool", "system"]
     content: str = Field(default="", max_length=20000)
     tool_calls: list[ToolCallIn] = Field(default_factory=list)
     tool_name: str = Field(default="", max_length=100)
 
 
-class ErrorIn(Schema):
+class ErrorIn(StrictBody, Schema):
     kind: Literal["wrong_tool", "wrong_arguments", "result_unused"]
     tool: str = Field(min_length=1, max_length=100)
     detail: str = Field(default="", max_length=2000)
 
 
-class TrajectoryIn(Schema):
+class TrajectoryIn(StrictBody, Schema):
     """A finished customer-service episode: the dialogue with tool calls and results, and how it ended."""
 
     model_config = ConfigDict(json_schema_extra={"examples": [TRAJECTORY_EXAMPLE]})
@@ -77,7 +78,7 @@ class TrajectoryIn(Schema):
         return [m.content.strip() for m in self.messages if m.role == "user" and m.content.strip()]
 
 
-class EpisodeIn(Schema):
+class EpisodeIn(StrictBody, Schema):
     trajectory: TrajectoryIn
     source_label: str = Field(default="", max_length=200, description="Where it came from, e.g. an evaluation run.")
     episode_ref: str = Field(default="", max_length=200, description="The caller's own id for the episode.")
@@ -177,7 +178,7 @@ class IngestOut(Schema):
     error: str = ""
 
 
-class RetrieveIn(Schema):
+class RetrieveIn(StrictBody, Schema):
     query: str = Field(min_length=1, max_length=5000)
     context: dict[str, Any] = Field(default_factory=dict)
     k: int | None = Field(default=None, ge=1, le=50, description="Defaults to the bank's k (5).")
@@ -202,13 +203,13 @@ class RetrieveOut(Schema):
     prompt_block: str
 
 
-class RetrievalOutcomeIn(Schema):
+class RetrievalOutcomeIn(StrictBody, Schema):
     success: bool
     reward: float | None = Field(default=None, allow_inf_nan=False)
     episode_ref: str = Field(default="", max_length=200)
 
 
-class VersionIn(Schema):
+class VersionIn(StrictBody, Schema):
     expected_version: int = Field(ge=1, description="The version you saw; a stale one gets 409 and changes nothing.")
 
 
@@ -247,12 +248,12 @@ class MergeIn(VersionIn):
     note: str = Field(default="", max_length=2000)
 
 
-class BulkItemIn(Schema):
+class BulkItemIn(StrictBody, Schema):
     id: int
     expected_version: int = Field(ge=1)
 
 
-class BulkReviewIn(Schema):
+class BulkReviewIn(StrictBody, Schema):
     action: Literal["approve", "reject"]
     items: list[BulkItemIn] = Field(min_length=1, max_length=500)
     reason: str = Field(default="", max_length=2000, description="Required to reject.")
@@ -280,7 +281,7 @@ class ErrorOut(Schema):
     detail: str
 
 
-class BankIn(Schema):
+class BankIn(StrictBody, Schema):
     name: str = Field(min_length=1, max_length=100)
     description: str = Field(default="", max_length=2000)
     retrieval_k: int = Field(default=5, ge=1, le=50)

@@ -1,5 +1,7 @@
 """What an agent's HTTP client meets outside the routes themselves: the schema answers an API key,
 unknown paths and wrong methods answer JSON, and a blocked address is told when to retry."""
+import json
+
 import pytest
 from django.conf import settings
 from django.core.cache import cache
@@ -7,6 +9,8 @@ from django.shortcuts import resolve_url
 
 from memweb.auth import BAD_KEY
 from memweb.models import ApiKey
+from orbs.services import bank_get_or_create
+from tests.orbs.conftest import trajectory
 
 pytestmark = pytest.mark.django_db
 
@@ -61,3 +65,39 @@ def test_a_blocked_address_is_told_when_to_retry(client, operator_user, settings
         blocked = client.get(path, headers=_bearer(secret))
         assert blocked.status_code == 429, path
         assert 1 <= int(blocked["Retry-After"]) <= settings.MEMWEB_AUTH_FAILURE_WINDOW_SECONDS
+
+
+def _locations(response) -> set[tuple]:
+    return {tuple(error["loc"]) for error in response.json()["detail"]}
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({"query": "refund", "kk": 5}, ("body", "payload", "kk")),  # a misspelt field is not a silent default
+    ({"query": "refund", "k": True}, ("body", "payload", "k")),  # true is not 1
+    ({"query": "refund", "k": "5"}, ("body", "payload", "k")),
+    ({"query": "refund", "approved_only": "yes"}, ("body", "payload", "approved_only")),
+    ({"query": "refund", "min_score": "0.5"}, ("body", "payload", "min_score")),
+])
+def test_a_body_with_an_unknown_field_or_a_coerced_value_is_refused_naming_it(client, operator_user, body, field):
+    bank = bank_get_or_create(name="strict")
+    secret = ApiKey.issue(user=operator_user, name="agent")[1]
+    response = client.post(f"/api/orbs/banks/{bank.slug}/retrieve", json.dumps(body), content_type="application/json",
+                           headers=_bearer(secret))
+    assert response.status_code == 422 and field in _locations(response), response.json()
+
+
+def test_an_episode_whose_success_is_a_word_is_refused(client, operator_user):
+    bank = bank_get_or_create(name="strict")
+    secret = ApiKey.issue(user=operator_user, name="agent")[1]
+    episode = {"trajectory": trajectory(success="yes")}
+    response = client.post(f"/api/orbs/banks/{bank.slug}/episodes", json.dumps(episode),
+                           content_type="application/json", headers=_bearer(secret))
+    assert response.status_code == 422 and ("body", "payload", "trajectory", "success") in _locations(response)
+
+
+def test_the_run_launch_configs_refuse_coerced_values(client, operator_user):
+    secret = ApiKey.issue(user=operator_user, name="agent")[1]
+    body = {"name": "strict", "agent": {"max_steps": "8"}}
+    response = client.post("/api/evaluation/runs/", json.dumps(body), content_type="application/json",
+                           headers=_bearer(secret))
+    assert response.status_code == 422 and "max_steps" in json.dumps(response.json())
