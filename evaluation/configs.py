@@ -27,6 +27,15 @@ class MemoryKind(models.TextChoices):
     MEMORB = "memorb", "MemOrb"
     DMRM = "dmrm", "DMRM"
     BOTH = "both", "MemOrb + DMRM"
+    # MemoryBench's naive retrieval baselines: raw past dialogues, no reflection (evaluation/dialogue_memory.py).
+    BM25_MESSAGE = "bm25_message", "naive RAG: BM25 over past messages"
+    BM25_DIALOG = "bm25_dialog", "naive RAG: BM25 over past dialogues"
+    EMBEDDER_MESSAGE = "embedder_message", "naive RAG: embeddings over past messages"
+    EMBEDDER_DIALOG = "embedder_dialog", "naive RAG: embeddings over past dialogues"
+
+
+NAIVE_RAG_KINDS = (MemoryKind.BM25_MESSAGE, MemoryKind.BM25_DIALOG, MemoryKind.EMBEDDER_MESSAGE,
+                   MemoryKind.EMBEDDER_DIALOG)
 
 
 class _Config(StrictBody):

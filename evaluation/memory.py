@@ -14,6 +14,7 @@ estimate what it is worth (`evaluation.metrics.memory_effect`).
 import hashlib
 
 from evaluation.configs import MemoryConfig
+from evaluation.dialogue_memory import DIALOGUE_HOOKS
 from orbs.dmrm.services import action_text, experiences_retrieve
 from orbs.services import bank_resolve, orbs_retrieve
 
@@ -25,6 +26,7 @@ def memory_hook(*, config: MemoryConfig, task: dict, bank=None):
     """The hook for `config.kind`, or None without memory. `bank`: the bank already loaded, else
     `config.bank` is looked up (MemoryBank.DoesNotExist when unknown)."""
     hooks = {"memorb": [MemOrbHook], "dmrm": [DMRMHook], "both": [MemOrbHook, DMRMHook]}.get(config.kind)
+    hooks = hooks or DIALOGUE_HOOKS.get(config.kind)  # naive RAG over raw past dialogues
     if not hooks:
         return None
     bank = bank or bank_resolve(config.bank)

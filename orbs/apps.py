@@ -36,3 +36,4 @@ class OrbsConfig(AppConfig):
         # importing a level above it.
         super().import_models()
         import_module("orbs.dmrm.models")
+        import_module("orbs.dialogues.models")  # raw past dialogues: the naive retrieval baselines

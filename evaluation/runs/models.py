@@ -10,7 +10,7 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
-from evaluation.configs import AgentBackend, MemoryKind
+from evaluation.configs import NAIVE_RAG_KINDS, AgentBackend, MemoryKind
 
 __all__ = ["EvaluationRun", "MemoryMode", "ReviewGate", "RunEpisode", "Trial"]
 
@@ -52,7 +52,7 @@ class EvaluationRun(models.Model):
                                              "are not compared.")
     agent_config = models.JSONField(default=dict)
     customer_config = models.JSONField(default=dict)
-    memory_mode = models.CharField(max_length=8, choices=MemoryMode.choices, default=MemoryMode.NONE, db_index=True)
+    memory_mode = models.CharField(max_length=16, choices=MemoryMode.choices, default=MemoryMode.NONE, db_index=True)
     memory_k = models.PositiveSmallIntegerField(default=5)
     memory_approved_only = models.BooleanField(default=True)
     memory_same_customer_only = models.BooleanField(default=False)
@@ -113,6 +113,11 @@ class EvaluationRun(models.Model):
     @property
     def uses_dmrm(self) -> bool:
         return self.memory_mode in (MemoryMode.DMRM, MemoryMode.BOTH)
+
+    @property
+    def uses_dialogues(self) -> bool:
+        """A naive-RAG baseline: the run's memory is its raw past dialogues."""
+        return self.memory_mode in NAIVE_RAG_KINDS
 
     @property
     def progress_percent(self) -> int:

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from django.core.exceptions import ObjectDoesNotExist
 from django.db import transaction
 
-from evaluation.configs import AgentBackend, CustomerBackend
+from evaluation.configs import NAIVE_RAG_KINDS, AgentBackend, CustomerBackend
 from evaluation.models import Domain, Split, Task, TaskSet
 from evaluation.runs.models import EvaluationRun, MemoryMode, Trial
 from evaluation.runs.services.dispatch import work_send
@@ -98,7 +98,8 @@ def _scripted(spec: RunSpec) -> bool:
 
 
 def _withhold_probability(spec: RunSpec) -> float:
-    return 0.0 if spec.memory_mode == MemoryMode.NONE else spec.withhold_probability
+    # Naive RAG withholds nothing (raw dialogues are not Orbs): keep it from showing a probability.
+    return 0.0 if spec.memory_mode in (MemoryMode.NONE, *NAIVE_RAG_KINDS) else spec.withhold_probability
 
 
 def run_launch(*, spec: RunSpec | dict, user=None, executor: str = EvaluationRun.Executor.CELERY) -> EvaluationRun:

@@ -14,6 +14,7 @@ from evaluation.models import Episode
 from evaluation.runs.models import EvaluationRun, MemoryMode, ReviewGate, RunEpisode, Trial
 from evaluation.runs.services.spec import DMRMParams, RunLaunchError, RunSpec
 from evaluation.services import EpisodeConfigError, EpisodePlay, bank_harmful_flag, episode_ref, episode_trajectory
+from orbs.dialogues.services import dialogue_from_trajectory, dialogues_copy
 from orbs.dmrm.services import dmrm_memory_copy, dmrm_settings_update, experiences_from_trajectory, trajectories_steps
 from orbs.errors import OrbsError
 from orbs.services import (
@@ -37,6 +38,7 @@ def run_memory_prepare(*, run: EvaluationRun, spec: RunSpec, source) -> None:
     if spec.memory_mode == MemoryMode.NONE:
         return
     run.bank = _run_bank(run, source)
+    _dialogues_prepare(run, source)
     if run.uses_dmrm:
         run.dmrm_config = _dmrm_configure(run, spec)
     run.save(update_fields=["bank", "dmrm_config"])
@@ -53,6 +55,12 @@ def _run_bank(run: EvaluationRun, source):
         raise RunLaunchError([("bank_source", f"copying bank {source.name!r} {exc}")]) from None
     dmrm_memory_copy(source=source, target=bank)
     return bank
+
+
+def _dialogues_prepare(run: EvaluationRun, source) -> None:
+    """A naive-RAG run started from a bank starts from that bank's past dialogues too."""
+    if run.uses_dialogues and source is not None:
+        dialogues_copy(source=source, target=run.bank)
 
 
 def _dmrm_configure(run: EvaluationRun, spec: RunSpec) -> dict:
@@ -104,6 +112,8 @@ def trial_memorise(*, trial: Trial) -> None:
             bank_harmful_flag(bank=run.bank)  # the trial's outcomes may have shown an Orb does harm
     if run.uses_dmrm:
         _experiences_write(run, trial)
+    if run.uses_dialogues:
+        _dialogues_write(run, trial)
 
 
 def _finished_rows(trial: Trial):
@@ -132,6 +142,16 @@ def _experiences_write(run: EvaluationRun, trial: Trial) -> None:
         experiences_from_trajectory(bank=run.bank, trajectory=episode_trajectory(row.episode), trajectory_id=refs[-1],
                                     run_ref=run.orb_label, episode_ref=refs[-1])
     Trial.objects.filter(pk=trial.pk).update(experiences_written=trajectories_steps(bank=run.bank, trajectory_ids=refs))
+
+
+def _dialogues_write(run: EvaluationRun, trial: Trial) -> None:
+    """Each finished episode's dialogue into the run's raw-dialogue memory, once (keyed by the
+    episode): the naive-RAG corpus grows at each trial's end as MemOrb's memory does. Raw dialogues
+    are served unreviewed, as MemoryBench's baselines serve them, so the review gate does not apply."""
+    label = f"{run.orb_label} · trial {trial.number}"
+    for row in _finished_rows(trial):
+        dialogue_from_trajectory(bank=run.bank, trajectory=episode_trajectory(row.episode),
+                                 dialogue_ref=episode_ref(row.episode), source_label=label)
 
 
 def _run_orb_ids(run: EvaluationRun):
