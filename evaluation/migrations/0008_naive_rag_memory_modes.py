@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('evaluation', '0006_run_withhold_probability'),
+        ('evaluation', '0007_run_tasks_fingerprint'),
     ]
 
     operations = [
