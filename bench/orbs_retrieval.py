@@ -67,12 +67,12 @@ SHARED_OFFSET = 0.5  # sentence embeddings share a direction: unrelated ones sit
 COLUMNS = (
     "bank_id", "content_hash", "obs", "emotion", "outcome", "context", "timestamp", "customer_key", "domain",
     "source", "source_label", "episode_ref", "status", "review_note", "vector", "embedding_model",
-    "emotion_backend", "reflector_backend", "backend_error", "times_retrieved", "version", "created_at",
+    "emotion_backend", "reflector_backend", "backend_error", "times_retrieved", "version", "created_at", "flag_note",
 )
 COPY_SQL = f"COPY orbs_orb ({', '.join(COLUMNS)}) FROM STDIN WITH (FORMAT BINARY)"
 TYPES = (
     "int8", "text", "text", "text", "text", "jsonb", "timestamptz", "text", "text", "text", "text", "text", "text",
-    "text", "vector", "text", "text", "text", "text", "int4", "int4", "timestamptz",
+    "text", "vector", "text", "text", "text", "text", "int4", "int4", "timestamptz", "text",
 )
 SEARCH_SQL = (
     "SELECT id FROM orbs_orb WHERE bank_id = %s AND status = 'approved' AND embedding_model = %s "
@@ -154,7 +154,7 @@ def _row(bank_id: int, index: int, vector: np.ndarray, now: datetime, model: str
     digest = content_hash_of(obs=text, emotion="neutral", outcome=f"{text} outcome")
     return [bank_id, digest, text, "neutral", f"{text} outcome", Jsonb({"reward": 1.0}), now, f"cust-{index % 5000}",
             "appliances" if index % 2 else "clothing", "episode", "bench", "", status, "", vector, model,
-            "scripted", "scripted", "", 0, 1, now]
+            "scripted", "scripted", "", 0, 1, now, ""]
 
 
 def _copy(rows: list[list]) -> float:
