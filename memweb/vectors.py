@@ -27,6 +27,9 @@ class VectorDims(Transform):
 
     lookup_name = "dims"
     function = "vector_dims"
+    # Typed, because a parameter (a model's unsaved value, in validate_constraints) would be ambiguous
+    # between pgvector's vector and halfvec overloads.
+    template = "%(function)s(%(expressions)s::vector)"
     output_field = IntegerField()
 
 

@@ -164,7 +164,10 @@ def test_a_vector_of_another_dimension_is_refused(bank):
     with pytest.raises(VectorDimensionError, match="vector has 1024 dimensions, but all-MiniLM-L6-v2 vectors have 384"):
         WrongWidth(model_name=MINILM, path="").embed(["hello"])
 
-    # The database refuses it too: a MiniLM row with a 1024-d vector breaks the bank's constraint.
+    # The model's validation and the database refuse it too: a MiniLM row may not hold a 1024-d vector.
+    with pytest.raises(ValidationError, match="the vector's dimension is not the one its embedding model gives"):
+        Orb(bank=bank, embedding_model=MINILM, vector=[0.1] * WIDE).validate_constraints()
+    Orb(bank=bank, embedding_model=MINILM, vector=[0.1] * 384).validate_constraints()
     with pytest.raises(IntegrityError, match="orb_vector_fits_model"), transaction.atomic():
         Orb.objects.create(bank=bank, content_hash="0" * 64, obs="o", emotion="calm", outcome="x",
                            vector=[0.1] * WIDE, embedding_model=MINILM)
