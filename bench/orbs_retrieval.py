@@ -45,18 +45,19 @@ from django.db import connection  # noqa: E402
 from pgvector.psycopg import register_vector  # noqa: E402
 from psycopg.types.json import Jsonb  # noqa: E402
 
-from memweb.embeddings import embedder  # noqa: E402
+from memweb.embeddings import DIMENSIONS, MINILM, embedder  # noqa: E402
 from orbs.models import (  # noqa: E402
     HNSW_EF_CONSTRUCTION,
     HNSW_EF_SEARCH,
     HNSW_M,
-    VECTOR_DIMENSIONS,
     MemoryBank,
     Orb,
     content_hash_of,
 )
 
 BANK = "bench: synthetic retrieval"
+VECTOR_DIMENSIONS = DIMENSIONS[MINILM]  # the synthetic vectors are shaped like all-MiniLM-L6-v2's
+INDEX = "orb_vector_384_hnsw"  # the product's index of 384-d rows (memweb/vectors.py)
 APPROVED_SHARE = 0.9
 N_CENTRES = 2000  # situations; how often each comes up follows a long-tailed popularity
 INTRINSIC_DIMS = 24  # a situation's paraphrases vary along a few directions of their own
@@ -66,20 +67,20 @@ SHARED_OFFSET = 0.5  # sentence embeddings share a direction: unrelated ones sit
 COLUMNS = (
     "bank_id", "content_hash", "obs", "emotion", "outcome", "context", "timestamp", "customer_key", "domain",
     "source", "source_label", "episode_ref", "status", "review_note", "vector", "embedding_model",
-    "emotion_backend", "reflector_backend", "backend_error", "times_retrieved", "version", "created_at",
+    "emotion_backend", "reflector_backend", "backend_error", "times_retrieved", "version", "created_at", "flag_note",
 )
 COPY_SQL = f"COPY orbs_orb ({', '.join(COLUMNS)}) FROM STDIN WITH (FORMAT BINARY)"
 TYPES = (
     "int8", "text", "text", "text", "text", "jsonb", "timestamptz", "text", "text", "text", "text", "text", "text",
-    "text", "vector", "text", "text", "text", "text", "int4", "int4", "timestamptz",
+    "text", "vector", "text", "text", "text", "text", "int4", "int4", "timestamptz", "text",
 )
 SEARCH_SQL = (
     "SELECT id FROM orbs_orb WHERE bank_id = %s AND status = 'approved' AND embedding_model = %s "
-    "ORDER BY vector <=> %s LIMIT 5"
+    "AND vector_dims(vector) = 384 ORDER BY vector::vector(384) <=> %s LIMIT 5"
 )
 INDEX_SQL = (
-    "CREATE INDEX orb_vector_hnsw ON orbs_orb USING hnsw (vector vector_cosine_ops) "
-    "WITH (m = {m}, ef_construction = {ef_construction})"
+    f"CREATE INDEX {INDEX} ON orbs_orb USING hnsw ((vector::vector(384)) vector_cosine_ops) "
+    "WITH (m = {m}, ef_construction = {ef_construction}) WHERE vector_dims(vector) = 384"
 )
 SENTENCES = [
     "My {item} arrived broken and I want to return it.",
@@ -153,7 +154,7 @@ def _row(bank_id: int, index: int, vector: np.ndarray, now: datetime, model: str
     digest = content_hash_of(obs=text, emotion="neutral", outcome=f"{text} outcome")
     return [bank_id, digest, text, "neutral", f"{text} outcome", Jsonb({"reward": 1.0}), now, f"cust-{index % 5000}",
             "appliances" if index % 2 else "clothing", "episode", "bench", "", status, "", vector, model,
-            "scripted", "scripted", "", 0, 1, now]
+            "scripted", "scripted", "", 0, 1, now, ""]
 
 
 def _copy(rows: list[list]) -> float:
@@ -183,7 +184,7 @@ def rebuild_index(*, m: int, ef_construction: int, maintenance_work_mem: str) ->
     with _raw().cursor() as cursor:
         cursor.execute(f"SET maintenance_work_mem = '{maintenance_work_mem}'")
         cursor.execute("SET max_parallel_maintenance_workers = 1")
-        cursor.execute("DROP INDEX IF EXISTS orb_vector_hnsw")
+        cursor.execute(f"DROP INDEX IF EXISTS {INDEX}")
         began = time.perf_counter()
         cursor.execute(INDEX_SQL.format(m=m, ef_construction=ef_construction))
         built = time.perf_counter() - began
@@ -193,7 +194,7 @@ def rebuild_index(*, m: int, ef_construction: int, maintenance_work_mem: str) ->
 
 def drop_index() -> None:
     with _raw().cursor() as cursor:
-        cursor.execute("DROP INDEX IF EXISTS orb_vector_hnsw")
+        cursor.execute(f"DROP INDEX IF EXISTS {INDEX}")
 
 
 def _search(cursor, bank: MemoryBank, vector: np.ndarray, *, ef_search: int, exact: bool) -> list[int]:
@@ -241,7 +242,7 @@ def check_plan(bank: MemoryBank, vector: np.ndarray) -> bool:
         cursor.execute("EXPLAIN " + SEARCH_SQL, (bank.pk, bank.embedding_model, vector))
         plan = "\n".join(row[0] for row in cursor.fetchall())
         cursor.execute("ROLLBACK")
-    return "orb_vector_hnsw" in plan
+    return INDEX in plan
 
 
 def _texts(n: int, offset: int) -> list[str]:

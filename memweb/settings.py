@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "django.contrib.postgres",  # OpClass in index expressions (memweb/vectors.py's per-dimension HNSW indexes)
     "django_htmx",
     "ninja",
     "memweb",

@@ -4,14 +4,16 @@ import hashlib
 import json
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
-from pgvector.django import HnswIndex, VectorField
+from pgvector.django import VectorField
 
+from memweb.embeddings import DIMENSIONS, MODELS
 from memweb.llm.backends import TextBackend
+from memweb.vectors import vector_hnsw_indexes, vector_model_constraint
 
-VECTOR_DIMENSIONS = 384
 # Chosen with bench/orbs_retrieval.py (docs/PERFORMANCE.md): at 1M Orbs, m=16 / ef_construction=64
 # reached only 0.85 recall@5 at ef_search=100; these reach 0.96.
 HNSW_M = 24
@@ -65,7 +67,10 @@ class MemoryBank(models.Model):
         default=600, validators=[MinValueValidator(50), MaxValueValidator(8000)],
         help_text="Upper bound on the tokens of the prompt block returned to agents.",
     )
-    embedding_model = models.CharField(max_length=100)
+    embedding_model = models.CharField(
+        max_length=100, choices=[(name, name) for name in MODELS],
+        help_text="Fixed when the bank is created: it fixes the dimension of every vector the bank holds.",
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -73,6 +78,20 @@ class MemoryBank(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def embedding_dimension(self) -> int:
+        return DIMENSIONS[self.embedding_model]
+
+    def clean(self):
+        super().clean()
+        if self.pk is None:
+            return
+        stored = MemoryBank.objects.filter(pk=self.pk).values_list("embedding_model", flat=True).first()
+        if stored and stored != self.embedding_model:
+            # Its vectors would have to be recomputed with the new model; memweb does not offer that.
+            raise ValidationError({"embedding_model": f"fixed at {stored} when the bank was created; "
+                                                      "create a new bank for another embedding model"})
 
     def approves_automatically(self, *, reward: float, emotion: str) -> bool:
         if self.auto_approve == self.AutoApprove.ALWAYS:
@@ -158,7 +177,7 @@ class Orb(models.Model):
     reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     reviewed_at = models.DateTimeField(null=True, blank=True)
     review_note = models.TextField(blank=True)
-    vector = VectorField(dimensions=VECTOR_DIMENSIONS)
+    vector = VectorField()  # of its model's dimension (memweb/vectors.py)
     embedding_model = models.CharField(max_length=100)
     emotion_backend = models.CharField(max_length=200, default=TextBackend.SCRIPTED)
     reflector_backend = models.CharField(max_length=200, default=TextBackend.SCRIPTED)
@@ -173,15 +192,13 @@ class Orb(models.Model):
 
     class Meta:
         ordering = ["created_at", "id"]
-        constraints = [models.UniqueConstraint(fields=["bank", "content_hash"], name="orb_unique_hash_per_bank")]
+        constraints = [models.UniqueConstraint(fields=["bank", "content_hash"], name="orb_unique_hash_per_bank"),
+                       vector_model_constraint("orb")]
         indexes = [
             models.Index(fields=["bank", "status", "created_at"], name="orb_queue_idx"),
             # The review queue's order (pending first, then oldest first), so a page is read, not sorted.
             models.Index(PENDING_FIRST, "created_at", "id", name="orb_pending_first_idx"),
-            HnswIndex(
-                name="orb_vector_hnsw", fields=["vector"], m=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION,
-                opclasses=["vector_cosine_ops"],
-            ),
+            *vector_hnsw_indexes("orb", m=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION),
         ]
 
     def __str__(self) -> str:
@@ -194,6 +211,10 @@ class Orb(models.Model):
     @property
     def document(self) -> str:
         return orb_document(obs=self.obs, emotion=self.emotion, outcome=self.outcome, context=self.context)
+
+    @property
+    def embedding_dimension(self) -> int:
+        return DIMENSIONS[self.embedding_model]
 
     @property
     def is_scripted(self) -> bool:

@@ -9,11 +9,11 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
-from pgvector.django import HnswIndex, VectorField
+from pgvector.django import VectorField
+
+from memweb.vectors import vector_hnsw_indexes, vector_model_constraint
 
 __all__ = ["DMRMRetrievalLog", "DMRMSettings", "Experience", "ExperienceTrajectory", "SourceMemory"]
-
-DIMENSIONS = 384
 
 
 class DMRMSettings(models.Model):
@@ -98,7 +98,7 @@ class Experience(models.Model):
     task_ref = models.CharField(max_length=200, blank=True, db_index=True)
     run_ref = models.CharField(max_length=200, blank=True)
     episode_ref = models.CharField(max_length=200, blank=True)
-    vector = VectorField(dimensions=DIMENSIONS)
+    vector = VectorField()  # of its model's dimension (memweb/vectors.py)
     embedding_model = models.CharField(max_length=100)
     token_length = models.PositiveIntegerField(help_text="Tokens of the entry as rendered, counted offline.")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True)
@@ -117,11 +117,11 @@ class Experience(models.Model):
             # episodes meeting the same pair update the same row.
             models.UniqueConstraint(fields=["bank", "state_key", "action_key"], condition=models.Q(memory="target"),
                                     name="experience_target_q_entry"),
+            vector_model_constraint("experience"),
         ]
         indexes = [
             models.Index(fields=["bank", "memory", "state_key"], name="experience_state_idx"),
-            HnswIndex(name="experience_vector_hnsw", fields=["vector"], m=16, ef_construction=64,
-                      opclasses=["vector_cosine_ops"]),
+            *vector_hnsw_indexes("experience", m=16, ef_construction=64),
         ]
 
     def __str__(self) -> str:

@@ -8,8 +8,8 @@ from django.utils.text import slugify
 
 from memweb.embeddings import embedder
 from memweb.llm.backends import TextBackend
-from orbs.errors import BankModelMismatch, OrbsError
-from orbs.models import VECTOR_DIMENSIONS, EpisodeRecord, MemoryBank, Orb, RetrievalLog
+from orbs.errors import BankModelMismatch
+from orbs.models import EpisodeRecord, MemoryBank, Orb, RetrievalLog
 
 POLICY_FIELDS = (
     "description", "retrieval_k", "approved_only", "min_score", "near_duplicate_threshold",
@@ -67,8 +67,6 @@ def bank_embedder(bank: MemoryBank):
             f"bank {bank.name!r} holds vectors of {bank.embedding_model}, but this server embeds with "
             f"{model.model_name}; vectors of two models are never compared"
         )
-    if model.dimension != VECTOR_DIMENSIONS:
-        raise OrbsError(f"Orb vectors have {VECTOR_DIMENSIONS} dimensions; {model.model_name} gives {model.dimension}")
     return model
 
 

@@ -16,11 +16,11 @@ import pydantic
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from memweb.embeddings import DIMENSIONS, SUPPORTED_DIMENSIONS, VectorDimensionError, vector_dimension_check
 from memweb.errors import problems_of
 from memweb.services import unstorable_problem
 from orbs.errors import OrbsError
 from orbs.models import (
-    VECTOR_DIMENSIONS,
     EpisodeRecord,
     MemoryBank,
     Orb,
@@ -31,7 +31,7 @@ from orbs.services.banks import POLICY_FIELDS, bank_slug_unique
 
 FORMAT = "memweb.orbs"
 FORMAT_VERSION = 1
-# A 384-d vector is ~8 KB of JSON, so this holds several thousand Orbs; every line of a file is
+# A 384-d vector is ~8 KB of JSON (1024-d: ~21 KB), so this holds several thousand Orbs; every line of a file is
 # parsed into memory before anything is written (all or nothing), which is what the limit bounds.
 MAX_IMPORT_BYTES = 64 * 1024 * 1024
 _REFERENCES = ("supersedes", "near_duplicate_of", "merged_into")
@@ -76,7 +76,8 @@ def _orb_line(orb: Orb, hashes: dict[int, str]) -> dict:
 def _bank_line(bank: MemoryBank) -> dict:
     policy = {name: getattr(bank, name) for name in POLICY_FIELDS}
     return {"type": "bank", "format": FORMAT, "format_version": FORMAT_VERSION, "name": bank.name,
-            "embedding_model": bank.embedding_model, "created_at": bank.created_at.isoformat(), **policy}
+            "embedding_model": bank.embedding_model, "embedding_dimension": bank.embedding_dimension,
+            "created_at": bank.created_at.isoformat(), **policy}
 
 
 def bank_export(*, bank: MemoryBank) -> Iterator[str]:
@@ -98,6 +99,7 @@ class BankLine(pydantic.BaseModel):
     format_version: Literal[1]
     name: str = pydantic.Field(min_length=1, max_length=100)
     embedding_model: str = pydantic.Field(min_length=1, max_length=100)
+    embedding_dimension: int | None = None  # absent from files exported before banks could use other models
     created_at: datetime
     description: str = ""
     retrieval_k: int = pydantic.Field(ge=1, le=50)
@@ -150,7 +152,7 @@ class OrbLine(pydantic.BaseModel):
     reviewer: str | None
     reviewed_at: datetime | None
     review_note: str
-    vector: list[float] = pydantic.Field(min_length=VECTOR_DIMENSIONS, max_length=VECTOR_DIMENSIONS)
+    vector: list[float] = pydantic.Field(min_length=1)
     embedding_model: str = pydantic.Field(max_length=100)
     emotion_backend: str = pydantic.Field(max_length=200)
     reflector_backend: str = pydantic.Field(max_length=200)
@@ -161,6 +163,14 @@ class OrbLine(pydantic.BaseModel):
     created_at: datetime
     episode: EpisodeLine | None
     events: list[EventLine]
+
+    @pydantic.field_validator("vector")
+    @classmethod
+    def _supported_dimension(cls, vector: list[float]) -> list[float]:
+        if len(vector) not in SUPPORTED_DIMENSIONS:
+            raise ValueError(f"has {len(vector)} dimensions; stored vectors have "
+                             f"{' or '.join(map(str, SUPPORTED_DIMENSIONS))}")
+        return vector
 
     @pydantic.model_validator(mode="after")
     def _hash_matches(self):
@@ -208,6 +218,9 @@ def _check_header(report: ImportReport, header: BankLine, name: str | None, mode
         report.add(1, "name", f"bank {target!r} already holds Orbs; import under another name")
     if header.embedding_model != model_name:
         report.add(1, "embedding_model", f"vectors of {header.embedding_model} cannot be searched with {model_name}")
+    elif header.embedding_dimension not in (None, DIMENSIONS[model_name]):
+        report.add(1, "embedding_dimension", f"{model_name} gives {DIMENSIONS[model_name]} dimensions, "
+                                             f"not {header.embedding_dimension}")
 
 
 def _check_orbs(report: ImportReport, orbs: list[tuple[int, OrbLine]], model_name: str) -> None:
@@ -218,10 +231,22 @@ def _check_orbs(report: ImportReport, orbs: list[tuple[int, OrbLine]], model_nam
         seen.add(line.content_hash)
         if line.embedding_model != model_name:
             report.add(number, "embedding_model", f"does not match the bank's {model_name}")
+        elif (problem := _vector_problem(line.vector, model_name)) is not None:
+            report.add(number, "vector", problem)
     for number, line in orbs:
         for name in _REFERENCES:
             if getattr(line, name) is not None and getattr(line, name) not in seen:
                 report.add(number, name, "refers to an Orb that is not in the file")
+
+
+def _vector_problem(vector: list[float], model_name: str) -> str | None:
+    if model_name not in DIMENSIONS:
+        return None  # the header's unknown model is reported on line 1
+    try:
+        vector_dimension_check(vector, model_name=model_name)
+    except VectorDimensionError as exc:
+        return str(exc)
+    return None
 
 
 def _read(lines: Iterable[str], name: str | None, model_name: str) -> tuple[ImportReport, BankLine | None, list]:

@@ -1,11 +1,11 @@
 """Retrieval: real embeddings rank paraphrases first; filters gate what agents see; every call is logged."""
 from django.db import connection, transaction
-from pgvector.django import CosineDistance
 
 from memweb.embeddings import embedder
 from orbs.models import Orb, RetrievalHit, RetrievalLog
 from orbs.services import bank_get_or_create, orb_reject, orbs_retrievable, orbs_retrieve
 from orbs.services.retrieval import PROMPT_HEADER
+from orbs.services.search import vectors_nearest_query
 
 SITUATIONS = [
     "My new washing machine leaks water all over the kitchen floor.",
@@ -92,8 +92,7 @@ def test_it_logs_every_retrieval_with_hits_and_timings(bank, make_orb):
 def test_it_uses_the_hnsw_index_for_filtered_top_k(bank, make_orb):
     make_orb(SITUATIONS[0])
     vector = embedder().embed_one("washer leaks")
-    queryset = orbs_retrievable(bank=bank, approved_only=True).annotate(
-        distance=CosineDistance("vector", vector)).order_by("distance")[:5]
+    queryset = vectors_nearest_query(queryset=orbs_retrievable(bank=bank, approved_only=True), vector=vector, k=5)
     sql, params = queryset.query.sql_with_params()
     with transaction.atomic(), connection.cursor() as cursor:
         # A tiny table would rather be scanned and sorted; forbid that to see which plan the query allows.
@@ -101,7 +100,7 @@ def test_it_uses_the_hnsw_index_for_filtered_top_k(bank, make_orb):
         cursor.execute("SET LOCAL enable_sort = off")
         cursor.execute(f"EXPLAIN {sql}", params)
         plan = "\n".join(row[0] for row in cursor.fetchall())
-    assert "orb_vector_hnsw" in plan
+    assert "orb_vector_384_hnsw" in plan
 
 
 def test_it_keeps_banks_apart(bank, make_orb):
