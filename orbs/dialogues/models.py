@@ -7,9 +7,10 @@ baselines read their text.
 """
 from django.db import models
 from django.utils import timezone
-from pgvector.django import HnswIndex, VectorField
+from pgvector.django import VectorField
 
-from orbs.models import HNSW_EF_CONSTRUCTION, HNSW_M, VECTOR_DIMENSIONS
+from memweb.vectors import vector_hnsw_indexes, vector_model_constraint
+from orbs.models import HNSW_EF_CONSTRUCTION, HNSW_M
 
 __all__ = ["Dialogue", "DialogueMessage"]
 
@@ -23,18 +24,16 @@ class Dialogue(models.Model):
     reward = models.FloatField(null=True, blank=True)
     opening = models.TextField(help_text="The customer's first message: what dialogue retrieval matches a query to.")
     text = models.TextField(help_text="The whole dialogue, one 'customer: …' or 'agent: …' line per message.")
-    vector = VectorField(dimensions=VECTOR_DIMENSIONS)
+    vector = VectorField()  # of its model's dimension (memweb/vectors.py)
     embedding_model = models.CharField(max_length=100)
     source_label = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["pk"]
-        constraints = [models.UniqueConstraint(fields=["bank", "dialogue_ref"], name="dialogue_unique_ref")]
-        indexes = [
-            HnswIndex(name="dialogue_vector_hnsw", fields=["vector"], m=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION,
-                      opclasses=["vector_cosine_ops"]),
-        ]
+        constraints = [models.UniqueConstraint(fields=["bank", "dialogue_ref"], name="dialogue_unique_ref"),
+                       vector_model_constraint("dialogue")]
+        indexes = vector_hnsw_indexes("dialogue", m=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION)
 
     def __str__(self) -> str:
         return f"dialogue {self.dialogue_ref}"
@@ -51,16 +50,14 @@ class DialogueMessage(models.Model):
     position = models.PositiveIntegerField(help_text="0-based among the dialogue's customer and agent messages.")
     role = models.CharField(max_length=8, choices=Role.choices)
     text = models.TextField()
-    vector = VectorField(dimensions=VECTOR_DIMENSIONS)
+    vector = VectorField()  # of its model's dimension (memweb/vectors.py)
     embedding_model = models.CharField(max_length=100)
 
     class Meta:
         ordering = ["pk"]
-        constraints = [models.UniqueConstraint(fields=["dialogue", "position"], name="dialogue_message_unique_position")]
-        indexes = [
-            HnswIndex(name="dialogue_message_vector_hnsw", fields=["vector"], m=HNSW_M,
-                      ef_construction=HNSW_EF_CONSTRUCTION, opclasses=["vector_cosine_ops"]),
-        ]
+        constraints = [models.UniqueConstraint(fields=["dialogue", "position"], name="dialogue_message_unique_position"),
+                       vector_model_constraint("dialogue_msg")]
+        indexes = vector_hnsw_indexes("dialogue_msg", m=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION)
 
     def __str__(self) -> str:
         return f"{self.role} message {self.position} of {self.dialogue.dialogue_ref}"

@@ -13,7 +13,7 @@ import memweb.vectors  # noqa: F401  (registers the vector__dims lookup the inde
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('orbs', '0004_orb_flag'),
+        ('orbs', '0005_dialogue_memory'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
