@@ -6,7 +6,7 @@ stale review (ConflictOut), 422 invalid input naming each field.
 """
 from functools import wraps
 
-from django.http import StreamingHttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 from django.urls import reverse
 from ninja import File, Form, Query, Router
 from ninja.errors import HttpError
@@ -153,14 +153,15 @@ def _ingest_out(record: EpisodeRecord) -> dict:
 
 @router.post("/banks/{slug}/episodes", auth=WRITE,
              response={200: IngestOut, 201: IngestOut, 202: EpisodeQueuedOut, 404: ErrorOut, 422: IngestOut})
-def episode_write(request, slug: str, payload: EpisodeIn, sync: bool = False):
+def episode_write(request, response: HttpResponse, slug: str, payload: EpisodeIn, sync: bool = False):
     """Store a finished episode; its reflection into an Orb runs as a background task (202 with
     a status URL), or right away with `?sync=true` (201 new Orb, 200 the same Orb already stored)."""
     bank = _bank(slug)
     record = episode_submit(bank=bank, trajectory=payload.trajectory, source_label=payload.source_label,
                             episode_ref=payload.episode_ref, source=Source.API, user=request.auth, queue=not sync)
     if not sync:
-        url = reverse("api:orbs_episode_status", kwargs={"ingest_id": record.pk})
+        url = request.build_absolute_uri(reverse("api:orbs_episode_status", kwargs={"ingest_id": record.pk}))
+        response["Location"] = url
         return Status(202, {"ingest_id": record.pk, "status": record.status, "status_url": url})
     record = episode_reflect(ingest_id=record.pk)
     if record.status == EpisodeRecord.Status.FAILED:
@@ -183,7 +184,10 @@ def episode_status(request, ingest_id: int):
 @_review_errors
 def retrieve(request, slug: str, payload: RetrieveIn):
     """q' = rewrite(query ⊕ context), embedded, top-k Orbs by cosine similarity, plus a prompt block."""
-    result = orbs_retrieve(bank=_bank(slug), **payload.dict())
+    bank = _bank(slug)
+    asked = payload.dict()
+    asked["approved_only"] = bank.approved_only if payload.approved_only is None else payload.approved_only
+    result = orbs_retrieve(bank=bank, **asked)
     return {
         "retrieval_id": result.retrieval_id, "rewritten_query": result.rewritten_query,
         "rewriter_backend": result.rewriter_backend, "prompt_block": result.prompt_block,
@@ -204,7 +208,9 @@ def retrieval_outcome(request, retrieval_id: int, payload: RetrievalOutcomeIn):
 @router.get("/orbs", response=list[OrbOut], auth=READ)
 @paginate(PageNumberPagination, page_size=50)
 def orb_list(request, filters: Query[OrbListFilters]):
-    """Pending first, oldest first; every filter optional."""
+    """Pending first, oldest first; every filter optional. An unknown bank is a 404, not an empty list."""
+    if filters.bank:
+        _bank(filters.bank)
     return orbs_queue(filters=filters.to_filters())
 
 

@@ -182,7 +182,9 @@ class RetrieveIn(StrictBody, Schema):
     query: str = Field(min_length=1, max_length=5000)
     context: dict[str, Any] = Field(default_factory=dict)
     k: int | None = Field(default=None, ge=1, le=50, description="Defaults to the bank's k (5).")
-    approved_only: bool = True
+    approved_only: bool | None = Field(
+        default=None, description="Serve approved Orbs only; the bank's setting when empty. A bank that serves approved "
+                                  "Orbs only does so whatever the request says.")
     domain: str | None = Field(default=None, max_length=64)
     customer_key: str | None = Field(default=None, max_length=200, description="Same-customer only (no cross-user).")
     min_score: float | None = Field(default=None, ge=-1.0, le=1.0)

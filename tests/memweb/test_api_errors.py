@@ -9,8 +9,8 @@ from django.shortcuts import resolve_url
 
 from memweb.auth import BAD_KEY
 from memweb.models import ApiKey
-from orbs.services import bank_get_or_create
-from tests.orbs.conftest import trajectory
+from orbs.services import bank_get_or_create, bank_policy_update
+from tests.orbs.conftest import bank, make_orb, trajectory  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.django_db
 
@@ -101,3 +101,37 @@ def test_the_run_launch_configs_refuse_coerced_values(client, operator_user):
     response = client.post("/api/evaluation/runs/", json.dumps(body), content_type="application/json",
                            headers=_bearer(secret))
     assert response.status_code == 422 and "max_steps" in json.dumps(response.json())
+
+
+def test_a_queued_episode_answers_202_with_an_absolute_status_url_and_location(client, operator_user):
+    bank = bank_get_or_create(name="strict")
+    secret = ApiKey.issue(user=operator_user, name="agent")[1]
+    response = client.post(f"/api/orbs/banks/{bank.slug}/episodes", json.dumps({"trajectory": trajectory()}),
+                           content_type="application/json", headers=_bearer(secret))
+    assert response.status_code == 202
+    status_url = response.json()["status_url"]
+    assert status_url.startswith("http://testserver/api/orbs/episodes/") and response["Location"] == status_url
+    assert client.get(status_url, headers=_bearer(secret)).status_code == 200
+
+
+def test_listing_orbs_of_an_unknown_bank_is_a_404(client, operator_user):
+    secret = ApiKey.issue(user=operator_user, name="agent")[1]
+    response = client.get("/api/orbs/orbs", {"bank": "no-such-bank"}, headers=_bearer(secret))
+    assert response.status_code == 404 and "no-such-bank" in response.json()["detail"]
+
+
+def test_a_retrieval_without_approved_only_follows_the_bank(client, operator_user, make_orb):
+    pending = make_orb("my parcel never arrived", approve=False)
+    bank = pending.bank
+    secret = ApiKey.issue(user=operator_user, name="agent")[1]
+
+    def served(**body) -> list[int]:
+        response = client.post(f"/api/orbs/banks/{bank.slug}/retrieve", json.dumps({"query": "parcel", **body}),
+                               content_type="application/json", headers=_bearer(secret))
+        return [hit["orb"]["id"] for hit in response.json()["hits"]]
+
+    bank_policy_update(bank=bank, approved_only=False)
+    assert served() == [pending.pk]  # the bank serves pending Orbs, and the request did not say otherwise
+    assert served(approved_only=True) == []
+    bank_policy_update(bank=bank, approved_only=True)
+    assert served(approved_only=False) == []  # a bank that serves approved Orbs only does so whatever is asked

@@ -35,7 +35,7 @@ def test_it_queues_an_episode_and_reports_its_status(agent, bank, django_capture
                         {"trajectory": trajectory(), "source_label": "run-1"})
     assert response.status_code == 202
     body = response.json()
-    assert body["status_url"] == f"{API}/episodes/{body['ingest_id']}"
+    assert body["status_url"] == f"http://testserver{API}/episodes/{body['ingest_id']}"
     status = agent.get(body["status_url"]).json()  # Celery runs eagerly in unit tests
     assert status["status"] == "done" and status["created"] is True
     assert status["orb"]["source"] == "api" and status["orb"]["source_label"] == "run-1"
