@@ -16,6 +16,7 @@ from annotation.api import router as annotation_router
 from evaluation.api import router as evaluation_router
 from memweb.auth import TooManyFailures, api_auth, schema_access
 from memweb.health import health_report, liveness
+from memweb.openapi import errors_declare
 from memweb.roles import user_roles
 from memweb.services import unstorable_at
 from orbs.api import router as orbs_router
@@ -42,12 +43,20 @@ class StorableParser(Parser):
         return parsed
 
 
-api = NinjaAPI(
+class MemwebAPI(NinjaAPI):
+    def get_openapi_schema(self, *args, **kwargs):
+        schema = super().get_openapi_schema(*args, **kwargs)
+        return errors_declare(schema, body_limit_kb=settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 1024)
+
+
+api = MemwebAPI(
     title="memweb API",
     version="1",
     urls_namespace="api",
     description="Agents authenticate with an API key: `Authorization: Bearer <key>` or `X-API-Key: <key>`. "
-                "This schema (`/api/openapi.json`) answers any valid key, so code generators can read it.",
+                "This schema (`/api/openapi.json`) answers any valid key, so code generators can read it. Every error "
+                "is `{\"detail\": ...}`: a sentence, or for 422 a list of refused fields with their location. Text "
+                "fields refuse NUL characters and unpaired surrogates, numbers refuse NaN and Infinity.",
     auth=api_auth(),
     docs_decorator=schema_access,
     parser=StorableParser(),

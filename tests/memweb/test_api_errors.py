@@ -135,3 +135,25 @@ def test_a_retrieval_without_approved_only_follows_the_bank(client, operator_use
     assert served(approved_only=True) == []
     bank_policy_update(bank=bank, approved_only=True)
     assert served(approved_only=False) == []  # a bank that serves approved Orbs only does so whatever is asked
+
+
+def test_the_schema_declares_the_errors_every_operation_can_give(client, operator_user):
+    secret = ApiKey.issue(user=operator_user, name="codegen")[1]
+    schema = client.get("/api/openapi.json", headers=_bearer(secret)).json()
+    retrieve = schema["paths"]["/api/orbs/banks/{slug}/retrieve"]["post"]["responses"]
+    assert {"400", "401", "403", "404", "413", "422", "429"} <= set(retrieve)
+    assert "KB" in retrieve["413"]["description"]
+    validation = schema["components"]["schemas"]["ValidationErrors"]["properties"]["detail"]
+    assert validation["type"] == "array"  # a 422 is a list of refused fields
+    assert {"$ref": "#/components/schemas/ValidationErrors"} in retrieve["422"]["content"]["application/json"]["schema"]["anyOf"]
+    assert set(schema["paths"]["/api/health"]["get"]["responses"]) == {"200", "503"}  # public, no body, no id
+
+
+def test_a_refused_body_matches_the_declared_422_shape(client, operator_user):
+    bank = bank_get_or_create(name="strict")
+    secret = ApiKey.issue(user=operator_user, name="agent")[1]
+    response = client.post(f"/api/orbs/banks/{bank.slug}/retrieve", json.dumps({"query": ""}),
+                           content_type="application/json", headers=_bearer(secret))
+    assert response.status_code == 422
+    entries = response.json()["detail"]
+    assert isinstance(entries, list) and all({"loc", "msg"} <= set(entry) for entry in entries)

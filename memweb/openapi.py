@@ -1,0 +1,62 @@
+"""The error answers every operation can give, declared in the OpenAPI document so that what a
+code generator or a test tool reads is what the API does: django-ninja declares only the answers an
+operation lists itself, while authentication, the body parser and the URL resolver add others.
+django-ninja keys an operation's answers by int status; so does this module."""
+
+ERROR_DETAIL = {
+    "title": "ErrorDetail", "type": "object", "required": ["detail"],
+    "properties": {"detail": {"type": "string", "description": "What went wrong, in a sentence."}},
+}
+VALIDATION_ERRORS = {
+    "title": "ValidationErrors", "type": "object", "required": ["detail"],
+    "properties": {"detail": {"type": "array", "description": "One entry per refused field.", "items": {
+        "type": "object", "required": ["loc", "msg"],
+        "properties": {"loc": {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+                               "description": "Where the field is, e.g. [\"body\", \"payload\", \"k\"]."},
+                       "msg": {"type": "string"}, "type": {"type": "string"}}}}},
+}
+_REF = {"ErrorDetail": "#/components/schemas/ErrorDetail", "ValidationErrors": "#/components/schemas/ValidationErrors"}
+
+
+def _answer(description: str, schema: dict) -> dict:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _errors_of(path: str, operation: dict, *, body_limit_kb: int) -> dict[int, str]:
+    errors = {}
+    if operation.get("security"):
+        errors |= {401: "No credentials, or an invalid or revoked API key",
+                   403: "The key's user lacks the role this operation needs",
+                   429: "Too many failed attempts from this address; the Retry-After header says when to retry"}
+    if "requestBody" in operation:
+        errors |= {400: "The body is not valid JSON",
+                   413: f"The body is larger than {body_limit_kb} KB"}
+    if "{" in path:
+        errors[404] = "Nothing with this id or slug"
+    return errors
+
+
+def _validation_answer(responses: dict) -> None:
+    """422 is a list of refused fields; an operation that also refuses data with a 422 of its own
+    shape answers one or the other."""
+    validation = {"$ref": _REF["ValidationErrors"]}
+    declared = responses.get(422)
+    if declared is None:
+        responses[422] = _answer("A field is missing, of the wrong type, or out of range", validation)
+        return
+    schema = declared["content"]["application/json"]["schema"]
+    declared["content"]["application/json"]["schema"] = {"anyOf": [validation, schema]}
+
+
+def errors_declare(schema: dict, *, body_limit_kb: int) -> dict:
+    """Add the undeclared error answers (each `{"detail": ...}`) to every operation of `schema`."""
+    schema.setdefault("components", {}).setdefault("schemas", {}).update(
+        ErrorDetail=ERROR_DETAIL, ValidationErrors=VALIDATION_ERRORS)
+    for path, operations in schema["paths"].items():
+        for operation in operations.values():
+            responses = operation["responses"]
+            for status, description in _errors_of(path, operation, body_limit_kb=body_limit_kb).items():
+                responses.setdefault(status, _answer(description, {"$ref": _REF["ErrorDetail"]}))
+            if "requestBody" in operation or operation.get("parameters"):
+                _validation_answer(responses)
+    return schema
