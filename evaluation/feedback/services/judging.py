@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
 
+from evaluation.feedback import formulas as fm
 from evaluation.feedback.models import CalibrationSetting, EpisodeFeedback, FeedbackProfile
 from evaluation.feedback.params import FeedbackParams
 from evaluation.feedback.services.actions import action_sample, action_streams
@@ -15,7 +16,9 @@ from evaluation.feedback.services.conversation import Judged, episode_judged
 from evaluation.feedback.services.critique import CRITIQUE_ROLE, Verbose, critique_llm, critique_offline
 from evaluation.feedback.services.profiles import profile_for
 from evaluation.feedback.services.score import SCORER_ROLE, Satisfaction, score_llm, score_offline
+from evaluation.feedback.services.selectors import run_scores_before
 from evaluation.models import Episode
+from memweb.embeddings import embedder
 from memweb.llm import LLMError, role_config
 
 Backend = EpisodeFeedback.Backend
@@ -75,15 +78,27 @@ def feedback_for_episode(*, episode: Episode, seed: int, profile: FeedbackProfil
         return existing
     params = params or CalibrationSetting.current().params()
     params.check()
+    params, calibrated_on = params.calibrated_to(run_scores_before(episode=episode))
     profile = profile or profile_for(key=episode.task_snapshot["domain"])
     judgement = _judge(episode=episode, profile=profile, params=params)
+    long_output = reply_is_long(profile=profile, reply=judgement.judged.response)
     noise_rng, action_rng = action_streams(seed=seed, episode_pk=episode.pk)
     sampled, action = action_sample(satisfaction=judgement.satisfaction, params=params,
-                                    long_output=profile.long_output, noise_rng=noise_rng, action_rng=action_rng)
-    snapshot = {**params.model_dump(mode="json"), "profile": profile.key, "long_output": profile.long_output}
+                                    long_output=long_output, noise_rng=noise_rng, action_rng=action_rng)
+    snapshot = {**params.model_dump(mode="json"), "profile": profile.key, "long_output": long_output,
+                "long_output_rule": "profile" if profile.long_output is not None else f"> {fm.LONG_OUTPUT_TOKENS} tokens",
+                "calibrated_on": calibrated_on}
     return _store(episode=episode, values={
         **judgement.fields(), "profile": profile, "sampled_score": sampled, "action": action.reaction,
         "copied": action.copy, "seed": seed, "params": snapshot})
+
+
+def reply_is_long(*, profile: FeedbackProfile, reply: str) -> bool:
+    """The profile's choice when it makes one; else the paper's rule on the reply's token count
+    (the embedding model's tokenizer: offline, no download)."""
+    if profile.long_output is not None:
+        return profile.long_output
+    return fm.is_long_output(embedder().count_tokens(reply))
 
 
 def _store(*, episode: Episode, values: dict) -> EpisodeFeedback:
