@@ -89,6 +89,8 @@ class RunOut(RunSummaryOut):
     concurrency: int
     review_gate: str
     feedback_enabled: bool
+    feedback_memory: str
+    feedback_rounds: int
     progress: list[TrialOut]
     metrics: dict | None
     metrics_trials: int

@@ -6,7 +6,7 @@ from django import forms
 
 from evaluation.configs import AgentBackend, AgentConfig, CustomerBackend, CustomerConfig, MemoryKind
 from evaluation.models import Domain, Split, TaskSet
-from evaluation.runs.models import EvaluationRun, ReviewGate
+from evaluation.runs.models import EvaluationRun, FeedbackMemory, ReviewGate
 from evaluation.runs.services import MAX_CONCURRENCY, MAX_TRIALS, DMRMParams, RunLaunchError, RunSpec
 from evaluation.services import BUILTIN_SET
 from evaluation.shop.errors import ERROR_KINDS
@@ -98,13 +98,21 @@ class RunLaunchForm(forms.Form):
     feedback_enabled = _spec_field(forms.BooleanField, "feedback_enabled", required=False,
                                    label="Simulated user feedback",
                                    help_text="Each episode gets the simulated customer's critique, score and action.")
+    feedback_memory = _spec_field(forms.ChoiceField, "feedback_memory", choices=FeedbackMemory.choices,
+                                  label="Feedback into memory",
+                                  help_text="With feedback and MemOrb memory: on-policy writes each trial's Orbs "
+                                            "with its users' feedback, so the next trial plays against it.")
+    feedback_rounds = _spec_field(forms.IntegerField, "feedback_rounds", label="Feedback rounds",
+                                  help_text="1 to 3: after each critique but the last, the agent answers it and "
+                                            "the user judges the answer.")
 
     def spec(self) -> dict:
         data = self.cleaned_data
         rates = {kind: data[kind] for kind in ERROR_KINDS if data[kind]}
         ids = [part for part in data["task_ids"].replace(",", " ").split() if part]
         plain = ("name", "domain", "split", "memory_mode", "memory_k", "approved_only", "same_customer_only",
-                 "per_turn", "trials", "pass_k", "seed", "max_turns", "concurrency", "review_gate", "feedback_enabled")
+                 "per_turn", "trials", "pass_k", "seed", "max_turns", "concurrency", "review_gate", "feedback_enabled",
+                 "feedback_memory", "feedback_rounds")
         # Left empty, the spec's default applies (as for a field an older page did not post).
         withhold = {} if data["withhold_probability"] is None else {"withhold_probability": data["withhold_probability"]}
         return {**{name: data[name] for name in plain}, **self._dmrm(data), **withhold,

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from evaluation.configs import AgentBackend, MemoryKind
 
-__all__ = ["EvaluationRun", "MemoryMode", "ReviewGate", "RunEpisode", "Trial"]
+__all__ = ["EvaluationRun", "FeedbackMemory", "MemoryMode", "ReviewGate", "RunEpisode", "Trial"]
 
 MemoryMode = MemoryKind  # a run's memory is the kind its episodes retrieve with
 
@@ -20,6 +20,12 @@ MemoryMode = MemoryKind  # a run's memory is the kind its episodes retrieve with
 class ReviewGate(models.TextChoices):
     AUTO = "auto", "auto-approve in-run memories"
     WAIT = "wait", "wait for reviewers"
+
+
+class FeedbackMemory(models.TextChoices):
+    """What a feedback run's trial-end Orbs are written from (MemoryBench feeds feedback into memory)."""
+    ONPOLICY = "onpolicy", "on-policy: each trial's Orbs carry its users' feedback"
+    NONE = "none", "feedback recorded only (Orbs from the plain trajectories)"
 
 
 class EvaluationRun(models.Model):
@@ -67,6 +73,10 @@ class EvaluationRun(models.Model):
     concurrency = models.PositiveSmallIntegerField(default=4)
     review_gate = models.CharField(max_length=8, choices=ReviewGate.choices, default=ReviewGate.AUTO)
     feedback_enabled = models.BooleanField(default=False)
+    # Runs stored before feedback went into memory wrote plain trajectories: none.
+    feedback_memory = models.CharField(max_length=8, choices=FeedbackMemory.choices, default=FeedbackMemory.NONE)
+    feedback_rounds = models.PositiveSmallIntegerField(
+        default=1, help_text="Feedback turns per episode; after each but the last the agent answers the critique.")
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED, db_index=True)
     status_message = models.TextField(blank=True)
     executor = models.CharField(max_length=8, choices=Executor.choices, default=Executor.CELERY)
@@ -108,6 +118,11 @@ class EvaluationRun(models.Model):
     @property
     def uses_dmrm(self) -> bool:
         return self.memory_mode in (MemoryMode.DMRM, MemoryMode.BOTH)
+
+    @property
+    def feedback_into_memory(self) -> bool:
+        """On-policy feedback: the Orbs written at each trial's end carry the users' feedback."""
+        return self.feedback_enabled and self.uses_memorb and self.feedback_memory == FeedbackMemory.ONPOLICY
 
     @property
     def progress_percent(self) -> int:
