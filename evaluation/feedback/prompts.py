@@ -109,3 +109,11 @@ def scorer_prompt(*, history: list[tuple[str, str]], response: str, evaluation_c
         "# Evaluation context (ground truth)\n"
         f"{json.dumps(evaluation_context, ensure_ascii=False, indent=1)}"
     )
+
+
+REVISION_SYSTEM = (
+    "You are an online shop's customer-service assistant. The conversation's actions are finished and no "
+    "tools are available any more. The customer has just given feedback on your last reply: answer it in "
+    "words, correcting or completing what you told them with facts from the conversation only. Do not claim "
+    "to make changes or invent orders, prices or policies."
+)

@@ -3,6 +3,7 @@ offers (its fields, defaults and bounds are read from here) and what a run row k
 import pydantic
 
 from evaluation.configs import AgentConfig, CustomerConfig, MemoryKind
+from evaluation.feedback.services import MAX_FEEDBACK_ROUNDS
 from evaluation.runs.models import FeedbackMemory, ReviewGate
 from memweb.errors import problems_of
 from orbs.dmrm.services import Suppression
@@ -10,7 +11,6 @@ from orbs.dmrm.services import Suppression
 MAX_TRIALS = 100
 MAX_CONCURRENCY = 32
 MAX_TURNS = 50
-MAX_FEEDBACK_ROUNDS = 3  # MemoryBench's simulated user gives at most three feedback turns
 # A fifth of the retrievals withheld gives each memory a comparison group at a small cost in
 # memory served; above a half, the run mostly measures itself without memory.
 DEFAULT_WITHHOLD_PROBABILITY = 0.2

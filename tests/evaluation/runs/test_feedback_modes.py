@@ -58,3 +58,17 @@ def test_the_api_and_the_form_offer_the_feedback_modes(agent, builtin, operator_
     client.force_login(operator_user)
     page = client.get(reverse("evaluation:run_new")).content.decode()
     assert 'name="feedback_memory"' in page and 'name="feedback_rounds"' in page
+
+
+def test_a_multi_turn_feedback_run_stores_and_shows_each_round(launch, client, operator_user):
+    run = run_drive(run=launch(feedback_enabled=True, trials=1, feedback_rounds=2))
+    rows = list(EpisodeFeedback.objects.filter(episode__run_episode__run=run))
+    assert len(rows) == 3 and all(row.params["rounds"] == 2 for row in rows)
+    continued = [row for row in rows if row.behavior == "continue_conversation"]
+    assert continued and all(len(row.rounds) == 1 and row.rounds[0]["round"] == 2 for row in continued)
+    orb = Orb.objects.get(pk=run.run_episodes.get(episode=continued[0].episode).orb_id)
+    assert orb.context["user_feedback"]["rounds"][0]["satisfaction"] == continued[0].rounds[0]["score"]
+    client.force_login(operator_user)
+    page = client.get(reverse("evaluation:episode_detail", args=[continued[0].episode_id])).content.decode()
+    assert "Round 2" in page and "Agent's answer to the critique" in page
+    assert continued[0].rounds[0]["revision"].split(".")[0].replace("'", "&#x27;") in page
