@@ -192,3 +192,10 @@ class RunPlanForm(forms.Form):
         data = self.cleaned_data
         return {"task_set": data["task_set"], "effect": data["effect"] / 100, "domain": data["domain"],
                 "split": data["split"], "task_ids": [p for p in data["task_ids"].replace(",", " ").split() if p]}
+
+
+class FeedbackCurveForm(forms.Form):
+    """The run page's off-policy learning-curve launcher."""
+
+    batch_size = forms.IntegerField(min_value=1, required=False, label="Feedback logs per batch",
+                                    help_text="Empty: the run's task count (one trial's logs per batch).")

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from evaluation.configs import AgentBackend, MemoryKind
 
-__all__ = ["EvaluationRun", "FeedbackMemory", "MemoryMode", "ReviewGate", "RunEpisode", "Trial"]
+__all__ = ["EvaluationRun", "FeedbackCurve", "FeedbackMemory", "MemoryMode", "ReviewGate", "RunEpisode", "Trial"]
 
 MemoryMode = MemoryKind  # a run's memory is the kind its episodes retrieve with
 
@@ -219,3 +219,56 @@ class RunEpisode(models.Model):
         if self.status == self.Status.DONE:
             return "success" if self.success else "failure"
         return self.status
+
+
+class FeedbackCurve(models.Model):
+    """Off-policy feedback (MemoryBench): a finished feedback run's logs go into a fresh bank in
+    batches, and the run's tasks are played against the bank after each batch; one point per
+    number of batches written, from 0 (the empty bank) to all of them."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "queued"
+        RUNNING = "running", "running"
+        COMPLETED = "completed", "completed"
+        FAILED = "failed", "failed"
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING)
+
+    run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="feedback_curves")
+    bank = models.ForeignKey("orbs.MemoryBank", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    batch_size = models.PositiveIntegerField(help_text="Feedback logs (episodes) written per batch.")
+    batches = models.PositiveSmallIntegerField()
+    feedback_episode_ids = models.JSONField(default=list, help_text="The logs, in the order they are written.")
+    test_task_pks = models.JSONField(default=list, help_text="Tasks played after each batch.")
+    seed = models.BigIntegerField(default=0, help_text="Every point plays its tasks with the same seeds.")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    status_message = models.TextField(blank=True)
+    steps_started = models.PositiveSmallIntegerField(default=0, help_text="Points claimed by a worker.")
+    points = models.JSONField(default=list, help_text="One per point: batches, orbs, tasks, successes.")
+    scripted = models.BooleanField(default=True, help_text="Played by an offline (scripted) backend.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"learning curve #{self.pk} of {self.run}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("evaluation:feedback_curve", args=[self.pk])
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE
+
+    @property
+    def steps(self) -> int:
+        """Points to measure: before any batch, then after each."""
+        return self.batches + 1
+
+    @property
+    def progress_percent(self) -> int:
+        return round(100 * len(self.points) / self.steps)
