@@ -141,6 +141,15 @@ def curve_drive(*, curve: FeedbackCurve) -> FeedbackCurve:
     return curve
 
 
+def curve_launch_inline(*, run: EvaluationRun, batch_size: int | None = None) -> FeedbackCurve:
+    """Launch a curve and measure it in this process (the demo loader): no Celery message leaves."""
+    with inline_work() as work:
+        curve = curve_launch(run=run, batch_size=batch_size)
+        inline_drain(work, {"curve": curve_step})
+    curve.refresh_from_db()
+    return curve
+
+
 def curve_chart(*, curve: FeedbackCurve) -> dict:
     """Success rate (with its 95 % Wilson interval) against the number of batches written."""
     points = curve.points
