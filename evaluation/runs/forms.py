@@ -99,10 +99,10 @@ class RunLaunchForm(forms.Form):
                                    label="Simulated user feedback",
                                    help_text="Each episode gets the simulated customer's critique, score and action.")
     feedback_memory = _spec_field(forms.ChoiceField, "feedback_memory", choices=FeedbackMemory.choices,
-                                  label="Feedback into memory",
+                                  required=False, label="Feedback into memory",
                                   help_text="With feedback and MemOrb memory: on-policy writes each trial's Orbs "
                                             "with its users' feedback, so the next trial plays against it.")
-    feedback_rounds = _spec_field(forms.IntegerField, "feedback_rounds", label="Feedback rounds",
+    feedback_rounds = _spec_field(forms.IntegerField, "feedback_rounds", required=False, label="Feedback rounds",
                                   help_text="1 to 3: after each critique but the last, the agent answers it and "
                                             "the user judges the answer.")
 
@@ -111,11 +111,11 @@ class RunLaunchForm(forms.Form):
         rates = {kind: data[kind] for kind in ERROR_KINDS if data[kind]}
         ids = [part for part in data["task_ids"].replace(",", " ").split() if part]
         plain = ("name", "domain", "split", "memory_mode", "memory_k", "approved_only", "same_customer_only",
-                 "per_turn", "trials", "pass_k", "seed", "max_turns", "concurrency", "review_gate", "feedback_enabled",
-                 "feedback_memory", "feedback_rounds")
+                 "per_turn", "trials", "pass_k", "seed", "max_turns", "concurrency", "review_gate", "feedback_enabled")
         # Left empty, the spec's default applies (as for a field an older page did not post).
         withhold = {} if data["withhold_probability"] is None else {"withhold_probability": data["withhold_probability"]}
-        return {**{name: data[name] for name in plain}, **self._dmrm(data), **withhold,
+        feedback = {name: data[name] for name in ("feedback_memory", "feedback_rounds") if data[name] not in (None, "")}
+        return {**{name: data[name] for name in plain}, **self._dmrm(data), **withhold, **feedback,
                 "task_set": data["task_set"].name if data["task_set"] else "", "task_ids": ids,
                 "agent": {"backend": data["agent"], **_capped(data["agent_max_tokens"]),
                           **({"error_rates": rates} if data["agent"] == AgentBackend.SCRIPTED else {})},

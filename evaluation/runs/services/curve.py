@@ -15,7 +15,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from evaluation.configs import MemoryConfig, MemoryKind
-from evaluation.feedback.services import feedback_of, feedback_to_orbs
+from evaluation.feedback.services import feedback_to_orbs
 from evaluation.metrics import wilson_interval
 from evaluation.models import Episode, Task
 from evaluation.runs.models import EvaluationRun, FeedbackCurve
@@ -36,8 +36,7 @@ class CurveLaunchError(RunLaunchError):
 
 def _feedback_logs(run: EvaluationRun) -> list[int]:
     """The run's judged episodes in the order they happened: trial by trial, task by task."""
-    rows = run.run_episodes.filter(episode__isnull=False, episode__in=feedback_of(Episode.objects.filter(
-        run_episode__run=run)).values("episode_id")).order_by("trial__number", "task_key")
+    rows = run.run_episodes.filter(episode__simulated_feedback__isnull=False).order_by("trial__number", "task_key")
     return list(rows.values_list("episode_id", flat=True))
 
 
