@@ -131,3 +131,14 @@ def test_a_curve_is_refused_for_an_unfinished_or_feedbackless_run_or_too_many_ba
                           content_type="application/json")
     assert response.status_code == 422 and response.json()["detail"][0]["loc"][-1] == "batch_size"
     assert not FeedbackCurve.objects.exists()
+
+
+def test_a_curve_posted_to_the_api_is_measured_by_its_celery_tasks(launch, agent, django_capture_on_commit_callbacks):
+    run = run_drive(run=launch(feedback_enabled=True, trials=1, memory_mode="none"))
+    with django_capture_on_commit_callbacks(execute=True) as sent:  # Celery runs eagerly in unit tests
+        response = agent.post(f"{API}/{run.pk}/feedback-curves", json.dumps({"batch_size": 2}),
+                              content_type="application/json")
+    assert response.status_code == 201 and len(sent) == 3  # one message per point: 0, 1 and 2 batches
+    body = agent.get(response.json()["status_url"]).json()
+    assert body["status"] == "completed" and body["progress_percent"] == 100
+    assert [(p["batches"], p["feedback_logs"], p["orbs"]) for p in body["points"]] == [(0, 0, 0), (1, 2, 2), (2, 3, 3)]
