@@ -29,8 +29,9 @@ DEFAULT_CRITERIA = [
     {
         "key": "overall_quality",
         "label": "Overall quality",
-        "definition": "Taking everything into account, which feedback would be more useful to "
-        "improve the agent.",
+        # MemoryBench asks which feedback is the more plausible, reasonable reaction of a real user.
+        "definition": "Taking everything into account, which feedback is the more plausible and "
+        "reasonable response from a real user to this conversation.",
     },
 ]
 

@@ -25,7 +25,9 @@ class FeedbackProfile(models.Model):
     behaviour_rules = models.TextField()
     language = models.CharField(max_length=40, default="English", help_text="The language the user answers in.")
     long_output = models.BooleanField(
-        default=True, help_text="Replies are long prose worth copying: P(copy|S) = 4·P(like|S); otherwise 0.")
+        null=True, blank=True, default=None,
+        help_text="Empty: the paper's rule, a reply over 600 tokens is long output worth copying (P(copy|S) = "
+                  "4·P(like|S), else 0). Yes/no: every reply of this family is (is not) long output.")
     updated_at = models.DateTimeField(default=timezone.now)
     updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")
@@ -44,6 +46,10 @@ class FeedbackProfile(models.Model):
 class CalibrationSetting(models.Model):
     """A single row (pk 1): the parameters new feedback is generated with."""
 
+    class CalibrateOn(models.TextChoices):
+        REALISED = "realised", "the run's own realised scores (reference distribution when too few)"
+        REFERENCE = "reference", "always the reference distribution below"
+
     class Metric(models.TextChoices):
         SHOP = "shop", "shop reward breakdown (S = 1..10)"
         CORRECTNESS = "correctness", "binary correctness (S = 9 or 3, binary action model)"
@@ -60,12 +66,14 @@ class CalibrationSetting(models.Model):
     score_sigma = models.FloatField(default=0.0)
     metric = models.CharField(max_length=16, choices=Metric.choices, default=Metric.SHOP)
     use_llm = models.BooleanField(default=True)
+    calibrate_on = models.CharField(max_length=10, choices=CalibrateOn.choices, default=CalibrateOn.REALISED)
+    binary_low_share = models.FloatField(default=FeedbackParams.model_fields["binary_low_share"].default)
     updated_at = models.DateTimeField(default=timezone.now)
     updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")
 
     PARAM_FIELDS = ("s0_like", "s0_dislike", "k_like", "k_dislike", "like_rate", "dislike_rate", "like_shift",
-                    "score_sigma", "metric", "use_llm")
+                    "score_sigma", "metric", "use_llm", "calibrate_on", "binary_low_share")
 
     def __str__(self) -> str:
         return f"calibration ({self.distribution_source})"
@@ -115,6 +123,10 @@ class EpisodeFeedback(models.Model):
     action = models.CharField(max_length=8, choices=Action.choices, db_index=True)
     copied = models.BooleanField(default=False)
     errors = models.JSONField(default=list, help_text="LLM failures: [{stage, error}], each answered offline.")
+    rounds = models.JSONField(
+        default=list, blank=True,
+        help_text="Feedback rounds after the first (multi-turn feedback): the agent's revision in answer to the "
+                  "previous critique, and the user's critique, score and action on it.")
     seed = models.BigIntegerField()
     params = models.JSONField(help_text="FeedbackParams snapshot, plus profile key and long_output.")
     created_at = models.DateTimeField(default=timezone.now, db_index=True)

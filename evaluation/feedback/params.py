@@ -10,7 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from evaluation.feedback import formulas as fm
 
 Metric = Literal["shop", "correctness"]
-LOW_SCORE_CEILING = 5  # under the binary model, scores up to here count as the low score's share
+CalibrateOn = Literal["realised", "reference"]
+LOW_SCORE_CEILING = 5  # realised scores up to here count towards the binary model's low share
 
 
 class FeedbackParams(BaseModel):
@@ -28,6 +29,11 @@ class FeedbackParams(BaseModel):
     distribution: tuple[float, ...] = fm.DEFAULT_SCORE_DISTRIBUTION
     like_shift: float = Field(0.0, ge=-10, le=10, description="Noise control: added to S0L (+ selective, - lenient).")
     score_sigma: float = Field(0.0, ge=0, le=10, description="Noise control: std. dev. of the Gaussian added to S.")
+    calibrate_on: CalibrateOn = Field(
+        "realised", description="realised: the run's own scores of its finished trials (at least "
+        f"{fm.MIN_REALISED_SCORES}, else the reference); reference: always `distribution`.")
+    binary_low_share: float = Field(fm.BINARY_LOW_SHARE, gt=0, lt=1,
+                                    description="Binary model: P(S_low) used without enough realised scores.")
     metric: Metric = Field("shop", description="Offline S: shop reward breakdown (1..10) or correctness (9/3).")
     use_llm: bool = Field(True, description="Use the user_simulator and scorer LLMs when they are configured.")
 
@@ -50,9 +56,8 @@ class FeedbackParams(BaseModel):
         return fm.shift_like_threshold(model, self.like_shift) if self.like_shift else model
 
     def binary_model(self) -> fm.BinaryActionModel:
-        """Two-score model for correctness scoring; P(S_low) = p(S <= 5) under the distribution."""
-        p = fm.normalise_distribution(self.distribution)
-        return fm.calibrate_binary(p_low=float(p[:LOW_SCORE_CEILING].sum()), like_rate=self.like_rate,
+        """Two-score model for correctness scoring, under the share of low scores `binary_low_share`."""
+        return fm.calibrate_binary(p_low=self.binary_low_share, like_rate=self.like_rate,
                                    dislike_rate=self.dislike_rate)
 
     def check(self) -> None:
@@ -63,3 +68,19 @@ class FeedbackParams(BaseModel):
 
     def with_distribution(self, distribution) -> "FeedbackParams":
         return FeedbackParams(**{**self.model_dump(), "distribution": tuple(distribution)})
+
+    def calibrated_to(self, scores: list[int]) -> tuple["FeedbackParams", str]:
+        """(parameters, where p(S) came from): calibrated on realised `scores` when asked to and
+        there are enough of them and the targets can be met under them; else these parameters."""
+        if self.calibrate_on == "reference":
+            return self, "reference distribution (calibrate_on = reference)"
+        if len(scores) < fm.MIN_REALISED_SCORES:
+            return self, f"reference distribution ({len(scores)} realised scores, fewer than {fm.MIN_REALISED_SCORES})"
+        low_share = sum(score <= LOW_SCORE_CEILING for score in scores) / len(scores)
+        realised = FeedbackParams(**{**self.model_dump(), "distribution": fm.score_distribution(scores),
+                                     "binary_low_share": low_share if 0 < low_share < 1 else self.binary_low_share})
+        try:
+            realised.check()
+        except ValueError as exc:
+            return self, f"reference distribution (the {len(scores)} realised scores are infeasible: {exc})"
+        return realised, f"{len(scores)} realised scores"

@@ -83,11 +83,23 @@ def test_prompt(*, history: list[tuple[str, str]], response: str, task_descripti
     )
 
 
+# The bands tell the scorer what each part of the scale means, as MemoryBench's scoring prompt does;
+# they follow the offline shop scale (docs/FEEDBACK_MODEL.md) so both backends mean the same by S.
+SCORE_BANDS = (
+    ("1-2", "harmful or invented: the agent made up orders, prices or policies, or did damage"),
+    ("3-4", "failed: the request was not carried out, or carried out wrongly"),
+    ("5-6", "partly helped: some of the request was done, or facts the customer needed are missing"),
+    ("7-8", "mostly satisfied: the request was carried out, with small flaws (a detour, an unclear answer)"),
+    ("9-10", "fully satisfied: carried out correctly, every needed fact stated, clear and concise"),
+)
+
 SCORER_SYSTEM = (
     "You rate how satisfied a shop's customer is with a customer-service conversation, on an integer scale "
     "from 1 (very dissatisfied) to 10 (completely satisfied). Weigh whether the request was carried out "
     "correctly against the ground truth, whether the customer was told the facts they needed, and whether "
-    "anything was invented. Reply with strict JSON only: {\"score\": <integer 1-10>}."
+    "anything was invented. Use these bands:\n"
+    + "\n".join(f"{band}: {meaning}" for band, meaning in SCORE_BANDS)
+    + "\nReply with strict JSON only: {\"score\": <integer 1-10>}."
 )
 
 
@@ -97,3 +109,11 @@ def scorer_prompt(*, history: list[tuple[str, str]], response: str, evaluation_c
         "# Evaluation context (ground truth)\n"
         f"{json.dumps(evaluation_context, ensure_ascii=False, indent=1)}"
     )
+
+
+REVISION_SYSTEM = (
+    "You are an online shop's customer-service assistant. The conversation's actions are finished and no "
+    "tools are available any more. The customer has just given feedback on your last reply: answer it in "
+    "words, correcting or completing what you told them with facts from the conversation only. Do not claim "
+    "to make changes or invent orders, prices or policies."
+)

@@ -11,17 +11,19 @@ from django.http import HttpResponse
 from ninja import Body, Query, Router, Schema
 from ninja.errors import HttpError
 from ninja.responses import Status
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
-from evaluation.runs.models import EvaluationRun
+from evaluation.runs.models import EvaluationRun, FeedbackCurve
 from evaluation.runs.services import (
     DEFAULT_SORT,
     FLIP_SORTS,
+    CurveLaunchError,
     RunActionError,
     RunImportError,
     RunLaunchError,
     RunsNotComparable,
     RunSpec,
+    curve_launch,
     run_cancel,
     run_export_csv,
     run_export_json,
@@ -89,6 +91,8 @@ class RunOut(RunSummaryOut):
     concurrency: int
     review_gate: str
     feedback_enabled: bool
+    feedback_memory: str
+    feedback_rounds: int
     progress: list[TrialOut]
     metrics: dict | None
     metrics_trials: int
@@ -249,6 +253,75 @@ def run_import_op(request, payload: dict = Body(...)):
     except RunImportError as exc:
         return Status(422, _problems(exc.problems, ("body",)))
     return Status(201, _detail(_run(run.pk)))
+
+
+class FeedbackCurveIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    batch_size: int | None = Field(None, ge=1, description="Feedback logs per batch; empty: the run's task count")
+
+
+class FeedbackCurvePointOut(Schema):
+    batches: int = Field(description="Feedback batches written before the tasks were played")
+    feedback_logs: int
+    orbs: int
+    tasks: int
+    successes: int
+    success_rate: float | None
+    low: float
+    high: float
+    episode_ids: list[int]
+
+
+class FeedbackCurveOut(Schema):
+    id: int
+    run: int
+    status: str
+    status_message: str
+    scripted: bool
+    batch_size: int
+    batches: int
+    progress_percent: int
+    bank: str | None
+    points: list[FeedbackCurvePointOut]
+    created_at: datetime
+    finished_at: datetime | None
+    url: str = Field(description="The curve's page")
+    status_url: str = Field(description="This resource: poll it for progress")
+
+
+def _curve_out(curve: FeedbackCurve) -> dict:
+    fields = ("status", "status_message", "scripted", "batch_size", "batches", "progress_percent", "points",
+              "created_at", "finished_at")
+    return {**{name: getattr(curve, name) for name in fields}, "id": curve.pk, "run": curve.run_id,
+            "bank": curve.bank.slug if curve.bank else None, "url": curve.get_absolute_url(),
+            "status_url": f"/api/evaluation/runs/feedback-curves/{curve.pk}"}
+
+
+# Declared before /{run_id}.
+@router.get("/feedback-curves/{curve_id}", response={200: FeedbackCurveOut, 404: RunErrorOut}, auth=OPERATOR)
+def feedback_curve_get(request, curve_id: int):
+    """An off-policy learning curve: its status and the points measured so far."""
+    curve = FeedbackCurve.objects.select_related("bank").filter(pk=curve_id).first()
+    if curve is None:
+        raise HttpError(404, f"No learning curve #{curve_id}")
+    return _curve_out(curve)
+
+
+@router.post("/{run_id}/feedback-curves",
+             response={201: FeedbackCurveOut, 404: RunErrorOut, 409: RunErrorOut, 422: RunErrorOut}, auth=OPERATOR)
+def feedback_curve_create(request, run_id: int, payload: FeedbackCurveIn):
+    """Off-policy feedback: write the finished run's feedback logs into a fresh bank in batches and
+    play its tasks after each batch (Celery work; poll `status_url`). 409 when the run is not a
+    completed feedback run."""
+    run = _run(run_id)
+    try:
+        curve = curve_launch(run=run, batch_size=payload.batch_size, user=request.auth)
+    except CurveLaunchError as exc:
+        if any(field == "run_id" for field, _ in exc.problems):
+            raise HttpError(409, str(exc)) from None
+        return Status(422, _problems(exc.problems, ("body", "payload")))
+    return Status(201, _curve_out(curve))
 
 
 @router.get("/{run_id}", response={200: RunOut, 404: RunErrorOut}, auth=OPERATOR)

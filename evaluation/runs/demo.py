@@ -1,6 +1,7 @@
 """Demo data of evaluation runs (and, first, the evaluation core's): two finished evaluation runs
 to chart and compare — the scripted agent without memory and with MemOrb (a fresh bank), 10
-trials over the 130 built-in tasks. The runs are really played, in this process, through the same
+trials over the 130 built-in tasks — and a smaller on-policy feedback run with its off-policy
+learning curve. The runs are really played, in this process, through the same
 service steps the Celery workers take; their results are labelled scripted. Idempotent: finished
 demo runs are kept, an interrupted one is continued. Writing each trial's 130 trajectories as
 Orbs dominates (see docs/PERFORMANCE.md), so `serve` loads the demo after the dashboard is up.
@@ -9,7 +10,7 @@ import time
 
 from evaluation import demo as core_demo
 from evaluation.runs.models import EvaluationRun
-from evaluation.runs.services import run_drive, run_launch
+from evaluation.runs.services import curve_drive, curve_launch_inline, run_drive, run_launch
 
 # Both runs share seed and error rates, so trial t of each plans the same mistakes: the
 # difference between them is what memory changed.
@@ -19,6 +20,13 @@ DEMO_RUNS = (
     ("Demo: scripted agent + MemOrb (fresh bank)", {"memory_mode": "memorb", "memory_k": 5, "per_turn": False}),
 )
 DEMO_TRIALS = 10
+# MemoryBench's two ways of feeding simulated feedback into memory: on-policy inside a run (here
+# with two feedback rounds), and off-policy as a learning curve over that run's feedback logs.
+FEEDBACK_DEMO_RUN = "Demo: scripted agent + MemOrb, on-policy simulated feedback (2 rounds)"
+FEEDBACK_DEMO_SPEC = {"memory_mode": "memorb", "memory_k": 5, "per_turn": False, "feedback_enabled": True,
+                      "feedback_memory": "onpolicy", "feedback_rounds": 2}
+FEEDBACK_DEMO_TASKS = 20  # each curve point replays every task: a subset keeps the demo quick
+FEEDBACK_DEMO_TRIALS = 3
 
 
 def _demo_run(name: str, memory: dict, stdout, *, task_ids: list[str], trials: int) -> None:
@@ -34,9 +42,21 @@ def _demo_run(name: str, memory: dict, stdout, *, task_ids: list[str], trials: i
                  f"{run.successes} successes, {time.monotonic() - started:.0f} s")
 
 
+def _feedback_demo(stdout, *, task_ids: list[str], trials: int) -> None:
+    """The on-policy feedback run, then its off-policy learning curve (once)."""
+    _demo_run(FEEDBACK_DEMO_RUN, FEEDBACK_DEMO_SPEC, stdout, task_ids=task_ids[:FEEDBACK_DEMO_TASKS],
+              trials=min(trials, FEEDBACK_DEMO_TRIALS))
+    run = EvaluationRun.objects.get(name=FEEDBACK_DEMO_RUN, executor=EvaluationRun.Executor.INLINE)
+    curve = run.feedback_curves.first()
+    curve = curve_drive(curve=curve) if curve else curve_launch_inline(run=run)
+    rates = ", ".join(f"{p['batches']}: {p['successes']}/{p['tasks']}" for p in curve.points)
+    stdout.write(f"evaluation: demo learning curve #{curve.pk} of run #{run.pk} {curve.status} (batches: successes) {rates}")
+
+
 def load_demo(stdout, *, run_tasks: int | None = None, run_trials: int = DEMO_TRIALS) -> None:
     """`run_tasks`/`run_trials` shrink the demo runs (tests)."""
     task_set = core_demo.load_demo(stdout)
     task_ids = list(task_set.tasks.order_by("external_id").values_list("external_id", flat=True))[:run_tasks]
     for name, memory in DEMO_RUNS:
         _demo_run(name, memory, stdout, task_ids=task_ids, trials=run_trials)
+    _feedback_demo(stdout, task_ids=task_ids, trials=run_trials)

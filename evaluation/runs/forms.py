@@ -6,7 +6,7 @@ from django import forms
 
 from evaluation.configs import AgentBackend, AgentConfig, CustomerBackend, CustomerConfig, MemoryKind
 from evaluation.models import Domain, Split, TaskSet
-from evaluation.runs.models import EvaluationRun, ReviewGate
+from evaluation.runs.models import EvaluationRun, FeedbackMemory, ReviewGate
 from evaluation.runs.services import MAX_CONCURRENCY, MAX_TRIALS, DMRMParams, RunLaunchError, RunSpec
 from evaluation.services import BUILTIN_SET
 from evaluation.shop.errors import ERROR_KINDS
@@ -98,6 +98,13 @@ class RunLaunchForm(forms.Form):
     feedback_enabled = _spec_field(forms.BooleanField, "feedback_enabled", required=False,
                                    label="Simulated user feedback",
                                    help_text="Each episode gets the simulated customer's critique, score and action.")
+    feedback_memory = _spec_field(forms.ChoiceField, "feedback_memory", choices=FeedbackMemory.choices,
+                                  required=False, label="Feedback into memory",
+                                  help_text="With feedback and MemOrb memory: on-policy writes each trial's Orbs "
+                                            "with its users' feedback, so the next trial plays against it.")
+    feedback_rounds = _spec_field(forms.IntegerField, "feedback_rounds", required=False, label="Feedback rounds",
+                                  help_text="1 to 3: after each critique but the last, the agent answers it and "
+                                            "the user judges the answer.")
 
     def spec(self) -> dict:
         data = self.cleaned_data
@@ -107,7 +114,8 @@ class RunLaunchForm(forms.Form):
                  "per_turn", "trials", "pass_k", "seed", "max_turns", "concurrency", "review_gate", "feedback_enabled")
         # Left empty, the spec's default applies (as for a field an older page did not post).
         withhold = {} if data["withhold_probability"] is None else {"withhold_probability": data["withhold_probability"]}
-        return {**{name: data[name] for name in plain}, **self._dmrm(data), **withhold,
+        feedback = {name: data[name] for name in ("feedback_memory", "feedback_rounds") if data[name] not in (None, "")}
+        return {**{name: data[name] for name in plain}, **self._dmrm(data), **withhold, **feedback,
                 "task_set": data["task_set"].name if data["task_set"] else "", "task_ids": ids,
                 "agent": {"backend": data["agent"], **_capped(data["agent_max_tokens"]),
                           **({"error_rates": rates} if data["agent"] == AgentBackend.SCRIPTED else {})},
@@ -184,3 +192,10 @@ class RunPlanForm(forms.Form):
         data = self.cleaned_data
         return {"task_set": data["task_set"], "effect": data["effect"] / 100, "domain": data["domain"],
                 "split": data["split"], "task_ids": [p for p in data["task_ids"].replace(",", " ").split() if p]}
+
+
+class FeedbackCurveForm(forms.Form):
+    """The run page's off-policy learning-curve launcher."""
+
+    batch_size = forms.IntegerField(min_value=1, required=False, label="Feedback logs per batch",
+                                    help_text="Empty: the run's task count (one trial's logs per batch).")

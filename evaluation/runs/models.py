@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from evaluation.configs import NAIVE_RAG_KINDS, AgentBackend, MemoryKind
 
-__all__ = ["EvaluationRun", "MemoryMode", "ReviewGate", "RunEpisode", "Trial"]
+__all__ = ["EvaluationRun", "FeedbackCurve", "FeedbackMemory", "MemoryMode", "ReviewGate", "RunEpisode", "Trial"]
 
 MemoryMode = MemoryKind  # a run's memory is the kind its episodes retrieve with
 
@@ -20,6 +20,12 @@ MemoryMode = MemoryKind  # a run's memory is the kind its episodes retrieve with
 class ReviewGate(models.TextChoices):
     AUTO = "auto", "auto-approve in-run memories"
     WAIT = "wait", "wait for reviewers"
+
+
+class FeedbackMemory(models.TextChoices):
+    """What a feedback run's trial-end Orbs are written from (MemoryBench feeds feedback into memory)."""
+    ONPOLICY = "onpolicy", "on-policy: each trial's Orbs carry its users' feedback"
+    NONE = "none", "feedback recorded only (Orbs from the plain trajectories)"
 
 
 class EvaluationRun(models.Model):
@@ -72,6 +78,10 @@ class EvaluationRun(models.Model):
     concurrency = models.PositiveSmallIntegerField(default=4)
     review_gate = models.CharField(max_length=8, choices=ReviewGate.choices, default=ReviewGate.AUTO)
     feedback_enabled = models.BooleanField(default=False)
+    # Runs stored before feedback went into memory wrote plain trajectories: none.
+    feedback_memory = models.CharField(max_length=8, choices=FeedbackMemory.choices, default=FeedbackMemory.NONE)
+    feedback_rounds = models.PositiveSmallIntegerField(
+        default=1, help_text="Feedback turns per episode; after each but the last the agent answers the critique.")
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED, db_index=True)
     status_message = models.TextField(blank=True)
     executor = models.CharField(max_length=8, choices=Executor.choices, default=Executor.CELERY)
@@ -118,6 +128,11 @@ class EvaluationRun(models.Model):
     def uses_dialogues(self) -> bool:
         """A naive-RAG baseline: the run's memory is its raw past dialogues."""
         return self.memory_mode in NAIVE_RAG_KINDS
+
+    @property
+    def feedback_into_memory(self) -> bool:
+        """On-policy feedback: the Orbs written at each trial's end carry the users' feedback."""
+        return self.feedback_enabled and self.uses_memorb and self.feedback_memory == FeedbackMemory.ONPOLICY
 
     @property
     def progress_percent(self) -> int:
@@ -214,3 +229,56 @@ class RunEpisode(models.Model):
         if self.status == self.Status.DONE:
             return "success" if self.success else "failure"
         return self.status
+
+
+class FeedbackCurve(models.Model):
+    """Off-policy feedback (MemoryBench): a finished feedback run's logs go into a fresh bank in
+    batches, and the run's tasks are played against the bank after each batch; one point per
+    number of batches written, from 0 (the empty bank) to all of them."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "queued"
+        RUNNING = "running", "running"
+        COMPLETED = "completed", "completed"
+        FAILED = "failed", "failed"
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING)
+
+    run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="feedback_curves")
+    bank = models.ForeignKey("orbs.MemoryBank", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    batch_size = models.PositiveIntegerField(help_text="Feedback logs (episodes) written per batch.")
+    batches = models.PositiveSmallIntegerField()
+    feedback_episode_ids = models.JSONField(default=list, help_text="The logs, in the order they are written.")
+    test_task_pks = models.JSONField(default=list, help_text="Tasks played after each batch.")
+    seed = models.BigIntegerField(default=0, help_text="Every point plays its tasks with the same seeds.")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    status_message = models.TextField(blank=True)
+    steps_started = models.PositiveSmallIntegerField(default=0, help_text="Points claimed by a worker.")
+    points = models.JSONField(default=list, help_text="One per point: batches, orbs, tasks, successes.")
+    scripted = models.BooleanField(default=True, help_text="Played by an offline (scripted) backend.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"learning curve #{self.pk} of {self.run}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("evaluation:feedback_curve", args=[self.pk])
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE
+
+    @property
+    def steps(self) -> int:
+        """Points to measure: before any batch, then after each."""
+        return self.batches + 1
+
+    @property
+    def progress_percent(self) -> int:
+        return round(100 * len(self.points) / self.steps)

@@ -34,6 +34,11 @@ def trial_finish(self, trial_id: int) -> None:
 
 
 @shared_task
+def feedback_curve_step(curve_id: int) -> None:
+    services.curve_step(curve_id=curve_id)
+
+
+@shared_task
 def run_sweep(run_id: int) -> None:
     services.run_sweep(run_id=run_id)
 

@@ -17,14 +17,17 @@ from evaluation.feedback.services import (
     feedback_rates,
     run_episodes,
 )
-from evaluation.runs.forms import RunFilterForm, RunImportForm, RunLaunchForm, RunPlanForm
-from evaluation.runs.models import EvaluationRun
+from evaluation.runs.forms import FeedbackCurveForm, RunFilterForm, RunImportForm, RunLaunchForm, RunPlanForm
+from evaluation.runs.models import EvaluationRun, FeedbackCurve
 from evaluation.runs.services import (
     FLIP_SORTS,
+    CurveLaunchError,
     RunActionError,
     RunImportError,
     RunLaunchError,
     RunsNotComparable,
+    curve_chart,
+    curve_launch,
     run_cancel,
     run_charts,
     run_detectable_effect,
@@ -112,10 +115,39 @@ def _live_context(run: EvaluationRun) -> dict:
 @role_required(Role.OPERATOR)
 def run_detail(request, run_id: int):
     run = get_object_or_404(EvaluationRun.objects.select_related("bank", "task_set", "created_by"), pk=run_id)
-    context = _live_context(run)
+    context = {**_live_context(run), "curves": run.feedback_curves.all() if run.feedback_enabled else []}
     if request.htmx:
         return render(request, "evaluation/runs/_live.html", context)
     return render(request, "evaluation/runs/detail.html", context)
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def feedback_curve_launch_view(request, run_id: int):
+    """Off-policy feedback: a learning curve of a completed feedback run (Celery work)."""
+    run = get_object_or_404(EvaluationRun, pk=run_id)
+    form = FeedbackCurveForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items()))
+        return redirect(run)
+    try:
+        curve = curve_launch(run=run, batch_size=form.cleaned_data["batch_size"], user=request.user)
+    except CurveLaunchError as exc:
+        messages.error(request, f"No learning curve: {exc}")
+        return redirect(run)
+    messages.success(request, f"Learning curve queued: {curve.batches} batch{'es' if curve.batches != 1 else ''} "
+                              f"of {curve.batch_size} feedback logs, {curve.steps} points.")
+    return redirect(curve)
+
+
+@require_GET
+@role_required(Role.OPERATOR)
+def feedback_curve_detail(request, curve_id: int):
+    curve = get_object_or_404(FeedbackCurve.objects.select_related("run", "bank"), pk=curve_id)
+    context = {"curve": curve, "chart": curve_chart(curve=curve)}
+    if request.htmx:
+        return render(request, "evaluation/runs/_curve_live.html", context)
+    return render(request, "evaluation/runs/curve.html", context)
 
 
 def _action(request, run_id: int, act, done: str):

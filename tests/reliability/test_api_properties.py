@@ -26,6 +26,7 @@ from pydantic import BaseModel
 
 from annotation import services as annotation
 from annotation.models import Campaign
+from evaluation.runs.models import FeedbackCurve
 from evaluation.runs.services import run_drive, run_launch
 from evaluation.services import episode_run
 from memweb.api import api
@@ -173,6 +174,7 @@ MAKERS = {
     "episode_id": lambda request, user: episode_run(task=_task(request, user)).pk,
     "run_id": lambda request, user: _run(request, user).pk,
     "campaign_id": lambda request, user: _campaign(request, user).pk,
+    "curve_id": lambda request, user: FeedbackCurve.objects.create(run=_run(request, user), batch_size=1, batches=1).pk,
     "token": lambda request, user: str(annotation.assignment_next(campaign=_campaign(request, user),
                                                                   annotator=user).token),
 }

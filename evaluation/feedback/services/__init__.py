@@ -4,7 +4,8 @@ import from here. The design and its choices are described in docs/FEEDBACK_SIMU
 - profiles: who the simulated user is, per task family
 - conversation: what is judged (the final reply and the history the customer saw), the ground truth
 - critique, score, actions: the three parts of one judgement, each LLM or offline
-- judging: one episode's feedback, stored once
+- judging: one episode's feedback, stored once, with its later rounds (multi-turn feedback)
+- revision: the agent's answer to a critique in a later round (scripted rule or the actor LLM)
 - calibration: the action model's active parameters, its table, recalibration (to scores, or refit
   to people's actions in an annotation campaign), chart data
 - selectors: feedback rows per run or selection, realised rates, the browser's filters
@@ -25,7 +26,7 @@ from evaluation.feedback.services.calibration import (
 )
 from evaluation.feedback.services.conversation import Judged, episode_judged, evaluation_context
 from evaluation.feedback.services.critique import Verbose, critique_llm, critique_offline
-from evaluation.feedback.services.judging import feedback_for_episode
+from evaluation.feedback.services.judging import MAX_FEEDBACK_ROUNDS, feedback_for_episode
 from evaluation.feedback.services.profiles import profile_for, profiles_ensure_defaults
 from evaluation.feedback.services.score import Satisfaction, score_llm, score_offline
 from evaluation.feedback.services.selectors import (
@@ -47,7 +48,8 @@ from evaluation.feedback.services.to_memory import (
 )
 
 __all__ = [
-    "BACKEND_FILTERS", "MIN_FIT_PAIRS", "CalibrationTable", "FeedbackBatch", "FeedbackRates", "Judged", "PeopleFit",
+    "BACKEND_FILTERS", "MAX_FEEDBACK_ROUNDS", "MIN_FIT_PAIRS",
+    "CalibrationTable", "FeedbackBatch", "FeedbackRates", "Judged", "PeopleFit",
     "Satisfaction", "Verbose", "action_model", "action_sample", "action_streams", "calibration_curves",
     "calibration_fit", "calibration_histogram", "calibration_recalibrate", "calibration_refit", "calibration_table",
     "calibration_update", "critique_llm", "critique_offline",

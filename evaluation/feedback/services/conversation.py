@@ -46,3 +46,23 @@ def evaluation_context(spec: dict) -> dict:
         "expected_lookups": [call["name"] for call in spec["gold_lookups"]],
         "facts_the_customer_must_be_told": {o["label"]: o["value"] for o in spec["required_outputs"]},
     }
+
+
+def breakdown_after(episode: Episode, stated: frozenset[str] = frozenset()) -> dict:
+    """The reward breakdown once revisions (multi-turn feedback) have stated the required outputs
+    labelled in `stated`: outputs count as told when none is missing any more. Revisions are words
+    only, so every other component stays as the episode left it."""
+    breakdown = dict(episode.reward_breakdown)
+    missing = {o["label"] for o in episode.reward_details.get("missing_outputs", [])}
+    if stated and "outputs" in breakdown and missing <= stated:
+        breakdown["outputs"] = 1.0
+    return breakdown
+
+
+def succeeded_after(episode: Episode, stated: frozenset[str] = frozenset()) -> bool:
+    """Success, counting the facts revisions stated (an episode cut short stays failed)."""
+    if episode.success or not stated or episode.infra_error:
+        return episode.success
+    components = ("state", "grounded", "lookups", "outputs")
+    breakdown = breakdown_after(episode, stated)
+    return all(breakdown[name] == 1.0 for name in components if name in breakdown)

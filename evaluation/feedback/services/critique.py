@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from evaluation.feedback.models import EpisodeFeedback, FeedbackProfile
 from evaluation.feedback.prompts import test_prompt
-from evaluation.feedback.services.conversation import Judged, evaluation_context
+from evaluation.feedback.services.conversation import Judged, evaluation_context, succeeded_after
 from evaluation.models import Episode
 from evaluation.shop.customers import render_intent
 from memweb.llm import llm_json
@@ -48,8 +48,9 @@ def critique_llm(*, episode: Episode, judged: Judged, profile: FeedbackProfile) 
                    response=(answer.response or "").strip())
 
 
-def _problems(episode: Episode) -> list[tuple[str, str]]:
-    """(reason for the judge's reasoning, what the customer says) per thing that went wrong."""
+def _problems(episode: Episode, stated: frozenset[str]) -> list[tuple[str, str]]:
+    """(reason for the judge's reasoning, what the customer says) per thing that went wrong; facts a
+    revision has since stated (`stated`, by label) are no longer missing."""
     breakdown, details, spec = episode.reward_breakdown, episode.reward_details, episode.task_snapshot
     problems = []
     if details.get("invented_ids"):
@@ -61,8 +62,9 @@ def _problems(episode: Episode) -> list[tuple[str, str]]:
         wishes = " ".join(render_intent(i, random.Random(episode.seed)) for i in spec["intents"])
         problems.append((f"the request was not carried out as asked ({kinds})",
                          f"That is not what I asked for. Once more: {wishes}"))
-    if details.get("missing_outputs"):
-        labels = ", ".join(o["label"] for o in details["missing_outputs"])
+    missing = [o for o in details.get("missing_outputs", []) if o["label"] not in stated]
+    if missing:
+        labels = ", ".join(o["label"] for o in missing)
         problems.append((f"the agent never stated: {labels}", f"You still have not told me the {labels}."))
     if details.get("missing_lookups") and not problems:
         names = ", ".join(c["name"] for c in details["missing_lookups"])
@@ -79,10 +81,11 @@ def _circumstances(episode: Episode) -> list[tuple[str, str]]:
     return []
 
 
-def critique_offline(*, episode: Episode) -> Verbose:
-    """Same shape as the LLM's, built from the reward breakdown and its details."""
-    problems = _problems(episode) + _circumstances(episode)
-    if episode.success and not problems:
+def critique_offline(*, episode: Episode, stated: frozenset[str] = frozenset()) -> Verbose:
+    """Same shape as the LLM's, built from the reward breakdown and its details (and, in later
+    feedback rounds, the facts the agent's revisions have stated)."""
+    problems = _problems(episode, stated) + _circumstances(episode)
+    if succeeded_after(episode, stated) and not problems:
         reasoning = "The request was carried out as asked, every fact I needed was stated and nothing was invented."
         return Verbose(reasoning=reasoning, behavior=EpisodeFeedback.Behavior.END, response="")
     problems = problems or [("the request was not resolved", "My request is still not resolved.")]

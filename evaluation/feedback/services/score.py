@@ -6,7 +6,7 @@ from pydantic import BaseModel, Field
 from evaluation.feedback import formulas as fm
 from evaluation.feedback.models import CalibrationSetting, EpisodeFeedback
 from evaluation.feedback.prompts import SCORER_SYSTEM, scorer_prompt
-from evaluation.feedback.services.conversation import Judged, evaluation_context
+from evaluation.feedback.services.conversation import Judged, breakdown_after, evaluation_context, succeeded_after
 from evaluation.models import Episode
 from memweb.llm import llm_json
 
@@ -35,12 +35,13 @@ def _tool_errors(episode: Episode) -> int:
     return sum(1 for m in episode.transcript if m["role"] == "tool" and m.get("ok") is False)
 
 
-def score_offline(*, episode: Episode, metric: str) -> Satisfaction:
+def score_offline(*, episode: Episode, metric: str, stated: frozenset[str] = frozenset()) -> Satisfaction:
     """The metric path; an episode without the shop's components (an infrastructure error before any
-    scoring) falls back to binary correctness."""
-    breakdown = episode.reward_breakdown
+    scoring) falls back to binary correctness. `stated`: facts later feedback rounds' revisions told."""
+    breakdown = breakdown_after(episode, stated)
     if metric == CalibrationSetting.Metric.CORRECTNESS or not {"state", "grounded"} <= breakdown.keys():
-        return Satisfaction(fm.score_from_correctness(episode.success), EpisodeFeedback.ScoreMethod.CORRECTNESS)
+        return Satisfaction(fm.score_from_correctness(succeeded_after(episode, stated)),
+                            EpisodeFeedback.ScoreMethod.CORRECTNESS)
     score = fm.score_from_shop(breakdown=breakdown, turns=episode.turns, max_turns=episode.max_turns,
                                tool_errors=_tool_errors(episode))
     return Satisfaction(score, EpisodeFeedback.ScoreMethod.SHOP)

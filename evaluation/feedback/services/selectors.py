@@ -47,6 +47,18 @@ def run_episodes(*, run) -> QuerySet[Episode]:
     return Episode.objects.filter(run_episode__run=run)
 
 
+def run_scores_before(*, episode: Episode) -> list[int]:
+    """Satisfaction scores realised in the finished trials before `episode`'s, in its run (none for
+    an episode outside a run). Earlier trials only: trials run one after another, so every episode
+    of a trial is calibrated on the same scores whatever order its episodes were judged in."""
+    place = Episode.objects.filter(pk=episode.pk).values("run_episode__run_id", "run_episode__trial__number").first()
+    if not place or place["run_episode__run_id"] is None:
+        return []
+    return list(EpisodeFeedback.objects.filter(
+        episode__run_episode__run_id=place["run_episode__run_id"],
+        episode__run_episode__trial__number__lt=place["run_episode__trial__number"]).values_list("score", flat=True))
+
+
 @dataclass(frozen=True)
 class FeedbackRates:
     n: int

@@ -35,8 +35,23 @@ def feedback_trajectory(*, feedback: EpisodeFeedback) -> dict:
         "satisfaction": feedback.score, "action": feedback.action, "copied": feedback.copied,
         "critique_backend": feedback.critique_backend, "score_backend": feedback.score_backend,
     }
-    trajectory["reward_breakdown"]["user_satisfaction"] = feedback.score / 10
+    satisfaction = feedback.score
+    for later in feedback.rounds:
+        _round_append(trajectory, later)
+        satisfaction = later["score"]
+    # The last round's score: what the user thought once the agent had answered every critique.
+    trajectory["reward_breakdown"]["user_satisfaction"] = satisfaction / 10
     return trajectory
+
+
+def _round_append(trajectory: dict, later: dict) -> None:
+    """A later feedback round: the agent's revision, the user's answer to it, and its verdict."""
+    trajectory["messages"].append({"role": "assistant", "content": later["revision"][:MAX_CRITIQUE_CHARS]})
+    if later["response"]:
+        trajectory["messages"].append({"role": "user", "content": later["response"][:MAX_CRITIQUE_CHARS]})
+    trajectory["metadata"]["user_feedback"].setdefault("rounds", []).append({
+        "round": later["round"], "critique": (later["response"] or later["reasoning"])[:MAX_CRITIQUE_CHARS],
+        "satisfaction": later["score"], "action": later["action"], "revision_backend": later["revision_backend"]})
 
 
 def feedback_to_orbs(*, episodes, bank: Bank | str) -> list[OrbIngestResult]:

@@ -9,6 +9,15 @@ from evaluation.runs.services.compare import (
     runs_comparable_check,
     runs_compare,
 )
+from evaluation.runs.services.curve import (
+    MAX_CURVE_BATCHES,
+    CurveLaunchError,
+    curve_chart,
+    curve_drive,
+    curve_launch,
+    curve_launch_inline,
+    curve_step,
+)
 from evaluation.runs.services.drive import run_drive
 from evaluation.runs.services.launch import run_launch, run_launch_check
 from evaluation.runs.services.memory import run_memory_config, run_pending_memories
@@ -52,6 +61,8 @@ from evaluation.runs.services.transfer import (
 from evaluation.runs.services.watchdog import run_sweep, runs_sweep, runs_watch_overdue
 
 __all__ = [
+    "MAX_CURVE_BATCHES", "CurveLaunchError", "curve_chart", "curve_drive", "curve_launch", "curve_launch_inline",
+    "curve_step",
     "DEFAULT_SORT", "DMRMParams", "FLIP_SORTS", "MAX_CONCURRENCY", "MAX_TRIALS", "RunActionError", "RunImportError",
     "RunLaunchError", "RunSpec", "RunsNotComparable", "episode_seed", "run_advance", "run_cancel", "run_charts",
     "run_detectable_effect", "run_drive", "run_episode_execute", "run_errors", "run_export_csv", "run_export_json",

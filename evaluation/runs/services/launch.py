@@ -118,6 +118,7 @@ def run_launch(*, spec: RunSpec | dict, user=None, executor: str = EvaluationRun
             bank_copied_from=checked.bank_source.name if checked.bank_source else "",
             trials=spec.trials, pass_k=spec.pass_k, seed=spec.seed, max_turns=spec.max_turns,
             concurrency=spec.concurrency, review_gate=spec.review_gate, feedback_enabled=spec.feedback_enabled,
+            feedback_memory=spec.feedback_memory, feedback_rounds=spec.feedback_rounds,
             episodes_total=len(checked.task_pks) * spec.trials, scripted=_scripted(spec),
             agent_backend=spec.agent.backend, created_by=user, executor=executor)
         run_memory_prepare(run=run, spec=spec, source=checked.bank_source)

@@ -10,6 +10,7 @@ service functions.
   on Orbs measured to do harm.
 """
 from evaluation.configs import MemoryConfig
+from evaluation.feedback.services import feedback_of, feedback_trajectory
 from evaluation.models import Episode
 from evaluation.runs.models import EvaluationRun, MemoryMode, ReviewGate, RunEpisode, Trial
 from evaluation.runs.services.spec import DMRMParams, RunLaunchError, RunSpec
@@ -124,13 +125,26 @@ def _finished_rows(trial: Trial):
 def _orbs_write(run: EvaluationRun, trial: Trial) -> None:
     label = f"{run.orb_label} · trial {trial.number}"
     for row in _finished_rows(trial).filter(orb__isnull=True):
-        result = orb_from_episode(bank=run.bank, trajectory=episode_trajectory(row.episode), source_label=label,
+        result = orb_from_episode(bank=run.bank, trajectory=_orb_trajectory(run, row.episode), source_label=label,
                                   episode_ref=episode_ref(row.episode))
         RunEpisode.objects.filter(pk=row.pk).update(orb=result.orb)
     Trial.objects.filter(pk=trial.pk).update(orbs_written=trial.run_episodes.filter(orb__isnull=False).count())
     if run.review_gate == ReviewGate.AUTO:
         orbs_pending_approve(orb_ids=_run_orb_ids(run),
                              note=f"auto-approved by {run.orb_label} (review gate: auto-approve in-run memories)")
+
+
+def _orb_trajectory(run: EvaluationRun, episode: Episode) -> dict:
+    """On-policy feedback (MemoryBench): the Orb is reflected from the trajectory with the user's
+    feedback folded in, so the next trial plays against memory that learnt from it. Judging ran
+    before the trial's end (trial_finish backfills what a dead worker missed), so a missing row is
+    an error the run shows, never a silent plain Orb."""
+    if not run.feedback_into_memory:
+        return episode_trajectory(episode)
+    feedback = feedback_of([episode]).first()
+    if feedback is None:
+        raise ValueError(f"episode {episode.pk} has no simulated feedback to write into memory")
+    return feedback_trajectory(feedback=feedback)
 
 
 def _experiences_write(run: EvaluationRun, trial: Trial) -> None:

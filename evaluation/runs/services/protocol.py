@@ -239,7 +239,7 @@ def _episode_complete(row: RunEpisode, token: uuid.UUID) -> RunEpisode | None:
         _claim_release(row, token)
         raise
     if stored is not None and stored.episode is not None and row.run.feedback_enabled and not stored.error:
-        _feedback(stored.episode, stored.seed)
+        _feedback(stored.episode, stored.seed, rounds=row.run.feedback_rounds)
     return stored
 
 
@@ -311,12 +311,12 @@ def run_counts_add(*, row: RunEpisode, finished: int, errors: int, successes: in
     EvaluationRun.objects.filter(pk=row.run_id).update(**changes)
 
 
-def _feedback(episode: Episode, seed: int) -> None:
+def _feedback(episode: Episode, seed: int, *, rounds: int) -> None:
     """Simulated user feedback (issue 7) on a stored episode; its failure never fails the episode."""
     from evaluation.feedback.services import feedback_for_episode
 
     try:
-        feedback_for_episode(episode=episode, seed=seed)
+        feedback_for_episode(episode=episode, seed=seed, rounds=rounds)
     except Exception:
         logger.exception("simulated feedback for episode %s failed", episode.pk)
 
@@ -325,4 +325,4 @@ def _feedback_backfill(trial: Trial) -> None:
     """Feedback that a worker died before writing is written before the trial's memories are."""
     rows = trial.run_episodes.filter(status=RunEpisode.Status.DONE, episode__isnull=False)
     for row in rows.select_related("episode"):
-        _feedback(row.episode, row.seed)
+        _feedback(row.episode, row.seed, rounds=trial.run.feedback_rounds)

@@ -3,7 +3,8 @@ offers (its fields, defaults and bounds are read from here) and what a run row k
 import pydantic
 
 from evaluation.configs import AgentConfig, CustomerConfig, MemoryKind
-from evaluation.runs.models import ReviewGate
+from evaluation.feedback.services import MAX_FEEDBACK_ROUNDS
+from evaluation.runs.models import FeedbackMemory, ReviewGate
 from memweb.errors import problems_of
 from orbs.dmrm.services import Suppression
 
@@ -62,6 +63,14 @@ class RunSpec(pydantic.BaseModel):
     concurrency: int = pydantic.Field(default=4, ge=1, le=MAX_CONCURRENCY)
     review_gate: ReviewGate = ReviewGate.AUTO
     feedback_enabled: bool = False
+    feedback_memory: FeedbackMemory = pydantic.Field(
+        default=FeedbackMemory.ONPOLICY,
+        description="Feedback runs with MemOrb memory: onpolicy writes each trial's Orbs with its users' feedback "
+                    "(MemoryBench), none writes them from the plain trajectories")
+    feedback_rounds: int = pydantic.Field(
+        default=1, ge=1, le=MAX_FEEDBACK_ROUNDS,
+        description="Feedback runs: turns of feedback per episode; after each but the last, the agent answers "
+                    "the critique and the user judges the answer (MemoryBench allows up to 3)")
 
 
 class RunLaunchError(ValueError):

@@ -66,13 +66,27 @@ def test_a_like_threshold_shift_changes_likes_only(episodes):
     assert sum(a == "like" for _, a in top) > sum(b == "like" for b, _ in top)
 
 
-def test_short_output_profiles_never_copy(episodes):
-    long_rows = judge(episodes)
-    assert any(r["copied"] for r in long_rows)
+def _profiles_long_output(value: bool | None) -> None:
     for key in ("appliances", "clothing"):
         profile = profile_for(key=key)
-        profile.long_output = False
+        profile.long_output = value
         profile.save(update_fields=["long_output"])
+
+
+def test_short_output_profiles_never_copy(episodes):
+    _profiles_long_output(True)
+    long_rows = judge(episodes)
+    assert any(r["copied"] for r in long_rows)
+    _profiles_long_output(False)
     short_rows = judge(episodes)
     assert not any(r["copied"] for r in short_rows)
     assert [r["action"] for r in short_rows] == [r["action"] for r in long_rows]
+
+
+def test_by_default_only_replies_over_600_tokens_can_be_copied(episodes):
+    """The paper's rule: the shop agent's short replies are never long output."""
+    assert profile_for(key="clothing").long_output is None
+    rows = judge(episodes)
+    assert not any(r["copied"] for r in rows)
+    stored = EpisodeFeedback.objects.first().params
+    assert (stored["long_output"], stored["long_output_rule"]) == (False, "> 600 tokens")

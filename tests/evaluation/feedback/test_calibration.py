@@ -41,7 +41,7 @@ def test_an_edited_setting_hits_its_own_targets(db):
     assert stored == params
     table = calibration_table(params=stored)
     assert (table.global_like, table.global_dislike) == (pytest.approx(0.1, abs=1e-12), pytest.approx(0.02, abs=1e-12))
-    low_share = 12 / 100
+    low_share = params.binary_low_share  # the paper's share, not p(S <= 5) of the distribution
     assert table.binary["p_dislike_low"] == pytest.approx(0.02 / low_share)
     assert table.binary["p_like_high"] == pytest.approx(0.1 / (1 - low_share))
 

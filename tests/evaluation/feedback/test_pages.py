@@ -23,7 +23,8 @@ def operator(client, operator_user):
 def calibration_post(**changes) -> dict:
     data = {"s0_like": 7.5, "s0_dislike": 4.5, "k_like": 1.5, "k_dislike": 1.5, "like_rate": 0.0559,
             "dislike_rate": 0.0091, "distribution": "0.02, 0.93, 3.06, 1.93, 0.40, 2.56, 17.5, 32.12, 41.05, 0.43",
-            "like_shift": 0, "score_sigma": 0, "metric": "shop", "use_llm": "on"}
+            "like_shift": 0, "score_sigma": 0, "metric": "shop", "use_llm": "on",
+            "calibrate_on": "realised", "binary_low_share": 0.433}
     return {**data, **changes}
 
 

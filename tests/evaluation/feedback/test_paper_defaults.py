@@ -1,0 +1,76 @@
+"""MemoryBench's defaults: calibration on the run's own realised scores (the reference p(S) as the
+fallback), the binary model's published figures, and the scorer prompt's 1-10 bands."""
+import pytest
+
+from evaluation.feedback import formulas as fm
+from evaluation.feedback.models import EpisodeFeedback
+from evaluation.feedback.params import FeedbackParams
+from evaluation.feedback.prompts import SCORE_BANDS
+from evaluation.feedback.services import feedback_for_episode
+from evaluation.runs.models import EvaluationRun, RunEpisode, Trial
+from tests.evaluation.feedback.conftest import play_episode, play_many
+from tests.evaluation.feedback.test_llm import VALID
+
+
+def test_the_binary_model_gives_the_papers_rates_at_its_stated_share():
+    model = FeedbackParams().binary_model()
+    assert model.p_dislike(3) == pytest.approx(0.021, abs=5e-4)
+    assert model.p_like(9) == pytest.approx(0.099, abs=5e-4)
+    assert FeedbackParams().binary_low_share == fm.BINARY_LOW_SHARE
+
+
+def _two_trial_run(builtin, first_trial: int):
+    """A run whose trial 1 holds `first_trial` judged episodes and whose trial 2 holds one unjudged episode."""
+    run = EvaluationRun.objects.create(name="calibrated on itself", feedback_enabled=True)
+    trials = [Trial.objects.create(run=run, number=n) for n in (1, 2)]
+    earlier = play_many(builtin, first_trial)
+    later = play_episode(builtin, "shop-app-001", seed=99)
+    for trial, episode in [(trials[0], e) for e in earlier] + [(trials[1], later)]:
+        RunEpisode.objects.create(run=run, trial=trial, task=episode.task, task_key=episode.task_snapshot["id"],
+                                  episode=episode, status=RunEpisode.Status.DONE)
+    for episode in earlier:
+        feedback_for_episode(episode=episode, seed=3)
+    return earlier, later
+
+
+def test_a_run_episode_is_calibrated_on_the_scores_of_the_runs_earlier_trials(builtin):
+    earlier, later = _two_trial_run(builtin, fm.MIN_REALISED_SCORES)
+    scores = list(EpisodeFeedback.objects.filter(episode__in=earlier).values_list("score", flat=True))
+    snapshot = feedback_for_episode(episode=later, seed=3).params
+    assert snapshot["calibrated_on"] == f"{fm.MIN_REALISED_SCORES} realised scores"
+    assert tuple(snapshot["distribution"]) == pytest.approx(fm.score_distribution(scores))
+    assert tuple(snapshot["distribution"]) != pytest.approx(fm.normalise_distribution(fm.DEFAULT_SCORE_DISTRIBUTION))
+    # trial 1 itself had nothing earlier to go on: the paper's reference distribution, with the reason.
+    first = EpisodeFeedback.objects.get(episode=earlier[0]).params
+    assert first["calibrated_on"] == f"reference distribution (0 realised scores, fewer than {fm.MIN_REALISED_SCORES})"
+    assert tuple(first["distribution"]) == fm.DEFAULT_SCORE_DISTRIBUTION
+
+
+def test_too_few_realised_scores_or_the_reference_variant_keep_the_reference_distribution(builtin):
+    earlier, later = _two_trial_run(builtin, 3)
+    snapshot = feedback_for_episode(episode=later, seed=3).params
+    assert snapshot["calibrated_on"].startswith("reference distribution (3 realised scores")
+    assert tuple(snapshot["distribution"]) == fm.DEFAULT_SCORE_DISTRIBUTION
+    realised = FeedbackParams(distribution=(0, 0, 5, 5, 5, 5, 10, 30, 30, 10))
+    scores = [9] * 15 + [3] * 10
+    assert realised.calibrated_to(scores)[0].distribution == pytest.approx(fm.score_distribution(scores))
+    assert realised.calibrated_to(scores)[0].binary_low_share == pytest.approx(10 / 25)
+    reference = realised.model_copy(update={"calibrate_on": "reference"})
+    assert reference.calibrated_to(scores) == (reference, "reference distribution (calibrate_on = reference)")
+
+
+def test_infeasible_realised_scores_fall_back_with_the_reason():
+    params, source = FeedbackParams().calibrated_to([9] * 30)  # nobody near the dislike region
+    assert params == FeedbackParams() and "infeasible" in source
+
+
+def test_the_scorer_is_told_what_each_band_of_the_scale_means(fake_llm, failed_episode):
+    fake_llm.use_for("user_simulator", "scorer")
+    fake_llm.reply_json(VALID)
+    fake_llm.reply_json({"score": 4})
+    feedback_for_episode(episode=failed_episode, seed=1)
+    system = fake_llm.chat_requests[1]["messages"][0]["content"]
+    assert "1 (very dissatisfied) to 10 (completely satisfied)" in system
+    for band, meaning in SCORE_BANDS:
+        assert f"{band}: {meaning}" in system
+    assert [band for band, _ in SCORE_BANDS] == ["1-2", "3-4", "5-6", "7-8", "9-10"]
