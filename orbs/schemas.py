@@ -7,6 +7,7 @@ from ninja import Schema
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from orbs.backends.emotion import EmotionLabel
+from orbs.budget import MAX_PROMPT_TOKEN_BUDGET
 
 TRAJECTORY_EXAMPLE = {
     "task_id": "appliances-017",
@@ -289,7 +290,9 @@ class BankIn(Schema):
     near_duplicate_threshold: float = Field(default=0.95, ge=0.0, le=1.0)
     auto_approve: Literal["never", "always", "by_rule"] = "never"
     auto_approve_min_reward: float = Field(default=1.0, allow_inf_nan=False)
-    prompt_token_budget: int = Field(default=600, ge=50, le=8000)
+    prompt_token_budget: int | None = Field(
+        default=None, ge=50, le=MAX_PROMPT_TOKEN_BUDGET,
+        description="Empty: enough for retrieval_k Orbs of the longest reflection (orbs.budget)")
 
 
 class BankOut(Schema):
