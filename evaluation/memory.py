@@ -16,8 +16,7 @@ import hashlib
 
 from evaluation.configs import MemoryConfig
 from orbs.dmrm.services import action_text, experiences_retrieve
-from orbs.backends.rewriter import dialogue_window
-from orbs.services import bank_resolve, orbs_retrieve
+from orbs.services import bank_resolve, dialogue_window, orbs_retrieve
 
 _OUTCOME_CHARS = 400
 RECENT_ACTIONS = 3  # the last actions shown in DMRM's prompt, as the paper's template has them
