@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from evaluation.configs import AgentBackend, MemoryKind
 
-__all__ = ["EvaluationRun", "MemoryMode", "ReviewGate", "RunEpisode", "Trial"]
+__all__ = ["EvaluationRun", "MemoryMode", "ReviewGate", "RunEpisode", "RunPreset", "Trial"]
 
 MemoryMode = MemoryKind  # a run's memory is the kind its episodes retrieve with
 
@@ -20,6 +20,13 @@ MemoryMode = MemoryKind  # a run's memory is the kind its episodes retrieve with
 class ReviewGate(models.TextChoices):
     AUTO = "auto", "auto-approve in-run memories"
     WAIT = "wait", "wait for reviewers"
+
+
+class RunPreset(models.TextChoices):
+    """The MemOrb paper's ablations, one choice each (evaluation.runs.services.spec.PRESETS sets their fields)."""
+
+    MEMORB_K1 = "memorb_k1", "MemOrb with k = 1 (the paper's no-cross-user ablation)"
+    MEMORB_STRUCTURED = "memorb_structured", "MemOrb with the complex structured reflection (the paper's ablation)"
 
 
 class EvaluationRun(models.Model):
@@ -52,6 +59,10 @@ class EvaluationRun(models.Model):
     memory_approved_only = models.BooleanField(default=True)
     memory_same_customer_only = models.BooleanField(default=False)
     memory_per_turn = models.BooleanField(default=True)
+    reflection_style = models.CharField(max_length=16, default="simple",
+                                        help_text="How trial-end reflections were written (simple or structured).")
+    preset = models.CharField(max_length=32, blank=True, choices=RunPreset.choices,
+                              help_text="The paper's ablation the run was launched as.")
     # Runs stored before withholding existed served every retrieved memory: 0.0.
     withhold_probability = models.FloatField(
         default=0.0, help_text="Chance that a retrieved Orb is kept out of an episode's prompt (randomised withholding).")
