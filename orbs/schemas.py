@@ -184,7 +184,9 @@ class RetrieveIn(Schema):
     k: int | None = Field(default=None, ge=1, le=50, description="Defaults to the bank's k (5).")
     approved_only: bool = True
     domain: str | None = Field(default=None, max_length=64)
-    customer_key: str | None = Field(default=None, max_length=200, description="Same-customer only (no cross-user).")
+    customer_key: str | None = Field(
+        default=None, max_length=200,
+        description="Only this customer's Orbs: a same-customer filter (the paper's no-cross-user ablation is k = 1)")
     min_score: float | None = Field(default=None, ge=-1.0, le=1.0)
     client: str = Field(default="", max_length=200)
 
@@ -192,6 +194,7 @@ class RetrieveIn(Schema):
 class HitOut(Schema):
     rank: int
     score: float
+    injected: bool = Field(description="In the prompt block; false: cut by the bank's token budget")
     orb: OrbOut
 
 
@@ -200,6 +203,7 @@ class RetrieveOut(Schema):
     rewritten_query: str
     rewriter_backend: str
     hits: list[HitOut]
+    injected: int = Field(description="How many of the hits reached the prompt block")
     prompt_block: str
 
 

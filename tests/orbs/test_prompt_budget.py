@@ -53,6 +53,18 @@ def test_a_fresh_bank_gets_the_budget_of_its_own_k(db):
     assert bank_get_or_create(name="chosen", retrieval_k=10, prompt_token_budget=300).prompt_token_budget == 300
 
 
+def test_an_api_agent_learns_how_many_hits_reached_the_prompt(fake_llm, client, operator_user):
+    from memweb.models import ApiKey
+
+    bank = bank_get_or_create(name="api cut", approved_only=False, prompt_token_budget=600)
+    _llm_orbs(fake_llm, bank, DEFAULT_K)
+    _, secret = ApiKey.issue(user=operator_user, name="agent")
+    body = client.post(f"/api/orbs/banks/{bank.slug}/retrieve", json.dumps({"query": "blender broken", "approved_only": False}),
+                       content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {secret}").json()
+    assert len(body["hits"]) == DEFAULT_K and 0 < body["injected"] < DEFAULT_K
+    assert [hit["injected"] for hit in body["hits"]] == [n < body["injected"] for n in range(DEFAULT_K)]
+
+
 def test_the_bank_page_warns_when_the_budget_cuts_k(fake_llm, client, operator_user):
     bank = bank_get_or_create(name="cut", approved_only=False, prompt_token_budget=600)
     _llm_orbs(fake_llm, bank, DEFAULT_K)
