@@ -11,9 +11,10 @@ DEFAULT_K = 5  # the paper's top-k
 # The reflector asks for at most this many words (orbs.backends.reflector).
 REFLECTION_MAX_WORDS = 120
 # MiniLM's WordPiece splits tool names and ids (`return_delivered_order_items`, W2378156) into
-# many pieces: 1.8 tokens per word measured on a 90-word reflection naming three tools; 2 bounds it.
-TOKENS_PER_WORD = 2
-REFLECTION_MAX_TOKENS = REFLECTION_MAX_WORDS * TOKENS_PER_WORD
+# many pieces: 1.8 tokens per word measured on a 90-word reflection naming three tools, 2.04 on a
+# 120-word one dense with tool names and order ids; 2.25 leaves room above both.
+TOKENS_PER_WORD = 2.25
+REFLECTION_MAX_TOKENS = math.ceil(REFLECTION_MAX_WORDS * TOKENS_PER_WORD)
 # An entry's situation is the customer's words clipped to this many characters (orbs.services.retrieval);
 # at least 3.5 characters per token measured on customer turns with ids and an email, 3 bounds it.
 SITUATION_MAX_CHARS = 300

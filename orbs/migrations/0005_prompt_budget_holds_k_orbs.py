@@ -2,8 +2,8 @@ import django.core.validators
 from django.db import migrations, models
 
 OLD_DEFAULT = 600
-# Frozen here: the figures of orbs.budget when this migration was written (header 13, entry 356 tokens).
-HEADER_TOKENS, ENTRY_MAX_TOKENS, MAX_BUDGET = 13, 356, 8000
+# Frozen here: the figures of orbs.budget when this migration was written (header 13, entry 386 tokens).
+HEADER_TOKENS, ENTRY_MAX_TOKENS, MAX_BUDGET = 13, 386, 8000
 
 
 def budgets_that_hold_k(apps, schema_editor):
@@ -25,7 +25,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='memorybank',
             name='prompt_token_budget',
-            field=models.PositiveIntegerField(default=1793, help_text='Upper bound on the tokens of the prompt block returned to agents; the default holds k Orbs of the longest reflection the reflector writes.', validators=[django.core.validators.MinValueValidator(50), django.core.validators.MaxValueValidator(8000)]),
+            field=models.PositiveIntegerField(default=1943, help_text='Upper bound on the tokens of the prompt block returned to agents; the default holds k Orbs of the longest reflection the reflector writes.', validators=[django.core.validators.MinValueValidator(50), django.core.validators.MaxValueValidator(8000)]),
         ),
         migrations.RunPython(budgets_that_hold_k, migrations.RunPython.noop),
     ]
