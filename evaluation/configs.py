@@ -50,6 +50,10 @@ class AgentConfig(_Config):
     max_steps: int = Field(default=8, ge=1, le=30)
     max_tokens: int | None = Field(default=None, ge=1, le=32768,
                                    description="LLM agent only: cap per answer; the actor role's setting when empty")
+    context_tokens: int | None = Field(
+        default=None, ge=1024, le=1_000_000,
+        description="LLM agent only: the context window its prompt and answer must fit (oldest turns are dropped, the "
+                    "system prompt kept); empty: no cap, except a run without memory gets the paper's 4096")
 
     @model_validator(mode="after")
     def _rates_are_probabilities(self):
@@ -70,7 +74,9 @@ class MemoryConfig(_Config):
     bank: str = Field(default="", max_length=200, description="Memory bank name or slug (MemOrb Orbs, DMRM experiences)")
     k: int | None = Field(default=None, ge=1, le=50, description="Top-k; the bank's own k when empty")
     approved_only: bool = True
-    same_customer_only: bool = Field(default=False, description="The paper's no-cross-user ablation")
+    same_customer_only: bool = Field(
+        default=False, description="Only Orbs from this customer's own episodes: a same-customer filter, not the paper's "
+                                   "no-cross-user ablation (that is k = 1)")
     same_domain_only: bool = False
     min_score: float | None = Field(default=None, ge=-1.0, le=1.0)
     per_turn: bool = Field(default=True, description="Retrieve before every agent turn, or once per episode")

@@ -1,13 +1,20 @@
 """The LLM agent (actor role) and the LLM customer (user-simulator role), through memweb.llm.
 
 Both keep their own chat history in the OpenAI message format; the episode loop only sees their
-replies. The agent's tool calls run on the episode's shop through the same `ShopEnv` the scripted
+replies. With a context window (`context_tokens`, the paper's 4k for the No-Memory baseline) the
+agent sends the system prompt and the latest whole customer turns that fit beside the answer,
+counted with the embedding model's tokenizer (memweb's offline token counter). The tool schemas go
+besides, uncounted: that tokenizer makes 2,895 tokens of their JSON, which would leave no room for
+the dialogue (docs/FIDELITY.md). The agent's tool calls run on the episode's shop through the same `ShopEnv` the scripted
 agent uses, so scoring cannot tell the two apart.
 """
+import json
+
 from evaluation.shop import catalogue as cat
 from evaluation.shop.customers import STOP
 from evaluation.shop.generator import TODAY
 from evaluation.shop.tools import tool_schemas
+from memweb.embeddings import embedder
 from memweb.llm import llm_chat, role_config
 
 GIVE_UP_REPLY = "I'm sorry, I could not finish that request."
@@ -36,12 +43,44 @@ def _policies() -> str:
     return "\n".join(f"- {title}: {text}" for _, title, text in cat.POLICIES)
 
 
+def message_tokens(message: dict) -> int:
+    """A message's text and tool calls, as the tokenizer counts them."""
+    count = embedder().count_tokens(message.get("content") or "")
+    if message.get("tool_calls"):
+        count += embedder().count_tokens(json.dumps(message["tool_calls"], ensure_ascii=False))
+    return count
+
+
+def history_fitted(history: list[dict], room: int) -> list[dict]:
+    """The latest whole customer turns (a turn starts at a customer message, so a tool result never loses
+    its call) whose tokens fit in `room`; at least the current turn, which the agent must answer."""
+    starts = [i for i, message in enumerate(history) if message["role"] == "user"]
+    used, keep_from = 0, starts[-1] if starts else 0
+    for start, end in zip(reversed(starts), [len(history), *reversed(starts[1:])]):
+        used += sum(message_tokens(message) for message in history[start:end])
+        if used > room:
+            break
+        keep_from = start
+    return history[keep_from:]
+
+
 class LLMAgent:
-    def __init__(self, *, role: str = "actor", max_steps: int = 8, max_tokens: int | None = None):
+    def __init__(self, *, role: str = "actor", max_steps: int = 8, max_tokens: int | None = None,
+                 context_tokens: int | None = None):
         self.role, self.max_steps, self.max_tokens = role, max_steps, max_tokens
+        self.context_tokens = context_tokens
         self.label = f"llm:{role_config(role).model}"
         self.history: list[dict] = []
         self.tokens_in = self.tokens_out = 0
+
+    def _messages(self, memory: str) -> list[dict]:
+        """What is sent: the system prompt and, within a context window, the history that fits beside it
+        and the longest answer allowed."""
+        system = self._system(memory)
+        if self.context_tokens is None:
+            return [system, *self.history]
+        answer = self.max_tokens or role_config(self.role).max_tokens
+        return [system, *history_fitted(self.history, self.context_tokens - answer - message_tokens(system))]
 
     def _system(self, memory: str) -> dict:
         memories = f"\n\n{memory}\nUse these lessons when they fit the situation." if memory else ""
@@ -50,7 +89,7 @@ class LLMAgent:
     def respond(self, *, text: str, memory: str, env) -> str:
         self.history.append({"role": "user", "content": text})
         for _ in range(self.max_steps):
-            reply = llm_chat(role=self.role, messages=[self._system(memory), *self.history], tools=tool_schemas(),
+            reply = llm_chat(role=self.role, messages=self._messages(memory), tools=tool_schemas(),
                              max_tokens=self.max_tokens)
             self.tokens_in += reply.tokens_in
             self.tokens_out += reply.tokens_out

@@ -3,8 +3,9 @@
 MemOrb retrieval goes through orbs.services.orbs_retrieve (rewrite -> embed -> top-k); DMRM
 retrieval through orbs.dmrm.services.experiences_retrieve (embed (o, g) -> rank source and target
 experiences -> fill the token budget). Each retrieval is recorded on the episode with its hits, so
-the transcript shows what the agent saw. A hook answers `before_turn(*, turn, query, calls)` with
-(prompt block, record or None); `calls` are the episode's tool calls so far.
+the transcript shows what the agent saw. A hook answers `before_turn(*, turn, query, calls, dialogue)`
+with (prompt block, record or None); `calls` are the episode's tool calls so far, `dialogue` its
+messages before the current customer turn (MemOrb's rewrite context C).
 
 Randomised withholding: with `config.withhold_probability`, a retrieved Orb is kept out of the
 prompt, decided once per (episode, Orb) from `config.withhold_key`, so the episodes an Orb was served
@@ -16,7 +17,7 @@ import hashlib
 from evaluation.configs import MemoryConfig
 from evaluation.dialogue_memory import DIALOGUE_HOOKS
 from orbs.dmrm.services import action_text, experiences_retrieve
-from orbs.services import bank_resolve, orbs_retrieve
+from orbs.services import bank_resolve, dialogue_window, orbs_retrieve
 
 _OUTCOME_CHARS = 400
 RECENT_ACTIONS = 3  # the last actions shown in DMRM's prompt, as the paper's template has them
@@ -48,10 +49,13 @@ class _Hook:
         self.config, self.task, self.bank = config, task, bank
         self.block = ""
         self.retrieval_ids: list[int] = []  # MemOrb retrievals, whose outcome is noted when the episode ends
+        self.dialogue: list[dict] = []
 
-    def before_turn(self, *, turn: int, query: str, calls: list[dict] = ()) -> tuple[str, dict | None]:
+    def before_turn(self, *, turn: int, query: str, calls: list[dict] = (),
+                    dialogue: list[dict] = ()) -> tuple[str, dict | None]:
         if not self.config.per_turn and turn > 1:
             return self.block, None
+        self.dialogue = list(dialogue)
         self.block, record = self.retrieve(turn=turn, query=query, calls=list(calls))
         return self.block, {"turn": turn, "query": query, **record}
 
@@ -60,14 +64,15 @@ class MemOrbHook(_Hook):
     def retrieve(self, *, turn: int, query: str, calls: list[dict]) -> tuple[str, dict]:
         result = orbs_retrieve(
             bank=self.bank, query=query, k=self.config.k, approved_only=self.config.approved_only,
-            context={"task_id": self.task["id"], "domain": self.task["domain"], "turn": turn},
+            context={"task_id": self.task["id"], "domain": self.task["domain"], "turn": turn,
+                     "history": dialogue_window(self.dialogue)},
             domain=self.task["domain"] if self.config.same_domain_only else None,
             customer_key=self.task["customer_id"] if self.config.same_customer_only else None,
             min_score=self.config.min_score, client="evaluation", withhold=self._withheld)
         self.retrieval_ids.append(result.retrieval_id)
         return result.prompt_block, {
             "retrieval_id": result.retrieval_id, "rewritten_query": result.rewritten_query,
-            "prompt_block": result.prompt_block,
+            "prompt_block": result.prompt_block, "retrieved": len(result.hits), "injected": result.injected_count,
             "served_ids": [hit.orb.pk for hit in result.hits if not hit.withheld],
             "withheld_ids": [hit.orb.pk for hit in result.hits if hit.withheld],
             "hits": [{"orb_id": hit.orb.pk, "rank": hit.rank, "score": hit.score, "emotion": hit.orb.emotion,
@@ -107,8 +112,9 @@ class CombinedHook:
     def retrieval_ids(self) -> list[int]:
         return [pk for hook in self.hooks for pk in hook.retrieval_ids]
 
-    def before_turn(self, *, turn: int, query: str, calls: list[dict] = ()) -> tuple[str, dict | None]:
-        answers = [hook.before_turn(turn=turn, query=query, calls=calls) for hook in self.hooks]
+    def before_turn(self, *, turn: int, query: str, calls: list[dict] = (),
+                    dialogue: list[dict] = ()) -> tuple[str, dict | None]:
+        answers = [hook.before_turn(turn=turn, query=query, calls=calls, dialogue=dialogue) for hook in self.hooks]
         block = "\n\n".join(b for b, _ in answers if b)
         records = [r for _, r in answers if r is not None]
         return block, ({k: v for r in records for k, v in r.items()} if records else None)

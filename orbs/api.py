@@ -191,7 +191,8 @@ def retrieve(request, slug: str, payload: RetrieveIn):
     return {
         "retrieval_id": result.retrieval_id, "rewritten_query": result.rewritten_query,
         "rewriter_backend": result.rewriter_backend, "prompt_block": result.prompt_block,
-        "hits": [{"rank": hit.rank, "score": hit.score, "orb": hit.orb} for hit in result.hits],
+        "injected": result.injected_count,
+        "hits": [{"rank": hit.rank, "score": hit.score, "injected": hit.injected, "orb": hit.orb} for hit in result.hits],
     }
 
 

@@ -13,6 +13,7 @@ from pgvector.django import VectorField
 from memweb.embeddings import DIMENSIONS, MODELS
 from memweb.llm.backends import TextBackend
 from memweb.vectors import vector_hnsw_indexes, vector_model_constraint
+from orbs.budget import DEFAULT_K, DEFAULT_PROMPT_TOKEN_BUDGET, MAX_PROMPT_TOKEN_BUDGET
 
 # Chosen with bench/orbs_retrieval.py (docs/PERFORMANCE.md): at 1M Orbs, m=16 / ef_construction=64
 # reached only 0.85 recall@5 at ef_search=100; these reach 0.96.
@@ -48,7 +49,7 @@ class MemoryBank(models.Model):
     name = models.CharField(max_length=100, unique=True)
     slug = models.SlugField(max_length=100, unique=True)
     description = models.TextField(blank=True)
-    retrieval_k = models.PositiveSmallIntegerField(default=5, validators=[MinValueValidator(1), MaxValueValidator(50)])
+    retrieval_k = models.PositiveSmallIntegerField(default=DEFAULT_K, validators=[MinValueValidator(1), MaxValueValidator(50)])
     approved_only = models.BooleanField(default=True, help_text="Agents retrieve only approved Orbs.")
     min_score = models.FloatField(
         default=0.0, validators=[MinValueValidator(-1.0), MaxValueValidator(1.0)],
@@ -64,8 +65,9 @@ class MemoryBank(models.Model):
         help_text="By rule: approve when the episode's reward reaches this and the emotion is not negative.",
     )
     prompt_token_budget = models.PositiveIntegerField(
-        default=600, validators=[MinValueValidator(50), MaxValueValidator(8000)],
-        help_text="Upper bound on the tokens of the prompt block returned to agents.",
+        default=DEFAULT_PROMPT_TOKEN_BUDGET, validators=[MinValueValidator(50), MaxValueValidator(MAX_PROMPT_TOKEN_BUDGET)],
+        help_text="Upper bound on the tokens of the prompt block returned to agents; the default holds k Orbs of the "
+                  "longest reflection the reflector writes.",
     )
     embedding_model = models.CharField(
         max_length=100, choices=[(name, name) for name in MODELS],

@@ -8,6 +8,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from memweb.schemas import StrictBody
 from orbs.backends.emotion import EmotionLabel
+from orbs.budget import MAX_PROMPT_TOKEN_BUDGET
 
 TRAJECTORY_EXAMPLE = {
     "task_id": "appliances-017",
@@ -186,7 +187,9 @@ class RetrieveIn(StrictBody, Schema):
         default=None, description="Serve approved Orbs only; the bank's setting when empty. A bank that serves approved "
                                   "Orbs only does so whatever the request says.")
     domain: str | None = Field(default=None, max_length=64)
-    customer_key: str | None = Field(default=None, max_length=200, description="Same-customer only (no cross-user).")
+    customer_key: str | None = Field(
+        default=None, max_length=200,
+        description="Only this customer's Orbs: a same-customer filter (the paper's no-cross-user ablation is k = 1)")
     min_score: float | None = Field(default=None, ge=-1.0, le=1.0)
     client: str = Field(default="", max_length=200)
 
@@ -194,6 +197,7 @@ class RetrieveIn(StrictBody, Schema):
 class HitOut(Schema):
     rank: int
     score: float
+    injected: bool = Field(description="In the prompt block; false: cut by the bank's token budget")
     orb: OrbOut
 
 
@@ -202,6 +206,7 @@ class RetrieveOut(Schema):
     rewritten_query: str
     rewriter_backend: str
     hits: list[HitOut]
+    injected: int = Field(description="How many of the hits reached the prompt block")
     prompt_block: str
 
 
@@ -292,7 +297,9 @@ class BankIn(StrictBody, Schema):
     near_duplicate_threshold: float = Field(default=0.95, ge=0.0, le=1.0)
     auto_approve: Literal["never", "always", "by_rule"] = "never"
     auto_approve_min_reward: float = Field(default=1.0, allow_inf_nan=False)
-    prompt_token_budget: int = Field(default=600, ge=50, le=8000)
+    prompt_token_budget: int | None = Field(
+        default=None, ge=50, le=MAX_PROMPT_TOKEN_BUDGET,
+        description="Empty: enough for retrieval_k Orbs of the longest reflection (orbs.budget)")
 
 
 class BankOut(Schema):

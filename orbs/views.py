@@ -22,6 +22,7 @@ from orbs.forms import (
 )
 from orbs.models import MemoryBank, Orb, RetrievalHit, RetrievalLog
 from orbs.services import (
+    bank_budget_cut,
     bank_export,
     bank_get_or_create,
     bank_import_upload,
@@ -244,7 +245,7 @@ def bank_import_page(request):
 
 def _bank_page(request, bank: MemoryBank, form, status: int = 200):
     context = {
-        "bank": bank, "stats": bank_stats(bank=bank), "form": form,
+        "bank": bank, "stats": bank_stats(bank=bank), "form": form, "budget_cut": bank_budget_cut(bank=bank),
         "can_edit": has_role(request.user, Role.OPERATOR),
         "retrievals": RetrievalLog.objects.filter(bank=bank)[:20],
         "failed": bank.episodes.filter(status="failed")[:20],

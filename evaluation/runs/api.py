@@ -84,6 +84,8 @@ class RunOut(RunSummaryOut):
     memory_approved_only: bool
     memory_same_customer_only: bool
     memory_per_turn: bool
+    reflection_style: str
+    preset: str
     withhold_probability: float
     dmrm_config: dict
     seed: int

@@ -6,12 +6,13 @@ from django import forms
 
 from evaluation.configs import AgentBackend, AgentConfig, CustomerBackend, CustomerConfig, MemoryKind
 from evaluation.models import Domain, Split, TaskSet
-from evaluation.runs.models import EvaluationRun, FeedbackMemory, ReviewGate
+from evaluation.runs.models import EvaluationRun, FeedbackMemory, ReviewGate, RunPreset
 from evaluation.runs.services import MAX_CONCURRENCY, MAX_TRIALS, DMRMParams, RunLaunchError, RunSpec
+from evaluation.runs.services.spec import PRESETS
 from evaluation.services import BUILTIN_SET
 from evaluation.shop.errors import ERROR_KINDS
 from orbs.dmrm.services import Suppression
-from orbs.services import banks_all
+from orbs.services import ReflectionStyle, banks_all
 
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024
 DEFAULT_ERROR_RATE = 0.3  # the scripted agent errs sometimes, so memory has something to fix
@@ -39,6 +40,10 @@ def _capped(max_tokens: int | None) -> dict:
     return {} if max_tokens is None else {"max_tokens": max_tokens}
 
 
+def _windowed(context_tokens: int | None) -> dict:
+    return {} if context_tokens is None else {"context_tokens": context_tokens}
+
+
 def _dmrm_field(field_class, name: str, **options):
     return _spec_field(field_class, name, spec=DMRMParams, required=False, **options)
 
@@ -60,6 +65,8 @@ class RunLaunchForm(forms.Form):
     customer = forms.ChoiceField(choices=CustomerBackend.choices)
     agent_max_tokens = _spec_field(forms.IntegerField, "max_tokens", spec=AgentConfig, required=False,
                                    label="Agent max tokens")
+    agent_context_tokens = _spec_field(forms.IntegerField, "context_tokens", spec=AgentConfig, required=False,
+                                       label="Agent context window (tokens)")
     customer_max_tokens = _spec_field(forms.IntegerField, "max_tokens", spec=CustomerConfig, required=False,
                                       label="Customer max tokens")
     # The page suggests memory (the spec's default, for API callers, is none).
@@ -68,7 +75,14 @@ class RunLaunchForm(forms.Form):
     memory_k = _spec_field(forms.IntegerField, "memory_k", label="MemOrb k", help_text="Memories retrieved per query.")
     approved_only = _spec_field(forms.BooleanField, "approved_only", required=False, label="Approved memories only")
     same_customer_only = _spec_field(forms.BooleanField, "same_customer_only", required=False,
-                                     label="Same customer only", help_text="The paper's no-cross-user ablation.")
+                                     label="Same-customer filter",
+                                     help_text="Only Orbs from the customer's own episodes. Not the paper's "
+                                               "no-cross-user ablation: that is the k = 1 preset.")
+    reflection_style = _spec_field(forms.ChoiceField, "reflection_style", choices=ReflectionStyle.choices,
+                                   required=False, label="Reflection")
+    preset = _spec_field(forms.ChoiceField, "preset", required=False, label="Paper ablation preset",
+                         choices=_choices(RunPreset.choices, "none: the settings below"),
+                         help_text="Sets memory and k or the reflection style as the paper's ablation does.")
     per_turn = _spec_field(forms.BooleanField, "per_turn", required=False, label="Retrieve before every turn",
                            help_text="Off: once per episode, before the first answer.")
     withhold_probability = _spec_field(forms.FloatField, "withhold_probability", required=False,
@@ -113,11 +127,16 @@ class RunLaunchForm(forms.Form):
         plain = ("name", "domain", "split", "memory_mode", "memory_k", "approved_only", "same_customer_only",
                  "per_turn", "trials", "pass_k", "seed", "max_turns", "concurrency", "review_gate", "feedback_enabled")
         # Left empty, the spec's default applies (as for a field an older page did not post).
-        withhold = {} if data["withhold_probability"] is None else {"withhold_probability": data["withhold_probability"]}
-        feedback = {name: data[name] for name in ("feedback_memory", "feedback_rounds") if data[name] not in (None, "")}
-        return {**{name: data[name] for name in plain}, **self._dmrm(data), **withhold, **feedback,
+        optional = {name: data[name] for name in ("withhold_probability", "reflection_style", "preset",
+                                                  "feedback_memory", "feedback_rounds")
+                    if data[name] not in (None, "")}
+        # A preset sets its own fields: the page's values for them are left out rather than refused.
+        given = {name: value for name, value in {**{name: data[name] for name in plain}, **optional}.items()
+                 if name not in PRESETS.get(data["preset"], {})}
+        return {**given, **self._dmrm(data),
                 "task_set": data["task_set"].name if data["task_set"] else "", "task_ids": ids,
                 "agent": {"backend": data["agent"], **_capped(data["agent_max_tokens"]),
+                          **_windowed(data["agent_context_tokens"]),
                           **({"error_rates": rates} if data["agent"] == AgentBackend.SCRIPTED else {})},
                 "customer": {"backend": data["customer"], **_capped(data["customer_max_tokens"])},
                 "bank_source": data["bank_source"].slug if data["bank_source"] else ""}
@@ -135,7 +154,7 @@ class RunLaunchForm(forms.Form):
         "dmrm.alpha" -> "dmrm_alpha", "agent.backend" -> "agent"."""
         if problem_field.startswith("agent.error_rates"):
             return problem_field.split(".")[-1]
-        if problem_field.startswith(("dmrm.", "agent.max_tokens", "customer.max_tokens")):
+        if problem_field.startswith(("dmrm.", "agent.max_tokens", "agent.context_tokens", "customer.max_tokens")):
             return problem_field.replace(".", "_")
         return problem_field.split(".")[0]
 

@@ -12,7 +12,8 @@ from django.utils import timezone
 
 from evaluation.configs import NAIVE_RAG_KINDS, AgentBackend, MemoryKind
 
-__all__ = ["EvaluationRun", "FeedbackCurve", "FeedbackMemory", "MemoryMode", "ReviewGate", "RunEpisode", "Trial"]
+__all__ = ["EvaluationRun", "FeedbackCurve", "FeedbackMemory", "MemoryMode", "ReviewGate", "RunEpisode", "RunPreset",
+           "Trial"]
 
 MemoryMode = MemoryKind  # a run's memory is the kind its episodes retrieve with
 
@@ -26,6 +27,13 @@ class FeedbackMemory(models.TextChoices):
     """What a feedback run's trial-end Orbs are written from (MemoryBench feeds feedback into memory)."""
     ONPOLICY = "onpolicy", "on-policy: each trial's Orbs carry its users' feedback"
     NONE = "none", "feedback recorded only (Orbs from the plain trajectories)"
+
+
+class RunPreset(models.TextChoices):
+    """The MemOrb paper's ablations, one choice each (evaluation.runs.services.spec.PRESETS sets their fields)."""
+
+    MEMORB_K1 = "memorb_k1", "MemOrb with k = 1 (the paper's no-cross-user ablation)"
+    MEMORB_STRUCTURED = "memorb_structured", "MemOrb with the complex structured reflection (the paper's ablation)"
 
 
 class EvaluationRun(models.Model):
@@ -63,6 +71,10 @@ class EvaluationRun(models.Model):
     memory_approved_only = models.BooleanField(default=True)
     memory_same_customer_only = models.BooleanField(default=False)
     memory_per_turn = models.BooleanField(default=True)
+    reflection_style = models.CharField(max_length=16, default="simple",
+                                        help_text="How trial-end reflections were written (simple or structured).")
+    preset = models.CharField(max_length=32, blank=True, choices=RunPreset.choices,
+                              help_text="The paper's ablation the run was launched as.")
     # Runs stored before withholding existed served every retrieved memory: 0.0.
     withhold_probability = models.FloatField(
         default=0.0, help_text="Chance that a retrieved Orb is kept out of an episode's prompt (randomised withholding).")

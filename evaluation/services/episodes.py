@@ -83,7 +83,7 @@ def _agent(config: AgentConfig, spec: dict, seed: int):
     if config.backend == AgentBackend.SCRIPTED:
         return ScriptedAgent(seed=seed, key=spec["id"], error_rates=config.error_rates)
     _require_online("actor")
-    return LLMAgent(max_steps=config.max_steps, max_tokens=config.max_tokens)
+    return LLMAgent(max_steps=config.max_steps, max_tokens=config.max_tokens, context_tokens=config.context_tokens)
 
 
 def _customer(config: CustomerConfig, spec: dict, seed: int):

@@ -3,7 +3,8 @@ then the episode is scored and its errors diagnosed.
 
 Agents implement `respond(*, text, memory, env) -> str` (tool calls go through `env`); customers
 implement `opening() -> str` and `respond(agent_text) -> str`; both expose `label`, `tokens_in`
-and `tokens_out`. A memory hook implements `before_turn(*, turn, query, calls) -> (prompt_block, record)`.
+and `tokens_out`. A memory hook implements `before_turn(*, turn, query, calls, dialogue) -> (prompt_block,
+record)`; `dialogue` is the episode's messages before the current customer turn.
 """
 import functools
 import json
@@ -77,7 +78,7 @@ def _converse(agent, customer, memory, env: ShopEnv, messages: list, memories: l
             return turn - 1, "stop"
         block = ""
         if memory is not None:
-            block, record = memory.before_turn(turn=turn, query=text, calls=env.calls)
+            block, record = memory.before_turn(turn=turn, query=text, calls=env.calls, dialogue=messages[:-1])
             if record is not None:
                 memories.append(record)
         reply = agent.respond(text=text, memory=block, env=env)

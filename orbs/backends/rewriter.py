@@ -21,6 +21,10 @@ _FILLER = re.compile(
 )
 _SPACES = re.compile(r"\s+")
 _MAX_VALUE_CHARS = 80
+# C in q' = rewrite(q ⊕ C) is the running dialogue; the rewriter sees its latest messages, at most
+# this many (three exchanges) and this many characters, so a long episode keeps the call small.
+CONTEXT_MESSAGES = 6
+CONTEXT_CHARS = 2000
 
 
 def _normalise(text: str) -> str:
@@ -39,6 +43,21 @@ def _last_user_turn(context: dict) -> str:
     history = context.get("history") or context.get("messages") or []
     texts = [_user_text(turn) for turn in history] if isinstance(history, list) else []
     return next((text for text in reversed(texts) if text.strip()), "")
+
+
+def dialogue_window(messages) -> list[dict]:
+    """The dialogue's latest customer and agent messages with text (tool traffic left out), oldest
+    first, within CONTEXT_MESSAGES and CONTEXT_CHARS; a message that alone passes the limit is cut."""
+    spoken = [{"role": m["role"], "content": m["content"].strip()} for m in messages
+              if m.get("role") in ("user", "assistant") and isinstance(m.get("content"), str) and m["content"].strip()]
+    window, chars = [], 0
+    for message in reversed(spoken[-CONTEXT_MESSAGES:]):
+        room = CONTEXT_CHARS - chars
+        if room <= 0:
+            break
+        window.insert(0, {**message, "content": message["content"][-room:]})
+        chars += len(window[0]["content"])
+    return window
 
 
 def _salient_facts(context: dict) -> list[str]:

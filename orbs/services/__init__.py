@@ -1,5 +1,8 @@
 """The Orbs app's service layer; other apps call these functions, never the models' internals."""
+from orbs.backends.reflector import ReflectionStyle
+from orbs.backends.rewriter import dialogue_window
 from orbs.services.banks import (
+    bank_budget_cut,
     bank_get_or_create,
     bank_policy_update,
     bank_resolve,
@@ -37,7 +40,8 @@ from orbs.services.review import (
 from orbs.services.transfer import ImportReport, bank_copy, bank_export, bank_import, bank_import_upload
 
 __all__ = [
-    "Hit", "ImportReport", "OrbIngestResult", "RetrievalResult", "bank_copy", "bank_export", "bank_get_or_create",
+    "Hit", "ImportReport", "OrbIngestResult", "ReflectionStyle", "RetrievalResult", "bank_budget_cut", "bank_copy", "bank_export",
+    "bank_get_or_create", "dialogue_window",
     "bank_import", "bank_import_upload", "bank_policy_update", "bank_resolve", "bank_stats", "banks_all",
     "count_pending", "episode_reflect", "episode_submit", "orb_approve", "orb_edit", "orb_flag", "orb_from_episode",
     "orb_provenance", "orb_revisions",

@@ -8,8 +8,9 @@ from django.utils.text import slugify
 
 from memweb.embeddings import embedder
 from memweb.llm.backends import TextBackend
+from orbs.budget import DEFAULT_K, orbs_that_fit, prompt_budget_for
 from orbs.errors import BankModelMismatch
-from orbs.models import EpisodeRecord, MemoryBank, Orb, RetrievalLog
+from orbs.models import EpisodeRecord, MemoryBank, Orb, RetrievalHit, RetrievalLog
 
 POLICY_FIELDS = (
     "description", "retrieval_k", "approved_only", "min_score", "near_duplicate_threshold",
@@ -30,14 +31,16 @@ def bank_slug_unique(name: str) -> str:
 
 
 def bank_get_or_create(*, name: str, **policy) -> MemoryBank:
-    """The bank called `name`, created with `policy` (see POLICY_FIELDS) when missing.
-    An existing bank keeps its own policy."""
+    """The bank called `name`, created with `policy` (see POLICY_FIELDS) when missing; without a
+    prompt budget it gets one that holds its k Orbs. An existing bank keeps its own policy."""
     unknown = set(policy) - set(POLICY_FIELDS)
     if unknown:
         raise TypeError(f"unknown bank policy fields: {', '.join(sorted(unknown))}")
     existing = MemoryBank.objects.filter(name=name).first()
     if existing:
         return existing
+    if policy.get("prompt_token_budget") is None:
+        policy["prompt_token_budget"] = prompt_budget_for(policy.get("retrieval_k") or DEFAULT_K)
     bank = MemoryBank(name=name, slug=bank_slug_unique(name), embedding_model=settings.EMBEDDING_MODEL, **policy)
     bank.full_clean()
     bank.save()
@@ -103,6 +106,16 @@ def bank_policy_update(*, bank: MemoryBank, **policy) -> MemoryBank:
     bank.full_clean()
     bank.save(update_fields=list(policy))
     return bank
+
+
+def bank_budget_cut(*, bank: MemoryBank) -> dict | None:
+    """When the bank's prompt budget may serve fewer than its k Orbs: how many it surely holds, the
+    budget that holds k, and how many served hits the budget has cut so far. None when k fits."""
+    needed = prompt_budget_for(bank.retrieval_k)
+    if bank.prompt_token_budget >= needed:
+        return None
+    cut = RetrievalHit.objects.filter(retrieval__bank=bank, withheld=False, injected=False).count()
+    return {"fits": orbs_that_fit(bank.prompt_token_budget), "k": bank.retrieval_k, "needed": needed, "cut_hits": cut}
 
 
 def count_pending() -> int:

@@ -16,7 +16,7 @@ from django.utils import timezone
 from memweb.errors import problems_of
 from orbs.backends import BackendResult
 from orbs.backends.emotion import emotion_tag
-from orbs.backends.reflector import reflection_write
+from orbs.backends.reflector import RECENT_REFLECTIONS_M, ReflectionStyle, reflection_write
 from orbs.errors import InvalidTrajectory
 from orbs.models import EpisodeRecord, MemoryBank, Orb, ReviewEvent, Source, content_hash_of, orb_document
 from orbs.schemas import TrajectoryIn
@@ -72,13 +72,20 @@ def _stored(trajectory: TrajectoryIn) -> dict:
     return trajectory.model_dump(mode="json", exclude_unset=True)
 
 
-def orb_draft(*, trajectory: TrajectoryIn) -> OrbDraft:
+def recent_reflections(bank: MemoryBank) -> list[str]:
+    """The outcomes of the bank's last m live Orbs, newest first, which the reflector builds on."""
+    live = Orb.objects.filter(bank=bank, status__in=[Orb.Status.PENDING, Orb.Status.APPROVED])
+    return list(live.order_by("-created_at", "-pk").values_list("outcome", flat=True)[:RECENT_REFLECTIONS_M])
+
+
+def orb_draft(*, trajectory: TrajectoryIn, recent: list[str] = (),
+              style: str = ReflectionStyle.SIMPLE) -> OrbDraft:
     utterances = trajectory.user_utterances
     metadata = {key: value for key, value in trajectory.metadata.items() if key != RETRIEVAL_IDS_KEY}
     return OrbDraft(
         obs="\n".join(utterances),
         emotion=emotion_tag(text=utterances[-1]),
-        outcome=reflection_write(trajectory=trajectory),
+        outcome=reflection_write(trajectory=trajectory, recent=recent, style=style),
         context={"reward": trajectory.reward, "success": trajectory.success, **metadata},
     )
 
@@ -122,10 +129,10 @@ def _record_creation(orb: Orb) -> None:
 
 
 def _ingest(*, bank: MemoryBank, trajectory: TrajectoryIn, episode: EpisodeRecord | None,
-            **provenance) -> OrbIngestResult:
+            style: str = ReflectionStyle.SIMPLE, **provenance) -> OrbIngestResult:
     """The work shared by the synchronous call and the Celery task; LLM and embedder run
     before the transaction so no lock is held while they think."""
-    draft = orb_draft(trajectory=trajectory)
+    draft = orb_draft(trajectory=trajectory, recent=recent_reflections(bank), style=style)
     ref = episode.episode_ref if episode else provenance["episode_ref"]
     existing = Orb.objects.filter(bank=bank, content_hash=draft.content_hash).first()
     if existing is not None:
@@ -165,12 +172,15 @@ def _finish(result: OrbIngestResult, episode: EpisodeRecord | None, trajectory: 
 
 
 def orb_from_episode(*, bank: MemoryBank | str, trajectory: dict | TrajectoryIn, source_label: str = "",
-                     episode_ref: str = "", source: str = Source.EPISODE) -> OrbIngestResult:
-    """Store one finished episode as an Orb (idempotent on the Orb's hash).
+                     episode_ref: str = "", source: str = Source.EPISODE,
+                     reflection_style: str = ReflectionStyle.SIMPLE) -> OrbIngestResult:
+    """Store one finished episode as an Orb (idempotent on the Orb's hash); `reflection_style`
+    chooses the reflection (the complex structured one is the paper's ablation).
     Raises InvalidTrajectory naming each bad field, or MemoryBank.DoesNotExist."""
     bank = bank_resolve(bank)
     parsed = trajectory_parse(trajectory)
-    return _ingest(bank=bank, trajectory=parsed, episode=None, source=source, source_label=source_label,
+    return _ingest(bank=bank, trajectory=parsed, episode=None, style=reflection_style, source=source,
+                   source_label=source_label,
                    episode_ref=episode_ref, status=EpisodeRecord.Status.RUNNING, started_at=timezone.now())
 
 

@@ -10,12 +10,12 @@ from django.utils import timezone
 
 from memweb.embeddings import embedder
 from orbs.backends.rewriter import query_rewrite
+from orbs.budget import SITUATION_MAX_CHARS
 from orbs.models import MemoryBank, Orb, RetrievalHit, RetrievalLog
 from orbs.services.banks import bank_embedder, bank_resolve
 from orbs.services.search import vectors_nearest
 
 PROMPT_HEADER = "Memories from past customer-service episodes (most relevant first):"
-_SITUATION_CHARS = 300
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,11 @@ class RetrievalResult:
     prompt_block: str
     rewritten_query: str = ""
     rewriter_backend: str = ""
+
+    @property
+    def injected_count(self) -> int:
+        """Hits that reached the prompt: fewer than retrieved when withheld or cut by the budget."""
+        return sum(hit.injected for hit in self.hits)
 
 
 def _ms_since(start: float) -> float:
@@ -58,7 +63,7 @@ def orbs_retrievable(*, bank: MemoryBank, approved_only: bool, domain: str | Non
 
 
 def _entry(rank: int, orb: Orb) -> str:
-    situation = " / ".join(orb.obs.splitlines())[:_SITUATION_CHARS]
+    situation = " / ".join(orb.obs.splitlines())[:SITUATION_MAX_CHARS]
     return f"[{rank}] Situation: {situation}\n    Customer felt: {orb.emotion}\n    Lesson: {orb.outcome}"
 
 

@@ -57,7 +57,7 @@ class _Memory:
     def __init__(self, text: str):
         self.text, self.turns = text, []
 
-    def before_turn(self, *, turn, query, calls):
+    def before_turn(self, *, turn, query, calls, dialogue=()):
         self.turns.append(query)
         return self.text, {"turn": turn, "query": query, "hits": []}
 

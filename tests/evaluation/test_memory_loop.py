@@ -42,4 +42,6 @@ def test_memorb_retrieval_raises_the_scripted_agents_success_over_trials(builtin
     client.force_login(operator_user)
     page = client.get(second[0].get_absolute_url()).content.decode()
     hit = second[0].memories[0]["hits"][0]
-    assert "retrieved before the agent answered" in page and f'href="/orbs/{hit["orb_id"]}/"' in page
+    record = second[0].memories[0]
+    assert f"retrieved {record['retrieved']}, injected {record['injected']} before the agent answered" in page
+    assert f'href="/orbs/{hit["orb_id"]}/"' in page

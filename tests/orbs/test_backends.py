@@ -30,7 +30,7 @@ def test_it_names_the_right_tool_after_a_wrong_tool_error():
     reflection = reflect_offline(TrajectoryIn.model_validate(trajectory()))
     assert reflection.startswith("Outcome: not resolved (reward 0; unmet: return_created)")
     assert "called `cancel_order`(order_id=W1001), the wrong tool" in reflection
-    assert "Next time: call `return_order` instead of `cancel_order`" in reflection
+    assert reflection.endswith("New plan: call `return_order` instead of `cancel_order` for this request.")
 
 
 def test_it_names_the_argument_and_value_after_wrong_arguments():
@@ -43,7 +43,7 @@ def test_it_names_the_argument_and_value_after_wrong_arguments():
         metadata={"order_id": "W2004"}, reward_breakdown={"tracking_given": False},
     )
     reflection = reflect_offline(TrajectoryIn.model_validate(data))
-    assert "Next time: call `track_shipment` with order_id=W2004 (not W2040)." in reflection
+    assert reflection.endswith("New plan: call `track_shipment` with order_id=W2004 (not W2040).")
 
 
 def test_it_quotes_the_unused_tool_result():
@@ -63,7 +63,7 @@ def test_it_records_the_tool_sequence_that_worked():
     reflection = reflect_offline(TrajectoryIn.model_validate(success_trajectory("Where is W1?")))
     assert reflection == (
         "Outcome: resolved (reward 1). What worked: `get_order`(order_id=W1). "
-        "Next time: follow the same sequence for similar appliances requests."
+        "New plan: follow the same sequence for similar appliances requests."
     )
 
 

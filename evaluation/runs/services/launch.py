@@ -10,7 +10,7 @@ from evaluation.models import Domain, Split, Task, TaskSet
 from evaluation.runs.models import EvaluationRun, MemoryMode, Trial
 from evaluation.runs.services.dispatch import work_send
 from evaluation.runs.services.memory import run_memory_prepare
-from evaluation.runs.services.spec import RunLaunchError, RunSpec, run_spec_parse
+from evaluation.runs.services.spec import NO_MEMORY_CONTEXT_TOKENS, RunLaunchError, RunSpec, run_spec_parse
 from evaluation.services import BUILTIN_SET, tasks_fingerprint
 from memweb.llm import role_config
 from orbs.services import bank_resolve
@@ -80,7 +80,7 @@ def _backends(spec: RunSpec, problems: list) -> None:
 
 
 def run_launch_check(spec: RunSpec) -> _Checked:
-    problems: list[tuple[str, str]] = []
+    problems: list[tuple[str, str]] = spec.preset_conflicts()
     if spec.pass_k is not None and spec.pass_k > spec.trials:
         problems.append(("pass_k", f"Pass^k with k={spec.pass_k} needs at least {spec.pass_k} trials; "
                                    f"the run has {spec.trials}"))
@@ -97,6 +97,16 @@ def _scripted(spec: RunSpec) -> bool:
     return spec.agent.backend == AgentBackend.SCRIPTED or spec.customer.backend == CustomerBackend.AGENDA
 
 
+def _agent_config(spec: RunSpec) -> dict:
+    """The agent's settings as the run keeps them: an LLM agent without memory gets the paper's 4k context
+    window unless the spec names one."""
+    config = spec.agent.model_dump()
+    no_memory_llm = spec.agent.backend == AgentBackend.LLM and spec.memory_mode == MemoryMode.NONE
+    if no_memory_llm and config["context_tokens"] is None:
+        config["context_tokens"] = NO_MEMORY_CONTEXT_TOKENS
+    return config
+
+
 def _withhold_probability(spec: RunSpec) -> float:
     # Naive RAG withholds nothing (raw dialogues are not Orbs): keep it from showing a probability.
     return 0.0 if spec.memory_mode in (MemoryMode.NONE, *NAIVE_RAG_KINDS) else spec.withhold_probability
@@ -111,10 +121,11 @@ def run_launch(*, spec: RunSpec | dict, user=None, executor: str = EvaluationRun
         run = EvaluationRun.objects.create(
             name=spec.name, task_set=checked.task_set, task_domain=spec.domain, task_split=spec.split,
             task_ids=spec.task_ids, task_pks=checked.task_pks,
-            tasks_fingerprint=tasks_fingerprint(task_pks=checked.task_pks), agent_config=spec.agent.model_dump(),
+            tasks_fingerprint=tasks_fingerprint(task_pks=checked.task_pks), agent_config=_agent_config(spec),
             customer_config=spec.customer.model_dump(), memory_mode=spec.memory_mode, memory_k=spec.memory_k,
             memory_approved_only=spec.approved_only, memory_same_customer_only=spec.same_customer_only,
             memory_per_turn=spec.per_turn, withhold_probability=_withhold_probability(spec),
+            reflection_style=spec.reflection_style, preset=spec.preset or "",
             bank_copied_from=checked.bank_source.name if checked.bank_source else "",
             trials=spec.trials, pass_k=spec.pass_k, seed=spec.seed, max_turns=spec.max_turns,
             concurrency=spec.concurrency, review_gate=spec.review_gate, feedback_enabled=spec.feedback_enabled,

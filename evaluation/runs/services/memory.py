@@ -126,7 +126,7 @@ def _orbs_write(run: EvaluationRun, trial: Trial) -> None:
     label = f"{run.orb_label} · trial {trial.number}"
     for row in _finished_rows(trial).filter(orb__isnull=True):
         result = orb_from_episode(bank=run.bank, trajectory=_orb_trajectory(run, row.episode), source_label=label,
-                                  episode_ref=episode_ref(row.episode))
+                                  episode_ref=episode_ref(row.episode), reflection_style=run.reflection_style)
         RunEpisode.objects.filter(pk=row.pk).update(orb=result.orb)
     Trial.objects.filter(pk=trial.pk).update(orbs_written=trial.run_episodes.filter(orb__isnull=False).count())
     if run.review_gate == ReviewGate.AUTO:

@@ -4,9 +4,10 @@ import pydantic
 
 from evaluation.configs import AgentConfig, CustomerConfig, MemoryKind
 from evaluation.feedback.services import MAX_FEEDBACK_ROUNDS
-from evaluation.runs.models import FeedbackMemory, ReviewGate
+from evaluation.runs.models import FeedbackMemory, ReviewGate, RunPreset
 from memweb.errors import problems_of
 from orbs.dmrm.services import Suppression
+from orbs.services import ReflectionStyle
 
 MAX_TRIALS = 100
 MAX_CONCURRENCY = 32
@@ -32,6 +33,14 @@ class DMRMParams(pydantic.BaseModel):
     source_weight: float = pydantic.Field(default=0.5, ge=0.0, le=1.0, description="Down-weight factor")
 
 
+PRESETS = {
+    RunPreset.MEMORB_K1: {"memory_mode": MemoryKind.MEMORB, "memory_k": 1},
+    RunPreset.MEMORB_STRUCTURED: {"memory_mode": MemoryKind.MEMORB, "reflection_style": ReflectionStyle.STRUCTURED},
+}
+# The paper's No-Memory baseline: an LLM agent with a 4k-token context window.
+NO_MEMORY_CONTEXT_TOKENS = 4096
+
+
 class RunSpec(pydantic.BaseModel):
     """Everything a launch needs; the API takes it as its body, the launch form builds it."""
 
@@ -49,7 +58,15 @@ class RunSpec(pydantic.BaseModel):
     dmrm: DMRMParams | None = pydantic.Field(
         default=None, description="DMRM runs: the bank's parameters; empty keeps the copied bank's (or the defaults)")
     approved_only: bool = True
-    same_customer_only: bool = pydantic.Field(default=False, description="The paper's no-cross-user ablation")
+    same_customer_only: bool = pydantic.Field(
+        default=False, description="Only Orbs from the customer's own earlier episodes: a same-customer filter, not the "
+                                   "paper's no-cross-user ablation (that is the memorb_k1 preset)")
+    reflection_style: ReflectionStyle = pydantic.Field(
+        default=ReflectionStyle.SIMPLE, description="How trial-end reflections are written; structured is the paper's "
+                                                    "complex-reflection ablation")
+    preset: RunPreset | None = pydantic.Field(
+        default=None, description="One of the paper's ablations; sets " + "; ".join(
+            f"{name}: {', '.join(f'{k}={v}' for k, v in fields.items())}" for name, fields in PRESETS.items()))
     per_turn: bool = True
     withhold_probability: float = pydantic.Field(
         default=DEFAULT_WITHHOLD_PROBABILITY, ge=0.0, le=MAX_WITHHOLD_PROBABILITY,
@@ -71,6 +88,18 @@ class RunSpec(pydantic.BaseModel):
         default=1, ge=1, le=MAX_FEEDBACK_ROUNDS,
         description="Feedback runs: turns of feedback per episode; after each but the last, the agent answers "
                     "the critique and the user judges the answer (MemoryBench allows up to 3)")
+
+    @pydantic.model_validator(mode="after")
+    def _preset_fills_its_fields(self):
+        """The preset's values for the fields not given; a given one that differs is refused at launch."""
+        for name, value in PRESETS.get(self.preset, {}).items():
+            if name not in self.model_fields_set:
+                setattr(self, name, value)
+        return self
+
+    def preset_conflicts(self) -> list[tuple[str, str]]:
+        return [(name, f"the preset {self.preset} sets {name} to {value}, got {getattr(self, name)}")
+                for name, value in PRESETS.get(self.preset, {}).items() if getattr(self, name) != value]
 
 
 class RunLaunchError(ValueError):
