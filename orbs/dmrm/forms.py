@@ -47,9 +47,11 @@ class ReviewForm(forms.Form):
 class DMRMSettingsForm(forms.ModelForm):
     class Meta:
         model = DMRMSettings
-        fields = ("alpha", "gamma", "c_max", "n_success", "suppression_mode", "source_weight", "scan_limit")
+        fields = ("alpha", "gamma", "c_max", "n_success", "suppression_mode", "source_weight", "scan_limit",
+                  "min_similarity", "state_match", "state_similarity")
         labels = {"alpha": "α (learning rate)", "gamma": "γ (discount)", "c_max": "C_max (tokens)",
-                  "n_success": "n (successful trajectories)"}
+                  "n_success": "n (successful trajectories)", "min_similarity": "Minimum similarity",
+                  "state_match": "Successor state match", "state_similarity": "State similarity"}
 
 
 class SourceBuildForm(forms.Form):
