@@ -109,7 +109,8 @@ def run_episode_dmrm_record(*, episode: Episode, run: EvaluationRun) -> None:
     ref = episode_ref(episode)
     dmrm_retrieval_outcome_record(retrieval_ids=[m["dmrm"]["retrieval_id"] for m in episode.memories if "dmrm" in m],
                                   success=episode.success, episode_ref=ref)
-    if run_dmrm_write_timing(run) == DMRMWriteTiming.EPISODE and run.bank is not None:
+    finished = not episode.infra_error  # the trial end, too, writes only episodes that finished
+    if finished and run.bank is not None and run_dmrm_write_timing(run) == DMRMWriteTiming.EPISODE:
         experiences_from_trajectory(bank=run.bank, trajectory=episode_trajectory(episode), trajectory_id=ref,
                                     run_ref=run.orb_label, episode_ref=ref)
 
