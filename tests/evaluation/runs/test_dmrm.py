@@ -4,9 +4,10 @@ source memory, and the transcript links what the agent saw."""
 import pytest
 from django.urls import reverse
 
+from evaluation.models import Episode
 from evaluation.runs.models import EvaluationRun, Trial
 from evaluation.runs.services import run_drive
-from evaluation.runs.services.memory import trial_memorise
+from evaluation.runs.services.memory import run_episode_dmrm_record, trial_memorise
 from evaluation.services.memory_effects import bank_harmful_experiences_flag, experience_effects_compute
 from orbs.dmrm.models import DMRMRetrievalLog, DMRMSettings, Experience, ExperienceTrajectory, SourceMemory
 from orbs.dmrm.services import source_memory_build
@@ -194,6 +195,8 @@ def test_an_experience_that_lowers_success_is_flagged_and_ranked_first(operator,
     page = operator.get(reverse("evaluation:experience_effects", args=[dmrm_bank.slug]))
     assert [row["experience"].pk for row in page.context["rows"]] == [harmful.pk, useful.pk]
     assert "flagged" in page.content.decode()
+    listed = operator.get(reverse("orbs:experience_list"), {"bank": dmrm_bank.slug, "flagged": "on"})
+    assert [e.pk for e in listed.context["page"].object_list] == [harmful.pk]
     one = operator.get(reverse("evaluation:experience_effect", args=[harmful.pk]), HTTP_HX_REQUEST="true")
     assert "served 20 (0 ok) · withheld 20 (20 ok)" in " ".join(one.content.decode().split())
 
@@ -204,3 +207,17 @@ def dmrm_bank(db):
     source_memory_build(bank=bank, name="clothing", source_domain="clothing", gamma=0.9, min_reward=1.0, min_q=0.0,
                         trajectories=[shop_trajectory("shop-clo-001")])
     return bank
+
+
+def test_an_episode_that_failed_on_infrastructure_writes_no_steps(launch):
+    from evaluation.services import episode_run
+
+    run = launch(memory_mode="dmrm", trials=1)
+    task = run.task_set.tasks.get(external_id=TASK_IDS[0])
+    broken, fine = episode_run(task=task, seed=0), episode_run(task=task, seed=1)
+    Episode.objects.filter(pk=broken.pk).update(infra_error="actor endpoint timed out")
+    broken.refresh_from_db()
+    for episode in (broken, fine):
+        run_episode_dmrm_record(episode=episode, run=run)
+    assert list(ExperienceTrajectory.objects.filter(bank=run.bank).values_list("trajectory_id", flat=True)) == [
+        f"evaluation-episode:{fine.pk}"]
