@@ -16,11 +16,11 @@ import hashlib
 
 from evaluation.configs import MemoryConfig
 from evaluation.dialogue_memory import DIALOGUE_HOOKS
-from orbs.dmrm.services import action_text, experiences_retrieve
+from orbs.dmrm.services import HISTORY_ACTIONS, action_text, experiences_retrieve
 from orbs.services import bank_resolve, dialogue_window, orbs_retrieve
 
 _OUTCOME_CHARS = 400
-RECENT_ACTIONS = 3  # the last actions shown in DMRM's prompt, as the paper's template has them
+RECENT_ACTIONS = HISTORY_ACTIONS  # the last actions shown in DMRM's prompt: the paper's five
 
 
 def memory_hook(*, config: MemoryConfig, task: dict, bank=None):
@@ -85,21 +85,30 @@ class MemOrbHook(_Hook):
 
 
 class DMRMHook(_Hook):
-    """Goal g = the customer's opening request, observation o = the current customer turn."""
+    """Goal g = the customer's opening request, observation o = the current customer turn. With
+    withholding, each retrieved experience is drawn like an Orb, under the key "exp:<id>" so an
+    experience and an Orb with the same id draw independently."""
 
     goal = ""
 
     def retrieve(self, *, turn: int, query: str, calls: list[dict]) -> tuple[str, dict]:
         self.goal = self.goal or query
         result = experiences_retrieve(
-            bank=self.bank, goal=self.goal, observation=query, client="evaluation",
+            bank=self.bank, goal=self.goal, observation=query, client="evaluation", withhold=self._withheld,
             recent_actions=[action_text(c) for c in calls[-RECENT_ACTIONS:]])
         return result.prompt_block, {"dmrm": {
             "retrieval_id": result.retrieval_id, "prompt_block": result.prompt_block,
             "suppressed": result.suppressed, "budget_used": result.budget_used, "c_max": result.c_max,
+            "min_similarity": result.min_similarity,
+            "served_ids": [h.experience.pk for h in result.hits if h.included],
+            "withheld_ids": [h.experience.pk for h in result.hits if h.withheld],
             "hits": [{"experience_id": h.experience.pk, "memory": h.memory, "score": round(h.score, 6),
-                      "action": h.experience.action, "q_value": h.experience.q_value}
+                      "action": h.experience.action, "q_value": h.experience.q_value, "block": h.block}
                      for h in result.hits if h.included]}}
+
+    def _withheld(self, experience_id: int) -> bool:
+        return memory_withheld(key=self.config.withhold_key, memory_id=f"exp:{experience_id}",
+                               probability=self.config.withhold_probability)
 
 
 class CombinedHook:

@@ -16,5 +16,7 @@ urlpatterns = [
     path("episodes/<int:episode_id>/", views.episode_detail, name="episode_detail"),
     path("memory/<slug:slug>/effects/", views.memory_effects, name="memory_effects"),
     path("memory/orbs/<int:orb_id>/effect/", views.orb_effect, name="orb_effect"),
+    path("memory/<slug:slug>/experience-effects/", views.experience_effects, name="experience_effects"),
+    path("memory/experiences/<int:experience_id>/effect/", views.experience_effect, name="experience_effect"),
 ]
 urlpatterns += runs_urlpatterns + feedback_urlpatterns

@@ -20,6 +20,7 @@ from evaluation.services import (
     tasks_import_jsonl,
     taskset_builtin_load,
 )
+from evaluation.services.memory_effects import bank_experience_effects_rank, experience_effects_compute
 from memweb.listing import list_page
 from memweb.roles import Role, role_required
 from orbs.services import bank_resolve
@@ -159,3 +160,26 @@ def orb_effect(request, orb_id: int):
     if request.htmx:
         return render(request, "evaluation/_orb_effect.html", context)
     return render(request, "evaluation/orb_effect.html", context)
+
+
+@require_GET
+@role_required(Role.OPERATOR, Role.REVIEWER)
+def experience_effects(request, slug: str):
+    """The bank's DMRM experiences, most harmful first."""
+    try:
+        bank = bank_resolve(slug)
+    except ObjectDoesNotExist:
+        raise Http404(f"No memory bank {slug!r}") from None
+    context = {"bank": bank, "rows": bank_experience_effects_rank(bank=bank), "min_retrievals": MIN_RETRIEVALS}
+    return render(request, "evaluation/experience_effects.html", context)
+
+
+@require_GET
+@role_required(Role.OPERATOR, Role.REVIEWER)
+def experience_effect(request, experience_id: int):
+    """The experience browser loads this with htmx; without htmx it is a page of its own."""
+    effect = experience_effects_compute(experience_ids=[experience_id])[experience_id]
+    context = {"experience_id": experience_id, "effect": effect, "min_retrievals": MIN_RETRIEVALS}
+    if request.htmx:
+        return render(request, "evaluation/_experience_effect.html", context)
+    return render(request, "evaluation/experience_effect.html", context)

@@ -8,10 +8,10 @@ from evaluation.configs import AgentBackend, AgentConfig, CustomerBackend, Custo
 from evaluation.models import Domain, Split, TaskSet
 from evaluation.runs.models import EvaluationRun, FeedbackMemory, ReviewGate, RunPreset
 from evaluation.runs.services import MAX_CONCURRENCY, MAX_TRIALS, DMRMParams, RunLaunchError, RunSpec
-from evaluation.runs.services.spec import PRESETS
+from evaluation.runs.services.spec import PRESETS, DMRMWriteTiming
 from evaluation.services import BUILTIN_SET
 from evaluation.shop.errors import ERROR_KINDS
-from orbs.dmrm.services import Suppression
+from orbs.dmrm.services import StateMatch, Suppression
 from orbs.services import ReflectionStyle, banks_all
 
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024
@@ -72,7 +72,7 @@ class RunLaunchForm(forms.Form):
     # The page suggests memory (the spec's default, for API callers, is none).
     memory_mode = _spec_field(forms.ChoiceField, "memory_mode", choices=MemoryKind.choices, initial=MemoryKind.MEMORB,
                               label="Memory")
-    memory_k = _spec_field(forms.IntegerField, "memory_k", label="MemOrb k", help_text="Memories retrieved per query.")
+    memory_k = _spec_field(forms.IntegerField, "memory_k", label="k", help_text="Memories retrieved per query: Orbs for MemOrb, past messages or dialogues for naive RAG.")
     approved_only = _spec_field(forms.BooleanField, "approved_only", required=False, label="Approved memories only")
     same_customer_only = _spec_field(forms.BooleanField, "same_customer_only", required=False,
                                      label="Same-customer filter",
@@ -108,6 +108,12 @@ class RunLaunchForm(forms.Form):
     dmrm_suppression_mode = _dmrm_field(forms.ChoiceField, "suppression_mode", choices=Suppression.choices,
                                         label="DMRM suppression")
     dmrm_source_weight = _dmrm_field(forms.FloatField, "source_weight", label="DMRM source weight")
+    dmrm_min_similarity = _dmrm_field(forms.FloatField, "min_similarity", label="DMRM minimum similarity")
+    dmrm_state_match = _dmrm_field(forms.ChoiceField, "state_match", choices=StateMatch.choices,
+                                   label="DMRM successor state match")
+    dmrm_state_similarity = _dmrm_field(forms.FloatField, "state_similarity", label="DMRM state similarity")
+    dmrm_write_timing = _dmrm_field(forms.ChoiceField, "write_timing", choices=DMRMWriteTiming.choices,
+                                    label="DMRM target memory written")
     review_gate = _spec_field(forms.ChoiceField, "review_gate", choices=ReviewGate.choices, label="Review gate")
     feedback_enabled = _spec_field(forms.BooleanField, "feedback_enabled", required=False,
                                    label="Simulated user feedback",

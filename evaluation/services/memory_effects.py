@@ -1,22 +1,43 @@
-"""What each Orb is worth, measured by randomised withholding (evaluation/memory.py): success of
+"""What each memory is worth, measured by randomised withholding (evaluation/memory.py): success of
 the episodes it was served in minus those it was withheld from (`metrics.memory_effect`), a bank's
-Orbs ranked by estimated harm, and the review flag on an Orb whose interval lies below 0."""
+memories ranked by estimated harm, and the review flag on a memory whose interval lies below 0.
+Orbs and DMRM experiences are measured alike; only where their outcomes come from and how they
+are flagged differ."""
 from collections import defaultdict
 
 from evaluation import metrics
+from orbs.dmrm.services import experience_flag, experience_retrieval_outcomes
 from orbs.services import orb_flag, orb_retrieval_outcomes
 from orbs.services.queue import OrbFilters, orbs_filtered
 
 
-def orb_effects_compute(*, orb_ids) -> dict[int, metrics.MemoryEffect]:
-    """One (served, success) pair per (Orb, episode): an episode retrieves an Orb on many turns,
-    but withholding is decided once per episode, so the episode is the unit. Retrievals outside an
-    episode (no episode reference) were never withheld and are left out."""
+def _effects(outcomes, memory_ids) -> dict[int, metrics.MemoryEffect]:
+    """One (served, success) pair per (memory, episode): an episode retrieves a memory on many
+    turns, but withholding is decided once per episode, so the episode is the unit. Retrievals
+    outside an episode (no episode reference) were never withheld and are left out."""
     episodes: dict[int, dict[str, tuple[bool, bool]]] = defaultdict(dict)
-    for orb_id, episode_ref, withheld, success in orb_retrieval_outcomes(orb_ids=orb_ids):
+    for memory_id, episode_ref, withheld, success in outcomes:
         if episode_ref:
-            episodes[orb_id][episode_ref] = (not withheld, success)
-    return {orb_id: metrics.memory_effect(list(episodes[orb_id].values())) for orb_id in orb_ids}
+            episodes[memory_id][episode_ref] = (not withheld, success)
+    return {memory_id: metrics.memory_effect(list(episodes[memory_id].values())) for memory_id in memory_ids}
+
+
+def orb_effects_compute(*, orb_ids) -> dict[int, metrics.MemoryEffect]:
+    return _effects(orb_retrieval_outcomes(orb_ids=orb_ids), orb_ids)
+
+
+def experience_effects_compute(*, experience_ids) -> dict[int, metrics.MemoryEffect]:
+    return _effects(experience_retrieval_outcomes(experience_ids=experience_ids), experience_ids)
+
+
+def _by_harm(effects: dict[int, metrics.MemoryEffect]) -> list[tuple[int, metrics.MemoryEffect]]:
+    """Memories with an estimate, most harmful first, then those still short of
+    `metrics.MIN_RETRIEVALS` episodes (most retrieved first)."""
+    ranked = metrics.memory_effects_by_harm(effects)
+    estimated = {memory_id for memory_id, _ in ranked}
+    waiting = sorted((item for item in effects.items() if item[0] not in estimated and item[1].served + item[1].withheld),
+                     key=lambda item: (-(item[1].served + item[1].withheld), item[0]))
+    return [*ranked, *waiting]
 
 
 def _bank_orbs(bank):
@@ -24,15 +45,17 @@ def _bank_orbs(bank):
 
 
 def bank_effects_rank(*, bank) -> list[dict]:
-    """The bank's Orbs with an estimate, most harmful first, then those still short of
-    `metrics.MIN_RETRIEVALS` episodes (most retrieved first)."""
+    """The bank's Orbs with their effect, most harmful first."""
     orbs = {orb.pk: orb for orb in _bank_orbs(bank)}
-    effects = orb_effects_compute(orb_ids=list(orbs))
-    ranked = metrics.memory_effects_by_harm(effects)
-    estimated = {orb_id for orb_id, _ in ranked}
-    waiting = sorted((item for item in effects.items() if item[0] not in estimated and item[1].served + item[1].withheld),
-                     key=lambda item: (-(item[1].served + item[1].withheld), item[0]))
-    return [{"orb": orbs[orb_id], "effect": effect} for orb_id, effect in [*ranked, *waiting]]
+    return [{"orb": orbs[orb_id], "effect": effect}
+            for orb_id, effect in _by_harm(orb_effects_compute(orb_ids=list(orbs)))]
+
+
+def bank_experience_effects_rank(*, bank) -> list[dict]:
+    """The bank's DMRM experiences with their effect, most harmful first."""
+    experiences = {e.pk: e for e in bank.experiences.defer("vector")}
+    return [{"experience": experiences[pk], "effect": effect}
+            for pk, effect in _by_harm(experience_effects_compute(experience_ids=list(experiences)))]
 
 
 def _flag_note(effect: metrics.MemoryEffect) -> str:
@@ -49,3 +72,11 @@ def bank_harmful_flag(*, bank) -> list[int]:
                                                .values_list("pk", flat=True)))
     return [orb_id for orb_id, effect in effects.items()
             if effect.harmful and orb_flag(orb_id=orb_id, note=_flag_note(effect))]
+
+
+def bank_harmful_experiences_flag(*, bank) -> list[int]:
+    """The same for the bank's DMRM experiences. Returns the experiences flagged now."""
+    effects = experience_effects_compute(experience_ids=list(
+        bank.experiences.filter(flagged_at__isnull=True).values_list("pk", flat=True)))
+    return [pk for pk, effect in effects.items()
+            if effect.harmful and experience_flag(experience_id=pk, note=_flag_note(effect))]

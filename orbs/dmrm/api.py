@@ -70,6 +70,8 @@ class ExperienceHitOut(Schema):
     raw_score: float
     score: float
     included: bool
+    withheld: bool
+    block: int | None
     reason: str
     action: str
     q_value: float
@@ -83,6 +85,7 @@ class ExperienceRetrieveOut(Schema):
     successful_trajectories: int
     budget_used: int
     c_max: int
+    min_similarity: float
     trace: list[ExperienceHitOut]
 
 
@@ -95,7 +98,8 @@ def _bank(slug: str) -> MemoryBank:
 
 @router.post("/banks/{slug}/transitions", response={201: TransitionsOut, 404: dict, 422: dict}, auth=WRITE)
 def transitions_write(request, slug: str, payload: TransitionsIn):
-    """Append decision steps to the bank's target memory, updating their Q-values in order."""
+    """Append decision steps to the bank's target memory, each trajectory's steps last first (so the
+    order they are posted in does not matter), updating their Q-values."""
     bank = _bank(slug)
     transitions = [Transition(**t.dict()) for t in payload.transitions]
     try:
@@ -113,5 +117,6 @@ def retrieve(request, slug: str, payload: ExperienceRetrieveIn):
     result = experiences_retrieve(bank=_bank(slug), goal=payload.goal, observation=payload.observation,
                                   recent_actions=payload.recent_actions, client=payload.client)
     return {**{k: getattr(result, k) for k in ("retrieval_id", "prompt_block", "suppressed",
-                                                 "successful_trajectories", "budget_used", "c_max")},
+                                                 "successful_trajectories", "budget_used", "c_max",
+                                                 "min_similarity")},
             "trace": [h.trace() for h in result.hits]}

@@ -20,6 +20,7 @@ class ExperienceFilterForm(forms.Form):
     min_q = forms.FloatField(required=False, label="Q ≥")
     max_q = forms.FloatField(required=False, label="Q ≤")
     experience = forms.IntegerField(required=False, min_value=1, label="Experience #")
+    flagged = forms.BooleanField(required=False, label="Flagged as harmful only")
 
     LOOKUPS = {"experience": "pk", "bank": "bank", "memory": "memory", "status": "status", "domain": "domain",
                "min_reward": "reward__gte", "max_reward": "reward__lte",
@@ -32,6 +33,8 @@ class ExperienceFilterForm(forms.Form):
             value = self.cleaned_data.get(name)
             if value not in (None, ""):
                 queryset = queryset.filter(**{lookup: value})
+        if self.cleaned_data.get("flagged"):
+            queryset = queryset.filter(flagged_at__isnull=False)
         task = self.cleaned_data.get("task")
         if task:
             queryset = queryset.filter(Q(task_ref__icontains=task) | Q(trajectory_id__icontains=task))
@@ -47,9 +50,11 @@ class ReviewForm(forms.Form):
 class DMRMSettingsForm(forms.ModelForm):
     class Meta:
         model = DMRMSettings
-        fields = ("alpha", "gamma", "c_max", "n_success", "suppression_mode", "source_weight", "scan_limit")
+        fields = ("alpha", "gamma", "c_max", "n_success", "suppression_mode", "source_weight", "scan_limit",
+                  "min_similarity", "state_match", "state_similarity")
         labels = {"alpha": "α (learning rate)", "gamma": "γ (discount)", "c_max": "C_max (tokens)",
-                  "n_success": "n (successful trajectories)"}
+                  "n_success": "n (successful trajectories)", "min_similarity": "Minimum similarity",
+                  "state_match": "Successor state match", "state_similarity": "State similarity"}
 
 
 class SourceBuildForm(forms.Form):

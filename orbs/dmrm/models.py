@@ -23,6 +23,10 @@ class DMRMSettings(models.Model):
         DISABLE = "disable", "disable the source memory"
         DOWN_WEIGHT = "down_weight", "down-weight source scores"
 
+    class StateMatch(models.TextChoices):
+        EXACT = "exact", "exact text (after normalisation)"
+        SIMILAR = "similar", "embedding cosine above the state similarity"
+
     bank = models.OneToOneField("orbs.MemoryBank", on_delete=models.CASCADE, related_name="dmrm_settings")
     alpha = models.FloatField(default=0.5, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
                               help_text="Learning rate α of the Q update.")
@@ -41,6 +45,17 @@ class DMRMSettings(models.Model):
         default=50, validators=[MinValueValidator(1), MaxValueValidator(500)],
         help_text="Nearest entries read per retrieval before the budget rule picks from them.",
     )
+    # Not in the paper (it ranks every entry and lets C_max alone decide): without a floor, a small
+    # memory puts advice from unrelated tasks in the prompt. 0 gives the paper's behaviour.
+    min_similarity = models.FloatField(
+        default=0.3, validators=[MinValueValidator(-1.0), MaxValueValidator(1.0)],
+        help_text="Entries whose cosine similarity to (o, g) is below this are never put in the prompt.")
+    state_match = models.CharField(
+        max_length=8, choices=StateMatch.choices, default=StateMatch.EXACT,
+        help_text="How the Q update finds the successor state o' whose best Q it bootstraps from.")
+    state_similarity = models.FloatField(
+        default=0.9, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="Similar state match: entries whose (o', g) cosine reaches this count as the successor state.")
 
     def __str__(self) -> str:
         return f"DMRM settings of {self.bank}"
@@ -58,6 +73,10 @@ class SourceMemory(models.Model):
     episodes_read = models.PositiveIntegerField(default=0)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(default=timezone.now)
+    # The build is the review: the operator chose the episodes and thresholds, so the whole set is
+    # approved at once (one decision, recorded here), and single entries can still be rejected.
+    approved_at = models.DateTimeField(null=True, blank=True)
+    approval_note = models.TextField(blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -91,6 +110,8 @@ class Experience(models.Model):
     action_key = models.CharField(max_length=64, help_text="SHA-256 of the normalised action.")
     q_value = models.FloatField(default=0.0)
     visits = models.PositiveIntegerField(default=0)
+    bootstraps = models.PositiveIntegerField(
+        default=0, help_text="Updates of this entry whose target included a successor state's best Q.")
     trajectory_id = models.CharField(max_length=200)
     step = models.PositiveIntegerField()
     success = models.BooleanField(null=True, blank=True, help_text="How the trajectory that first wrote it ended.")
@@ -107,6 +128,9 @@ class Experience(models.Model):
     reviewed_at = models.DateTimeField(null=True, blank=True)
     review_note = models.TextField(blank=True)
     version = models.PositiveIntegerField(default=1)
+    flagged_at = models.DateTimeField(null=True, blank=True, db_index=True,
+                                      help_text="Put before a reviewer because withholding measured it doing harm.")
+    flag_note = models.TextField(blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 
@@ -152,12 +176,17 @@ class DMRMRetrievalLog(models.Model):
     suppression_mode = models.CharField(max_length=16)
     successful_trajectories = models.PositiveIntegerField()
     c_max = models.PositiveIntegerField()
+    min_similarity = models.FloatField(default=0.0)
     budget_used = models.PositiveIntegerField()
     hits = models.JSONField(default=list)
     prompt_block = models.TextField(blank=True)
     embed_ms = models.FloatField(default=0)
     search_ms = models.FloatField(default=0)
     client = models.CharField(max_length=200, blank=True)
+    # How the episode that retrieved ended (runs record it when the episode is stored): with the
+    # withheld hits, what each experience is worth is measured from these.
+    episode_ref = models.CharField(max_length=200, blank=True, db_index=True)
+    success = models.BooleanField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
 
     class Meta:
@@ -169,3 +198,7 @@ class DMRMRetrievalLog(models.Model):
     @property
     def included_count(self) -> int:
         return sum(1 for hit in self.hits if hit.get("included"))
+
+    @property
+    def withheld_count(self) -> int:
+        return sum(1 for hit in self.hits if hit.get("withheld"))

@@ -1,13 +1,13 @@
 """The DMRM formulas, free of Django so they are easy to check by hand.
 
-"The same state": two (goal, observation) pairs are the same state when they
-are equal after normalisation (lowercase, whitespace runs collapsed to one
-space, ends stripped). Exact matching is cheap, deterministic and lets the
-database find the next state's actions with an index look-up; similarity is
-used for retrieval only, never to merge Q-table entries.
+"The same state": a Q-table entry is one (goal, observation) pair after normalisation (lowercase,
+whitespace runs collapsed to one space, ends stripped) with one action. Entries are never merged
+by similarity; the Q update may look its successor state up by similarity (a bank setting, see
+orbs.dmrm.services.learning).
 """
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 _SPACES = re.compile(r"\s+")
@@ -45,6 +45,10 @@ def discounted_returns(rewards: list[float], *, gamma: float) -> list[float]:
     return returns[::-1]
 
 
+HISTORY_ACTIONS = 5  # the paper's history: the last five actions of the current trajectory
+_BLOCK_GAP = "\n\n"
+
+
 @dataclass(frozen=True)
 class BudgetDecision:
     included: bool
@@ -52,19 +56,28 @@ class BudgetDecision:
     used_after: int
 
 
-def budget_select(*, lengths: list[int], query_tokens: int, c_max: int) -> list[BudgetDecision]:
-    """Take entries in rank order while Σ len(m_j) + len(o, g) ≤ C_max; the first entry
-    that does not fit closes the budget, so k is dynamic and the best-ranked go first."""
-    used, open_, decisions = query_tokens, query_tokens <= c_max, []
-    for rank, length in enumerate(lengths, start=1):
-        if open_ and used + length <= c_max:
-            used += length
-            decisions.append(BudgetDecision(True, f"rank {rank}: fits ({used} ≤ C_max {c_max} tokens)", used))
-            continue
+def prompt_join(parts: list[str]) -> str:
+    return _BLOCK_GAP.join(parts)
+
+
+def budget_fill(*, current: str, blocks: list[str], c_max: int, count: Callable[[str], int]) -> list[BudgetDecision]:
+    """Take experience blocks in rank order while the prompt as rendered (the current state, then
+    the blocks taken so far) counts at most C_max tokens; the first block that does not fit closes
+    the budget, so k is dynamic and the best-ranked go first. Counting the whole prompt, not a sum
+    of parts, makes the bound hold for any tokenizer."""
+    taken, used = [current], count(current)
+    open_, decisions = used <= c_max, []
+    for rank, block in enumerate(blocks, start=1):
         if open_:
-            reason = f"rank {rank}: {used} + {length} tokens would exceed C_max {c_max}; budget closed"
+            total = count(prompt_join([*taken, block]))
+            if total <= c_max:
+                taken.append(block)
+                used = total
+                decisions.append(BudgetDecision(True, f"rank {rank}: fits ({used} ≤ C_max {c_max} tokens)", used))
+                continue
+            reason = f"rank {rank}: the prompt would take {total} tokens > C_max {c_max}; budget closed"
         elif rank == 1:
-            reason = f"rank 1: the query (o, g) alone takes {query_tokens} tokens > C_max {c_max}"
+            reason = f"rank 1: the current state (o, g) alone takes {used} tokens > C_max {c_max}"
         else:
             reason = f"rank {rank}: budget already closed"
         open_ = False
@@ -74,34 +87,63 @@ def budget_select(*, lengths: list[int], query_tokens: int, c_max: int) -> list[
 
 @dataclass(frozen=True)
 class Choice:
+    """An action seen in a retrieved state. `visits` and `recency` (a timestamp) break ties of
+    value: better-evidenced, then more recently updated, then the retrieval order; never the name."""
+
     action: str
     value: float
     reason: str
+    visits: int = 0
+    recency: float = 0.0
 
 
-def action_choices(entries: list[tuple[str, float, str]]) -> tuple[Choice | None, Choice | None]:
-    """(encouraged, discouraged) from (action, Q-value, reason) entries: the best- and the
-    worst-valued action; an action's value is its best Q among the entries.
-    The discouraged one is left out when only one action was retrieved."""
+def action_choices(choices: list[Choice]) -> tuple[Choice | None, Choice | None]:
+    """(encouraged, discouraged) among the actions of one state: the best- and the worst-valued;
+    an action's value is its best Q among the entries. The discouraged one is left out unless its
+    value is strictly below the encouraged one's (equal values give no reason to avoid it)."""
     best: dict[str, Choice] = {}
-    for action, value, reason in entries:
-        if action not in best or value > best[action].value:
-            best[action] = Choice(action, value, reason)
+    for choice in choices:
+        if choice.action not in best or _better(choice, best[choice.action]):
+            best[choice.action] = choice
     if not best:
         return None, None
-    ranked = sorted(best.values(), key=lambda c: (-c.value, c.action))
-    return ranked[0], (ranked[-1] if len(ranked) > 1 else None)
+    actions = list(best.values())
+    encouraged = min(actions, key=lambda c: (-c.value, -c.visits, -c.recency))
+    discouraged = min(actions, key=lambda c: (c.value, -c.visits, -c.recency))
+    return encouraged, (discouraged if discouraged.value < encouraged.value else None)
 
 
-def prompt_render(*, recent_actions: list[str], observation: str, instruction: str,
-                  encouraged: Choice | None, discouraged: Choice | None) -> str:
-    """The paper's template: recent actions, observation, instruction, then the advice."""
-    lines = ["Recent actions: " + ("; ".join(recent_actions) if recent_actions else "(none)"),
-             f"Observation: {observation}", f"Instruction: {instruction}"]
-    if encouraged:
-        lines.append(f"Encouraged: {encouraged.action} → {encouraged.value:.3f} ({encouraged.reason})")
-    if discouraged:
-        lines.append(f"Discouraged: {discouraged.action} → {discouraged.value:.3f}")
+def _better(a: Choice, b: Choice) -> bool:
+    return (a.value, a.visits, a.recency) > (b.value, b.visits, b.recency)
+
+
+def current_render(*, recent_actions: list[str], observation: str, instruction: str) -> str:
+    """The current step as the paper's template has it: the history (last five actions), o and g."""
+    history = recent_actions[-HISTORY_ACTIONS:]
+    return "\n".join(["Recent actions: " + ("; ".join(history) if history else "(none)"),
+                      f"Observation: {observation}", f"Instruction: {instruction}"])
+
+
+@dataclass(frozen=True)
+class ExperienceView:
+    """One retrieved experience: its own state, the actions taken there, and the advice."""
+
+    heading: str
+    observation: str
+    instruction: str
+    actions: list[str]
+    encouraged: Choice | None
+    discouraged: Choice | None
+
+
+def experience_render(view: ExperienceView) -> str:
+    lines = [view.heading, f"Observation: {view.observation}", f"Instruction: {view.instruction}",
+             "Actions taken: " + "; ".join(view.actions)]
+    if view.encouraged:
+        lines.append(f"Encouraged: {view.encouraged.action} → {view.encouraged.value:.3f} ({view.encouraged.reason})")
+    if view.discouraged:
+        lines.append(
+            f"Discouraged: {view.discouraged.action} → {view.discouraged.value:.3f} ({view.discouraged.reason})")
     return "\n".join(lines)
 
 

@@ -12,6 +12,7 @@ from orbs.dmrm.qlearning import histogram
 from orbs.dmrm.services import (
     dmrm_settings_get,
     experience_review,
+    experiences_updates,
     source_memory_build,
     source_memory_preview,
     source_trajectories_from_episodes,
@@ -32,7 +33,8 @@ def _browser_context(request) -> dict:
     page = page_of(request, queryset)
     q_values = list(queryset.order_by().values_list("q_value", flat=True)[:CHART_SAMPLE])
     return {"form": form, "page": page, "query": query_without_page(request), "chart": histogram(q_values),
-            "total": page.paginator.count, "can_review": has_role(request.user, Role.REVIEWER)}
+            "total": page.paginator.count, "can_review": has_role(request.user, Role.REVIEWER),
+            "updates": experiences_updates(queryset=queryset)}
 
 
 @require_GET
@@ -134,5 +136,5 @@ def dmrm_source_build(request, slug: str):
         form.add_error(field if field in form.fields else None, message or str(refused))
         return _builder_page(request, bank, form, status=422)
     messages.success(request, f"Source memory {memory.name!r} built with {memory.experiences.count()} experiences "
-                              "(pending review).")
+                              "(approved by the build; reject single entries in the experience browser).")
     return redirect("orbs:dmrm_settings", bank.slug)

@@ -4,7 +4,8 @@ service functions.
 - set-up at launch: the run's own bank (fresh, or a copy of a source bank with its DMRM memory)
   and the run's DMRM parameters on it;
 - each episode: how its retrievals ended (the only writer of those outcomes for run episodes:
-  orbs' ingest fills in only outcomes nobody recorded);
+  orbs' ingest fills in only outcomes nobody recorded) and, for DMRM, its steps into the target
+  memory (unless the run writes them at trial end);
 - each trial's end: its trajectories become Orbs and DMRM target-memory steps (memory is never
   reset between trials), the review gate's auto-approval, and (with withholding) the review flag
   on Orbs measured to do harm.
@@ -13,10 +14,17 @@ from evaluation.configs import MemoryConfig
 from evaluation.feedback.services import feedback_of, feedback_trajectory
 from evaluation.models import Episode
 from evaluation.runs.models import EvaluationRun, MemoryMode, ReviewGate, RunEpisode, Trial
-from evaluation.runs.services.spec import DMRMParams, RunLaunchError, RunSpec
+from evaluation.runs.services.spec import DMRMParams, DMRMWriteTiming, RunLaunchError, RunSpec
 from evaluation.services import EpisodeConfigError, EpisodePlay, bank_harmful_flag, episode_ref, episode_trajectory
+from evaluation.services.memory_effects import bank_harmful_experiences_flag
 from orbs.dialogues.services import dialogue_from_trajectory, dialogues_copy
-from orbs.dmrm.services import dmrm_memory_copy, dmrm_settings_update, experiences_from_trajectory, trajectories_steps
+from orbs.dmrm.services import (
+    dmrm_memory_copy,
+    dmrm_retrieval_outcome_record,
+    dmrm_settings_update,
+    experiences_from_trajectory,
+    trajectories_steps,
+)
 from orbs.errors import OrbsError
 from orbs.services import (
     bank_copy,
@@ -67,9 +75,12 @@ def _dialogues_prepare(run: EvaluationRun, source) -> None:
 def _dmrm_configure(run: EvaluationRun, spec: RunSpec) -> dict:
     """The parameters in force, to keep on the run. The run's "approved only" then also gates
     the copied source memory."""
-    settings = dmrm_settings_update(bank=run.bank, params=spec.dmrm.model_dump() if spec.dmrm else {})
+    params = spec.dmrm or DMRMParams()
+    given = spec.dmrm.model_dump(exclude={"write_timing"}) if spec.dmrm else {}
+    settings = dmrm_settings_update(bank=run.bank, params=given)
     bank_policy_update(bank=run.bank, approved_only=spec.approved_only)
-    return {name: getattr(settings, name) for name in DMRMParams.model_fields}
+    bank_fields = {name: getattr(settings, name) for name in DMRMParams.model_fields if name != "write_timing"}
+    return bank_fields | {"write_timing": str(params.write_timing)}
 
 
 # --- each episode ---------------------------------------------------------------------------
@@ -95,6 +106,27 @@ def run_episode_outcome_record(*, play: EpisodePlay, episode: Episode) -> None:
     """Inside the transaction that stores the episode, so a dropped copy records nothing."""
     retrieval_outcome_record(retrieval_ids=play.retrieval_ids, success=episode.success, reward=episode.reward,
                              episode_ref=episode_ref(episode))
+
+
+def run_episode_dmrm_record(*, episode: Episode, run: EvaluationRun) -> None:
+    """Inside the transaction that stores the episode: how its DMRM retrievals ended and, unless the
+    run writes at trial end, its steps into the target memory, so the trial's later episodes can
+    retrieve them (the paper's M_t grows as the agent acts). Exactly once per trajectory: a
+    replayed store finds the episode's trajectory written."""
+    if not run.uses_dmrm:
+        return
+    ref = episode_ref(episode)
+    dmrm_retrieval_outcome_record(retrieval_ids=[m["dmrm"]["retrieval_id"] for m in episode.memories if "dmrm" in m],
+                                  success=episode.success, episode_ref=ref)
+    finished = not episode.infra_error  # the trial end, too, writes only episodes that finished
+    if finished and run.bank is not None and run_dmrm_write_timing(run) == DMRMWriteTiming.EPISODE:
+        experiences_from_trajectory(bank=run.bank, trajectory=episode_trajectory(episode), trajectory_id=ref,
+                                    run_ref=run.orb_label, episode_ref=ref)
+
+
+def run_dmrm_write_timing(run: EvaluationRun) -> str:
+    """Runs stored before the choice existed wrote at trial end."""
+    return (run.dmrm_config or {}).get("write_timing", DMRMWriteTiming.TRIAL_END)
 
 
 # --- each trial's end -----------------------------------------------------------------------
@@ -149,13 +181,17 @@ def _orb_trajectory(run: EvaluationRun, episode: Episode) -> dict:
 
 def _experiences_write(run: EvaluationRun, trial: Trial) -> None:
     """Each finished trajectory into DMRM's target memory, once (a trajectory is keyed by its
-    episode). The target memory is served as it grows, so the review gate does not hold it back."""
+    episode): at trial end it writes what the episodes' stores did not (all of it when the run
+    writes at trial end). The target memory is served as it grows, so the review gate does not
+    hold it back. With withholding, experiences measured to do harm are flagged for review."""
     refs = []
     for row in _finished_rows(trial):
         refs.append(episode_ref(row.episode))
         experiences_from_trajectory(bank=run.bank, trajectory=episode_trajectory(row.episode), trajectory_id=refs[-1],
                                     run_ref=run.orb_label, episode_ref=refs[-1])
     Trial.objects.filter(pk=trial.pk).update(experiences_written=trajectories_steps(bank=run.bank, trajectory_ids=refs))
+    if run.withhold_probability:
+        bank_harmful_experiences_flag(bank=run.bank)
 
 
 def _dialogues_write(run: EvaluationRun, trial: Trial) -> None:

@@ -23,6 +23,7 @@ from evaluation.models import Episode, Task
 from evaluation.runs.models import EvaluationRun, MemoryMode, ReviewGate, RunEpisode, Trial
 from evaluation.runs.services.dispatch import work_send
 from evaluation.runs.services.memory import (
+    run_episode_dmrm_record,
     run_episode_outcome_record,
     run_memory_config,
     run_pending_memories,
@@ -291,6 +292,7 @@ def _episode_store(row: RunEpisode, token: uuid.UUID, result: EpisodePlay | str)
             episode = episode_save(play=play) if play else None
             if episode is not None:
                 run_episode_outcome_record(play=play, episode=episode)
+                run_episode_dmrm_record(episode=episode, run=row.run)
             fields = _verdict(play, episode, error)
             if not RunEpisode.objects.filter(pk=row.pk, status=RunEpisode.Status.RUNNING,
                                              claim_token=token).update(**fields):

@@ -1,12 +1,13 @@
 """The one definition of a run's settings: what the API takes as its body, what the launch form
 offers (its fields, defaults and bounds are read from here) and what a run row keeps."""
 import pydantic
+from django.db import models
 
 from evaluation.configs import AgentConfig, CustomerConfig, MemoryKind
 from evaluation.feedback.services import MAX_FEEDBACK_ROUNDS
 from evaluation.runs.models import FeedbackMemory, ReviewGate, RunPreset
 from memweb.errors import problems_of
-from orbs.dmrm.services import Suppression
+from orbs.dmrm.services import StateMatch, Suppression
 from orbs.services import ReflectionStyle
 
 MAX_TRIALS = 100
@@ -18,8 +19,14 @@ DEFAULT_WITHHOLD_PROBABILITY = 0.2
 MAX_WITHHOLD_PROBABILITY = 0.5
 
 
+class DMRMWriteTiming(models.TextChoices):
+    EPISODE = "episode", "as each episode is stored"
+    TRIAL_END = "trial_end", "when the trial ends"
+
+
 class DMRMParams(pydantic.BaseModel):
-    """DMRM's parameters for the run's bank (the DMRM settings page documents each)."""
+    """DMRM's parameters: all but `write_timing` (a run's choice) are set on the run's bank (the DMRM
+    settings page documents each)."""
 
     model_config = pydantic.ConfigDict(extra="forbid")
 
@@ -31,6 +38,15 @@ class DMRMParams(pydantic.BaseModel):
     suppression_mode: Suppression = pydantic.Field(
         default=Suppression.DISABLE, description="What happens to the source memory after n successes")
     source_weight: float = pydantic.Field(default=0.5, ge=0.0, le=1.0, description="Down-weight factor")
+    min_similarity: float = pydantic.Field(
+        default=0.3, ge=-1.0, le=1.0, description="Entries less similar than this to (o, g) are never in the prompt")
+    state_match: StateMatch = pydantic.Field(
+        default=StateMatch.EXACT, description="How the Q update finds the successor state: exact text or similarity")
+    state_similarity: float = pydantic.Field(
+        default=0.9, ge=0.0, le=1.0, description="Similar state match: the cosine at which states count as one")
+    write_timing: DMRMWriteTiming = pydantic.Field(
+        default=DMRMWriteTiming.EPISODE,
+        description="When an episode's steps enter the target memory: as it is stored (the paper) or at trial end")
 
 
 PRESETS = {

@@ -1,5 +1,6 @@
 """DMRM services: learning (the target memory's Q-table), retrieval, source memories, review."""
 from orbs.dmrm.models import DMRMSettings
+from orbs.dmrm.qlearning import HISTORY_ACTIONS
 from orbs.dmrm.services.copy import dmrm_memory_copy
 from orbs.dmrm.services.learning import (
     SourceMemoryReadOnly,
@@ -9,11 +10,18 @@ from orbs.dmrm.services.learning import (
     experience_append,
     experiences_append_batch,
     experiences_from_trajectory,
+    experiences_updates,
     successful_trajectories,
     trajectories_steps,
 )
-from orbs.dmrm.services.retrieval import DMRMHit, DMRMResult, experiences_retrieve
-from orbs.dmrm.services.review import experience_review
+from orbs.dmrm.services.retrieval import (
+    DMRMHit,
+    DMRMResult,
+    dmrm_retrieval_outcome_record,
+    experience_retrieval_outcomes,
+    experiences_retrieve,
+)
+from orbs.dmrm.services.review import experience_flag, experience_review
 from orbs.dmrm.services.source import (
     SourceCandidate,
     action_text,
@@ -24,11 +32,15 @@ from orbs.dmrm.services.source import (
 )
 
 Suppression = DMRMSettings.Suppression  # the choices of suppression_mode, for other apps' settings
+StateMatch = DMRMSettings.StateMatch
 
 __all__ = [
-    "Suppression", "DMRMHit", "DMRMResult", "SourceCandidate", "SourceMemoryReadOnly", "TransitionError",
-    "action_text", "dmrm_memory_copy", "dmrm_settings_get", "dmrm_settings_update", "experience_append",
-    "experience_review", "experiences_append_batch", "experiences_from_trajectory", "experiences_retrieve",
-    "source_memory_build", "source_memory_preview", "source_trajectories_from_episodes", "successful_trajectories",
-    "trajectories_steps", "trajectory_steps",
+    "HISTORY_ACTIONS", "StateMatch", "Suppression", "DMRMHit", "DMRMResult", "SourceCandidate",
+    "SourceMemoryReadOnly", "TransitionError", "action_text", "dmrm_memory_copy", "dmrm_retrieval_outcome_record",
+    "dmrm_settings_get", "dmrm_settings_update", "experience_append", "experience_flag",
+    "experience_retrieval_outcomes", "experience_review",
+    "experiences_append_batch", "experiences_from_trajectory", "experiences_retrieve", "experiences_updates",
+    "source_memory_build",
+    "source_memory_preview", "source_trajectories_from_episodes", "successful_trajectories", "trajectories_steps",
+    "trajectory_steps",
 ]

@@ -3,7 +3,8 @@ from django.db import transaction
 
 from orbs.dmrm.models import DMRMSettings, Experience, ExperienceTrajectory, SourceMemory
 
-SETTINGS_FIELDS = ("alpha", "gamma", "c_max", "n_success", "suppression_mode", "source_weight", "scan_limit")
+SETTINGS_FIELDS = ("alpha", "gamma", "c_max", "n_success", "suppression_mode", "source_weight", "scan_limit",
+                   "min_similarity", "state_match", "state_similarity")
 
 
 def dmrm_memory_copy(*, source, target) -> int:

@@ -1,6 +1,13 @@
 """The target memory M_t: each decision step appends (o_i, g_i, a_i, r_i, o_{i+1}) and
 updates that (state, action) entry's Q-value.
 
+Within one write (an API batch, a stored episode) each trajectory's steps are applied last step
+first, so a final reward reaches the first step in one pass whatever order the steps were posted
+in; steps posted in separate writes are applied as they arrive (the paper's online update).
+The successor state o' whose best Q the update bootstraps from is found by exact (normalised)
+text, or, as the bank chooses, by embedding cosine at or above its state similarity; a step
+whose trajectory ends there (done, or no next observation) has no successor.
+
 One row per (bank, state, action) is the Q-table entry. The update runs under
 SELECT ... FOR UPDATE on that row, so episodes running in parallel that meet the
 same pair queue behind each other and every update is counted. The next state's
@@ -19,6 +26,7 @@ from orbs.dmrm.qlearning import entry_text, q_target, q_update, state_key, text_
 from orbs.dmrm.services.source import trajectory_steps
 from orbs.errors import OrbsError
 from orbs.services.banks import bank_embedder
+from orbs.services.search import vectors_nearest
 
 DEADLOCK_DETECTED = "40P01"  # PostgreSQL's SQLSTATE for a detected deadlock
 DEADLOCK_RETRIES = 3
@@ -96,9 +104,20 @@ def _validated(transitions: list[Transition]) -> None:
         raise TransitionError(problems)
 
 
-def _next_max(bank, next_key: str) -> float | None:
-    return Experience.objects.filter(bank=bank, memory=Experience.Memory.TARGET, state_key=next_key).aggregate(
-        best=Max("q_value"))["best"]
+def _next_max(bank_id: int, t: Transition, settings: DMRMSettings, next_vector) -> float | None:
+    """max_a Q(g, o', a) over the target memory's entries of the successor state; None when the
+    trajectory ends at this step or nothing is known about o'."""
+    if t.done or not t.next_observation.strip():
+        return None
+    target = Experience.objects.filter(bank_id=bank_id, memory=Experience.Memory.TARGET)
+    if settings.state_match == DMRMSettings.StateMatch.EXACT:
+        next_key = state_key(goal=t.goal, observation=t.next_observation)
+        return target.filter(state_key=next_key).aggregate(best=Max("q_value"))["best"]
+    model = settings.bank.embedding_model
+    nearest = vectors_nearest(queryset=target.filter(embedding_model=model), vector=next_vector,
+                              k=settings.scan_limit)
+    values = [e.q_value for e, cosine in nearest if cosine >= settings.state_similarity]
+    return max(values) if values else None
 
 
 def _entry(bank, t: Transition, *, vector, tokens: int, model: str) -> Experience:
@@ -113,14 +132,17 @@ def _entry(bank, t: Transition, *, vector, tokens: int, model: str) -> Experienc
     return Experience.objects.select_for_update().get(pk=entry.pk)
 
 
-def _learn(entry: Experience, t: Transition, settings: DMRMSettings) -> Experience:
-    next_key = state_key(goal=t.goal, observation=t.next_observation)
-    target = q_target(reward=t.reward, gamma=settings.gamma, next_max=_next_max(entry.bank_id, next_key))
-    entry.q_value = q_update(q=entry.q_value, alpha=settings.alpha, target=target)
+def _learn(entry: Experience, t: Transition, settings: DMRMSettings, next_vector) -> Experience:
+    next_max = _next_max(entry.bank_id, t, settings, next_vector)
+    entry.q_value = q_update(q=entry.q_value, alpha=settings.alpha,
+                             target=q_target(reward=t.reward, gamma=settings.gamma, next_max=next_max))
     entry.visits += 1
-    entry.reward, entry.next_observation, entry.next_state_key = t.reward, t.next_observation, next_key
+    entry.bootstraps += next_max is not None
+    entry.reward, entry.next_observation = t.reward, t.next_observation
+    entry.next_state_key = state_key(goal=t.goal, observation=t.next_observation)
     entry.updated_at = timezone.now()
-    entry.save(update_fields=["q_value", "visits", "reward", "next_observation", "next_state_key", "updated_at"])
+    entry.save(update_fields=["q_value", "visits", "bootstraps", "reward", "next_observation", "next_state_key",
+                              "updated_at"])
     return entry
 
 
@@ -134,17 +156,33 @@ def _trajectory_note(bank, t: Transition) -> None:
     ExperienceTrajectory.objects.filter(pk=row.pk).update(**changes)
 
 
+def _backwards(transitions: list[Transition]) -> list[int]:
+    """Positions of the transitions in the order they are applied: trajectories in the order they
+    first appear, each one's steps last first."""
+    first_seen: dict[str, int] = {}
+    for position, t in enumerate(transitions):
+        first_seen.setdefault(t.trajectory_id, position)
+    return sorted(range(len(transitions)), key=lambda i: (first_seen[transitions[i].trajectory_id], -transitions[i].step))
+
+
+def _next_vectors(model, transitions: list[Transition], settings: DMRMSettings) -> list:
+    if settings.state_match != DMRMSettings.StateMatch.SIMILAR:
+        return [None] * len(transitions)
+    return [v.tolist() for v in model.embed([f"{t.next_observation}\n{t.goal}" for t in transitions])]
+
+
 def experiences_append_batch(*, bank, transitions: list[Transition]) -> list[Experience]:
-    """Apply the transitions in order, all or none. Embedding happens before the
-    transaction so row locks are held for milliseconds."""
+    """Apply the transitions, each trajectory backwards, all or none; the entries come back in the
+    order posted. Embedding happens before the transaction so row locks are held for milliseconds."""
     _validated(transitions)
     settings, model = dmrm_settings_get(bank=bank), bank_embedder(bank)
-    vectors = model.embed([f"{t.observation}\n{t.goal}" for t in transitions])
+    vectors = [v.tolist() for v in model.embed([f"{t.observation}\n{t.goal}" for t in transitions])]
     lengths = [model.count_tokens(entry_text(goal=t.goal, observation=t.observation, action=t.action))
                for t in transitions]
+    inputs = list(zip(transitions, vectors, _next_vectors(model, transitions, settings), lengths))
     for attempt in range(DEADLOCK_RETRIES):
         try:
-            return _apply_in_order(bank, transitions, vectors, lengths, settings, model.model_name)
+            return _apply(bank, inputs, settings, model.model_name)
         except OperationalError as error:
             # Two batches locking shared entries in opposite orders: PostgreSQL aborts one
             # of them whole, so replaying it is safe and keeps the updates in order.
@@ -152,14 +190,17 @@ def experiences_append_batch(*, bank, transitions: list[Transition]) -> list[Exp
                 raise
 
 
-def _apply_in_order(bank, transitions, vectors, lengths, settings, model_name: str) -> list[Experience]:
-    entries = []
+def _apply(bank, inputs: list[tuple], settings, model_name: str) -> list[Experience]:
+    entries: dict[int, Experience] = {}
+    transitions = [t for t, *_ in inputs]
     with transaction.atomic():
-        for t, vector, tokens in zip(transitions, vectors, lengths):
-            entry = _entry(bank, t, vector=vector.tolist(), tokens=tokens, model=model_name)
-            entries.append(_learn(entry, t, settings))
+        for position in _backwards(transitions):
+            t, vector, next_vector, tokens = inputs[position]
+            entry = _entry(bank, t, vector=vector, tokens=tokens, model=model_name)
+            entries[position] = _learn(entry, t, settings, next_vector)
+        for t in transitions:  # after every entry exists, so a closing step marks them all
             _trajectory_note(bank, t)
-    return entries
+    return [entries[position] for position in range(len(inputs))]
 
 
 def experience_append(*, bank, trajectory_id: str, step: int, goal: str, observation: str, action: str,
@@ -193,3 +234,9 @@ def experiences_from_trajectory(*, bank, trajectory: dict, trajectory_id: str, r
     if transitions:
         experiences_append_batch(bank=bank, transitions=transitions)
     return len(transitions)
+
+
+def experiences_updates(*, queryset) -> dict:
+    """Q updates of these entries, and how many of them bootstrapped from a successor state."""
+    totals = queryset.order_by().aggregate(visits=Sum("visits"), bootstraps=Sum("bootstraps"))
+    return {"visits": totals["visits"] or 0, "bootstraps": totals["bootstraps"] or 0}

@@ -26,3 +26,10 @@ def experience_review(*, experience_id: int, expected_version: int, status: str,
         raise OrbsError(f"experience #{experience_id} is {current.status} at version {current.version} "
                         f"(you saw version {expected_version}); nothing was changed, reload and decide again")
     return current
+
+
+def experience_flag(*, experience_id: int, note: str) -> bool:
+    """Put an experience before a reviewer with the reason (a measurement that says it does harm),
+    once: a flag never deletes, rejects or stops serving it. False when it was flagged already."""
+    return bool(Experience.objects.filter(pk=experience_id, flagged_at__isnull=True).update(
+        flagged_at=timezone.now(), flag_note=note))

@@ -6,11 +6,16 @@ a the tool name with its arguments, r the episode's final reward on the last
 step and 0 before it. A step's Q is its discounted return within the episode.
 A step is kept when its episode succeeded or reached the reward threshold, and
 its Q reaches the Q threshold.
+
+Building is reviewing: an operator chose the episodes and the thresholds and saw the preview, so the
+kept steps are approved together, as one decision recorded on the source memory and naming the
+builder; a reviewer can still reject single entries afterwards.
 """
 import json
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.utils import timezone
 
 from memweb.registry import trajectory_source
 from orbs.dmrm.models import Experience, SourceMemory
@@ -87,6 +92,8 @@ def source_memory_preview(*, trajectories: list[dict], gamma: float, min_reward:
 
 def _experience(bank, memory: SourceMemory, c: SourceCandidate, vector, tokens: int, model: str) -> Experience:
     return Experience(
+        status=Experience.Status.APPROVED, reviewer=memory.created_by, reviewed_at=memory.approved_at,
+        review_note=memory.approval_note,
         bank=bank, memory=Experience.Memory.SOURCE, source_memory=memory, goal=c.goal, observation=c.observation,
         action=c.action, reward=c.reward, next_observation=c.next_observation,
         state_key=state_key(goal=c.goal, observation=c.observation),
@@ -99,7 +106,7 @@ def _experience(bank, memory: SourceMemory, c: SourceCandidate, vector, tokens: 
 
 def source_memory_build(*, bank, name: str, source_domain: str, trajectories: list[dict], gamma: float,
                         min_reward: float, min_q: float, actor=None) -> SourceMemory:
-    """Create the named source memory with the kept steps, all or nothing."""
+    """Create the named source memory with the kept steps, approved by the build, all or nothing."""
     if not name.strip():
         raise OrbsError("name: a source memory needs a name")
     if SourceMemory.objects.filter(bank=bank, name=name.strip()).exists():
@@ -110,16 +117,24 @@ def source_memory_build(*, bank, name: str, source_domain: str, trajectories: li
         raise OrbsError("thresholds: no step of these episodes passes them; nothing to build")
     model = bank_embedder(bank)
     vectors = model.embed([f"{c.observation}\n{c.goal}" for c in kept])
+    now = timezone.now()
     with transaction.atomic():
         memory = SourceMemory.objects.create(bank=bank, name=name.strip(), source_domain=source_domain,
                                              min_reward=min_reward, min_q=min_q, gamma=gamma,
-                                             episodes_read=len(trajectories), created_by=actor)
+                                             episodes_read=len(trajectories), created_by=actor, created_at=now,
+                                             approved_at=now, approval_note=_approval_note(actor, name, kept))
         Experience.objects.bulk_create([
             _experience(bank, memory, c, v.tolist(),
                         model.count_tokens(entry_text(goal=c.goal, observation=c.observation, action=c.action)),
                         model.model_name)
             for c, v in zip(kept, vectors)])
     return memory
+
+
+def _approval_note(actor, name: str, kept: list[SourceCandidate]) -> str:
+    builder = actor.get_username() if actor else "a builder with no user account (a script)"
+    return (f"Approved as a whole by {builder}, who built source memory {name.strip()!r} from "
+            f"{len({c.trajectory_id for c in kept})} episodes ({len(kept)} steps kept).")
 
 
 def source_trajectories_from_episodes(*, domain: str, limit: int = 500) -> list[dict]:

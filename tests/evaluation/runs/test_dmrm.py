@@ -4,17 +4,20 @@ source memory, and the transcript links what the agent saw."""
 import pytest
 from django.urls import reverse
 
+from evaluation.models import Episode
 from evaluation.runs.models import EvaluationRun, Trial
 from evaluation.runs.services import run_drive
-from evaluation.runs.services.memory import trial_memorise
-from orbs.dmrm.models import DMRMSettings, Experience, ExperienceTrajectory, SourceMemory
-from orbs.dmrm.services import experience_review, source_memory_build
+from evaluation.runs.services.memory import run_episode_dmrm_record, trial_memorise
+from evaluation.services.memory_effects import bank_harmful_experiences_flag, experience_effects_compute
+from orbs.dmrm.models import DMRMRetrievalLog, DMRMSettings, Experience, ExperienceTrajectory, SourceMemory
+from orbs.dmrm.services import source_memory_build
 from orbs.services import bank_get_or_create
 from tests.evaluation.runs.conftest import TASK_IDS
 from tests.orbs.dmrm.conftest import shop_trajectory
 
 PARAMS = {"alpha": 0.3, "gamma": 0.8, "c_max": 600, "n_success": 3, "suppression_mode": "down_weight",
-          "source_weight": 0.25}
+          "source_weight": 0.25, "min_similarity": 0.2, "state_match": "similar", "state_similarity": 0.95,
+          "write_timing": "trial_end"}
 
 
 def _dmrm_records(row) -> list[dict]:
@@ -25,17 +28,19 @@ def test_a_dmrm_run_applies_its_parameters_to_its_own_bank(launch):
     run = launch(memory_mode="dmrm", dmrm=PARAMS)
     assert run.dmrm_config == PARAMS and run.uses_dmrm and not run.uses_memorb
     settings = DMRMSettings.objects.get(bank=run.bank)
-    assert {name: getattr(settings, name) for name in PARAMS} == PARAMS
+    assert {name: getattr(settings, name) for name in PARAMS if name != "write_timing"} == {
+        name: value for name, value in PARAMS.items() if name != "write_timing"}
 
 
 def test_without_parameters_the_defaults_are_kept_and_shown(launch):
     run = launch(memory_mode="dmrm")
     assert run.dmrm_config == {"alpha": 0.5, "gamma": 0.9, "c_max": 512, "n_success": 2,
-                               "suppression_mode": "disable", "source_weight": 0.5}
+                               "suppression_mode": "disable", "source_weight": 0.5, "min_similarity": 0.3,
+                               "state_match": "exact", "state_similarity": 0.9, "write_timing": "episode"}
 
 
-def test_each_trial_updates_the_target_memory_and_later_trials_retrieve_it(launch):
-    run = run_drive(run=launch(memory_mode="dmrm"))
+def test_at_trial_end_each_trial_updates_the_target_memory_and_later_trials_retrieve_it(launch):
+    run = run_drive(run=launch(memory_mode="dmrm", dmrm={"write_timing": "trial_end"}))
     assert run.status == EvaluationRun.Status.COMPLETED
     rows = list(run.run_episodes.select_related("episode", "trial").order_by("trial__number", "task_key"))
     retrieved = {n: sum(len(r["hits"]) for row in rows if row.trial.number == n for r in _dmrm_records(row))
@@ -78,8 +83,7 @@ def test_a_copied_bank_brings_its_source_memory_and_leaves_the_original_alone(la
     team = bank_get_or_create(name="team experience", approved_only=True)
     memory = source_memory_build(bank=team, name="clothing", source_domain="clothing", gamma=0.9, min_reward=1.0,
                                  min_q=0.0, trajectories=[shop_trajectory("shop-clo-001")])
-    for entry in Experience.objects.filter(source_memory=memory):
-        experience_review(experience_id=entry.pk, expected_version=entry.version, status="approved", actor=None)
+    assert set(memory.experiences.values_list("status", flat=True)) == {"approved"}  # approved by the build
     run = launch(memory_mode="dmrm", bank_source="team-experience", trials=1)
     copied = Experience.objects.filter(bank=run.bank, memory=Experience.Memory.SOURCE)
     assert copied.count() == 2 and set(copied.values_list("status", flat=True)) == {"approved"}
@@ -104,12 +108,15 @@ def test_the_form_launches_a_dmrm_run_and_the_pages_show_it(operator, builtin):
         "wrong_arguments": "0", "result_unused": "0", "customer": "agenda", "memory_mode": "dmrm", "memory_k": "5",
         "per_turn": "on", "trials": "2", "seed": "0", "max_turns": "12", "concurrency": "4", "review_gate": "auto",
         "dmrm_alpha": "0.4", "dmrm_gamma": "0.9", "dmrm_c_max": "300", "dmrm_n_success": "2",
-        "dmrm_suppression_mode": "disable", "dmrm_source_weight": "0.5"})
+        "dmrm_suppression_mode": "disable", "dmrm_source_weight": "0.5", "dmrm_min_similarity": "0.25",
+        "dmrm_state_match": "exact", "dmrm_write_timing": "trial_end"})
     run = EvaluationRun.objects.get()
     assert response.status_code == 302 and run.dmrm_config["alpha"] == 0.4 and run.dmrm_config["c_max"] == 300
+    assert run.dmrm_config["write_timing"] == "trial_end" and run.dmrm_config["min_similarity"] == 0.25
     run = run_drive(run=run)
     page = operator.get(run.get_absolute_url()).content.decode()
     assert "DMRM steps written" in page and "C_max=300 tokens" in page
+    assert "minimum similarity 0.25" in page and "target memory written at trial end" in page
     row = next(r for r in run.run_episodes.filter(trial__number=2).select_related("episode")
                if any(rec["hits"] for rec in _dmrm_records(r)))
     transcript = operator.get(row.episode.get_absolute_url()).content.decode()
@@ -126,3 +133,91 @@ def test_a_bad_dmrm_parameter_shows_on_its_field(operator, builtin):
         "max_turns": "12", "concurrency": "2", "review_gate": "auto", "dmrm_c_max": "5"})
     assert response.status_code == 422 and response.context["form"].errors["dmrm_c_max"]
     assert not EvaluationRun.objects.exists()
+
+
+def test_each_episode_writes_its_steps_as_it_is_stored_so_the_same_trial_retrieves_them(launch):
+    """The paper's M_t grows as the agent acts; old code wrote only at trial end, so trial 1 saw nothing."""
+    run = run_drive(run=launch(memory_mode="dmrm", trials=1, per_turn=True, withhold_probability=0.0))
+    rows = list(run.run_episodes.select_related("episode").order_by("finished_at"))
+    written = {f"evaluation-episode:{row.episode_id}": row.finished_at for row in rows}
+    later = [(row, Experience.objects.get(pk=h["experience_id"]))
+             for row in rows for r in _dmrm_records(row) for h in r["hits"]]
+    assert later, "no episode of the trial retrieved an experience of an earlier one"
+    for row, experience in later:
+        assert written[experience.episode_ref] < row.finished_at  # written by an episode stored before
+    trial = Trial.objects.select_related("run", "run__bank").get(run=run)
+    before = list(Experience.objects.filter(bank=run.bank).order_by("pk").values_list("pk", "visits", "q_value"))
+    trial_memorise(trial=trial)  # the trial's end finds every step written: exactly once per step
+    assert list(Experience.objects.filter(bank=run.bank).order_by("pk").values_list("pk", "visits", "q_value")) == before
+    assert Trial.objects.get(pk=trial.pk).experiences_written == sum(
+        ExperienceTrajectory.objects.filter(bank=run.bank).values_list("steps", flat=True)) > 0
+    records = DMRMRetrievalLog.objects.filter(bank=run.bank)
+    assert records.exists() and not records.filter(success__isnull=True).exists()  # each knows its episode's ending
+
+
+def test_withholding_draws_per_experience_and_logs_served_and_withheld(launch, operator):
+    run = run_drive(run=launch(memory_mode="dmrm", trials=1, per_turn=True, withhold_probability=0.5))
+    records = [r for row in run.run_episodes.select_related("episode") for r in _dmrm_records(row)]
+    withheld = {pk for r in records for pk in r["withheld_ids"]}
+    served = {pk for r in records for pk in r["served_ids"]}
+    assert withheld and served
+    for r in records:
+        assert not set(r["withheld_ids"]) & {h["experience_id"] for h in r["hits"]}
+        trace = DMRMRetrievalLog.objects.get(pk=r["retrieval_id"]).hits
+        assert {h["experience_id"] for h in trace if h["withheld"]} == set(r["withheld_ids"])
+    row = next(row for row in run.run_episodes.select_related("episode")
+               if any(r["withheld_ids"] for r in _dmrm_records(row)))
+    transcript = " ".join(operator.get(row.episode.get_absolute_url()).content.decode().split())
+    assert "Withheld at random (to measure what each is worth): <a" in transcript
+    effects = experience_effects_compute(experience_ids=sorted(served | withheld))
+    assert sum(e.withheld for e in effects.values()) > 0 and sum(e.served for e in effects.values()) > 0
+
+
+def _logged(bank, experience, *, episodes: int, withheld: bool, success: bool):
+    for n in range(episodes):
+        DMRMRetrievalLog.objects.create(
+            bank=bank, goal="g", observation="o", suppressed=False, suppression_mode="disable",
+            successful_trajectories=0, c_max=512, budget_used=0, episode_ref=f"{withheld}-{success}-{n}",
+            success=success, hits=[{"experience_id": experience.pk, "included": not withheld, "withheld": withheld}])
+
+
+def test_an_experience_that_lowers_success_is_flagged_and_ranked_first(operator, dmrm_bank):
+    harmful, useful = Experience.objects.filter(bank=dmrm_bank).order_by("pk")[:2]
+    _logged(dmrm_bank, harmful, episodes=20, withheld=False, success=False)
+    _logged(dmrm_bank, harmful, episodes=20, withheld=True, success=True)
+    _logged(dmrm_bank, useful, episodes=20, withheld=False, success=True)
+    _logged(dmrm_bank, useful, episodes=20, withheld=True, success=False)
+    assert bank_harmful_experiences_flag(bank=dmrm_bank) == [harmful.pk]
+    assert bank_harmful_experiences_flag(bank=dmrm_bank) == []  # once
+    harmful.refresh_from_db()
+    assert harmful.flagged_at and "lowers success" in harmful.flag_note
+    assert Experience.objects.filter(pk=harmful.pk, status="approved").exists()  # never rejected or deleted
+    page = operator.get(reverse("evaluation:experience_effects", args=[dmrm_bank.slug]))
+    assert [row["experience"].pk for row in page.context["rows"]] == [harmful.pk, useful.pk]
+    assert "flagged" in page.content.decode()
+    listed = operator.get(reverse("orbs:experience_list"), {"bank": dmrm_bank.slug, "flagged": "on"})
+    assert [e.pk for e in listed.context["page"].object_list] == [harmful.pk]
+    one = operator.get(reverse("evaluation:experience_effect", args=[harmful.pk]), HTTP_HX_REQUEST="true")
+    assert "served 20 (0 ok) · withheld 20 (20 ok)" in " ".join(one.content.decode().split())
+
+
+@pytest.fixture
+def dmrm_bank(db):
+    bank = bank_get_or_create(name="measured")
+    source_memory_build(bank=bank, name="clothing", source_domain="clothing", gamma=0.9, min_reward=1.0, min_q=0.0,
+                        trajectories=[shop_trajectory("shop-clo-001")])
+    return bank
+
+
+def test_an_episode_that_failed_on_infrastructure_writes_no_steps(launch):
+    from evaluation.services import episode_run
+
+    run = launch(memory_mode="dmrm", trials=1)
+    task = run.task_set.tasks.get(external_id=TASK_IDS[0])
+    broken, fine = episode_run(task=task, seed=0), episode_run(task=task, seed=1)
+    Episode.objects.filter(pk=broken.pk).update(infra_error="actor endpoint timed out")
+    broken.refresh_from_db()
+    for episode in (broken, fine):
+        run_episode_dmrm_record(episode=episode, run=run)
+    assert list(ExperienceTrajectory.objects.filter(bank=run.bank).values_list("trajectory_id", flat=True)) == [
+        f"evaluation-episode:{fine.pk}"]

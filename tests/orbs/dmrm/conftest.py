@@ -34,12 +34,9 @@ def shop_trajectory(task_id: str, *, success: bool = True, reward: float = 1.0, 
 
 
 def build_approved(bank, name: str = "clothing", **thresholds):
-    """A source memory of one successful episode whose steps a reviewer approved."""
-    from orbs.dmrm.services import experience_review, source_memory_build
+    """A source memory of one successful episode (approved by the build)."""
+    from orbs.dmrm.services import source_memory_build
 
     options = {"gamma": 0.9, "min_reward": 1.0, "min_q": 0.0} | thresholds
-    memory = source_memory_build(bank=bank, name=name, source_domain="clothing",
-                                 trajectories=[shop_trajectory(f"{name}-1")], **options)
-    for entry in memory.experiences.all():
-        experience_review(experience_id=entry.pk, expected_version=entry.version, status="approved", actor=None)
-    return memory
+    return source_memory_build(bank=bank, name=name, source_domain="clothing",
+                               trajectories=[shop_trajectory(f"{name}-1")], **options)

@@ -30,15 +30,31 @@ def test_it_writes_a_batch_and_retrieves_a_prompt_block_with_trace(agent, dmrm):
     batch = [transition(0), transition(1, reward=1.0, done=True, success=True)]
     written = post(agent, f"{API}/banks/{dmrm.bank.slug}/transitions", {"transitions": batch})
     assert written.status_code == 201, written.content
-    assert [e["q_value"] for e in written.json()["entries"]] == [0.0, 0.5]
+    # Applied last step first: Q(s1,a1) = 0.5·1 = 0.5, then Q(s0,a0) = 0.5·(0 + 0.9·0.5) = 0.225.
+    assert [e["q_value"] for e in written.json()["entries"]] == [pytest.approx(0.225), 0.5]
     response = post(agent, f"{API}/banks/{dmrm.bank.slug}/retrieve",
                     {"goal": GOAL, "observation": "s1", "recent_actions": ["a0"], "client": "agent-1"})
     assert response.status_code == 200
     body = response.json()
-    assert body["prompt_block"].startswith(
-        f"Recent actions: a0\nObservation: s1\nInstruction: {GOAL}\nEncouraged: a1 → 0.500")
+    assert body["prompt_block"].startswith(f"Recent actions: a0\nObservation: s1\nInstruction: {GOAL}\n\nExperience")
+    assert "Observation: s1\nInstruction: " + GOAL + "\nActions taken: a1\nEncouraged: a1 → 0.500" in body["prompt_block"]
     assert {h["memory"] for h in body["trace"]} == {"target"} and all(h["reason"] for h in body["trace"])
+    assert body["min_similarity"] == dmrm.min_similarity and all(not h["withheld"] for h in body["trace"])
     assert DMRMRetrievalLog.objects.get(pk=body["retrieval_id"]).client == "agent-1"
+
+
+def test_the_order_steps_are_posted_in_does_not_change_the_q_values(agent, dmrm):
+    """Old code applied a batch in posted order: forwards, step 0 saw no successor yet (Q 0)."""
+    url = f"{API}/banks/{dmrm.bank.slug}/transitions"
+    steps = [transition(n, trajectory_id=name, reward=1.0 if n == 2 else 0.0, done=n == 2, success=True)
+             for name in ("forward", "backward") for n in range(3)]
+    q_values = {}
+    for name, order in (("forward", steps[:3]), ("backward", steps[3:][::-1])):
+        Experience.objects.filter(bank=dmrm.bank).delete()  # both trajectories meet the same states
+        entries = post(agent, url, {"transitions": order}).json()["entries"]
+        q_values[name] = sorted((e["step"], e["q_value"]) for e in entries)
+    assert q_values["forward"] == q_values["backward"]
+    assert [q for _, q in q_values["forward"]] == [pytest.approx(0.10125), pytest.approx(0.225), 0.5]
 
 
 def test_it_names_each_bad_field_and_writes_nothing(agent, dmrm):

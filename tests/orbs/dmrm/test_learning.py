@@ -71,3 +71,28 @@ def test_it_counts_two_concurrent_updates_of_one_entry():
     entry = Experience.objects.get(bank=bank)
     assert entry.visits == 3
     assert entry.q_value == pytest.approx(0.875)  # 0.5 -> 0.75 -> 0.875: neither parallel update lost
+
+
+@pytest.mark.parametrize(("state_match", "expected_q", "bootstraps"), [("exact", 0.0, 0), ("similar", 0.225, 1)])
+def test_it_finds_the_successor_state_by_similarity_when_the_bank_says_so(client, reviewer_user, dmrm, state_match,
+                                                                           expected_q, bootstraps):
+    """An LLM customer rarely repeats a sentence word for word: with exact matching the first step
+    never learns from the second (old code: always exact)."""
+    DMRMSettings.objects.filter(pk=dmrm.pk).update(state_match=state_match, state_similarity=0.9)
+    bank = dmrm.bank
+    step(bank, "t1", 1, "The jacket from order W7 was delivered yesterday.", "return_item(W7)", 1.0, "",
+         done=True, success=True)                                                    # Q = 0.5·1 = 0.5
+    first = step(bank, "t2", 0, "hello, I need help", "get_order(W7)", 0.0,
+                 "the jacket from order W7 was delivered yesterday!!")  # the same state, said differently
+    assert first.q_value == pytest.approx(expected_q) and first.bootstraps == bootstraps  # 0.5·0.9·0.5
+    client.force_login(reviewer_user)
+    page = client.get("/orbs/experiences/", {"bank": bank.slug})
+    assert page.context["updates"] == {"visits": 2, "bootstraps": bootstraps}
+    assert f"{bootstraps} of 2 Q updates" in page.content.decode()
+
+
+def test_a_finished_step_has_no_successor_even_by_similarity(dmrm):
+    DMRMSettings.objects.filter(pk=dmrm.pk).update(state_match="similar", state_similarity=0.0)
+    step(dmrm.bank, "t1", 0, "s0", "a", 1.0, "s1")
+    last = step(dmrm.bank, "t1", 1, "s1", "b", 1.0, "", done=True, success=True)
+    assert last.q_value == pytest.approx(0.5) and last.bootstraps == 0

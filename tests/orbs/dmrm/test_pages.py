@@ -2,7 +2,7 @@
 import pytest
 
 from orbs.dmrm.models import DMRMSettings, Experience, SourceMemory
-from orbs.dmrm.services import experience_append, experiences_retrieve
+from orbs.dmrm.services import experience_append, experience_review, experiences_retrieve
 
 GOAL = "return the jacket"
 
@@ -48,12 +48,17 @@ def test_it_saves_settings_and_names_bad_fields(client, operator_user, dmrm):
     shown = client.get(url)
     assert shown.status_code == 200 and b"agent-7" in shown.content and b"0 of 0" in shown.content
     fields = {"alpha": "0.3", "gamma": "0.8", "c_max": "256", "n_success": "3", "suppression_mode": "down_weight",
-              "source_weight": "0.25", "scan_limit": "40"}
+              "source_weight": "0.25", "scan_limit": "40", "min_similarity": "0.45", "state_match": "similar",
+              "state_similarity": "0.85"}
     bad = client.post(f"{url}save/", fields | {"alpha": "1.5"})
     assert bad.status_code == 422 and "alpha" in bad.context["form"].errors
     assert client.post(f"{url}save/", fields).status_code == 302
     saved = DMRMSettings.objects.get(pk=dmrm.pk)
     assert (saved.alpha, saved.c_max, saved.n_success, saved.suppression_mode) == (0.3, 256, 3, "down_weight")
+    assert (saved.min_similarity, saved.state_match, saved.state_similarity) == (0.45, "similar", 0.85)
+    assert client.post(f"{url}save/", fields | {"min_similarity": "1.5"}).context["form"].errors["min_similarity"]
+    experiences_retrieve(bank=dmrm.bank, goal=GOAL, observation="order delivered", client="agent-8")
+    assert "<td>0.45</td>" in client.get(url).content.decode()  # the minimum in force, per retrieval
 
 
 def test_it_previews_then_builds_a_source_memory_from_finished_episodes(client, operator_user, dmrm):
@@ -73,4 +78,12 @@ def test_it_previews_then_builds_a_source_memory_from_finished_episodes(client, 
     assert client.post(f"{url}build/", params | {"name": "clothing runs"}).status_code == 302
     memory = SourceMemory.objects.get()
     assert memory.experiences.count() == kept and memory.episodes_read == 1
-    assert set(memory.experiences.values_list("memory", "status").distinct()) == {("source", "pending")}
+    # The build is the review: every kept step approved at once, naming the builder; one can be rejected.
+    assert set(memory.experiences.values_list("memory", "status", "reviewer").distinct()) == {
+        ("source", "approved", operator_user.pk)}
+    assert memory.approved_at and operator_user.get_username() in memory.approval_note
+    assert all(e.review_note == memory.approval_note for e in memory.experiences.all())
+    first = memory.experiences.first()
+    experience_review(experience_id=first.pk, expected_version=first.version, status="rejected", actor=operator_user,
+                      note="wrong order id")
+    assert memory.experiences.filter(status="rejected").count() == 1
