@@ -72,7 +72,8 @@ class RunLaunchForm(forms.Form):
     # The page suggests memory (the spec's default, for API callers, is none).
     memory_mode = _spec_field(forms.ChoiceField, "memory_mode", choices=MemoryKind.choices, initial=MemoryKind.MEMORB,
                               label="Memory")
-    memory_k = _spec_field(forms.IntegerField, "memory_k", label="k", help_text="Memories retrieved per query: Orbs for MemOrb, past messages or dialogues for naive RAG.")
+    memory_k = _spec_field(forms.IntegerField, "memory_k", label="k",
+                           help_text="Memories retrieved per query: Orbs for MemOrb, past messages or dialogues for naive RAG.")
     approved_only = _spec_field(forms.BooleanField, "approved_only", required=False, label="Approved memories only")
     same_customer_only = _spec_field(forms.BooleanField, "same_customer_only", required=False,
                                      label="Same-customer filter",
