@@ -31,6 +31,7 @@ from evaluation.models import Domain, Episode
 from evaluation.schemas import MAX_SEED
 from memweb.auth import api_auth
 from memweb.roles import Role
+from memweb.schemas import StrictBody
 
 router = Router(tags=["evaluation feedback"])
 OPERATOR = api_auth(Role.OPERATOR)
@@ -61,7 +62,7 @@ class FeedbackOut(Schema):
     created_at: datetime
 
 
-class GenerateIn(Schema):
+class GenerateIn(StrictBody, Schema):
     seed: int = Field(0, ge=0, le=MAX_SEED, description="Seed of the action draw (mixed with the episode id).")
 
 
@@ -85,7 +86,7 @@ class CalibrationOut(Schema):
     binary: dict[str, float] | None
 
 
-class RecalibrateIn(Schema):
+class RecalibrateIn(StrictBody, Schema):
     episode_ids: list[int] | None = Field(None, max_length=100_000, description="Episodes whose scores to use.")
     run_id: int | None = Field(None, description="…or all episodes of an evaluation run.")
     latest: int | None = Field(None, ge=1, le=100_000, description="…or the latest N episodes with feedback.")
@@ -97,7 +98,7 @@ class RecalibrateIn(Schema):
         return self
 
 
-class RefitIn(Schema):
+class RefitIn(StrictBody, Schema):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     campaign_id: int = Field(description="An annotation campaign whose people rated its conversations.")

@@ -11,7 +11,7 @@ from django.http import HttpResponse
 from ninja import Body, Query, Router, Schema
 from ninja.errors import HttpError
 from ninja.responses import Status
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
 from evaluation.runs.models import EvaluationRun, FeedbackCurve
 from evaluation.runs.services import (
@@ -36,6 +36,7 @@ from evaluation.runs.services import (
 )
 from memweb.auth import api_auth
 from memweb.roles import Role
+from memweb.schemas import StrictBody
 
 router = Router(tags=["evaluation runs"])
 OPERATOR = api_auth(Role.OPERATOR)
@@ -257,9 +258,7 @@ def run_import_op(request, payload: dict = Body(...)):
     return Status(201, _detail(_run(run.pk)))
 
 
-class FeedbackCurveIn(Schema):
-    model_config = ConfigDict(extra="forbid")
-
+class FeedbackCurveIn(StrictBody, Schema):
     batch_size: int | None = Field(None, ge=1, description="Feedback logs per batch; empty: the run's task count")
 
 

@@ -8,6 +8,7 @@ from ninja.responses import Status
 from memweb.auth import api_auth
 from memweb.errors import field_errors
 from memweb.roles import Role
+from memweb.schemas import StrictBody
 from orbs.dmrm.services import (
     SourceMemoryReadOnly,
     TransitionError,
@@ -22,7 +23,7 @@ router = Router(tags=["experience memory (DMRM)"])
 WRITE = api_auth(Role.OPERATOR)
 
 
-class TransitionIn(Schema):
+class TransitionIn(StrictBody, Schema):
     trajectory_id: str = Field(min_length=1, max_length=200)
     step: int = Field(ge=0, le=2**31 - 1)  # the column is a PostgreSQL integer
     goal: str = Field(min_length=1)
@@ -39,7 +40,7 @@ class TransitionIn(Schema):
     episode_ref: str = Field("", max_length=200)
 
 
-class TransitionsIn(Schema):
+class TransitionsIn(StrictBody, Schema):
     transitions: list[TransitionIn] = Field(min_length=1, max_length=500)
 
 
@@ -57,7 +58,7 @@ class TransitionsOut(Schema):
     entries: list[EntryOut]
 
 
-class ExperienceRetrieveIn(Schema):
+class ExperienceRetrieveIn(StrictBody, Schema):
     goal: str = Field(min_length=1)
     observation: str = Field(min_length=1)
     recent_actions: list[str] = []

@@ -7,6 +7,7 @@ from evaluation.configs import AgentConfig, CustomerConfig, MemoryKind
 from evaluation.feedback.services import MAX_FEEDBACK_ROUNDS
 from evaluation.runs.models import FeedbackMemory, ReviewGate, RunPreset
 from memweb.errors import problems_of
+from memweb.schemas import StrictBody
 from orbs.dmrm.services import StateMatch, Suppression
 from orbs.services import ReflectionStyle
 
@@ -24,11 +25,9 @@ class DMRMWriteTiming(models.TextChoices):
     TRIAL_END = "trial_end", "when the trial ends"
 
 
-class DMRMParams(pydantic.BaseModel):
+class DMRMParams(StrictBody):
     """DMRM's parameters: all but `write_timing` (a run's choice) are set on the run's bank (the DMRM
     settings page documents each)."""
-
-    model_config = pydantic.ConfigDict(extra="forbid")
 
     alpha: float = pydantic.Field(default=0.5, ge=0.0, le=1.0, description="Learning rate α of the Q update")
     gamma: float = pydantic.Field(default=0.9, ge=0.0, le=1.0, description="Discount γ")
@@ -57,10 +56,8 @@ PRESETS = {
 NO_MEMORY_CONTEXT_TOKENS = 4096
 
 
-class RunSpec(pydantic.BaseModel):
+class RunSpec(StrictBody):
     """Everything a launch needs; the API takes it as its body, the launch form builds it."""
-
-    model_config = pydantic.ConfigDict(extra="forbid")
 
     name: str = pydantic.Field(min_length=1, max_length=200)
     task_set: str = pydantic.Field(default="", max_length=100, description="Task set name; the built-in set when empty")
