@@ -13,7 +13,7 @@ from pgvector.django import VectorField
 
 from memweb.vectors import vector_hnsw_indexes, vector_model_constraint
 
-__all__ = ["DMRMRetrievalLog", "DMRMSettings", "Experience", "ExperienceTrajectory", "SourceMemory"]
+__all__ = ["DMRMRetrievalLog", "DMRMSettings", "Experience", "ExperienceStep", "ExperienceTrajectory", "SourceMemory"]
 
 
 class DMRMSettings(models.Model):
@@ -164,6 +164,19 @@ class ExperienceTrajectory(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["bank", "trajectory_id"], name="experience_trajectory_unique")]
+
+
+class ExperienceStep(models.Model):
+    """A (trajectory, step) already applied to the target memory: a retried write of the same step
+    changes nothing (no second visit, no second Q update)."""
+
+    bank = models.ForeignKey("orbs.MemoryBank", on_delete=models.CASCADE, related_name="experience_steps")
+    trajectory_id = models.CharField(max_length=200)
+    step = models.PositiveIntegerField()
+    experience = models.ForeignKey(Experience, null=True, on_delete=models.CASCADE, related_name="applied_steps")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["bank", "trajectory_id", "step"], name="experience_step_unique")]
 
 
 class DMRMRetrievalLog(models.Model):

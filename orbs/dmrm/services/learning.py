@@ -21,7 +21,7 @@ from django.db import OperationalError, transaction
 from django.db.models import F, Max, Sum
 from django.utils import timezone
 
-from orbs.dmrm.models import DMRMSettings, Experience, ExperienceTrajectory
+from orbs.dmrm.models import DMRMSettings, Experience, ExperienceStep, ExperienceTrajectory
 from orbs.dmrm.qlearning import entry_text, q_target, q_update, state_key, text_key
 from orbs.dmrm.services.source import trajectory_steps
 from orbs.errors import OrbsError
@@ -191,14 +191,24 @@ def experiences_append_batch(*, bank, transitions: list[Transition]) -> list[Exp
 
 
 def _apply(bank, inputs: list[tuple], settings, model_name: str) -> list[Experience]:
+    """Each (trajectory, step) is learnt from once: a step posted again, in this batch or an earlier
+    one, answers the entry it updated and changes nothing."""
     entries: dict[int, Experience] = {}
     transitions = [t for t, *_ in inputs]
+    applied: list[Transition] = []
     with transaction.atomic():
         for position in _backwards(transitions):
             t, vector, next_vector, tokens = inputs[position]
+            # The unique (bank, trajectory, step) row makes a concurrent retry wait for this one, then skip.
+            step, new = ExperienceStep.objects.get_or_create(bank=bank, trajectory_id=t.trajectory_id, step=t.step)
+            if not new:
+                entries[position] = Experience.objects.get(pk=step.experience_id)
+                continue
             entry = _entry(bank, t, vector=vector, tokens=tokens, model=model_name)
             entries[position] = _learn(entry, t, settings, next_vector)
-        for t in transitions:  # after every entry exists, so a closing step marks them all
+            ExperienceStep.objects.filter(pk=step.pk).update(experience=entry)
+            applied.append(t)
+        for t in applied:  # after every entry exists, so a closing step marks them all
             _trajectory_note(bank, t)
     return [entries[position] for position in range(len(inputs))]
 

@@ -57,6 +57,20 @@ def test_the_order_steps_are_posted_in_does_not_change_the_q_values(agent, dmrm)
     assert [q for _, q in q_values["forward"]] == [pytest.approx(0.10125), pytest.approx(0.225), 0.5]
 
 
+def test_a_retried_step_changes_nothing(agent, dmrm):
+    """Old code added a visit and moved Q again for every repost, and twice for a step repeated in a batch."""
+    url = f"{API}/banks/{dmrm.bank.slug}/transitions"
+    batch = [transition(0), transition(1, reward=1.0, done=True, success=True)]
+    first = post(agent, url, {"transitions": batch}).json()["entries"]
+    again = post(agent, url, {"transitions": batch}).json()["entries"]  # the client retried after a timeout
+    assert [(e["id"], e["q_value"], e["visits"]) for e in again] == [(e["id"], e["q_value"], e["visits"]) for e in first]
+    repeated = post(agent, url, {"transitions": [transition(0, trajectory_id="t2")] * 2}).json()["entries"]
+    assert repeated[0] == repeated[1] and repeated[0]["visits"] == first[0]["visits"] + 1
+    rows = {(e.action, e.visits) for e in Experience.objects.filter(bank=dmrm.bank)}
+    assert rows == {("a0", 2), ("a1", 1)}
+    assert dmrm.bank.experience_trajectories.get(trajectory_id="t1").steps == 2
+
+
 def test_it_names_each_bad_field_and_writes_nothing(agent, dmrm):
     url = f"{API}/banks/{dmrm.bank.slug}/transitions"
     response = post(agent, url, {"transitions": [transition(0), transition(1, reward="lots", step=-1)]})

@@ -62,7 +62,7 @@ def test_it_counts_two_concurrent_updates_of_one_entry():
         finally:
             connection.close()
 
-    threads = [threading.Thread(target=worker, args=(f"t{i}",)) for i in range(2)]
+    threads = [threading.Thread(target=worker, args=(f"parallel-{i}",)) for i in range(2)]
     for thread in threads:
         thread.start()
     for thread in threads:
