@@ -27,7 +27,9 @@ class DialogueHook:
         self.block = ""
         self.retrieval_ids: list[int] = []  # no Orb retrievals whose outcome the episode's end would note
 
-    def before_turn(self, *, turn: int, query: str, calls: list[dict] = ()) -> tuple[str, dict | None]:
+    def before_turn(self, *, turn: int, query: str, calls: list[dict] = (),
+                    dialogue: list[dict] = ()) -> tuple[str, dict | None]:
+        # `dialogue` is not used: MemoryBench's naive baselines query with the user's latest message alone.
         if not self.config.per_turn and turn > 1:
             return self.block, None
         result = dialogues_retrieve(bank=self.bank, query=query, method=self.method, unit=self.unit,
