@@ -180,15 +180,19 @@ def _presented_key(request) -> str:
     return request.headers.get("X-API-Key", "").strip()
 
 
+SCHEMA_URL_NAME = "openapi-json"
+
+
 def schema_access(view):
     """The schema for code generators and test tools: any valid API key, whatever its roles, or
-    a signed-in user; without credentials, the sign-in page (as every page)."""
+    a signed-in user. Its docs page is a page like any other: signed-in users only."""
     signed_in_view = role_required()(view)
 
     @wraps(view)
     def wrapped(request, *args, **kwargs):
         secret = _presented_key(request)
-        if not secret or request.user.is_authenticated:
+        is_schema = request.resolver_match.url_name == SCHEMA_URL_NAME
+        if not secret or not is_schema or request.user.is_authenticated:
             return signed_in_view(request, *args, **kwargs)
         try:
             api_key_user(request=request, secret=secret)

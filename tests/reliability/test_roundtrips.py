@@ -74,6 +74,9 @@ NOT_IN_BANK_FILE = {
     "orbs.SourceMemory": "DMRM memory is not in the bank file yet",
     "orbs.Experience": "DMRM memory is not in the bank file yet",
     "orbs.ExperienceTrajectory": "DMRM memory is not in the bank file yet",
+    "orbs.ExperienceStep": "DMRM memory is not in the bank file yet",
+    "orbs.Dialogue": "a naive-RAG run's raw dialogues (its baseline corpus) are not in the bank file yet",
+    "orbs.DialogueMessage": "a naive-RAG run's raw dialogues (its baseline corpus) are not in the bank file yet",
 }
 
 

@@ -9,9 +9,11 @@ import pydantic
 from django.db import transaction
 from django.utils import timezone
 
-from evaluation.runs.models import EvaluationRun, MemoryMode, ReviewGate, RunEpisode, Trial
+from evaluation.feedback.services import MAX_FEEDBACK_ROUNDS
+from evaluation.runs.models import EvaluationRun, FeedbackMemory, MemoryMode, ReviewGate, RunEpisode, RunPreset, Trial
 from evaluation.runs.services.results import CHART_SERIES, run_metrics_compute
 from memweb.errors import problems_of
+from orbs.services import ReflectionStyle
 
 FORMAT = "memweb.evaluation-run"
 FORMAT_VERSION = 1
@@ -36,6 +38,8 @@ def _run_header(run: EvaluationRun) -> dict:
             "task_split": run.task_split, "tasks_fingerprint": run.tasks_fingerprint,
             "bank_copied_from": run.bank_copied_from, "pass_k": run.pass_k,
             "concurrency": run.concurrency, "feedback_enabled": run.feedback_enabled,
+            "feedback_memory": run.feedback_memory, "feedback_rounds": run.feedback_rounds,
+            "reflection_style": run.reflection_style, "preset": run.preset,
             "trials": run.trials, "seed": run.seed, "max_turns": run.max_turns,
             "created_at": run.created_at.isoformat(),
             "started_at": run.started_at.isoformat() if run.started_at else None,
@@ -120,6 +124,10 @@ class ImportedRun(_Line):
     pass_k: int | None = pydantic.Field(default=None, ge=1, le=100)
     concurrency: int = pydantic.Field(default=4, ge=1, le=32767)
     feedback_enabled: bool = False
+    feedback_memory: Literal[tuple(FeedbackMemory.values)] = FeedbackMemory.NONE
+    feedback_rounds: int = pydantic.Field(default=1, ge=1, le=MAX_FEEDBACK_ROUNDS)
+    reflection_style: Literal[tuple(ReflectionStyle.values)] = ReflectionStyle.SIMPLE
+    preset: Literal["", *RunPreset.values] = ""
     trials: int = pydantic.Field(ge=1, le=100)
     seed: int = pydantic.Field(default=0, ge=0)
     max_turns: int = pydantic.Field(default=12, ge=1, le=50)
@@ -183,6 +191,8 @@ def _imported_run(data: ImportedFile, user) -> EvaluationRun:
         task_domain=head.task_domain, task_split=head.task_split, bank_copied_from=head.bank_copied_from,
         tasks_fingerprint=head.tasks_fingerprint,
         pass_k=head.pass_k, concurrency=head.concurrency, feedback_enabled=head.feedback_enabled,
+        feedback_memory=head.feedback_memory, feedback_rounds=head.feedback_rounds,
+        reflection_style=head.reflection_style, preset=head.preset,
         started_at=head.started_at, finished_at=head.finished_at or timezone.now(),
         episodes_total=len(data.episodes), episodes_finished=len(data.episodes),
         episodes_error=sum(e.status == "error" for e in data.episodes),
