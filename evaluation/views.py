@@ -140,13 +140,24 @@ def _turns(episode: Episode) -> list[dict]:
 
 # --- what each memory is worth (randomised withholding) -----------------------------------------
 
+def _bank_or_404(slug: str):
+    try:
+        return bank_resolve(slug)
+    except ObjectDoesNotExist:
+        raise Http404(f"No memory bank {slug!r}") from None
+
+
+def _effect_answer(request, template: str, context: dict):
+    """A memory's page loads its effect with htmx (the `_` partial); without htmx it is a page of its own."""
+    context = {**context, "min_retrievals": MIN_RETRIEVALS}
+    return render(request, f"evaluation/_{template}" if request.htmx else f"evaluation/{template}", context)
+
+
 @require_GET
 @role_required(Role.OPERATOR, Role.REVIEWER)
 def memory_effects(request, slug: str):
-    try:
-        bank = bank_resolve(slug)
-    except ObjectDoesNotExist:
-        raise Http404(f"No memory bank {slug!r}") from None
+    """The bank's Orbs, most harmful first."""
+    bank = _bank_or_404(slug)
     context = {"bank": bank, "rows": bank_effects_rank(bank=bank), "min_retrievals": MIN_RETRIEVALS}
     return render(request, "evaluation/memory_effects.html", context)
 
@@ -154,22 +165,15 @@ def memory_effects(request, slug: str):
 @require_GET
 @role_required(Role.OPERATOR, Role.REVIEWER)
 def orb_effect(request, orb_id: int):
-    """The Orb page loads this with htmx; without htmx it is a page of its own."""
     effect = orb_effects_compute(orb_ids=[orb_id])[orb_id]
-    context = {"orb_id": orb_id, "effect": effect, "min_retrievals": MIN_RETRIEVALS}
-    if request.htmx:
-        return render(request, "evaluation/_orb_effect.html", context)
-    return render(request, "evaluation/orb_effect.html", context)
+    return _effect_answer(request, "orb_effect.html", {"orb_id": orb_id, "effect": effect})
 
 
 @require_GET
 @role_required(Role.OPERATOR, Role.REVIEWER)
 def experience_effects(request, slug: str):
     """The bank's DMRM experiences, most harmful first."""
-    try:
-        bank = bank_resolve(slug)
-    except ObjectDoesNotExist:
-        raise Http404(f"No memory bank {slug!r}") from None
+    bank = _bank_or_404(slug)
     context = {"bank": bank, "rows": bank_experience_effects_rank(bank=bank), "min_retrievals": MIN_RETRIEVALS}
     return render(request, "evaluation/experience_effects.html", context)
 
@@ -177,9 +181,5 @@ def experience_effects(request, slug: str):
 @require_GET
 @role_required(Role.OPERATOR, Role.REVIEWER)
 def experience_effect(request, experience_id: int):
-    """The experience browser loads this with htmx; without htmx it is a page of its own."""
     effect = experience_effects_compute(experience_ids=[experience_id])[experience_id]
-    context = {"experience_id": experience_id, "effect": effect, "min_retrievals": MIN_RETRIEVALS}
-    if request.htmx:
-        return render(request, "evaluation/_experience_effect.html", context)
-    return render(request, "evaluation/experience_effect.html", context)
+    return _effect_answer(request, "experience_effect.html", {"experience_id": experience_id, "effect": effect})
