@@ -4,7 +4,6 @@ import json
 
 import pytest
 from django.conf import settings
-from django.core.cache import cache
 from django.shortcuts import resolve_url
 
 from memweb.auth import BAD_KEY
@@ -13,13 +12,6 @@ from orbs.services import bank_get_or_create, bank_policy_update
 from tests.orbs.conftest import bank, make_orb, trajectory  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _fresh_failure_counters():
-    cache.clear()
-    yield
-    cache.clear()
 
 
 def _bearer(secret: str) -> dict:
