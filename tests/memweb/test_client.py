@@ -101,6 +101,30 @@ def test_the_sync_and_async_clients_retrieve_the_same_typed_hits(live_server, ap
 
 
 @server_db
+def test_the_async_client_plays_an_agent_s_whole_round(live_server, api_key, operator_user, shop):
+    approved_orb(shop, "My toaster burns everything")
+
+    async def round_trip():
+        async with AsyncMemwebClient(live_server.url, api_key, poll_interval=0.05) as client:
+            me, banks = await client.me(), await client.banks()
+            found = await client.retrieve("shop", "the toaster burns my bread", domain="appliances")
+            queued = await client.episode_write("shop", success_trajectory("Burnt toast again"), episode_ref="e2")
+            done = await client.wait_for_episode(queued.ingest_id)
+            await client.retrieval_outcome(found.retrieval_id, success=False, reward=0.0)
+            written = await client.transitions("shop", [Transition("t9", 0, "fix toaster", "s0", "a0", 1.0,
+                                                                   done=True, success=True)])
+            steps = await client.experiences_retrieve("shop", "fix toaster", "s0")
+            return me, banks, found, done, written, steps
+
+    me, banks, found, done, written, steps = asyncio.run(round_trip())
+    assert me.username == operator_user.username and [bank.slug for bank in banks] == ["shop"]
+    assert "toaster" in found.hits[0].orb.obs
+    assert done.status == "done" and done.orb.episode_ref == "e2"
+    assert RetrievalLog.objects.get(pk=found.retrieval_id).outcome_success is False
+    assert written.written == 1 and [hit.action for hit in steps.trace] == ["a0"]
+
+
+@server_db
 def test_it_says_who_the_key_is_and_lists_the_banks(memweb, operator_user, shop):
     me = memweb.me()
     assert (me.username, me.roles) == (operator_user.username, ["operator"])
