@@ -17,9 +17,10 @@ import re
 from datetime import timedelta
 
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.db import IntegrityError, transaction
 from django.http import HttpResponse, JsonResponse
+from django.http.multipartparser import MultiPartParserError
 from django.utils import timezone
 
 from memweb.auth import _presented_key
@@ -51,9 +52,8 @@ class IdempotencyKeys:
             return self.get_response(request)
         if not KEY_FORMAT.fullmatch(key):
             return _header_refusal(f"{HEADER} must be {KEY_FORMAT_TEXT}; got {key!r}")
-        try:
-            body_hash = _body_hash(request)
-        except RequestDataTooBig:  # the route answers 413 and writes nothing
+        body_hash = _body_hash(request)
+        if body_hash is None:
             return self.get_response(request)
         request_fields = {"method": request.method, "path": request.get_full_path(), "body_hash": body_hash}
         row, claimed = _claim(user_id=user_id, key=key, request_fields=request_fields)
@@ -77,12 +77,22 @@ def _caller_id(request) -> int | None:
     return user.pk if user is not None and user.is_authenticated else None
 
 
-def _body_hash(request) -> str:
+def _body_hash(request) -> str | None:
+    """None when the body cannot be read here: the route then answers it (413, 400) as without a key."""
+    try:
+        return hashlib.sha256(request.body).hexdigest()
+    except RequestDataTooBig:
+        if request.content_type != "multipart/form-data":
+            return None
+    # An upload larger than DATA_UPLOAD_MAX_MEMORY_SIZE, which only the multipart parser may read.
+    try:
+        return _upload_hash(request)
+    except (MultiPartParserError, TooManyFieldsSent, TooManyFilesSent):
+        return None
+
+
+def _upload_hash(request) -> str:
     digest = hashlib.sha256()
-    if request.content_type != "multipart/form-data":
-        digest.update(request.body)
-        return digest.hexdigest()
-    # request.body refuses uploads larger than DATA_UPLOAD_MAX_MEMORY_SIZE; hash what the parser read.
     for name, values in sorted(request.POST.lists()):
         digest.update(json.dumps([name, values]).encode())
     for name, uploads in sorted(request.FILES.lists()):

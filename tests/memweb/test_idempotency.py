@@ -4,6 +4,7 @@ import json
 from datetime import timedelta
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.http import JsonResponse
 from django.test import Client
 from django.urls import path
@@ -15,8 +16,8 @@ from memweb.auth import api_auth, auth_failures_exceeded
 from memweb.idempotency import ABANDONED_AFTER, HEADER
 from memweb.models import ApiKey, IdempotentRequest
 from orbs.dmrm.models import Experience
-from orbs.models import EpisodeRecord, Orb
-from tests.orbs.conftest import success_trajectory, trajectory
+from orbs.models import EpisodeRecord, MemoryBank, Orb
+from tests.orbs.conftest import make_orb, success_trajectory, trajectory  # noqa: F401  (make_orb: fixture)
 from tests.orbs.dmrm.conftest import bank, dmrm  # noqa: F401  (fixtures)
 
 EPISODES = "/api/orbs/banks/{slug}/episodes"
@@ -86,6 +87,36 @@ def test_a_replayed_transition_batch_moves_no_q_value(client, dmrm, secret):
     assert first.status_code == 201, first.content
     assert (again.status_code, again.json(), again["Idempotent-Replayed"]) == (201, first.json(), "true")
     assert list(Experience.objects.values_list("q_value", "visits")) == learned
+
+
+@pytest.mark.parametrize("body_limit", [None, 1000], ids=["small upload", "upload over the body limit"])
+def test_a_retried_upload_imports_once(client, bank, make_orb, operator_user, settings, body_limit):
+    """Django reads an upload over DATA_UPLOAD_MAX_MEMORY_SIZE only through its multipart parser."""
+    make_orb("The blender is too loud.")
+    client.force_login(operator_user)
+    exported = b"".join(client.get(f"/api/orbs/banks/{bank.slug}/export").streaming_content)
+    if body_limit:
+        settings.DATA_UPLOAD_MAX_MEMORY_SIZE = body_limit
+        assert len(exported) > body_limit
+
+    def upload(content: bytes):
+        return client.post("/api/orbs/banks/import", {"file": SimpleUploadedFile("bank.jsonl", content), "name": "Copy"},
+                           HTTP_IDEMPOTENCY_KEY="import-1")
+
+    first, again = upload(exported), upload(exported)
+    assert first.status_code == 201, first.content
+    assert (again.status_code, again.json(), again["Idempotent-Replayed"]) == (201, first.json(), "true")
+    assert upload(exported + b"\n").status_code == 422  # another file under the same key
+    assert MemoryBank.objects.filter(name="Copy").count() == 1
+
+
+def test_a_json_body_labelled_multipart_is_answered_as_without_a_key(client, bank, secret):
+    """Old code parsed such a body as an upload, and Django answered an HTML 400 for the boundary."""
+    url = f"/api/orbs/banks/{bank.slug}/retrieve"
+    answers = [client.post(url, json.dumps({"query": "parcel"}), content_type="multipart/form-data",
+                           HTTP_AUTHORIZATION=f"Bearer {secret}", **key) for key in ({}, {"HTTP_IDEMPOTENCY_KEY": "k"})]
+    assert answers[1].status_code == answers[0].status_code == 200
+    assert answers[1].json()["hits"] == answers[0].json()["hits"]
 
 
 @pytest.mark.parametrize("change", ["body", "query"])
