@@ -2,6 +2,8 @@
 code generator or a test tool reads is what the API does: django-ninja declares only the answers an
 operation lists itself, while authentication, the body parser and the URL resolver add others.
 django-ninja keys an operation's answers by int status; so does this module."""
+from memweb.idempotency import HEADER as IDEMPOTENCY_HEADER
+from memweb.idempotency import WRITE_METHODS
 
 ERROR_DETAIL = {
     "title": "ErrorDetail", "type": "object", "required": ["detail"],
@@ -14,6 +16,13 @@ VALIDATION_ERRORS = {
         "properties": {"loc": {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
                                "description": "Where the field is, e.g. [\"body\", \"payload\", \"k\"]."},
                        "msg": {"type": "string"}, "type": {"type": "string"}}}}},
+}
+IDEMPOTENCY_KEY_PARAMETER = {
+    "in": "header", "name": IDEMPOTENCY_HEADER, "required": False,
+    "description": "Makes a retry safe: a repeat with the same key and request is answered with the first "
+                   "answer (header `Idempotent-Replayed: true`) and writes nothing. The same key with another "
+                   "request is a 422; keys are kept a day (MEMWEB_IDEMPOTENCY_TTL_SECONDS).",
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"},
 }
 _REF = {"ErrorDetail": "#/components/schemas/ErrorDetail", "ValidationErrors": "#/components/schemas/ValidationErrors"}
 
@@ -36,16 +45,29 @@ def _errors_of(path: str, operation: dict, *, body_limit_kb: int) -> dict[int, s
     return errors
 
 
-def _validation_answer(responses: dict) -> None:
-    """422 is a list of refused fields; an operation that also refuses data with a 422 of its own
-    shape answers one or the other."""
-    validation = {"$ref": _REF["ValidationErrors"]}
-    declared = responses.get(422)
+def _also_answers(responses: dict, status: int, description: str, schema: dict) -> None:
+    """Declare `schema` for `status`; where the operation declares an answer of its own shape for
+    that status, it answers one or the other."""
+    declared = responses.get(status)
     if declared is None:
-        responses[422] = _answer("A field is missing, of the wrong type, or out of range", validation)
+        responses[status] = _answer(description, schema)
         return
-    schema = declared["content"]["application/json"]["schema"]
-    declared["content"]["application/json"]["schema"] = {"anyOf": [validation, schema]}
+    own = declared["content"]["application/json"]["schema"]
+    if own != schema:
+        declared["content"]["application/json"]["schema"] = {"anyOf": [schema, own]}
+
+
+def _validation_answer(responses: dict) -> None:
+    """422 is a list of refused fields, also when an operation refuses data with a 422 of its own."""
+    _also_answers(responses, 422, "A field is missing, of the wrong type, or out of range",
+                  {"$ref": _REF["ValidationErrors"]})
+
+
+def _idempotency_declare(operation: dict) -> None:
+    """The optional Idempotency-Key header of every write (memweb.idempotency), and its 409."""
+    operation.setdefault("parameters", []).append(IDEMPOTENCY_KEY_PARAMETER)
+    _also_answers(operation["responses"], 409, "A request with this Idempotency-Key is still in progress; "
+                  "the Retry-After header says when to retry", {"$ref": _REF["ErrorDetail"]})
 
 
 def errors_declare(schema: dict, *, body_limit_kb: int) -> dict:
@@ -53,7 +75,9 @@ def errors_declare(schema: dict, *, body_limit_kb: int) -> dict:
     schema.setdefault("components", {}).setdefault("schemas", {}).update(
         ErrorDetail=ERROR_DETAIL, ValidationErrors=VALIDATION_ERRORS)
     for path, operations in schema["paths"].items():
-        for operation in operations.values():
+        for method, operation in operations.items():
+            if method.upper() in WRITE_METHODS:
+                _idempotency_declare(operation)
             responses = operation["responses"]
             for status, description in _errors_of(path, operation, body_limit_kb=body_limit_kb).items():
                 responses.setdefault(status, _answer(description, {"$ref": _REF["ErrorDetail"]}))

@@ -60,6 +60,9 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Needs the session user (above); wraps ApiJsonErrors so that what it stores and replays is the
+    # JSON answer the client got.
+    "memweb.idempotency.IdempotencyKeys",
     "memweb.middleware.ApiJsonErrors",
 ]
 
@@ -101,6 +104,9 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "memweb_cache"}}
 MEMWEB_AUTH_MAX_FAILURES = env_int("MEMWEB_AUTH_MAX_FAILURES", 10, minimum=1)
 MEMWEB_AUTH_FAILURE_WINDOW_SECONDS = env_int("MEMWEB_AUTH_FAILURE_WINDOW_SECONDS", 300, minimum=1)
+# How long an API write's Idempotency-Key is remembered (and its answer replayed); a day, as clients
+# retry within minutes.
+MEMWEB_IDEMPOTENCY_TTL_SECONDS = env_int("MEMWEB_IDEMPOTENCY_TTL_SECONDS", 24 * 3600, minimum=1)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
