@@ -3,6 +3,7 @@ import json
 
 import pytest
 from django.test import Client
+from django.urls import reverse
 
 from memweb.models import ApiKey
 from orbs.models import Orb, ReviewEvent
@@ -94,3 +95,13 @@ def test_it_is_written_by_agents_not_reviewers(client, reviewer_user, bank):
     client.force_login(reviewer_user)
     assert remember(client, bank).status_code == 403
     assert not Orb.objects.exists()
+
+
+def test_it_shows_a_reviewer_the_lesson_and_where_it_came_from(client, reviewer_user, bank):
+    orb = orb_remember(bank=bank, text=LESSON, source_label="ticket-7").orb
+    client.force_login(reviewer_user)
+    for page in ("orbs:detail", "orbs:provenance", "orbs:edit"):
+        response = client.get(reverse(page, args=[orb.pk]))
+        assert response.status_code == 200, page
+    queue = client.get(reverse("orbs:queue"), {"source": "remembered"}).content.decode()
+    assert LESSON[:40] in queue
