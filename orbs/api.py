@@ -17,7 +17,7 @@ from ninja.responses import Status
 from memweb.auth import api_auth
 from memweb.roles import Role
 from orbs.dmrm.api import router as dmrm_router
-from orbs.errors import InvalidTransition, OrbConflict, OrbsError
+from orbs.errors import FieldRequired, InvalidTransition, OrbConflict, OrbsError
 from orbs.models import EpisodeRecord, MemoryBank, Orb, Source
 from orbs.schemas import (
     ApproveIn,
@@ -38,6 +38,7 @@ from orbs.schemas import (
     OrbListFilters,
     OrbOut,
     RejectIn,
+    RememberIn,
     RetrievalOutcomeIn,
     RetrieveIn,
     RetrieveOut,
@@ -54,6 +55,7 @@ from orbs.services import (
     orb_edit,
     orb_merge,
     orb_reject,
+    orb_remember,
     orbs_bulk_review,
     orbs_retrieve,
     retrieval_outcome_record,
@@ -152,13 +154,18 @@ def _ingest_out(record: EpisodeRecord) -> dict:
 
 
 @router.post("/banks/{slug}/episodes", auth=WRITE,
-             response={200: IngestOut, 201: IngestOut, 202: EpisodeQueuedOut, 404: ErrorOut, 422: IngestOut})
+             response={200: IngestOut, 201: IngestOut, 202: EpisodeQueuedOut, 404: ErrorOut,
+                       422: IngestOut | ErrorOut})
 def episode_write(request, response: HttpResponse, slug: str, payload: EpisodeIn, sync: bool = False):
     """Store a finished episode; its reflection into an Orb runs as a background task (202 with
     a status URL), or right away with `?sync=true` (201 new Orb, 200 the same Orb already stored)."""
     bank = _bank(slug)
-    record = episode_submit(bank=bank, trajectory=payload.trajectory, source_label=payload.source_label,
-                            episode_ref=payload.episode_ref, source=Source.API, user=request.auth, queue=not sync)
+    try:
+        record = episode_submit(bank=bank, trajectory=payload.trajectory, source_label=payload.source_label,
+                                episode_ref=payload.episode_ref, source=Source.API, user=request.auth,
+                                queue=not sync)
+    except FieldRequired as missing:
+        raise HttpError(422, str(missing)) from None
     if not sync:
         url = request.build_absolute_uri(reverse("api:orbs_episode_status", kwargs={"ingest_id": record.pk}))
         response["Location"] = url
@@ -167,6 +174,16 @@ def episode_write(request, response: HttpResponse, slug: str, payload: EpisodeIn
     if record.status == EpisodeRecord.Status.FAILED:
         return Status(422, _ingest_out(record))
     return Status(201 if record.created_orb else 200, _ingest_out(record))
+
+
+@router.post("/banks/{slug}/remember", response={200: OrbOut, 201: OrbOut, 404: ErrorOut, 422: ErrorOut},
+             auth=WRITE)
+@_review_errors
+def lesson_remember(request, slug: str, payload: RememberIn):
+    """Remember a lesson given as text (no trajectory): a new Orb (201) that passes the bank's
+    review gate like an episode's, or the same lesson already stored (200)."""
+    result = orb_remember(bank=_bank(slug), actor=request.auth, **payload.dict())
+    return Status(201 if result.created else 200, result.orb)
 
 
 @router.get("/episodes/{ingest_id}", response={200: IngestOut, 404: ErrorOut}, auth=WRITE,

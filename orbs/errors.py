@@ -11,6 +11,14 @@ class InvalidTrajectory(OrbsError):
         super().__init__("invalid trajectory: " + "; ".join(f"{field}: {message}" for field, message in problems))
 
 
+class FieldRequired(OrbsError):
+    """A field the bank's policy requires was left empty (a per-customer bank needs the customer)."""
+
+    def __init__(self, field: str, reason: str):
+        self.field = field
+        super().__init__(f"{field}: {reason}")
+
+
 class BankModelMismatch(OrbsError):
     """Vectors of two embedding models are never compared."""
 

@@ -3,7 +3,7 @@ from django import forms
 
 from orbs.backends.emotion import LABELS
 from orbs.models import MemoryBank, Orb, Source
-from orbs.services.banks import POLICY_FIELDS
+from orbs.services.banks import SETTABLE_FIELDS
 from orbs.services.queue import OrbFilters
 
 
@@ -98,17 +98,28 @@ class QueueFilterForm(forms.Form):
         )
 
 
-class BankPolicyForm(forms.ModelForm):
+class _BankScopeForm(forms.ModelForm):
+    """A post without the customer scope (a form from before banks had one) keeps the bank's scope."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["customer_scope"].required = False
+
+    def clean_customer_scope(self) -> str:
+        return self.cleaned_data["customer_scope"] or self.instance.customer_scope
+
+
+class BankPolicyForm(_BankScopeForm):
     class Meta:
         model = MemoryBank
-        fields = POLICY_FIELDS
+        fields = SETTABLE_FIELDS
         widgets = {"description": forms.Textarea(attrs={"rows": 2})}
 
 
-class BankCreateForm(forms.ModelForm):
+class BankCreateForm(_BankScopeForm):
     class Meta:
         model = MemoryBank
-        fields = ("name", *POLICY_FIELDS)
+        fields = ("name", *SETTABLE_FIELDS)
         widgets = {"description": forms.Textarea(attrs={"rows": 2})}
 
 

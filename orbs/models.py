@@ -28,14 +28,18 @@ PENDING_FIRST = models.Case(
 )
 
 
-def content_hash_of(*, obs: str, emotion: str, outcome: str) -> str:
-    """The paper's Orb id: SHA-256(obs ‖ emotion ‖ outcome), as hex."""
-    return hashlib.sha256(f"{obs}{emotion}{outcome}".encode()).hexdigest()
+def content_hash_of(*, obs: str, emotion: str, outcome: str, customer_key: str = "") -> str:
+    """The paper's Orb id: SHA-256(obs ‖ emotion ‖ outcome), as hex. An Orb of a per-customer bank
+    also hashes its customer (after a unit separator, so no outcome text can pose as a customer),
+    which makes two customers' identical episodes two Orbs."""
+    customer = f"\x1f{customer_key}" if customer_key else ""
+    return hashlib.sha256(f"{obs}{emotion}{outcome}{customer}".encode()).hexdigest()
 
 
 class Source(models.TextChoices):
     EPISODE = "episode", "episode"
     API = "api", "API client"
+    REMEMBERED = "remembered", "remembered (a lesson given as text)"
 
 
 class MemoryBank(models.Model):
@@ -45,6 +49,10 @@ class MemoryBank(models.Model):
         NEVER = "never", "never: every Orb waits for a reviewer"
         ALWAYS = "always", "always"
         BY_RULE = "by_rule", "by rule: reward at least the threshold and the customer not upset"
+
+    class CustomerScope(models.TextChoices):
+        SHARED = "shared", "shared: every customer's Orbs serve every customer"
+        PER_CUSTOMER = "per_customer", "per customer: an Orb belongs to its customer"
 
     name = models.CharField(max_length=100, unique=True)
     slug = models.SlugField(max_length=100, unique=True)
@@ -69,6 +77,14 @@ class MemoryBank(models.Model):
         help_text="Upper bound on the tokens of the prompt block returned to agents; the default holds k Orbs of the "
                   "longest reflection the reflector writes.",
     )
+    customer_scope = models.CharField(
+        max_length=16, choices=CustomerScope.choices, default=CustomerScope.SHARED,
+        help_text="Per customer: identical episodes of two customers are two Orbs, and a retrieval names its customer.",
+    )
+    cross_customer_retrieval = models.BooleanField(
+        default=False,
+        help_text="Per-customer banks only: a retrieval without a customer reads every customer's Orbs (logged).",
+    )
     embedding_model = models.CharField(
         max_length=100, choices=[(name, name) for name in MODELS],
         help_text="Fixed when the bank is created: it fixes the dimension of every vector the bank holds.",
@@ -85,21 +101,38 @@ class MemoryBank(models.Model):
     def embedding_dimension(self) -> int:
         return DIMENSIONS[self.embedding_model]
 
+    @property
+    def is_per_customer(self) -> bool:
+        return self.customer_scope == self.CustomerScope.PER_CUSTOMER
+
+    def orb_hash(self, *, obs: str, emotion: str, outcome: str, customer_key: str) -> str:
+        """The id of an Orb in this bank: the paper's hash, with the customer in a per-customer bank."""
+        scoped_key = customer_key if self.is_per_customer else ""
+        return content_hash_of(obs=obs, emotion=emotion, outcome=outcome, customer_key=scoped_key)
+
     def clean(self):
         super().clean()
+        if self.cross_customer_retrieval and not self.is_per_customer:
+            raise ValidationError({"cross_customer_retrieval": "applies to per-customer banks only; a shared bank "
+                                                               "always reads across customers"})
         if self.pk is None:
             return
-        stored = MemoryBank.objects.filter(pk=self.pk).values_list("embedding_model", flat=True).first()
-        if stored and stored != self.embedding_model:
+        stored = MemoryBank.objects.filter(pk=self.pk).values("embedding_model", "customer_scope").first()
+        if stored and stored["embedding_model"] != self.embedding_model:
             # Its vectors would have to be recomputed with the new model; memweb does not offer that.
-            raise ValidationError({"embedding_model": f"fixed at {stored} when the bank was created; "
-                                                      "create a new bank for another embedding model"})
+            raise ValidationError({"embedding_model": f"fixed at {stored['embedding_model']} when the bank was "
+                                                      "created; create a new bank for another embedding model"})
+        if stored and stored["customer_scope"] != self.customer_scope and self.orbs.exists():
+            # Its Orbs' ids (and their duplicates) were decided under the stored scope.
+            raise ValidationError({"customer_scope": f"fixed at {stored['customer_scope']} once the bank holds "
+                                                     "Orbs; create a new bank for another scope"})
 
-    def approves_automatically(self, *, reward: float, emotion: str) -> bool:
+    def approves_automatically(self, *, reward: float | None, emotion: str) -> bool:
+        """`reward` None (a remembered lesson has none): the rule cannot judge it, a reviewer does."""
         if self.auto_approve == self.AutoApprove.ALWAYS:
             return True
         if self.auto_approve == self.AutoApprove.BY_RULE:
-            return reward >= self.auto_approve_min_reward and emotion not in NEGATIVE_EMOTIONS
+            return reward is not None and reward >= self.auto_approve_min_reward and emotion not in NEGATIVE_EMOTIONS
         return False
 
 

@@ -8,7 +8,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from memweb.schemas import StrictBody
 from orbs.backends.emotion import EmotionLabel
-from orbs.budget import MAX_PROMPT_TOKEN_BUDGET
+from orbs.budget import MAX_PROMPT_TOKEN_BUDGET, REFLECTION_MAX_TOKENS
 
 TRAJECTORY_EXAMPLE = {
     "task_id": "appliances-017",
@@ -154,7 +154,7 @@ class OrbListFilters(Schema):
     status: Literal["", "pending", "approved", "rejected", "superseded"] = ""
     domain: str = ""
     emotion: str = ""
-    source: Literal["", "episode", "api"] = ""
+    source: Literal["", "episode", "api", "remembered"] = ""
     source_label: str = ""
     customer_key: str = ""
     q: str = Field(default="", max_length=200, description="Text in obs or outcome, or a hash prefix.")
@@ -189,9 +189,33 @@ class RetrieveIn(StrictBody, Schema):
     domain: str | None = Field(default=None, max_length=64)
     customer_key: str | None = Field(
         default=None, max_length=200,
-        description="Only this customer's Orbs: a same-customer filter (the paper's no-cross-user ablation is k = 1)")
+        description="Only this customer's Orbs: a same-customer filter (the paper's no-cross-user ablation is k = 1). "
+                    "Required by a per-customer bank unless it allows cross-customer retrieval.")
     min_score: float | None = Field(default=None, ge=-1.0, le=1.0)
     client: str = Field(default="", max_length=200)
+
+
+# A remembered lesson fits a prompt entry as the longest reflection does (orbs.budget: at least
+# 3 characters per token), so the bank's budget still holds k Orbs.
+REMEMBERED_MAX_CHARS = 3 * REFLECTION_MAX_TOKENS
+
+
+class RememberIn(StrictBody, Schema):
+    """A lesson to remember without a trajectory; it becomes a pending Orb like an episode's."""
+
+    text: str = Field(min_length=1, max_length=REMEMBERED_MAX_CHARS,
+                      description="The lesson, in the words an agent should read.")
+    context: dict[str, Any] = Field(default_factory=dict, description="Metadata embedded with it, e.g. a SKU.")
+    customer_key: str = Field(default="", max_length=200, description="Required by a per-customer bank.")
+    domain: str = Field(default="", max_length=64)
+    source_label: str = Field(default="", max_length=200, description="Where it came from, e.g. a support ticket.")
+
+    @field_validator("text")
+    @classmethod
+    def _not_blank(cls, text: str) -> str:
+        if not text.strip():
+            raise ValueError("the lesson to remember is empty")
+        return text.strip()
 
 
 class HitOut(Schema):
@@ -300,6 +324,19 @@ class BankIn(StrictBody, Schema):
     prompt_token_budget: int | None = Field(
         default=None, ge=50, le=MAX_PROMPT_TOKEN_BUDGET,
         description="Empty: enough for retrieval_k Orbs of the longest reflection (orbs.budget)")
+    customer_scope: Literal["shared", "per_customer"] = Field(
+        default="shared", description="per_customer: an Orb belongs to its customer (its id and duplicate checks "
+                                      "include customer_key) and every retrieval names its customer")
+    cross_customer_retrieval: bool = Field(
+        default=False, description="Per-customer banks only: a retrieval without customer_key reads every "
+                                   "customer's Orbs (marked in the retrieval log)")
+
+    @model_validator(mode="after")
+    def _cross_customer_needs_per_customer(self):
+        if self.cross_customer_retrieval and self.customer_scope != "per_customer":
+            raise ValueError("cross_customer_retrieval: applies to per_customer banks only; a shared bank always "
+                             "reads across customers")
+        return self
 
 
 class BankOut(Schema):
@@ -314,6 +351,8 @@ class BankOut(Schema):
     auto_approve: str
     auto_approve_min_reward: float
     prompt_token_budget: int
+    customer_scope: str
+    cross_customer_retrieval: bool
     embedding_model: str
     created_at: datetime
 

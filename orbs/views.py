@@ -37,7 +37,7 @@ from orbs.services import (
     orbs_bulk_review,
     orbs_search,
 )
-from orbs.services.banks import POLICY_FIELDS
+from orbs.services.banks import SETTABLE_FIELDS
 from orbs.services.queue import orbs_filtered, orbs_queue
 
 SEMANTIC_LIMIT = 20
@@ -267,7 +267,7 @@ def bank_policy(request, slug: str):
     form = BankPolicyForm(request.POST, instance=MemoryBank.objects.get(pk=bank.pk))
     if not form.is_valid():
         return _bank_page(request, bank, form, status=422)
-    bank_policy_update(bank=bank, **{field: form.cleaned_data[field] for field in POLICY_FIELDS})
+    bank_policy_update(bank=bank, **{field: form.cleaned_data[field] for field in SETTABLE_FIELDS})
     messages.success(request, "Policy saved.")
     return redirect("orbs:bank_detail", bank.slug)
 

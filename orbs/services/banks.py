@@ -12,10 +12,14 @@ from orbs.budget import DEFAULT_K, orbs_that_fit, prompt_budget_for
 from orbs.errors import BankModelMismatch
 from orbs.models import EpisodeRecord, MemoryBank, Orb, RetrievalHit, RetrievalLog
 
+# The policy a bank file carries (orbs/services/transfer.py, format version 1).
 POLICY_FIELDS = (
     "description", "retrieval_k", "approved_only", "min_score", "near_duplicate_threshold",
     "auto_approve", "auto_approve_min_reward", "prompt_token_budget",
 )
+# Whom a bank's Orbs belong to; bank files do not carry it yet.
+SCOPE_FIELDS = ("customer_scope", "cross_customer_retrieval")
+SETTABLE_FIELDS = (*POLICY_FIELDS, *SCOPE_FIELDS)
 
 
 # Paths of their own under /orbs/banks/ and /api/orbs/banks/.
@@ -31,9 +35,9 @@ def bank_slug_unique(name: str) -> str:
 
 
 def bank_get_or_create(*, name: str, **policy) -> MemoryBank:
-    """The bank called `name`, created with `policy` (see POLICY_FIELDS) when missing; without a
+    """The bank called `name`, created with `policy` (see SETTABLE_FIELDS) when missing; without a
     prompt budget it gets one that holds its k Orbs. An existing bank keeps its own policy."""
-    unknown = set(policy) - set(POLICY_FIELDS)
+    unknown = set(policy) - set(SETTABLE_FIELDS)
     if unknown:
         raise TypeError(f"unknown bank policy fields: {', '.join(sorted(unknown))}")
     existing = MemoryBank.objects.filter(name=name).first()
@@ -98,7 +102,7 @@ def bank_stats(*, bank: MemoryBank) -> dict:
 
 
 def bank_policy_update(*, bank: MemoryBank, **policy) -> MemoryBank:
-    unknown = set(policy) - set(POLICY_FIELDS)
+    unknown = set(policy) - set(SETTABLE_FIELDS)
     if unknown:
         raise TypeError(f"unknown bank policy fields: {', '.join(sorted(unknown))}")
     for field, value in policy.items():

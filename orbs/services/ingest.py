@@ -2,7 +2,9 @@
 
 obs = the user utterances concatenated; emotion = tag of the last user
 utterance; outcome = the reflector's policy reflection on the whole
-trajectory; context = reward and metadata; id = SHA-256(obs ‖ emotion ‖ outcome).
+trajectory; context = reward and metadata; id = SHA-256(obs ‖ emotion ‖ outcome)
+(with the customer appended in a per-customer bank). A lesson remembered as text
+becomes an Orb the same way, through the same duplicate checks and review gate.
 """
 import logging
 from dataclasses import dataclass
@@ -17,8 +19,8 @@ from memweb.errors import problems_of
 from orbs.backends import BackendResult
 from orbs.backends.emotion import emotion_tag
 from orbs.backends.reflector import RECENT_REFLECTIONS_M, ReflectionStyle, reflection_write
-from orbs.errors import InvalidTrajectory
-from orbs.models import EpisodeRecord, MemoryBank, Orb, ReviewEvent, Source, content_hash_of, orb_document
+from orbs.errors import FieldRequired, InvalidTrajectory
+from orbs.models import EpisodeRecord, MemoryBank, Orb, ReviewEvent, Source, orb_document
 from orbs.schemas import TrajectoryIn
 from orbs.services.banks import bank_embedder, bank_resolve
 from orbs.services.retrieval import retrieval_outcome_record
@@ -28,6 +30,10 @@ from orbs.services.search import vectors_nearest
 logger = logging.getLogger(__name__)
 RETRIEVAL_IDS_KEY = "retrieval_ids"  # metadata key: retrievals this episode used, to record how it ended
 STALE_CLAIM_AFTER = timedelta(minutes=10)
+# A remembered lesson has no customer utterances; the marker keeps obs non-empty (edit forms and
+# bank files require it) and tells a reader of the prompt block where the lesson came from.
+REMEMBERED_OBS = "(a lesson remembered as text, not from a dialogue)"
+REMEMBERED_EMOTION = "neutral"
 
 
 @dataclass(frozen=True)
@@ -43,10 +49,6 @@ class OrbDraft:
     emotion: BackendResult
     outcome: BackendResult
     context: dict
-
-    @property
-    def content_hash(self) -> str:
-        return content_hash_of(obs=self.obs, emotion=self.emotion.value, outcome=self.outcome.value)
 
     @property
     def document(self) -> str:
@@ -72,10 +74,17 @@ def _stored(trajectory: TrajectoryIn) -> dict:
     return trajectory.model_dump(mode="json", exclude_unset=True)
 
 
-def recent_reflections(bank: MemoryBank) -> list[str]:
-    """The outcomes of the bank's last m live Orbs, newest first, which the reflector builds on."""
-    live = Orb.objects.filter(bank=bank, status__in=[Orb.Status.PENDING, Orb.Status.APPROVED])
+def recent_reflections(bank: MemoryBank, customer_key: str = "") -> list[str]:
+    """The outcomes of the bank's last m live Orbs, newest first, which the reflector builds on; in a
+    per-customer bank only the customer's own, so no other customer's lesson leaks into the reflection."""
+    live = _live_orbs(bank, customer_key)
     return list(live.order_by("-created_at", "-pk").values_list("outcome", flat=True)[:RECENT_REFLECTIONS_M])
+
+
+def _live_orbs(bank: MemoryBank, customer_key: str):
+    """Pending and approved Orbs the new one is compared with: in a per-customer bank, the customer's."""
+    live = Orb.objects.filter(bank=bank, status__in=[Orb.Status.PENDING, Orb.Status.APPROVED])
+    return live.filter(customer_key=customer_key) if bank.is_per_customer else live
 
 
 def orb_draft(*, trajectory: TrajectoryIn, recent: list[str] = (),
@@ -90,37 +99,61 @@ def orb_draft(*, trajectory: TrajectoryIn, recent: list[str] = (),
     )
 
 
-def _near_duplicate(bank: MemoryBank, vector: list[float]) -> tuple[Orb | None, float | None]:
-    live = Orb.objects.filter(bank=bank, status__in=[Orb.Status.PENDING, Orb.Status.APPROVED])
-    nearest = vectors_nearest(queryset=live, vector=vector, k=1)
+def customer_key_check(bank: MemoryBank, customer_key: str, *, field: str = "customer_key") -> None:
+    """A per-customer bank's Orb belongs to a customer; without one no customer could ever retrieve it."""
+    if bank.is_per_customer and not customer_key.strip():
+        raise FieldRequired(field, f"bank {bank.slug!r} keeps Orbs per customer: name the customer")
+
+
+def _near_duplicate(bank: MemoryBank, vector: list[float], customer_key: str) -> tuple[Orb | None, float | None]:
+    """The closest live Orb at the bank's threshold; in a per-customer bank, only the same customer's."""
+    nearest = vectors_nearest(queryset=_live_orbs(bank, customer_key), vector=vector, k=1)
     if nearest and nearest[0][1] >= bank.near_duplicate_threshold:
         return nearest[0]
     return None, None
 
 
-def _auto_approval(bank: MemoryBank, draft: OrbDraft, duplicate: Orb | None) -> dict:
+def _auto_approval(bank: MemoryBank, *, reward: float | None, emotion: str, duplicate: Orb | None) -> dict:
     """Status fields for a new Orb. Near-duplicates always wait for a reviewer's merge decision."""
-    reward = draft.context["reward"]
-    if duplicate is None and bank.approves_automatically(reward=reward, emotion=draft.emotion.value):
+    if duplicate is None and bank.approves_automatically(reward=reward, emotion=emotion):
         note = f"auto-approved by the bank's policy ({bank.get_auto_approve_display()})"
         return {"status": Orb.Status.APPROVED, "reviewed_at": timezone.now(), "review_note": note}
     return {"status": Orb.Status.PENDING}
 
 
-def _orb_create(*, bank, draft, trajectory, vector, duplicate, score, episode: EpisodeRecord) -> Orb:
+def _orb_create(*, bank: MemoryBank, fields: dict, vector, duplicate: Orb | None, score: float | None,
+                reward: float | None) -> Orb:
     return Orb.objects.create(
-        bank=bank, content_hash=draft.content_hash, obs=draft.obs, emotion=draft.emotion.value,
-        outcome=draft.outcome.value, context=draft.context, customer_key=trajectory.customer_key,
-        domain=trajectory.domain, source=episode.source, source_label=episode.source_label,
-        episode_ref=episode.episode_ref, episode=episode, near_duplicate_of=duplicate, near_duplicate_score=score,
-        vector=vector, embedding_model=bank.embedding_model, emotion_backend=draft.emotion.backend,
-        reflector_backend=draft.outcome.backend, backend_error=draft.backend_error,
-        **_auto_approval(bank, draft, duplicate),
+        bank=bank, **fields, near_duplicate_of=duplicate, near_duplicate_score=score, vector=vector,
+        embedding_model=bank.embedding_model,
+        **_auto_approval(bank, reward=reward, emotion=fields["emotion"], duplicate=duplicate),
     )
 
 
-def _record_creation(orb: Orb) -> None:
-    ReviewEvent.objects.create(orb=orb, action=ReviewEvent.Action.CREATED, after=orb_snapshot(orb))
+def _episode_orb_fields(*, content_hash: str, draft: OrbDraft, trajectory: TrajectoryIn,
+                        episode: EpisodeRecord) -> dict:
+    return {
+        "content_hash": content_hash, "obs": draft.obs, "emotion": draft.emotion.value,
+        "outcome": draft.outcome.value, "context": draft.context, "customer_key": trajectory.customer_key,
+        "domain": trajectory.domain, "source": episode.source, "source_label": episode.source_label,
+        "episode_ref": episode.episode_ref, "episode": episode, "emotion_backend": draft.emotion.backend,
+        "reflector_backend": draft.outcome.backend, "backend_error": draft.backend_error,
+    }
+
+
+def _draft_hash(bank: MemoryBank, draft: OrbDraft, trajectory: TrajectoryIn) -> str:
+    return bank.orb_hash(obs=draft.obs, emotion=draft.emotion.value, outcome=draft.outcome.value,
+                         customer_key=trajectory.customer_key)
+
+
+def _stored_orb(bank: MemoryBank, content_hash: str) -> OrbIngestResult | None:
+    existing = Orb.objects.filter(bank=bank, content_hash=content_hash).first()
+    return None if existing is None else OrbIngestResult(existing, False, existing.near_duplicate_of)
+
+
+def _record_creation(orb: Orb, actor=None) -> None:
+    ReviewEvent.objects.create(orb=orb, action=ReviewEvent.Action.CREATED, after=orb_snapshot(orb), actor=actor,
+                               actor_name=actor.get_username() if actor else "")
     if orb.status == Orb.Status.APPROVED:
         ReviewEvent.objects.create(
             orb=orb, action=ReviewEvent.Action.AUTO_APPROVED, before={"status": Orb.Status.PENDING},
@@ -132,24 +165,25 @@ def _ingest(*, bank: MemoryBank, trajectory: TrajectoryIn, episode: EpisodeRecor
             style: str = ReflectionStyle.SIMPLE, **provenance) -> OrbIngestResult:
     """The work shared by the synchronous call and the Celery task; LLM and embedder run
     before the transaction so no lock is held while they think."""
-    draft = orb_draft(trajectory=trajectory, recent=recent_reflections(bank), style=style)
+    customer_key_check(bank, trajectory.customer_key, field="trajectory.customer_key")
+    draft = orb_draft(trajectory=trajectory, recent=recent_reflections(bank, trajectory.customer_key), style=style)
     ref = episode.episode_ref if episode else provenance["episode_ref"]
-    existing = Orb.objects.filter(bank=bank, content_hash=draft.content_hash).first()
-    if existing is not None:
-        return _finish(OrbIngestResult(existing, False, existing.near_duplicate_of), episode, trajectory, ref)
+    content_hash = _draft_hash(bank, draft, trajectory)
+    if (stored := _stored_orb(bank, content_hash)) is not None:
+        return _finish(stored, episode, trajectory, ref)
     vector = bank_embedder(bank).embed_one(draft.document)
-    duplicate, score = _near_duplicate(bank, vector)
+    duplicate, score = _near_duplicate(bank, vector, trajectory.customer_key)
     try:
         with transaction.atomic():
             record = episode or EpisodeRecord.objects.create(bank=bank, trajectory=_stored(trajectory), **provenance)
-            orb = _orb_create(bank=bank, draft=draft, trajectory=trajectory, vector=vector, duplicate=duplicate,
-                              score=score, episode=record)
+            fields = _episode_orb_fields(content_hash=content_hash, draft=draft, trajectory=trajectory, episode=record)
+            orb = _orb_create(bank=bank, fields=fields, vector=vector, duplicate=duplicate, score=score,
+                              reward=draft.context["reward"])
             _record_creation(orb)
             return _finish(OrbIngestResult(orb, True, duplicate), record, trajectory, ref)
     except IntegrityError:
         # Another worker stored the same Orb a moment ago: same id, nothing new.
-        existing = Orb.objects.get(bank=bank, content_hash=draft.content_hash)
-        return _finish(OrbIngestResult(existing, False, existing.near_duplicate_of), episode, trajectory, ref)
+        return _finish(_stored_orb(bank, content_hash), episode, trajectory, ref)
 
 
 def _finish(result: OrbIngestResult, episode: EpisodeRecord | None, trajectory: TrajectoryIn,
@@ -186,9 +220,11 @@ def orb_from_episode(*, bank: MemoryBank | str, trajectory: dict | TrajectoryIn,
 
 def episode_submit(*, bank: MemoryBank, trajectory: TrajectoryIn, source_label: str = "", episode_ref: str = "",
                    source: str = Source.API, user=None, queue: bool = True) -> EpisodeRecord:
-    """Store the episode and, with `queue`, queue its reflection (sent when the transaction commits)."""
+    """Store the episode and, with `queue`, queue its reflection (sent when the transaction commits).
+    Raises FieldRequired when a per-customer bank is given no customer, before anything is stored."""
     from orbs.tasks import reflect_episode
 
+    customer_key_check(bank, trajectory.customer_key, field="trajectory.customer_key")
     with transaction.atomic():
         record = EpisodeRecord.objects.create(
             bank=bank, trajectory=_stored(trajectory), source=source, source_label=source_label,
@@ -225,3 +261,34 @@ def episode_reflect(*, ingest_id: int) -> EpisodeRecord:
                 status=EpisodeRecord.Status.FAILED, error=f"{type(exc).__name__}: {exc}", finished_at=timezone.now()
             )
     return EpisodeRecord.objects.select_related("orb").get(pk=ingest_id)
+
+
+def orb_remember(*, bank: MemoryBank | str, text: str, context: dict | None = None, customer_key: str = "",
+                 domain: str = "", source_label: str = "", actor=None) -> OrbIngestResult:
+    """A lesson given as text, without a trajectory, becomes an Orb: outcome = the lesson, obs a marker,
+    emotion neutral. Same identity, near-duplicate check and review gate as an episode's Orb; with no
+    reward, a by-rule bank leaves it to a reviewer. Raises FieldRequired naming `text` or `customer_key`."""
+    bank = bank_resolve(bank)
+    lesson = text.strip()
+    if not lesson:
+        raise FieldRequired("text", "the lesson to remember is empty")
+    customer_key_check(bank, customer_key)
+    fields = {"obs": REMEMBERED_OBS, "emotion": REMEMBERED_EMOTION, "outcome": lesson, "context": context or {},
+              "customer_key": customer_key, "domain": domain, "source": Source.REMEMBERED,
+              "source_label": source_label}
+    content_hash = bank.orb_hash(obs=REMEMBERED_OBS, emotion=REMEMBERED_EMOTION, outcome=lesson,
+                                 customer_key=customer_key)
+    if (stored := _stored_orb(bank, content_hash)) is not None:
+        return stored
+    document = orb_document(obs=REMEMBERED_OBS, emotion=REMEMBERED_EMOTION, outcome=lesson, context=fields["context"])
+    vector = bank_embedder(bank).embed_one(document)
+    duplicate, score = _near_duplicate(bank, vector, customer_key)
+    try:
+        with transaction.atomic():
+            orb = _orb_create(bank=bank, fields={**fields, "content_hash": content_hash}, vector=vector,
+                              duplicate=duplicate, score=score, reward=None)
+            _record_creation(orb, actor=actor)
+            return OrbIngestResult(orb, True, duplicate)
+    except IntegrityError:
+        # The same lesson was stored a moment ago by a concurrent call: same id, nothing new.
+        return _stored_orb(bank, content_hash)

@@ -1,5 +1,6 @@
 """Retrieval for agents: q' = rewrite(q ⊕ C), e = embed(q'), top-k Orbs by
 cosine similarity, a token-bounded prompt block, and a log of every call."""
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -11,10 +12,12 @@ from django.utils import timezone
 from memweb.embeddings import embedder
 from orbs.backends.rewriter import query_rewrite
 from orbs.budget import SITUATION_MAX_CHARS
+from orbs.errors import FieldRequired
 from orbs.models import MemoryBank, Orb, RetrievalHit, RetrievalLog
 from orbs.services.banks import bank_embedder, bank_resolve
 from orbs.services.search import vectors_nearest
 
+logger = logging.getLogger(__name__)
 PROMPT_HEADER = "Memories from past customer-service episodes (most relevant first):"
 
 
@@ -45,10 +48,23 @@ def _ms_since(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 3)
 
 
+def _reads_across_customers(bank: MemoryBank, customer_key: str | None) -> bool:
+    """Whether a retrieval without a customer may read a per-customer bank; refused unless the
+    bank allows it, since it would hand one customer's memories to another."""
+    if customer_key or not bank.is_per_customer:
+        return False
+    if not bank.cross_customer_retrieval:
+        raise FieldRequired("customer_key", f"bank {bank.slug!r} keeps Orbs per customer and does not allow "
+                                            "cross-customer retrieval: name the customer")
+    return True
+
+
 def orbs_retrievable(*, bank: MemoryBank, approved_only: bool, domain: str | None = None,
                      customer_key: str | None = None):
     """The Orbs an agent may see. The bank's approved-only policy cannot be lifted by a request;
-    rejected and superseded Orbs are never served."""
+    rejected and superseded Orbs are never served. A per-customer bank serves a retrieval without
+    a customer only when it allows cross-customer retrieval (else FieldRequired naming customer_key)."""
+    _reads_across_customers(bank, customer_key)
     statuses = [Orb.Status.APPROVED]
     if not (approved_only or bank.approved_only):
         statuses.append(Orb.Status.PENDING)
@@ -112,6 +128,14 @@ def _log(*, bank, query, context, rewrite, k, filters, hits, prompt_tokens, timi
     return log
 
 
+def _cross_customer_note(bank: MemoryBank, customer_key: str | None, client: str) -> dict:
+    """Marks a per-customer bank's read across customers in the retrieval log (and the server log)."""
+    if not _reads_across_customers(bank, customer_key):
+        return {}
+    logger.info("cross-customer retrieval from per-customer bank %s by client %r", bank.slug, client)
+    return {"cross_customer": True}
+
+
 def orbs_retrieve(*, bank: MemoryBank | str, query: str, context: dict, k: int | None = None,
                   approved_only: bool = True, domain: str | None = None, customer_key: str | None = None,
                   min_score: float | None = None, client: str = "",
@@ -122,20 +146,21 @@ def orbs_retrieve(*, bank: MemoryBank | str, query: str, context: dict, k: int |
     bank = bank_resolve(bank)
     k = k or bank.retrieval_k
     min_score = bank.min_score if min_score is None else min_score
+    # Refused before the rewriter and the embedder spend time on it.
+    queryset = orbs_retrievable(bank=bank, approved_only=approved_only, domain=domain, customer_key=customer_key)
     model = bank_embedder(bank)
     start = time.perf_counter()
     rewrite = query_rewrite(query=query, context=context)
     rewrite_ms, start = _ms_since(start), time.perf_counter()
     vector = model.embed_one(rewrite.value)
     embed_ms, start = _ms_since(start), time.perf_counter()
-    queryset = orbs_retrievable(bank=bank, approved_only=approved_only, domain=domain, customer_key=customer_key)
     nearest = vectors_nearest(queryset=queryset, vector=vector, k=k)
     search_ms = _ms_since(start)
     hits = [Hit(orb, round(score, 6), rank) for rank, (orb, score) in enumerate(
         [(orb, score) for orb, score in nearest if score >= min_score], start=1)]
     hits, block, tokens = _served_and_rendered(hits, withhold, bank, model)
     filters = {"approved_only": approved_only or bank.approved_only, "domain": domain, "customer_key": customer_key,
-               "min_score": min_score}
+               "min_score": min_score} | _cross_customer_note(bank, customer_key, client)
     log = _log(bank=bank, query=query, context=context, rewrite=rewrite, k=k, filters=filters, hits=hits,
                prompt_tokens=tokens, client=client,
                timings={"rewrite_ms": rewrite_ms, "embed_ms": embed_ms, "search_ms": search_ms})

@@ -10,7 +10,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from orbs.errors import InvalidTransition, OrbConflict, OrbsError
-from orbs.models import Orb, ReviewEvent, content_hash_of, orb_document
+from orbs.models import Orb, ReviewEvent, orb_document
 from orbs.services.banks import bank_embedder
 
 SNAPSHOT_FIELDS = ("status", "version", "content_hash", "obs", "emotion", "outcome", "context", "review_note")
@@ -109,10 +109,16 @@ def _edit_in_place(orb: Orb, expected_version: int, *, actor, context: dict, vec
     return orb
 
 
+def _revision_hash(old: Orb, fields: dict) -> str:
+    """The edited Orb's id, in its bank's identity (a per-customer bank's includes the customer)."""
+    return old.bank.orb_hash(obs=fields["obs"], emotion=fields["emotion"], outcome=fields["outcome"],
+                             customer_key=old.customer_key)
+
+
 def _new_revision(old: Orb, fields: dict, *, actor, vector, note: str, approve: bool) -> Orb:
     decision = {"status": Orb.Status.APPROVED, "reviewer": actor, "reviewed_at": timezone.now()} if approve else {}
     return Orb.objects.create(
-        bank=old.bank, **fields, content_hash=content_hash_of(**{k: fields[k] for k in ("obs", "emotion", "outcome")}),
+        bank=old.bank, **fields, content_hash=_revision_hash(old, fields),
         timestamp=old.timestamp, customer_key=old.customer_key, domain=old.domain, source=old.source,
         source_label=old.source_label, episode_ref=old.episode_ref, episode=old.episode, supersedes=old,
         vector=vector, embedding_model=old.embedding_model, review_note=note,
@@ -123,7 +129,7 @@ def _new_revision(old: Orb, fields: dict, *, actor, vector, note: str, approve: 
 
 
 def _supersede(old: Orb, expected_version: int, fields: dict, *, actor, vector, note: str, approve: bool) -> Orb:
-    new_hash = content_hash_of(obs=fields["obs"], emotion=fields["emotion"], outcome=fields["outcome"])
+    new_hash = _revision_hash(old, fields)
     clash = Orb.objects.filter(bank=old.bank, content_hash=new_hash).exclude(pk=old.pk).first()
     if clash is not None:
         raise OrbsError(f"Orb #{clash.pk} in this bank already has exactly this content")
@@ -147,7 +153,7 @@ def orb_edit(*, orb_id: int, expected_version: int, actor, obs: str | None = Non
     vector = bank_embedder(current.bank).embed_one(orb_document(**fields))
     with transaction.atomic():
         old = _checked(orb_id, expected_version, REVIEWABLE, "edit")
-        if content_hash_of(obs=fields["obs"], emotion=fields["emotion"], outcome=fields["outcome"]) == old.content_hash:
+        if _revision_hash(old, fields) == old.content_hash:
             return _edit_in_place(old, expected_version, actor=actor, context=fields["context"], vector=vector,
                                   note=note)
         return _supersede(old, expected_version, fields, actor=actor, vector=vector, note=note, approve=approve)
