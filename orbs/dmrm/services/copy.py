@@ -2,9 +2,7 @@
 from django.db import transaction
 
 from orbs.dmrm.models import DMRMSettings, Experience, ExperienceTrajectory, SourceMemory
-
-SETTINGS_FIELDS = ("alpha", "gamma", "c_max", "n_success", "suppression_mode", "source_weight", "scan_limit",
-                   "min_similarity", "state_match", "state_similarity")
+from orbs.dmrm.services.learning import SETTINGS_FIELDS
 
 
 def dmrm_memory_copy(*, source, target) -> int:
