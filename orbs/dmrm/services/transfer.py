@@ -255,9 +255,10 @@ def _check(report: ImportReport, lines: DMRMLines, bank_name: str, model_name: s
 def _check_bank_empty(report: ImportReport, lines: DMRMLines, bank_name: str) -> None:
     """DMRM memory is imported into a bank without any, as Orbs are: merging two Q-tables is not an import."""
     first = min((number for rows in vars(lines).values() for number, _ in rows), default=None)
-    holds = Experience.objects.filter(bank__name=bank_name).exists() or SourceMemory.objects.filter(
-        bank__name=bank_name).exists()
-    if first is not None and holds:
+    if first is None:
+        return
+    if Experience.objects.filter(bank__name=bank_name).exists() or SourceMemory.objects.filter(
+            bank__name=bank_name).exists():
         report.add(first, "type", f"bank {bank_name!r} already holds DMRM memory; import under another name")
 
 
