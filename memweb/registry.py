@@ -9,12 +9,17 @@ class attributes of its AppConfig and names functions by dotted path, resolved w
     worker_beats = ("evaluation.runs.services.runs_watch_overdue",)
     trajectory_sources = (("episodes", "evaluation.services.trajectories_of_domain"),)
     role_permissions = {"operator": ("evaluation.view_task", ...)}
+    bank_file_parts = ("orbs.dmrm.services.transfer",)
 
 A worker beat is called on every worker heartbeat with no arguments. A trajectory source is
 called as `source(domain=..., limit=...)` and returns trajectory dicts (orbs.schemas.TrajectoryIn)
 of finished episodes; orbs' DMRM source-memory builder reads its episodes through one.
+A bank file part is a module that adds its own lines to a bank's JSONL file (orbs.services.transfer
+describes what it provides), so a memory above orbs travels with the bank.
 """
 from collections.abc import Callable
+from importlib import import_module
+from types import ModuleType
 
 from django.apps import apps
 from django.core.exceptions import ImproperlyConfigured
@@ -61,3 +66,8 @@ def outcome_source(name: str) -> Callable[..., dict[str, list]]:
     if name not in sources:
         raise ImproperlyConfigured(f"no installed app provides the outcome source {name!r}")
     return import_string(sources[name])
+
+
+def bank_file_parts() -> list[ModuleType]:
+    """The modules that carry a memory of their own in a bank's file, in app order."""
+    return [import_module(path) for _, path in declared("bank_file_parts")]

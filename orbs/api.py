@@ -17,6 +17,7 @@ from ninja.responses import Status
 from memweb.auth import api_auth
 from memweb.roles import Role
 from orbs.dmrm.api import router as dmrm_router
+from orbs.dmrm.services import dmrm_stats
 from orbs.errors import FieldRequired, InvalidTransition, OrbConflict, OrbsError
 from orbs.models import EpisodeRecord, MemoryBank, Orb, Source
 from orbs.schemas import (
@@ -131,7 +132,8 @@ def bank_detail(request, slug: str):
 
 @router.get("/banks/{slug}/stats", response=BankStatsOut, auth=READ)
 def bank_statistics(request, slug: str):
-    return bank_stats(bank=_bank(slug))
+    bank = _bank(slug)
+    return bank_stats(bank=bank) | {"dmrm": dmrm_stats(bank=bank)}
 
 
 @router.get("/banks/{slug}/export", auth=READ)

@@ -16,6 +16,8 @@ class OrbsConfig(AppConfig):
     home_counts: tuple = (
         ("Orbs awaiting review", "orbs.services.count_pending", ("reviewer",), "orbs:queue"),
     )
+    # Read by memweb.registry: DMRM memory travels in the bank's file (orbs.services.transfer).
+    bank_file_parts: tuple = ("orbs.dmrm.services.transfer",)
     role_permissions: dict = {
         "reviewer": (
             "orbs.view_memorybank", "orbs.view_orb", "orbs.change_orb", "orbs.view_reviewevent",

@@ -357,6 +357,15 @@ class BankOut(Schema):
     created_at: datetime
 
 
+class BankDMRMStatsOut(Schema):
+    target_experiences: int
+    source_experiences: int
+    flagged_experiences: int
+    trajectories: int
+    successful_trajectories: int
+    source_memories: int
+
+
 class BankStatsOut(Schema):
     bank: str
     total: int
@@ -369,6 +378,7 @@ class BankStatsOut(Schema):
     retrievals_last_24h: int
     mean_search_ms: float | None
     episodes_failed: int
+    dmrm: BankDMRMStatsOut
 
 
 class ImportLineError(Schema):

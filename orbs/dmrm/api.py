@@ -1,8 +1,13 @@
 """The DMRM JSON API (mounted at /api/orbs/experiences): agents write transitions in
-batches and retrieve the prompt block for a step. Bad input is a 422 naming each
-field; a batch is written completely or not at all."""
-from ninja import Field, Router, Schema
+batches and retrieve the prompt block for a step; operators read and set a bank's DMRM
+settings; both roles that read the DMRM pages list its experiences. Bad input is a 422
+naming each field; a batch is written completely or not at all."""
+from datetime import datetime
+from typing import Literal
+
+from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
+from ninja.pagination import PageNumberPagination, paginate
 from ninja.responses import Status
 
 from memweb.auth import api_auth
@@ -10,9 +15,14 @@ from memweb.errors import field_errors
 from memweb.roles import Role
 from memweb.schemas import StrictBody
 from orbs.dmrm.services import (
+    DMRMSettingsInvalid,
+    ExperienceFilters,
     SourceMemoryReadOnly,
     TransitionError,
+    dmrm_settings_get,
+    dmrm_settings_update,
     experiences_append_batch,
+    experiences_filtered,
     experiences_retrieve,
 )
 from orbs.dmrm.services.learning import Transition
@@ -21,6 +31,7 @@ from orbs.services import bank_resolve
 
 router = Router(tags=["experience memory (DMRM)"])
 WRITE = api_auth(Role.OPERATOR)
+READ = api_auth(Role.REVIEWER, Role.OPERATOR)  # who may open the experience browser and settings pages
 
 
 class TransitionIn(StrictBody, Schema):
@@ -90,6 +101,87 @@ class ExperienceRetrieveOut(Schema):
     trace: list[ExperienceHitOut]
 
 
+class DMRMSettingsOut(Schema):
+    alpha: float
+    gamma: float
+    c_max: int
+    n_success: int
+    suppression_mode: str
+    source_weight: float
+    scan_limit: int
+    min_similarity: float
+    state_match: str
+    state_similarity: float
+
+
+class DMRMSettingsIn(StrictBody, Schema):
+    """The settings to change; those left out keep their values. Ranges are the settings page's."""
+
+    alpha: float | None = None
+    gamma: float | None = None
+    c_max: int | None = None
+    n_success: int | None = None
+    suppression_mode: str | None = None
+    source_weight: float | None = None
+    scan_limit: int | None = None
+    min_similarity: float | None = None
+    state_match: str | None = None
+    state_similarity: float | None = None
+
+
+class ExperienceListFilters(Schema):
+    memory: Literal["", "target", "source"] = ""
+    status: Literal["", "pending", "approved", "rejected"] = ""
+    source_memory: str = Field("", description="The name of a source memory.")
+    domain: str = ""
+    q: str = Field(default="", max_length=200, description="Text in the action.")
+    flagged: bool = False
+
+    def to_filters(self) -> ExperienceFilters:
+        return ExperienceFilters(memory=self.memory, status=self.status, source_memory=self.source_memory,
+                                 domain=self.domain, text=self.q, flagged=self.flagged)
+
+
+class ExperienceOut(Schema):
+    id: int
+    memory: str
+    source_memory: str | None
+    goal: str
+    observation: str
+    action: str
+    reward: float
+    next_observation: str
+    q_value: float
+    visits: int
+    bootstraps: int
+    trajectory_id: str
+    step: int
+    success: bool | None
+    domain: str
+    task_ref: str
+    run_ref: str
+    episode_ref: str
+    embedding_model: str
+    token_length: int
+    status: str
+    reviewer: str | None
+    reviewed_at: datetime | None
+    review_note: str
+    version: int
+    flagged_at: datetime | None
+    flag_note: str
+    created_at: datetime
+    updated_at: datetime
+
+    @staticmethod
+    def resolve_source_memory(experience) -> str | None:
+        return experience.source_memory.name if experience.source_memory else None
+
+    @staticmethod
+    def resolve_reviewer(experience) -> str | None:
+        return experience.reviewer.get_username() if experience.reviewer else None
+
+
 def _bank(slug: str) -> MemoryBank:
     try:
         return bank_resolve(slug)
@@ -121,3 +213,34 @@ def retrieve(request, slug: str, payload: ExperienceRetrieveIn):
                                                  "successful_trajectories", "budget_used", "c_max",
                                                  "min_similarity")},
             "trace": [h.trace() for h in result.hits]}
+
+
+@router.get("/banks/{slug}/settings", response={200: DMRMSettingsOut, 404: dict}, auth=READ)
+def settings_read(request, slug: str):
+    """The bank's DMRM learning and retrieval parameters (the defaults until someone sets them)."""
+    return dmrm_settings_get(bank=_bank(slug))
+
+
+@router.put("/banks/{slug}/settings", response={200: DMRMSettingsOut, 404: dict, 422: dict}, auth=WRITE)
+def settings_write(request, slug: str, payload: DMRMSettingsIn):
+    """Change the given settings; a value out of range is a 422 naming it, and nothing changes."""
+    bank = _bank(slug)
+    try:
+        return dmrm_settings_update(bank=bank, params=payload.model_dump(exclude_none=True))
+    except DMRMSettingsInvalid as invalid:
+        return Status(422, field_errors(invalid.problems, prefix=("body", "payload")))
+
+
+@router.get("/banks/{slug}/experiences", response=list[ExperienceOut], auth=READ)
+@paginate(PageNumberPagination, page_size=50)
+def experience_list(request, slug: str, filters: Query[ExperienceListFilters]):
+    """The bank's experiences of both memories, newest first; every filter optional."""
+    return experiences_filtered(bank=_bank(slug), filters=filters.to_filters())
+
+
+@router.get("/banks/{slug}/experiences/{experience_id}", response={200: ExperienceOut, 404: dict}, auth=READ)
+def experience_detail(request, slug: str, experience_id: int):
+    experience = experiences_filtered(bank=_bank(slug), filters=ExperienceFilters()).filter(pk=experience_id).first()
+    if experience is None:
+        raise HttpError(404, f"No experience #{experience_id} in bank {slug!r}")
+    return experience

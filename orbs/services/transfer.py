@@ -1,10 +1,19 @@
 """A bank as JSON Lines, and back, losslessly.
 
-Line 1 is the bank (name and policy); every further line is one Orb of any
-status with its vector, provenance episode and full review history. Orbs
+Line 1 is the bank (name and policy); the next lines are its Orbs, of any
+status with vector, provenance episode and full review history. Orbs
 refer to each other (revision, near-duplicate, merge) by content hash, so a
 file can be imported into another server. Import checks every line first and
 writes nothing unless all of them are valid.
+
+The memories above orbs in the stack (DMRM) add lines of their own types after the Orbs through a
+bank file part (memweb.registry.bank_file_parts): a module providing
+  LINE_TYPES                                   the "type" values of its lines;
+  export_lines(bank) -> Iterable[dict]         its lines of `bank`;
+  lines_read(lines, *, bank_name, model_name, report) -> state
+                                               check its (line number, text) pairs, adding every
+                                               problem to the report; `state` is what it writes;
+  lines_write(bank, state, report)             write them, inside the import's transaction.
 """
 import json
 from collections.abc import Iterable, Iterator
@@ -18,6 +27,7 @@ from django.db import transaction
 
 from memweb.embeddings import DIMENSIONS, SUPPORTED_DIMENSIONS, VectorDimensionError, vector_dimension_check
 from memweb.errors import problems_of
+from memweb.registry import bank_file_parts
 from memweb.services import unstorable_problem
 from orbs.errors import OrbsError
 from orbs.models import (
@@ -80,13 +90,17 @@ def _bank_line(bank: MemoryBank) -> dict:
             "created_at": bank.created_at.isoformat(), **policy}
 
 
-def bank_export(*, bank: MemoryBank) -> Iterator[str]:
-    """The bank as JSON lines (each ending in a newline), oldest Orb first."""
+def bank_export(*, bank: MemoryBank, with_parts: bool = True) -> Iterator[str]:
+    """The bank as JSON lines (each ending in a newline), oldest Orb first, then (`with_parts`)
+    the lines of the memories above orbs."""
     yield json.dumps(_bank_line(bank), ensure_ascii=False) + "\n"
     hashes = dict(Orb.objects.filter(bank=bank).values_list("pk", "content_hash"))
     orbs = Orb.objects.filter(bank=bank).select_related("reviewer", "episode").prefetch_related("events")
     for orb in orbs.order_by("created_at", "pk").iterator(chunk_size=200):
         yield json.dumps(_orb_line(orb, hashes), ensure_ascii=False) + "\n"
+    for part in bank_file_parts() if with_parts else ():
+        for line in part.export_lines(bank):
+            yield json.dumps(line, ensure_ascii=False) + "\n"
 
 
 # --- import: the shape of each line -------------------------------------------
@@ -187,6 +201,7 @@ class ImportReport:
     orbs: int = 0
     events: int = 0
     errors: list[dict] = field(default_factory=list)
+    written: dict[str, int] = field(default_factory=dict)  # rows of the bank file parts, by kind
 
     @property
     def ok(self) -> bool:
@@ -196,7 +211,7 @@ class ImportReport:
         self.errors.append({"line": line, "field": field_name, "message": message})
 
 
-def _parse(report: ImportReport, number: int, text: str, model):
+def line_parse(report: ImportReport, number: int, text: str, model):
     try:
         parsed = model.model_validate_json(text)
     except pydantic.ValidationError as exc:
@@ -231,7 +246,7 @@ def _check_orbs(report: ImportReport, orbs: list[tuple[int, OrbLine]], model_nam
         seen.add(line.content_hash)
         if line.embedding_model != model_name:
             report.add(number, "embedding_model", f"does not match the bank's {model_name}")
-        elif (problem := _vector_problem(line.vector, model_name)) is not None:
+        elif (problem := vector_problem(line.vector, model_name)) is not None:
             report.add(number, "vector", problem)
     for number, line in orbs:
         for name in _REFERENCES:
@@ -239,7 +254,7 @@ def _check_orbs(report: ImportReport, orbs: list[tuple[int, OrbLine]], model_nam
                 report.add(number, name, "refers to an Orb that is not in the file")
 
 
-def _vector_problem(vector: list[float], model_name: str) -> str | None:
+def vector_problem(vector: list[float], model_name: str) -> str | None:
     if model_name not in DIMENSIONS:
         return None  # the header's unknown model is reported on line 1
     try:
@@ -249,22 +264,45 @@ def _vector_problem(vector: list[float], model_name: str) -> str | None:
     return None
 
 
-def _read(lines: Iterable[str], name: str | None, model_name: str) -> tuple[ImportReport, BankLine | None, list]:
-    report, header, orbs = ImportReport(), None, []
+def _line_type(text: str):
+    """The "type" of a JSON object line; None for anything else (the Orb line's parse reports it)."""
+    try:
+        line = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return line.get("type") if isinstance(line, dict) else None
+
+
+@dataclass
+class _Read:
+    header: BankLine | None = None
+    orbs: list[tuple[int, OrbLine]] = field(default_factory=list)
+    parts: dict = field(default_factory=dict)  # part module -> its (line number, text) pairs, then its state
+
+
+def _read(lines: Iterable[str], name: str | None, model_name: str) -> tuple[ImportReport, _Read]:
+    report, read = ImportReport(), _Read(parts={part: [] for part in bank_file_parts()})
     for number, text in enumerate(lines, start=1):
         if not text.strip():
             continue
         if number == 1:
             # Editors on Windows start UTF-8 files with a byte-order mark; it is not part of the JSON.
-            header = _parse(report, 1, text.removeprefix("\ufeff"), BankLine)
-        elif (parsed := _parse(report, number, text, OrbLine)) is not None:
-            orbs.append((number, parsed))
-    if header is None and not report.errors:
+            read.header = line_parse(report, 1, text.removeprefix("\ufeff"), BankLine)
+            continue
+        kind = _line_type(text)
+        part = next((part for part in read.parts if kind in part.LINE_TYPES), None)
+        if part is not None:
+            read.parts[part].append((number, text))
+        elif (parsed := line_parse(report, number, text, OrbLine)) is not None:
+            read.orbs.append((number, parsed))
+    if read.header is None and not report.errors:
         report.add(1, "(line)", "the file is empty; line 1 must describe the bank")
-    if header is not None:
-        _check_header(report, header, name, model_name)
-        _check_orbs(report, orbs, header.embedding_model)
-    return report, header, orbs
+    if read.header is not None:
+        _check_header(report, read.header, name, model_name)
+        _check_orbs(report, read.orbs, read.header.embedding_model)
+        read.parts = {part: part.lines_read(part_lines, bank_name=report.bank, model_name=read.header.embedding_model,
+                                            report=report) for part, part_lines in read.parts.items()}
+    return report, read
 
 
 def _bank_from(header: BankLine, name: str | None) -> MemoryBank:
@@ -332,18 +370,23 @@ def bank_import(*, lines: Iterable[str], name: str | None = None, model_name: st
     `model_name` (default: this server's embedder) is the model the vectors must come from."""
     from memweb.embeddings import embedder
 
-    report, header, orbs = _read(lines, name, model_name or embedder().model_name)
+    report, read = _read(lines, name, model_name or embedder().model_name)
     if not report.ok:
         return report
     with transaction.atomic():
-        _write(_bank_from(header, name), orbs, report)
+        bank = _bank_from(read.header, name)
+        _write(bank, read.orbs, report)
+        for part, state in read.parts.items():
+            part.lines_write(bank, state, report)
     return report
 
 
 def bank_copy(*, source: MemoryBank, name: str) -> MemoryBank:
     """A new bank called `name` holding `source`'s Orbs, vectors and history, through its export.
-    Raises OrbsError naming the first line that could not be copied."""
-    report = bank_import(lines=bank_export(bank=source), name=name)
+    Raises OrbsError naming the first line that could not be copied. The memories above orbs are
+    left out: their callers copy them with their own services (a run's set-up calls
+    dmrm_memory_copy next), and copying them here too would write each row twice."""
+    report = bank_import(lines=bank_export(bank=source, with_parts=False), name=name)
     if not report.ok:
         first = report.errors[0]
         raise OrbsError(f"failed at line {first['line']}, {first['field']}: {first['message']}")

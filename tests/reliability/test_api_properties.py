@@ -30,6 +30,8 @@ from evaluation.runs.models import FeedbackCurve
 from evaluation.runs.services import run_drive, run_launch
 from evaluation.services import episode_run
 from memweb.api import api
+from orbs.dmrm.services import experiences_append_batch
+from orbs.dmrm.services.learning import Transition
 from orbs.services import episode_submit, orbs_retrieve, trajectory_parse
 from tests.annotation.conftest import item_fields
 from tests.evaluation.runs.conftest import TASK_IDS
@@ -158,6 +160,12 @@ def _run(request, user):
     return run_launch(spec={"name": "existing", "task_ids": TASK_IDS[:1], "trials": 1}, user=user)
 
 
+def _experience(request, user):
+    step = Transition(trajectory_id="existing", step=0, goal="return the kettle", observation="it arrived broken",
+                      action="get_order", reward=1.0, done=True, success=True)
+    return experiences_append_batch(bank=request.getfixturevalue("bank"), transitions=[step])[0]
+
+
 def _ingested(request, user):
     trajectory = trajectory_parse(success_trajectory("My kettle broke."))
     return episode_submit(bank=request.getfixturevalue("bank"), trajectory=trajectory, queue=False)
@@ -168,6 +176,7 @@ MAKERS = {
     "slug": lambda request, user: request.getfixturevalue("bank").slug,
     "orb_id": lambda request, user: request.getfixturevalue("make_orb")("Where is my parcel?", approve=False).pk,
     "ingest_id": lambda request, user: _ingested(request, user).pk,
+    "experience_id": lambda request, user: _experience(request, user).pk,
     "retrieval_id": lambda request, user: orbs_retrieve(bank=request.getfixturevalue("bank"), query="parcel",
                                                         context={}).retrieval_id,
     "task_id": lambda request, user: _task(request, user).pk,

@@ -14,11 +14,13 @@ from annotation.services import items_import
 from annotation.services.intake import FIELDS as ITEM_UPLOAD_FIELDS
 from evaluation.runs.models import EvaluationRun
 from evaluation.runs.services import run_drive, run_export_json, run_import
+from orbs.dmrm.models import DMRMSettings, Experience, ExperienceStep, ExperienceTrajectory, SourceMemory
 from orbs.models import EpisodeRecord, MemoryBank, Orb
 from orbs.services import bank_export, bank_import
 from tests.annotation.conftest import item_fields, make_campaign  # noqa: F401  (fixture)
 from tests.evaluation.runs.conftest import launch  # noqa: F401  (fixture)
 from tests.orbs.conftest import bank, make_orb  # noqa: F401  (fixtures)
+from tests.orbs.dmrm.test_transfer import learned  # noqa: F401  (fixture: DMRM memory in every state)
 from tests.orbs.test_transfer import busy_bank  # noqa: F401  (fixture: Orbs in every review state)
 from tests.reliability.test_backup_restore import comparable
 
@@ -70,18 +72,14 @@ NOT_IN_BANK_FILE = {
     "orbs.RetrievalLog": "this server's log of agents' queries, not the memory itself",
     "orbs.DMRMRetrievalLog": "this server's log of agents' queries, not the memory itself",
     "evaluation.EvaluationRun": "runs have an export of their own",
-    "orbs.DMRMSettings": "DMRM memory is not in the bank file yet",
-    "orbs.SourceMemory": "DMRM memory is not in the bank file yet",
-    "orbs.Experience": "DMRM memory is not in the bank file yet",
-    "orbs.ExperienceTrajectory": "DMRM memory is not in the bank file yet",
-    "orbs.ExperienceStep": "DMRM memory is not in the bank file yet",
     "orbs.Dialogue": "a naive-RAG run's raw dialogues (its baseline corpus) are not in the bank file yet",
     "orbs.DialogueMessage": "a naive-RAG run's raw dialogues (its baseline corpus) are not in the bank file yet",
 }
 
 
 def test_every_model_that_belongs_to_a_bank_is_in_its_file_or_named_here():
-    in_file = {"orbs.Orb", "orbs.EpisodeRecord"}
+    in_file = {"orbs.Orb", "orbs.EpisodeRecord", "orbs.DMRMSettings", "orbs.SourceMemory", "orbs.Experience",
+               "orbs.ExperienceTrajectory", "orbs.ExperienceStep"}
     pointing = {relation.related_model._meta.label for relation in MemoryBank._meta.related_objects}
     assert pointing == in_file | set(NOT_IN_BANK_FILE)
 
@@ -118,6 +116,46 @@ def test_a_bank_round_trips_field_by_field(busy_bank):
     differences = [d for key, orb in originals.items() for d in _orb_differences(orb, copies[key])]
     assert not differences, "\n".join(differences)
     assert EpisodeRecord.objects.filter(bank=copy).count() == EpisodeRecord.objects.filter(bank=busy_bank).count()
+
+
+DMRM_NOT_CARRIED = {"id": IDENTITY, "bank": "the bank imported into"}
+
+
+def _same_source_memory(a: SourceMemory | None, b: SourceMemory | None) -> bool:
+    return (a and a.name) == (b and b.name)
+
+
+def _same_entry(a: Experience | None, b: Experience | None) -> bool:
+    return (a and (a.memory, a.state_key, a.action_key)) == (b and (b.memory, b.state_key, b.action_key))
+
+
+def _by(model, bank, identity) -> dict:
+    rows = {identity(row): row for row in model.objects.filter(bank=bank)}
+    assert len(rows) == model.objects.filter(bank=bank).count(), f"{model.__name__}: identity is not unique"
+    return rows
+
+
+DMRM_ROWS = {  # model -> how a row is recognised in the copy, and related rows compared by content
+    DMRMSettings: (lambda row: "the settings", {}),
+    SourceMemory: (lambda row: row.name, {}),
+    Experience: (lambda row: (row.memory, row.state_key, row.action_key, row.source_memory and row.source_memory.name),
+                 {"source_memory": _same_source_memory}),
+    ExperienceTrajectory: (lambda row: row.trajectory_id, {}),
+    ExperienceStep: (lambda row: (row.trajectory_id, row.step), {"experience": _same_entry}),
+}
+
+
+def test_a_banks_dmrm_memory_round_trips_field_by_field(learned):
+    report = bank_import(lines=list(bank_export(bank=learned)), name="DMRM round trip")
+    assert report.ok, report.errors
+    copy = MemoryBank.objects.get(name="DMRM round trip")
+    differences = []
+    for model, (identity, same_by) in DMRM_ROWS.items():
+        originals, copies = _by(model, learned, identity), _by(model, copy, identity)
+        assert set(copies) == set(originals) and originals, model.__name__
+        for key, row in originals.items():
+            differences += field_differences(row, copies[key], not_carried=DMRM_NOT_CARRIED, same_by=same_by)
+    assert not differences, "\n".join(differences)
 
 
 # --- runs ----------------------------------------------------------------------------------------

@@ -1,8 +1,10 @@
 """DMRM services: learning (the target memory's Q-table), retrieval, source memories, review."""
 from orbs.dmrm.models import DMRMSettings
 from orbs.dmrm.qlearning import HISTORY_ACTIONS
+from orbs.dmrm.services.browse import ExperienceFilters, dmrm_stats, experiences_filtered
 from orbs.dmrm.services.copy import dmrm_memory_copy
 from orbs.dmrm.services.learning import (
+    DMRMSettingsInvalid,
     SourceMemoryReadOnly,
     TransitionError,
     dmrm_settings_get,
@@ -35,12 +37,13 @@ Suppression = DMRMSettings.Suppression  # the choices of suppression_mode, for o
 StateMatch = DMRMSettings.StateMatch
 
 __all__ = [
-    "HISTORY_ACTIONS", "StateMatch", "Suppression", "DMRMHit", "DMRMResult", "SourceCandidate",
+    "HISTORY_ACTIONS", "StateMatch", "Suppression", "DMRMHit", "DMRMResult", "DMRMSettingsInvalid", "ExperienceFilters",
+    "SourceCandidate",
     "SourceMemoryReadOnly", "TransitionError", "action_text", "dmrm_memory_copy", "dmrm_retrieval_outcome_record",
-    "dmrm_settings_get", "dmrm_settings_update", "experience_append", "experience_flag",
+    "dmrm_settings_get", "dmrm_settings_update", "dmrm_stats", "experience_append", "experience_flag",
     "experience_retrieval_outcomes", "experience_review",
-    "experiences_append_batch", "experiences_from_trajectory", "experiences_retrieve", "experiences_updates",
-    "source_memory_build",
+    "experiences_append_batch", "experiences_filtered", "experiences_from_trajectory", "experiences_retrieve",
+    "experiences_updates", "source_memory_build",
     "source_memory_preview", "source_trajectories_from_episodes", "successful_trajectories", "trajectories_steps",
     "trajectory_steps",
 ]

@@ -1,26 +1,31 @@
 """Copying a bank's DMRM memory into another bank (an evaluation run works on its own copy)."""
 from django.db import transaction
 
-from orbs.dmrm.models import DMRMSettings, Experience, ExperienceTrajectory, SourceMemory
-
-SETTINGS_FIELDS = ("alpha", "gamma", "c_max", "n_success", "suppression_mode", "source_weight", "scan_limit",
-                   "min_similarity", "state_match", "state_similarity")
+from orbs.dmrm.models import DMRMSettings, Experience, ExperienceStep, ExperienceTrajectory, SourceMemory
+from orbs.dmrm.services.learning import SETTINGS_FIELDS
 
 
 def dmrm_memory_copy(*, source, target) -> int:
     """Copy `source`'s DMRM settings, source memories, experiences of both memories (vectors,
-    Q-values, visits and review state kept) and trajectory records into `target`, in one
-    transaction. Returns the experiences copied."""
+    Q-values, visits and review state kept), trajectory records and applied steps into `target`,
+    in one transaction. Returns the experiences copied."""
     with transaction.atomic():
         settings = DMRMSettings.objects.filter(bank=source).values(*SETTINGS_FIELDS).first()
         if settings:
             DMRMSettings.objects.update_or_create(bank=target, defaults=settings)
         memories = {old.pk: _copied(old, target) for old in SourceMemory.objects.filter(bank=source)}
-        experiences = [_moved(e, target, source_memory_id=memories[e.source_memory_id].pk if e.source_memory_id
-                              else None) for e in Experience.objects.filter(bank=source).iterator()]
-        Experience.objects.bulk_create(experiences, batch_size=500)
+        experiences = list(Experience.objects.filter(bank=source))
+        originals = [e.pk for e in experiences]
+        for e in experiences:
+            _moved(e, target, source_memory_id=memories[e.source_memory_id].pk if e.source_memory_id else None)
+        Experience.objects.bulk_create(experiences, batch_size=500)  # PostgreSQL hands back the new ids
+        copied = dict(zip(originals, (e.pk for e in experiences), strict=True))
         ExperienceTrajectory.objects.bulk_create(
             [_moved(t, target) for t in ExperienceTrajectory.objects.filter(bank=source)], batch_size=500)
+        # The applied steps come too, so a step retried against the copy is not counted a second time.
+        ExperienceStep.objects.bulk_create(
+            [_moved(s, target, experience_id=copied.get(s.experience_id))
+             for s in ExperienceStep.objects.filter(bank=source)], batch_size=500)
     return len(experiences)
 
 

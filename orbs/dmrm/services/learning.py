@@ -17,6 +17,7 @@ source memories are read-only to runs.
 import math
 from dataclasses import dataclass
 
+from django.core.exceptions import ValidationError
 from django.db import OperationalError, transaction
 from django.db.models import F, Max, Sum
 from django.utils import timezone
@@ -31,11 +32,20 @@ from orbs.services.search import vectors_nearest
 DEADLOCK_DETECTED = "40P01"  # PostgreSQL's SQLSTATE for a detected deadlock
 DEADLOCK_RETRIES = 3
 
+# What a person or program may set; the bank it belongs to is not one of them.
+SETTINGS_FIELDS = ("alpha", "gamma", "c_max", "n_success", "suppression_mode", "source_weight", "scan_limit",
+                   "min_similarity", "state_match", "state_similarity")
 REQUIRED_TEXT = ("trajectory_id", "goal", "observation", "action")
 
 
 class SourceMemoryReadOnly(OrbsError):
     """Runs never write to a source memory."""
+
+
+class DMRMSettingsInvalid(OrbsError):
+    def __init__(self, problems: list[tuple[str, str]]):
+        self.problems = problems  # (field name, message)
+        super().__init__("invalid DMRM settings: " + "; ".join(f"{f}: {m}" for f, m in problems))
 
 
 class TransitionError(OrbsError):
@@ -68,10 +78,19 @@ def dmrm_settings_get(*, bank) -> DMRMSettings:
 
 
 def dmrm_settings_update(*, bank, params: dict) -> DMRMSettings:
-    """The bank's DMRM settings with `params` (field name -> value) applied and saved."""
+    """The bank's DMRM settings with `params` (field name -> value) applied and saved. Raises
+    DMRMSettingsInvalid naming each unknown field or value out of its range, saving nothing; the
+    ranges are the model's validators, the ones the settings page's form checks."""
     settings = dmrm_settings_get(bank=bank)
+    unknown = [(name, "not a DMRM setting") for name in params if name not in SETTINGS_FIELDS]
+    if unknown:
+        raise DMRMSettingsInvalid(unknown)
     for name, value in params.items():
         setattr(settings, name, value)
+    try:
+        settings.full_clean(exclude=["bank"])
+    except ValidationError as invalid:
+        raise DMRMSettingsInvalid([(name, " ".join(messages)) for name, messages in invalid.message_dict.items()]) from None
     settings.save()
     return settings
 

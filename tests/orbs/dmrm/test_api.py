@@ -89,3 +89,87 @@ def test_it_refuses_anonymous_callers_and_unknown_banks(client, agent, dmrm):
     assert client.post(f"{API}/banks/{dmrm.bank.slug}/retrieve", "{}", content_type="text/plain",
                        HTTP_AUTHORIZATION="").status_code == 401
     assert post(agent, f"{API}/banks/nope/retrieve", {"goal": "g", "observation": "o"}).status_code == 404
+
+
+# --- settings, experiences, stats ------------------------------------------------------------------
+
+def put(client, url, payload):
+    return client.put(url, json.dumps(payload), content_type="application/json")
+
+
+def test_an_operator_reads_and_sets_the_bank_settings(agent, dmrm):
+    """Old code had no settings route: a program could not read or change α, C_max or the suppression mode."""
+    url = f"{API}/banks/{dmrm.bank.slug}/settings"
+    read = agent.get(url).json()
+    assert (read["alpha"], read["c_max"], read["suppression_mode"]) == (0.5, 400, "disable")
+    changed = put(agent, url, {"alpha": 0.25, "c_max": 900, "suppression_mode": "down_weight"})
+    assert changed.status_code == 200, changed.content
+    assert changed.json()["alpha"] == 0.25 and changed.json()["gamma"] == 0.9  # left out: kept
+    dmrm.refresh_from_db()
+    assert (dmrm.alpha, dmrm.c_max, dmrm.suppression_mode) == (0.25, 900, "down_weight")
+
+
+def test_bad_settings_are_a_422_naming_each_field_and_change_nothing(agent, dmrm):
+    url = f"{API}/banks/{dmrm.bank.slug}/settings"
+    response = put(agent, url, {"alpha": 0.1, "c_max": 9, "state_match": "fuzzy"})
+    assert response.status_code == 422
+    assert {tuple(e["loc"]) for e in response.json()["detail"]} == {
+        ("body", "payload", "c_max"), ("body", "payload", "state_match")}
+    assert put(agent, url, {"gamma": "0.5"}).status_code == 422  # a string is not a number
+    assert put(agent, url, {"bank": 3}).status_code == 422
+    dmrm.refresh_from_db()
+    assert (dmrm.alpha, dmrm.c_max, dmrm.state_match) == (0.5, 400, "exact")
+
+
+def test_reviewers_read_the_settings_but_only_operators_set_them(client, reviewer_user, dmrm):
+    client.force_login(reviewer_user)
+    url = f"{API}/banks/{dmrm.bank.slug}/settings"
+    assert client.get(url).status_code == 200
+    assert put(client, url, {"alpha": 0.1}).status_code == 403
+    assert client.get(f"{API}/banks/nope/settings").status_code == 404
+
+
+@pytest.fixture
+def both_memories(agent, dmrm):
+    """Two target entries (one flagged) and the source memory of one episode."""
+    from tests.orbs.dmrm.conftest import build_approved
+
+    post(agent, f"{API}/banks/{dmrm.bank.slug}/transitions",
+         {"transitions": [transition(0), transition(1, reward=1.0, done=True, success=True)]})
+    Experience.objects.filter(bank=dmrm.bank, action="a1").update(flagged_at="2026-01-01T00:00:00Z")
+    build_approved(dmrm.bank)
+    return dmrm.bank
+
+
+def test_it_lists_experiences_by_filter_a_page_at_a_time(agent, both_memories):
+    """Old code had no listing route: experiences could be read only on the browser page."""
+    url = f"{API}/banks/{both_memories.slug}/experiences"
+    every = agent.get(url).json()
+    sources = Experience.objects.filter(bank=both_memories, memory="source").count()
+    assert every["count"] == 2 + sources and sources > 0
+    target = agent.get(url, {"memory": "target"}).json()["items"]
+    assert sorted(e["action"] for e in target) == ["a0", "a1"] and {e["source_memory"] for e in target} == {None}
+    source = agent.get(url, {"source_memory": "clothing", "status": "approved"}).json()
+    assert source["count"] == sources and {e["memory"] for e in source["items"]} == {"source"}
+    assert [e["action"] for e in agent.get(url, {"flagged": True}).json()["items"]] == ["a1"]
+    assert [e["action"] for e in agent.get(url, {"q": "A0"}).json()["items"]] == ["a0"]
+    assert agent.get(url, {"page": 2}).json() == {"items": [], "count": every["count"]}  # 50 a page
+    assert agent.get(url, {"memory": "both"}).status_code == 422
+
+
+def test_it_shows_one_experience_of_the_bank(agent, both_memories):
+    entry = Experience.objects.get(bank=both_memories, action="a1")
+    url = f"{API}/banks/{both_memories.slug}/experiences"
+    shown = agent.get(f"{url}/{entry.pk}").json()
+    assert (shown["q_value"], shown["visits"], shown["trajectory_id"], shown["flagged_at"] is not None) == (
+        0.5, 1, "t1", True)
+    assert agent.get(f"{url}/{entry.pk + 10_000}").status_code == 404
+    assert agent.get(f"{API}/banks/nope/experiences").status_code == 404
+
+
+def test_bank_stats_count_the_dmrm_memory(agent, both_memories):
+    """Old code's stats counted Orbs only."""
+    stats = agent.get(f"/api/orbs/banks/{both_memories.slug}/stats").json()["dmrm"]
+    sources = Experience.objects.filter(bank=both_memories, memory="source").count()
+    assert stats == {"target_experiences": 2, "source_experiences": sources, "flagged_experiences": 1,
+                     "trajectories": 1, "successful_trajectories": 1, "source_memories": 1}
