@@ -35,9 +35,10 @@ from orbs.models import (
     MemoryBank,
     Orb,
     ReviewEvent,
+    Source,
     content_hash_of,
 )
-from orbs.services.banks import POLICY_FIELDS, bank_slug_unique
+from orbs.services.banks import SETTABLE_FIELDS, bank_slug_unique
 
 FORMAT = "memweb.orbs"
 FORMAT_VERSION = 1
@@ -84,7 +85,7 @@ def _orb_line(orb: Orb, hashes: dict[int, str]) -> dict:
 
 
 def _bank_line(bank: MemoryBank) -> dict:
-    policy = {name: getattr(bank, name) for name in POLICY_FIELDS}
+    policy = {name: getattr(bank, name) for name in SETTABLE_FIELDS}
     return {"type": "bank", "format": FORMAT, "format_version": FORMAT_VERSION, "name": bank.name,
             "embedding_model": bank.embedding_model, "embedding_dimension": bank.embedding_dimension,
             "created_at": bank.created_at.isoformat(), **policy}
@@ -123,12 +124,15 @@ class BankLine(pydantic.BaseModel):
     auto_approve: Literal["never", "always", "by_rule"]
     auto_approve_min_reward: float
     prompt_token_budget: int = pydantic.Field(ge=50, le=8000)
+    # Absent from files exported before banks had a customer scope: those banks were shared.
+    customer_scope: Literal[tuple(MemoryBank.CustomerScope.values)] = MemoryBank.CustomerScope.SHARED
+    cross_customer_retrieval: bool = False
 
 
 class EpisodeLine(pydantic.BaseModel):
     key: int
     trajectory: dict[str, Any]
-    source: Literal["episode", "api"]
+    source: Literal[tuple(Source.values)]
     source_label: str = pydantic.Field(max_length=200)
     episode_ref: str = pydantic.Field(max_length=200)
     created_at: datetime
@@ -155,7 +159,7 @@ class OrbLine(pydantic.BaseModel):
     timestamp: datetime
     customer_key: str = pydantic.Field(max_length=200)
     domain: str = pydantic.Field(max_length=64)
-    source: Literal["episode", "api"]
+    source: Literal[tuple(Source.values)]
     source_label: str = pydantic.Field(max_length=200)
     episode_ref: str = pydantic.Field(max_length=200)
     status: Literal[tuple(Orb.Status.values)]
@@ -185,12 +189,6 @@ class OrbLine(pydantic.BaseModel):
             raise ValueError(f"has {len(vector)} dimensions; stored vectors have "
                              f"{' or '.join(map(str, SUPPORTED_DIMENSIONS))}")
         return vector
-
-    @pydantic.model_validator(mode="after")
-    def _hash_matches(self):
-        if content_hash_of(obs=self.obs, emotion=self.emotion, outcome=self.outcome) != self.content_hash:
-            raise ValueError("content_hash is not SHA-256(obs ‖ emotion ‖ outcome): the line was altered")
-        return self
 
 
 # --- import: validation, then one transaction ------------------------------------
@@ -238,9 +236,20 @@ def _check_header(report: ImportReport, header: BankLine, name: str | None, mode
                                              f"not {header.embedding_dimension}")
 
 
-def _check_orbs(report: ImportReport, orbs: list[tuple[int, OrbLine]], model_name: str) -> None:
+def _hash_of(line: OrbLine, header: BankLine) -> str:
+    """The Orb's id under the bank's rule: the paper's hash, with the customer in a per-customer bank."""
+    per_customer = header.customer_scope == MemoryBank.CustomerScope.PER_CUSTOMER
+    return content_hash_of(obs=line.obs, emotion=line.emotion, outcome=line.outcome,
+                           customer_key=line.customer_key if per_customer else "")
+
+
+def _check_orbs(report: ImportReport, orbs: list[tuple[int, OrbLine]], header: BankLine) -> None:
     seen: set[str] = set()
+    model_name = header.embedding_model
     for number, line in orbs:
+        if _hash_of(line, header) != line.content_hash:
+            report.add(number, "content_hash", "is not the Orb's id (SHA-256 of obs ‖ emotion ‖ outcome, and the "
+                                               "customer in a per-customer bank): the line was altered")
         if line.content_hash in seen:
             report.add(number, "content_hash", "the same Orb appears twice in the file")
         seen.add(line.content_hash)
@@ -299,14 +308,14 @@ def _read(lines: Iterable[str], name: str | None, model_name: str) -> tuple[Impo
         report.add(1, "(line)", "the file is empty; line 1 must describe the bank")
     if read.header is not None:
         _check_header(report, read.header, name, model_name)
-        _check_orbs(report, read.orbs, read.header.embedding_model)
+        _check_orbs(report, read.orbs, read.header)
         read.parts = {part: part.lines_read(part_lines, bank_name=report.bank, model_name=read.header.embedding_model,
                                             report=report) for part, part_lines in read.parts.items()}
     return report, read
 
 
 def _bank_from(header: BankLine, name: str | None) -> MemoryBank:
-    policy = {field_name: getattr(header, field_name) for field_name in POLICY_FIELDS}
+    policy = {field_name: getattr(header, field_name) for field_name in SETTABLE_FIELDS}
     target = name or header.name
     bank, _ = MemoryBank.objects.get_or_create(
         name=target, defaults={"slug": bank_slug_unique(target), "embedding_model": header.embedding_model,

@@ -6,11 +6,13 @@ import pytest
 from orbs.models import EpisodeRecord, MemoryBank, Orb, ReviewEvent
 from orbs.services import (
     bank_export,
+    bank_get_or_create,
     bank_import,
     orb_edit,
     orb_from_episode,
     orb_merge,
     orb_reject,
+    orb_remember,
     orbs_retrieve,
 )
 from tests.orbs.conftest import success_trajectory, trajectory
@@ -69,7 +71,7 @@ def test_it_reports_every_bad_line_and_imports_nothing(busy_bank):
     report = bank_import(lines=lines, name="Broken copy")
     assert not report.ok
     problems = {(error["line"], error["field"]) for error in report.errors}
-    assert {(2, "(line)"), (3, "status"), (3, "vector"), (len(lines), "(line)")} <= problems
+    assert {(2, "content_hash"), (3, "status"), (3, "vector"), (len(lines), "(line)")} <= problems
     assert "SHA-256" in next(e["message"] for e in report.errors if e["line"] == 2)
     assert not MemoryBank.objects.filter(name="Broken copy").exists()
     assert EpisodeRecord.objects.count() == episodes_before
@@ -78,3 +80,20 @@ def test_it_reports_every_bad_line_and_imports_nothing(busy_bank):
 def test_it_refuses_to_import_over_a_bank_that_has_orbs(busy_bank):
     report = bank_import(lines=list(bank_export(bank=busy_bank)))
     assert [(e["line"], e["field"]) for e in report.errors] == [(1, "name")]
+
+
+def test_a_per_customer_bank_with_a_remembered_lesson_round_trips(db):
+    """Old files knew neither scope nor remembered Orbs: such a bank came back shared, its ids refused."""
+    scoped = bank_get_or_create(name="per customer", customer_scope=MemoryBank.CustomerScope.PER_CUSTOMER)
+    for customer in ("alice", "bob"):  # the same episode: two Orbs, one per customer
+        orb_from_episode(bank=scoped, trajectory=success_trajectory("My kettle leaks.", customer_key=customer))
+    orb_remember(bank=scoped, text="Offer a replacement before a refund.", customer_key="alice")
+    exported = list(bank_export(bank=scoped))
+    report = bank_import(lines=exported, name="per customer copy")
+    assert report.ok, report.errors
+    copy = MemoryBank.objects.get(name="per customer copy")
+    assert copy.customer_scope == MemoryBank.CustomerScope.PER_CUSTOMER and copy.orbs.count() == 3
+    assert copy.orbs.filter(source="remembered").count() == 1
+    forged = json.loads(exported[1]) | {"customer_key": "mallory"}  # moved to another customer: the id no longer fits
+    refused = bank_import(lines=[exported[0], json.dumps(forged)], name="forged")
+    assert [(error["line"], error["field"]) for error in refused.errors] == [(2, "content_hash")]
