@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -55,6 +56,13 @@ def memweb(live_server, api_key):
         yield client
 
 
+def run_coroutine(coroutine):
+    """asyncio.run in a thread of its own: once a browser test has run, Playwright keeps an event loop
+    running in the test session's thread, where asyncio.run refuses to start another."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
 def approved_orb(bank, text: str) -> Orb:
     orb = orb_from_episode(bank=bank, trajectory=success_trajectory(text, domain="appliances")).orb
     return orb_approve(orb_id=orb.pk, expected_version=orb.version, actor=None)
@@ -93,7 +101,7 @@ def test_the_sync_and_async_clients_retrieve_the_same_typed_hits(live_server, ap
         async with AsyncMemwebClient(live_server.url, api_key) as client:
             return (await client.retrieve("shop", "the kettle broke", k=3)).hits
 
-    async_hits = asyncio.run(retrieve_async())
+    async_hits = run_coroutine(retrieve_async())
     assert len(sync_hits) == 3
     assert [(h.rank, h.orb.id, h.score) for h in sync_hits] == [(h.rank, h.orb.id, h.score) for h in async_hits]
     assert "kettle" in sync_hits[0].orb.obs
@@ -116,7 +124,7 @@ def test_the_async_client_plays_an_agent_s_whole_round(live_server, api_key, ope
             steps = await client.experiences_retrieve("shop", "fix toaster", "s0")
             return me, banks, found, done, written, steps
 
-    me, banks, found, done, written, steps = asyncio.run(round_trip())
+    me, banks, found, done, written, steps = run_coroutine(round_trip())
     assert me.username == operator_user.username and [bank.slug for bank in banks] == ["shop"]
     assert "toaster" in found.hits[0].orb.obs
     assert done.status == "done" and done.orb.episode_ref == "e2"
@@ -236,7 +244,7 @@ def report_outcome(url: str, *, asynchronous: bool, **options) -> None:
         async with AsyncMemwebClient(url, "key", **options) as client:
             return await client.retrieval_outcome(7, success=True)
 
-    return asyncio.run(report())
+    return run_coroutine(report())
 
 
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
