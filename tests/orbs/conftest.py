@@ -1,9 +1,12 @@
-"""Builders shared by the Orbs tests: banks, trajectories, and Orbs made by the real pipeline."""
+"""Builders shared by the Orbs tests: banks, trajectories, Orbs made by the real pipeline, and an
+agent calling the API with a key."""
 import copy
 import itertools
+import json
 
 import pytest
 
+from memweb.models import ApiKey
 from orbs.models import Orb
 from orbs.schemas import TRAJECTORY_EXAMPLE
 from orbs.services import bank_get_or_create, orb_approve, orb_from_episode
@@ -45,3 +48,15 @@ def make_orb(bank):
         return orb
 
     return make
+
+
+@pytest.fixture
+def agent(client, operator_user):
+    """A client that authenticates like an agent program: with an API key, no session."""
+    _, secret = ApiKey.issue(user=operator_user, name="agent")
+    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {secret}"
+    return client
+
+
+def post(client, url, payload, **extra):
+    return client.post(url, json.dumps(payload), content_type="application/json", **extra)

@@ -1,32 +1,18 @@
 """The Orbs JSON API: agents write episodes and retrieve; reviewers review; bad input changes nothing."""
-import json
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from memweb.models import ApiKey
 from orbs.models import EpisodeRecord, MemoryBank, Orb
-from tests.orbs.conftest import success_trajectory, trajectory
+from tests.orbs.conftest import post, success_trajectory, trajectory
 
 API = "/api/orbs"
-
-
-@pytest.fixture
-def agent(client, operator_user):
-    """A client that authenticates like an agent program: with an API key, no session."""
-    _, secret = ApiKey.issue(user=operator_user, name="agent")
-    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {secret}"
-    return client
 
 
 @pytest.fixture
 def reviewer(client, reviewer_user):
     client.force_login(reviewer_user)
     return client
-
-
-def post(client, url, payload, **extra):
-    return client.post(url, json.dumps(payload), content_type="application/json", **extra)
 
 
 def test_it_queues_an_episode_and_reports_its_status(agent, bank, django_capture_on_commit_callbacks):

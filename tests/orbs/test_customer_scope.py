@@ -7,31 +7,19 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.urls import reverse
 
-from memweb.models import ApiKey
 from orbs.errors import FieldRequired
 from orbs.models import EpisodeRecord, Orb, RetrievalLog
 from orbs.services import bank_get_or_create, bank_policy_update, orb_edit, orb_from_episode, orbs_retrieve
 from orbs.services.ingest import recent_reflections
-from tests.orbs.conftest import success_trajectory
+from tests.orbs.conftest import post, success_trajectory
 
 API = "/api/orbs"
 LATE_TOWELS = "My order of bath towels is two weeks late, where is it?"
 
 
 @pytest.fixture
-def agent(client, operator_user):
-    _, secret = ApiKey.issue(user=operator_user, name="agent")
-    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {secret}"
-    return client
-
-
-@pytest.fixture
 def per_customer(db):
     return bank_get_or_create(name="Per customer", customer_scope="per_customer", auto_approve="always")
-
-
-def post(client, url, payload):
-    return client.post(url, json.dumps(payload), content_type="application/json")
 
 
 def write_episode(agent, bank, customer_key: str, text: str = LATE_TOWELS):

@@ -1,28 +1,15 @@
 """Remembering a lesson given as text: an Orb without a trajectory, through the same review gate."""
-import json
 
-import pytest
 from django.test import Client
 from django.urls import reverse
 
-from memweb.models import ApiKey
 from orbs.models import Orb, ReviewEvent
 from orbs.schemas import REMEMBERED_MAX_CHARS
 from orbs.services import bank_get_or_create, orb_remember
+from tests.orbs.conftest import post
 
 API = "/api/orbs"
 LESSON = "Delivered orders cannot be cancelled: open a return with return_order instead."
-
-
-@pytest.fixture
-def agent(client, operator_user):
-    _, secret = ApiKey.issue(user=operator_user, name="agent")
-    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {secret}"
-    return client
-
-
-def post(client, url, payload):
-    return client.post(url, json.dumps(payload), content_type="application/json")
 
 
 def remember(agent, bank, **payload):

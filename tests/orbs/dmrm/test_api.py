@@ -3,22 +3,11 @@ import json
 
 import pytest
 
-from memweb.models import ApiKey
 from orbs.dmrm.models import DMRMRetrievalLog, Experience
+from tests.orbs.conftest import post
 
 API = "/api/orbs/experiences"
 GOAL = "return the jacket from order W7"
-
-
-@pytest.fixture
-def agent(client, operator_user):
-    _, secret = ApiKey.issue(user=operator_user, name="agent")
-    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {secret}"
-    return client
-
-
-def post(client, url, payload):
-    return client.post(url, json.dumps(payload), content_type="application/json")
 
 
 def transition(n, **overrides):
