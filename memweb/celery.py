@@ -70,6 +70,18 @@ def _remember_pool_size(sender, instance, **kwargs):
 
 
 @worker_process_init.connect
+def _forget_the_parents_broker_connections(**kwargs):
+    """kombu's SQLAlchemy transport caches its engines class-wide, so a forked pool process inherits
+    the parent's pooled broker connections: two processes then talk over one socket and break each
+    other's transactions (seen: a worker exiting on "connection in transaction status INERROR").
+    Each pool process drops them without closing them (the parent goes on using its own)."""
+    from kombu.transport.sqlalchemy import Channel
+
+    for engine, _session in list(Channel._engines.values()):
+        engine.dispose(close=False)
+
+
+@worker_process_init.connect
 def _share_the_cores(**kwargs):
     """Each pool process embeds with torch, which by default runs one thread per core in every
     process: N processes then oversubscribe the cores N-fold and play episodes several times

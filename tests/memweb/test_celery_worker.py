@@ -3,7 +3,10 @@
 Redis (production's broker, running on 127.0.0.1:6379 here) and the default
 that needs no extra service (kombu's SQLAlchemy transport on PostgreSQL)."""
 import pytest
+from celery.signals import worker_process_init
 from kombu import Connection
+from kombu.transport.sqlalchemy import Channel
+from sqlalchemy import create_engine
 from sqlalchemy.pool import NullPool
 
 from memweb import celery_app
@@ -52,3 +55,20 @@ def test_it_forgets_the_heartbeat_when_the_worker_stops():
         wait_until(lambda: WorkerHeartbeat.objects.filter(hostname__startswith="brief-worker@").exists(),
                    timeout=60, message="the worker's first heartbeat")
     assert not WorkerHeartbeat.objects.filter(hostname__startswith="brief-worker@").exists()
+
+
+def test_a_pool_process_drops_the_broker_connections_it_inherited():
+    """kombu caches broker engines class-wide; a forked pool process must not reuse the parent's pooled
+    connections (two processes on one socket broke a worker's transactions in the killed-worker test)."""
+    engine = create_engine(_sqla_broker_url().removeprefix("sqla+"))
+    inherited = engine.connect()  # a pooled connection, as the parent holds one
+    Channel._engines["inherited-from-the-parent"] = (engine, None)
+    try:
+        pool_before = engine.pool
+        worker_process_init.send(sender=None)
+        assert engine.pool is not pool_before  # the child starts from an empty pool of its own
+        assert not inherited.connection.dbapi_connection.closed  # the parent's socket is left open
+    finally:
+        del Channel._engines["inherited-from-the-parent"]
+        inherited.close()
+        engine.dispose()
