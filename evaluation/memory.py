@@ -7,10 +7,10 @@ the transcript shows what the agent saw. A hook answers `before_turn(*, turn, qu
 with (prompt block, record or None); `calls` are the episode's tool calls so far, `dialogue` its
 messages before the current customer turn (MemOrb's rewrite context C).
 
-Randomised withholding: with `config.withhold_probability`, a retrieved Orb is kept out of the
-prompt, decided once per (episode, Orb) from `config.withhold_key`, so the episodes an Orb was served
-in and those it was withheld from differ only by chance and by the Orb: their success rates then
-estimate what it is worth (`evaluation.metrics.memory_effect`).
+Randomised withholding: with `config.withhold_probability`, a retrieved Orb or DMRM experience is
+kept out of the prompt, decided once per (episode, memory) from `config.withhold_key`, so the
+episodes a memory was served in and those it was withheld from differ only by chance and by the
+memory: their success rates then estimate what it is worth (`evaluation.metrics.memory_effect`).
 """
 import hashlib
 
