@@ -147,6 +147,13 @@ def _bank_or_404(slug: str):
         raise Http404(f"No memory bank {slug!r}") from None
 
 
+def _harm_table(request, slug: str, *, rank, template: str):
+    """A bank's memories of one kind ranked by `rank` (most harmful first)."""
+    bank = _bank_or_404(slug)
+    context = {"bank": bank, "rows": rank(bank=bank), "min_retrievals": MIN_RETRIEVALS}
+    return render(request, f"evaluation/{template}", context)
+
+
 def _effect_answer(request, template: str, context: dict):
     """A memory's page loads its effect with htmx (the `_` partial); without htmx it is a page of its own."""
     context = {**context, "min_retrievals": MIN_RETRIEVALS}
@@ -157,9 +164,7 @@ def _effect_answer(request, template: str, context: dict):
 @role_required(Role.OPERATOR, Role.REVIEWER)
 def memory_effects(request, slug: str):
     """The bank's Orbs, most harmful first."""
-    bank = _bank_or_404(slug)
-    context = {"bank": bank, "rows": bank_effects_rank(bank=bank), "min_retrievals": MIN_RETRIEVALS}
-    return render(request, "evaluation/memory_effects.html", context)
+    return _harm_table(request, slug, rank=bank_effects_rank, template="memory_effects.html")
 
 
 @require_GET
@@ -173,9 +178,7 @@ def orb_effect(request, orb_id: int):
 @role_required(Role.OPERATOR, Role.REVIEWER)
 def experience_effects(request, slug: str):
     """The bank's DMRM experiences, most harmful first."""
-    bank = _bank_or_404(slug)
-    context = {"bank": bank, "rows": bank_experience_effects_rank(bank=bank), "min_retrievals": MIN_RETRIEVALS}
-    return render(request, "evaluation/experience_effects.html", context)
+    return _harm_table(request, slug, rank=bank_experience_effects_rank, template="experience_effects.html")
 
 
 @require_GET
