@@ -3,7 +3,8 @@ import os
 from django.core.wsgi import get_wsgi_application
 
 from memweb.embedded_db import ensure_configured
+from memweb.gunicorn_conf import close_after_refused_body
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memweb.settings")
 ensure_configured()
-application = get_wsgi_application()
+application = close_after_refused_body(get_wsgi_application())

@@ -1,7 +1,9 @@
 """`manage.py serve` (command 1 after installing): it prepares a fresh database,
 prints the admin password once, serves pages with a worker beside it, and on
 Ctrl-C leaves no web server, worker or PostgreSQL process behind."""
+import http.client
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -53,6 +55,48 @@ def _status(url: str) -> int:
         return 0
 
 
+def _connection_after_refusal(port: int, *, body_bytes: int) -> tuple[str, str, str]:
+    """Refuse a body (no key: 401 before it is read) on a kept-alive connection, then ask for
+    /api/health on the same connection: (status, the Connection header, what the second request got)."""
+    body = b"x" * body_bytes
+    request = (b"POST /api/orbs/banks/x/retrieve HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+               b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+        # The server answers before it reads a refused body, and may close while it is still coming.
+        sender = threading.Thread(target=_send_until_closed, args=(connection, request), daemon=True)
+        sender.start()
+        first = _response(connection)
+        sender.join(timeout=10)
+        if first.getheader("Connection") == "close":
+            return str(first.status), "close", "ended" if _closed_by_server(connection) else "still open"
+        connection.sendall(b"GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        return str(first.status), first.getheader("Connection"), str(_response(connection).status)
+
+
+def _closed_by_server(connection: socket.socket) -> bool:
+    try:
+        return connection.recv(1) == b""
+    except ConnectionResetError:  # closed with the refused body unread: a reset is a close too
+        return True
+    except TimeoutError:
+        return False
+
+
+def _send_until_closed(connection: socket.socket, data: bytes) -> None:
+    try:
+        connection.sendall(data)
+    except OSError:  # the server closed the connection: what the test asks about
+        pass
+
+
+def _response(connection: socket.socket) -> http.client.HTTPResponse:
+    # Nothing follows a response before the next request, so each may read through a file of its own.
+    response = http.client.HTTPResponse(connection)
+    response.begin()
+    response.read()
+    return response
+
+
 def _postgres_processes(data_dir) -> list[psutil.Process]:
     found = []
     for process in psutil.process_iter(["name", "cmdline", "status"]):
@@ -75,6 +119,8 @@ def test_it_serves_then_stops_everything_on_ctrl_c(tmp_path):
         assert any("celery" in " ".join(child.cmdline()) for child in children)
         assert any("gunicorn" in " ".join(child.cmdline()) for child in children)
         assert _postgres_processes(data_dir)
+        assert _connection_after_refusal(port, body_bytes=3 * 1024 * 1024) == ("401", "close", "ended")
+        assert _connection_after_refusal(port, body_bytes=1024) == ("401", "keep-alive", "200")
     finally:
         exit_code = serve.interrupt()
 

@@ -74,7 +74,7 @@ class Command(BaseCommand):
     def _start_web(self, host: str, port: int) -> subprocess.Popen:
         return _spawn([sys.executable, "-m", "gunicorn", "memweb.wsgi", "--bind", f"{host}:{port}",
                        "--workers", "2", "--threads", "4", "--access-logfile", "-",
-                       "--no-control-socket"])
+                       "--no-control-socket", "--config", "python:memweb.gunicorn_conf"])
 
     def _wait(self, children: list[subprocess.Popen]) -> None:
         try:
