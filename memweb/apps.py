@@ -7,6 +7,7 @@ class MemwebConfig(AppConfig):
     verbose_name = "memweb infrastructure"
 
     def ready(self):
+        import memweb.celery  # noqa: F401 - binds @shared_task to memweb's app in every Django process
         from memweb.roles import roles_sync
 
         post_migrate.connect(roles_sync, dispatch_uid="memweb.roles_sync")

@@ -2,7 +2,8 @@
 import pytest
 from django.conf import settings
 
-from memweb import celery_app, embedded_db
+from memweb import embedded_db
+from memweb.celery import app as celery_app
 
 _DB_STARTED_HERE = pytest.StashKey[bool]()
 

@@ -9,7 +9,7 @@ from kombu.transport.sqlalchemy import Channel
 from sqlalchemy import create_engine
 from sqlalchemy.pool import NullPool
 
-from memweb import celery_app
+from memweb.celery import app as celery_app
 from memweb.models import TaskProbe, WorkerHeartbeat
 from tests.support.processes import celery_worker, database_url_for_tests, wait_until, worker_env
 

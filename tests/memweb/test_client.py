@@ -298,3 +298,14 @@ def test_the_client_imports_without_django_settings():
              "assert not settings.configured, 'importing the client configured Django'\n")
     done = subprocess.run([sys.executable, "-c", check], cwd=ROOT, env=environment, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_an_agent_process_imports_the_client_without_django_or_celery():
+    """An agent needs httpx2 only: importing memweb.client must not set up the server's stack."""
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, memweb.client; "
+         "print(sorted({name.split('.')[0] for name in sys.modules} & {'django', 'celery', 'kombu'}))"],
+        cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, check=True,
+        env={key: value for key, value in os.environ.items() if key != "DJANGO_SETTINGS_MODULE"},
+    )
+    assert loaded.stdout.strip() == "[]"

@@ -19,7 +19,7 @@ from django.db import connection
 from evaluation.models import Episode
 from evaluation.runs.models import EvaluationRun, RunEpisode, Trial
 from evaluation.runs.services import run_launch, run_retry_errors
-from memweb import celery_app
+from memweb.celery import app as celery_app
 from memweb.models import LLMCall
 from tests.evaluation.runs.conftest import broker_producers_reset, real_broker, spec  # noqa: F401  (fixture)
 from tests.fakes.openai_server import Scripted, error_reply, text_reply

@@ -4,7 +4,7 @@ from kombu import Connection, pools
 from sqlalchemy.pool import NullPool
 
 from evaluation.runs.services import run_launch
-from memweb import celery_app
+from memweb.celery import app as celery_app
 from tests.support.processes import database_url_for_tests
 
 # Three tasks whose error kinds the scripted agent can make (and memory can fix).
