@@ -92,13 +92,13 @@ def webhook_list(request):
 def webhook_register(request, payload: WebhookIn):
     """Register a webhook. The answer carries its signing secret, which no later call shows again."""
     try:
-        webhook, secret = webhook_create(**payload.dict(), user=request.auth)
+        webhook, _secret = webhook_create(**payload.dict(), user=request.auth)
     except WebhookInvalid as invalid:
         return Status(422, field_errors([(invalid.field, str(invalid))], prefix=("body", "payload")))
-    return Status(201, {**WebhookOut.from_orm(webhook).dict(), "secret": secret})
+    return Status(201, webhook)  # WebhookCreatedOut reads the secret from it; WebhookOut never does
 
 
-@router.delete("/{webhook_id}", response={204: None, 404: dict}, auth=OPERATORS)
+@router.delete("/{int:webhook_id}", response={204: None, 404: dict}, auth=OPERATORS)
 def webhook_delete(request, webhook_id: int):
     """Delete the webhook and its deliveries; nothing more is sent to it."""
     _webhook(webhook_id).delete()
@@ -111,13 +111,13 @@ def delivery_list(request, webhook: int | None = None):
     return deliveries_recent(webhook_id=webhook, limit=DELIVERIES_SHOWN)
 
 
-@router.post("/{webhook_id}/test", response={202: WebhookDeliveryOut, 404: dict}, auth=OPERATORS)
+@router.post("/{int:webhook_id}/test", response={202: WebhookDeliveryOut, 404: dict}, auth=OPERATORS)
 def webhook_test(request, webhook_id: int):
     """Queue a `webhook.test` event to this webhook, whatever it subscribes to."""
     return Status(202, webhook_test_send(_webhook(webhook_id)))
 
 
-@router.post("/deliveries/{delivery_id}/redeliver", response={202: WebhookDeliveryOut, 404: dict},
+@router.post("/deliveries/{int:delivery_id}/redeliver", response={202: WebhookDeliveryOut, 404: dict},
              auth=OPERATORS)
 def delivery_resend(request, delivery_id: int):
     """Send the delivery again under the same id, with a fresh round of retries."""
