@@ -2,8 +2,11 @@
 a commit, URL checks, and the operators' API. Deliveries are driven by calling delivery_attempt with
 the time it should believe, so no test waits for a backoff to pass."""
 import json
+import re
 import socket
+import threading
 from datetime import timedelta
+from http.server import HTTPServer
 
 import pytest
 from django.db import transaction
@@ -21,6 +24,7 @@ from memweb.webhooks import (
     webhook_test_send,
     webhooks_emit,
 )
+from tests.support.processes import ROOT
 from tests.support.webhook_receiver import receiver, verified  # noqa: F401  (receiver is a fixture)
 
 Status = WebhookDelivery.Status
@@ -52,6 +56,39 @@ def test_a_receiver_verifies_each_request_with_the_secret(hook, receiver):
     assert request.headers["X-Memweb-Event"] == "webhook.test"
     assert request.headers["X-Memweb-Delivery"] == str(delivery.uuid) == request.json["id"]
     assert request.json["event"] == "webhook.test" and request.json["data"] == {"message": "a test event from memweb"}
+
+
+README_RECEIVER = re.compile(r"```python\n(# memweb-webhook-receiver.*?)```", re.DOTALL)
+
+
+@pytest.fixture
+def readme_receiver(monkeypatch):
+    """The README's receiver, serving on loopback with the secret it reads from the environment."""
+    monkeypatch.setenv("MEMWEB_WEBHOOK_SECRET", "whsec_readme")
+    namespace = {"__name__": "readme"}
+    exec(README_RECEIVER.search((ROOT / "README.md").read_text()).group(1), namespace)
+    server = HTTPServer(("127.0.0.1", 0), namespace["Receiver"])
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}/"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.django_db
+def test_the_readme_receiver_accepts_a_signed_request_and_refuses_a_forged_one(readme_receiver, capsys):
+    webhook, _ = webhook_create(url=readme_receiver, events=[Event.RUN_FINISHED])
+    Webhook.objects.filter(pk=webhook.pk).update(secret="whsec_readme")
+    assert delivery_attempt(delivery_id=_test_delivery(webhook).pk).last_status_code == 204
+    assert "webhook.test {'message': 'a test event from memweb'}" in capsys.readouterr().out
+    Webhook.objects.filter(pk=webhook.pk).update(secret="whsec_someone_else")
+    forged = delivery_attempt(delivery_id=_test_delivery(webhook).pk)
+    assert (forged.status, forged.last_status_code) == (Status.PENDING, 401)
+    Webhook.objects.filter(pk=webhook.pk).update(secret="whsec_readme")
+    an_hour_ago = timezone.now() - timedelta(hours=1)
+    replayed = _test_delivery(webhook)
+    WebhookDelivery.objects.filter(pk=replayed.pk).update(next_attempt_at=an_hour_ago)
+    # Signed correctly, but an hour ago: what a replayed copy of an old request looks like.
+    assert delivery_attempt(delivery_id=replayed.pk, now=an_hour_ago).last_status_code == 401
 
 
 def test_it_retries_with_growing_waits_until_the_receiver_answers_2xx(hook, receiver):
