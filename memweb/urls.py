@@ -17,6 +17,7 @@ urlpatterns = [
     path("webhooks/", webhook_views.webhooks, name="webhooks"),
     path("webhooks/new/", webhook_views.webhook_add, name="webhook_add"),
     path("webhooks/<int:webhook_id>/test/", webhook_views.webhook_test, name="webhook_test"),
+    path("webhooks/<int:webhook_id>/switch/", webhook_views.webhook_toggle, name="webhook_toggle"),
     path("webhooks/<int:webhook_id>/delete/", webhook_views.webhook_remove, name="webhook_remove"),
     path("webhooks/deliveries/<int:delivery_id>/redeliver/", webhook_views.delivery_resend,
          name="webhook_delivery_resend"),

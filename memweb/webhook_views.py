@@ -14,6 +14,7 @@ from memweb.webhooks import (
     deliveries_recent,
     delivery_redeliver,
     webhook_create,
+    webhook_switch,
     webhook_test_send,
     webhooks_list,
 )
@@ -69,6 +70,16 @@ def webhook_add(request):
 def webhook_test(request, webhook_id: int):
     delivery = webhook_test_send(get_object_or_404(Webhook, pk=webhook_id))
     messages.info(request, f"Test event queued for {delivery.webhook.url}; its delivery is listed below.")
+    return redirect("webhooks")
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def webhook_toggle(request, webhook_id: int):
+    webhook = webhook_switch(get_object_or_404(Webhook, pk=webhook_id), active=request.POST.get("active") == "on")
+    state = ("resumed: its waiting deliveries go out" if webhook.active
+             else "paused: it gets no new events, and its waiting deliveries wait")
+    messages.success(request, f"Webhook to {webhook.url} {state}.")
     return redirect("webhooks")
 
 

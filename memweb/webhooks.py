@@ -47,6 +47,7 @@ STALE_CLAIM = timedelta(minutes=2)
 OVERDUE_AFTER = timedelta(seconds=30)
 ERROR_EXCERPT = 300  # characters of a refusing receiver's answer kept for the operator
 SIGNATURE_PREFIX = "sha256="
+DELIVERIES_KEPT = timedelta(days=30)
 
 
 class WebhookInvalid(ValueError):
@@ -89,6 +90,14 @@ def webhook_create(*, url: str, events: list[str], bank: str = "", description: 
                                      bank=bank.strip(), description=description.strip(), secret=secret,
                                      created_by=user)
     return webhook, secret
+
+
+def webhook_switch(webhook: Webhook, *, active: bool) -> Webhook:
+    """Pause or resume a webhook. Paused, it gets no new events and its waiting deliveries wait; resumed,
+    the worker beat sends those that came due meanwhile."""
+    Webhook.objects.filter(pk=webhook.pk).update(active=active)
+    webhook.active = active
+    return webhook
 
 
 # --- announcing --------------------------------------------------------------------------------------
@@ -207,8 +216,11 @@ def delivery_attempt(*, delivery_id: int, now: datetime | None = None) -> Webhoo
 
 def deliveries_resend_overdue() -> int:
     """Worker beat: queue again the deliveries whose message was lost (overdue) or whose sender died
-    mid-attempt (claimed long ago). Each becomes due now, so one lost message is resent once."""
+    mid-attempt (claimed long ago). Each becomes due now, so one lost message is resent once.
+    Finished deliveries older than DELIVERIES_KEPT are forgotten here too."""
     now = timezone.now()
+    WebhookDelivery.objects.filter(status__in=(Status.DELIVERED, Status.FAILED),
+                                   created_at__lt=now - DELIVERIES_KEPT).delete()
     overdue = WebhookDelivery.objects.filter(
         Q(status=Status.PENDING, next_attempt_at__lt=now - OVERDUE_AFTER)
         | Q(status=Status.SENDING, claimed_at__lt=now - STALE_CLAIM), webhook__active=True)

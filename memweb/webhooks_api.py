@@ -17,6 +17,7 @@ from memweb.webhooks import (
     deliveries_recent,
     delivery_redeliver,
     webhook_create,
+    webhook_switch,
     webhook_test_send,
     webhooks_list,
 )
@@ -33,6 +34,10 @@ class WebhookIn(StrictBody, Schema):
     bank: str = Field("", max_length=Webhook._meta.get_field("bank").max_length,
                       description="A memory bank's slug: only that bank's events. Empty: every event.")
     description: str = Field("", max_length=Webhook._meta.get_field("description").max_length)
+
+
+class WebhookSwitchIn(StrictBody, Schema):
+    active: bool = Field(description="false pauses the webhook (its deliveries wait), true resumes it.")
 
 
 class WebhookOut(Schema):
@@ -96,6 +101,12 @@ def webhook_register(request, payload: WebhookIn):
     except WebhookInvalid as invalid:
         return Status(422, field_errors([(invalid.field, str(invalid))], prefix=("body", "payload")))
     return Status(201, webhook)  # WebhookCreatedOut reads the secret from it; WebhookOut never does
+
+
+@router.patch("/{int:webhook_id}", response={200: WebhookOut, 404: dict}, auth=OPERATORS)
+def webhook_pause(request, webhook_id: int, payload: WebhookSwitchIn):
+    """Pause (`active: false`) or resume a webhook; deliveries that came due while paused go out on resume."""
+    return webhook_switch(_webhook(webhook_id), active=payload.active)
 
 
 @router.delete("/{int:webhook_id}", response={204: None, 404: dict}, auth=OPERATORS)

@@ -15,12 +15,16 @@ from django.utils import timezone
 from memweb.models import ApiKey, Webhook, WebhookDelivery
 from memweb.webhooks import (
     BACKOFF,
+    DELIVERIES_KEPT,
     MAX_ATTEMPTS,
+    STALE_CLAIM,
     Event,
     WebhookInvalid,
+    deliveries_resend_overdue,
     delivery_attempt,
     delivery_redeliver,
     webhook_create,
+    webhook_switch,
     webhook_test_send,
     webhooks_emit,
 )
@@ -165,6 +169,46 @@ def test_it_sends_nothing_to_a_webhook_switched_off(hook, receiver):
     assert delivery_attempt(delivery_id=delivery.pk) is None and receiver.received == []
 
 
+def test_the_worker_beat_resends_lost_messages_and_forgets_old_deliveries(hook, receiver,
+                                                                        django_capture_on_commit_callbacks):
+    webhook, _ = hook
+    now = timezone.now()
+    made = {name: _test_delivery(webhook) for name in ("lost", "waiting", "orphaned", "sending", "old", "recent")}
+    for name, fields in {
+        "lost": {"next_attempt_at": now - timedelta(minutes=5)},
+        "waiting": {"next_attempt_at": now + timedelta(minutes=5)},
+        "orphaned": {"status": Status.SENDING, "claimed_at": now - STALE_CLAIM - timedelta(seconds=1)},
+        "sending": {"status": Status.SENDING, "claimed_at": now},
+        "old": {"status": Status.DELIVERED, "created_at": now - DELIVERIES_KEPT - timedelta(days=1)},
+        "recent": {"status": Status.FAILED, "next_attempt_at": None},
+    }.items():
+        WebhookDelivery.objects.filter(pk=made[name].pk).update(**fields)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert deliveries_resend_overdue() == 2
+    after = {name: WebhookDelivery.objects.filter(pk=delivery.pk).first() for name, delivery in made.items()}
+    assert after["old"] is None
+    assert {name: d.status for name, d in after.items() if d} == {
+        "lost": Status.DELIVERED, "waiting": Status.PENDING, "orphaned": Status.DELIVERED, "sending": Status.SENDING,
+        "recent": Status.FAILED}
+    assert sorted(r.headers["X-Memweb-Delivery"] for r in receiver.received) == sorted(
+        str(made[name].uuid) for name in ("lost", "orphaned"))
+
+
+def test_a_paused_webhook_gets_no_events_and_resumes_its_waiting_deliveries(hook, receiver,
+                                                                            django_capture_on_commit_callbacks):
+    webhook, _ = hook
+    waiting = _test_delivery(webhook)
+    webhook_switch(webhook, active=False)
+    with django_capture_on_commit_callbacks(execute=True):
+        webhooks_emit(Event.RUN_FINISHED, {"run_id": 1})
+    assert list(WebhookDelivery.objects.all()) == [waiting] and receiver.received == []
+    WebhookDelivery.objects.filter(pk=waiting.pk).update(next_attempt_at=timezone.now() - timedelta(minutes=5))
+    webhook_switch(webhook, active=True)
+    with django_capture_on_commit_callbacks(execute=True):
+        deliveries_resend_overdue()
+    assert WebhookDelivery.objects.get(pk=waiting.pk).status == Status.DELIVERED and len(receiver.received) == 1
+
+
 # --- who gets an event, and only after a commit --------------------------------------------------------
 
 @pytest.mark.django_db
@@ -259,6 +303,9 @@ def test_operators_register_webhooks_and_see_the_secret_once(client, operator_us
     assert again.status_code == 202 and (again.json()["status"], again.json()["uuid"]) == ("pending",
                                                                                          deliveries[0]["uuid"])
 
+    paused = client.patch(f"/api/webhooks/{answer['id']}", json.dumps({"active": False}),
+                          content_type="application/json", headers=headers)
+    assert paused.status_code == 200 and paused.json()["active"] is False and not Webhook.objects.get().active
     assert client.delete(f"/api/webhooks/{answer['id']}", headers=headers).status_code == 204
     assert not Webhook.objects.exists() and not WebhookDelivery.objects.exists()
     assert client.delete(f"/api/webhooks/{answer['id']}", headers=headers).json() == {
@@ -303,5 +350,10 @@ def test_the_page_shows_the_secret_once_and_the_deliveries(client, operator_user
     assert shown.status_code == 200 and secret in shown.content.decode() and shown["Cache-Control"] == "no-store"
     page = client.get("/webhooks/").content.decode()
     assert receiver.url in page and secret not in page and "every bank" in page
+    webhook = Webhook.objects.get()
+    client.post(f"/webhooks/{webhook.pk}/switch/", {})
+    assert "paused" in client.get("/webhooks/").content.decode() and not Webhook.objects.get().active
+    client.post(f"/webhooks/{webhook.pk}/switch/", {"active": "on"})
+    assert Webhook.objects.get().active
     refused = client.post("/webhooks/new/", {"url": "gopher://x", "events": ["episode.ingested"]})
     assert refused.status_code == 400 and "must start with http:// or https://" in refused.content.decode()
