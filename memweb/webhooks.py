@@ -2,7 +2,8 @@
 
 Events: `episode.ingested`, `orb.pending_review`, `run.finished` (Webhook.Event), plus `webhook.test`
 from the "send test event" button. The apps above memweb announce them with `webhooks_emit(event,
-payload, bank=slug)`; nothing is sent unless the writing transaction commits.
+payload, bank=slug)` beside the write that makes them true: the deliveries are rows of that write's
+transaction (an outbox), sent when it commits, so nothing is sent for a write rolled back.
 
 Who receives what: a webhook subscribes to event types and may name one memory bank. With a bank
 it gets only that bank's events (a run counts as the bank's when it uses it); without one it gets
@@ -23,7 +24,6 @@ import json
 import logging
 import secrets
 from datetime import datetime, timedelta
-from functools import partial
 from urllib.parse import urlsplit
 
 import requests
@@ -102,21 +102,18 @@ def webhook_switch(webhook: Webhook, *, active: bool) -> Webhook:
 
 # --- announcing --------------------------------------------------------------------------------------
 
-def webhooks_emit(event: str, payload: dict, *, bank: str | None = None) -> None:
-    """Announce `event` to its subscribers once the current transaction commits (at once outside one):
-    a rolled-back write notifies nobody. A failure to queue is logged, never raised into the writer."""
-    transaction.on_commit(partial(_fan_out, event, payload, bank or ""), robust=True)
+def webhooks_emit(event: str, payload: dict, *, bank: str | None = None) -> list[WebhookDelivery]:
+    """Announce `event` to its subscribers: a delivery each is written in the current transaction and
+    sent once it commits. A rolled-back write leaves no delivery; a delivery whose message is lost
+    after the commit (a crash, a broker down) is resent by the worker beat."""
+    deliveries = [_delivery_create(webhook, event, payload, bank or "") for webhook in _subscribers(event, bank or "")]
+    for delivery in deliveries:
+        _queue(delivery)
+    return deliveries
 
 
 def _subscribers(event: str, bank: str):
     return Webhook.objects.filter(active=True, events__contains=[event]).filter(Q(bank="") | Q(bank=bank))
-
-
-def _fan_out(event: str, payload: dict, bank: str) -> list[WebhookDelivery]:
-    deliveries = [_delivery_create(webhook, event, payload, bank) for webhook in _subscribers(event, bank)]
-    for delivery in deliveries:
-        _queue(delivery)
-    return deliveries
 
 
 def _delivery_create(webhook: Webhook, event: str, data: dict, bank: str) -> WebhookDelivery:
@@ -130,7 +127,10 @@ def _delivery_create(webhook: Webhook, event: str, data: dict, bank: str) -> Web
 def _queue(delivery: WebhookDelivery, countdown: float | None = None) -> None:
     from memweb.tasks import deliver_webhook
 
-    transaction.on_commit(lambda: deliver_webhook.apply_async(args=[delivery.pk], countdown=countdown))
+    # robust: a broker that cannot take the message must not fail the write that committed; the worker
+    # beat resends the delivery.
+    transaction.on_commit(lambda: deliver_webhook.apply_async(args=[delivery.pk], countdown=countdown),
+                          robust=True)
 
 
 def webhook_test_send(webhook: Webhook) -> WebhookDelivery:
