@@ -21,7 +21,6 @@ connection) is retried after BACKOFF[i] until MAX_ATTEMPTS attempts have failed.
 import hashlib
 import hmac
 import json
-import logging
 import secrets
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
@@ -33,7 +32,6 @@ from django.utils import timezone
 
 from memweb.models import Webhook, WebhookDelivery
 
-logger = logging.getLogger(__name__)
 Status = WebhookDelivery.Status
 Event = Webhook.Event  # what the apps announce: webhooks_emit(Event.RUN_FINISHED, ...)
 
@@ -108,7 +106,7 @@ def webhooks_emit(event: str, payload: dict, *, bank: str | None = None) -> list
     after the commit (a crash, a broker down) is resent by the worker beat."""
     deliveries = [_delivery_create(webhook, event, payload, bank or "") for webhook in _subscribers(event, bank or "")]
     for delivery in deliveries:
-        _queue(delivery)
+        _queue(delivery.pk)
     return deliveries
 
 
@@ -124,12 +122,12 @@ def _delivery_create(webhook: Webhook, event: str, data: dict, bank: str) -> Web
     return delivery
 
 
-def _queue(delivery: WebhookDelivery, countdown: float | None = None) -> None:
+def _queue(delivery_id: int, countdown: float | None = None) -> None:
     from memweb.tasks import deliver_webhook
 
     # robust: a broker that cannot take the message must not fail the write that committed; the worker
     # beat resends the delivery.
-    transaction.on_commit(lambda: deliver_webhook.apply_async(args=[delivery.pk], countdown=countdown),
+    transaction.on_commit(lambda: deliver_webhook.apply_async(args=[delivery_id], countdown=countdown),
                           robust=True)
 
 
@@ -137,7 +135,7 @@ def webhook_test_send(webhook: Webhook) -> WebhookDelivery:
     """A `webhook.test` delivery to this webhook only, whatever it subscribes to."""
     delivery = _delivery_create(webhook, Webhook.TEST_EVENT, {"message": "a test event from memweb"},
                                 webhook.bank)
-    _queue(delivery)
+    _queue(delivery.pk)
     return delivery
 
 
@@ -145,7 +143,7 @@ def delivery_redeliver(delivery: WebhookDelivery) -> WebhookDelivery:
     """Send a finished delivery again, under the same id, with a fresh round of retries."""
     WebhookDelivery.objects.filter(pk=delivery.pk).exclude(status=Status.SENDING).update(
         status=Status.PENDING, attempts=0, next_attempt_at=timezone.now(), delivered_at=None)
-    _queue(delivery)
+    _queue(delivery.pk)
     delivery.refresh_from_db()
     return delivery
 
@@ -210,7 +208,7 @@ def delivery_attempt(*, delivery_id: int, now: datetime | None = None) -> Webhoo
     delivery.save(update_fields=["attempt_log", "last_status_code", "last_error", "claimed_at", "status",
                                  "delivered_at", "next_attempt_at"])
     if delivery.status == Status.PENDING:
-        _queue(delivery, countdown=(delivery.next_attempt_at - now).total_seconds())
+        _queue(delivery.pk, countdown=(delivery.next_attempt_at - now).total_seconds())
     return delivery
 
 
@@ -224,10 +222,14 @@ def deliveries_resend_overdue() -> int:
     overdue = WebhookDelivery.objects.filter(
         Q(status=Status.PENDING, next_attempt_at__lt=now - OVERDUE_AFTER)
         | Q(status=Status.SENDING, claimed_at__lt=now - STALE_CLAIM), webhook__active=True)
-    ids = list(overdue.values_list("pk", flat=True))
-    WebhookDelivery.objects.filter(pk__in=ids).update(status=Status.PENDING, next_attempt_at=now, claimed_at=None)
-    for delivery in WebhookDelivery.objects.filter(pk__in=ids):
-        _queue(delivery)
+    with transaction.atomic():
+        # Locked, so a late message claiming one of them meanwhile waits for this reset, then claims it
+        # (and this beat's message finds it taken); skip_locked leaves them to one beat of many workers.
+        ids = list(overdue.select_for_update(skip_locked=True, of=("self",)).values_list("pk", flat=True))
+        WebhookDelivery.objects.filter(pk__in=ids).update(status=Status.PENDING, next_attempt_at=now,
+                                                          claimed_at=None)
+        for delivery_id in ids:
+            _queue(delivery_id)
     return len(ids)
 
 
