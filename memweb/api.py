@@ -19,6 +19,7 @@ from memweb.health import health_report, liveness
 from memweb.openapi import errors_declare
 from memweb.roles import user_roles
 from memweb.services import unstorable_at
+from memweb.webhooks_api import router as webhooks_router
 from orbs.api import router as orbs_router
 
 
@@ -64,6 +65,7 @@ api = MemwebAPI(
 api.add_router("/orbs/", orbs_router)
 api.add_router("/evaluation/", evaluation_router)
 api.add_router("/annotation/", annotation_router)
+api.add_router("/webhooks/", webhooks_router)
 
 
 @api.exception_handler(HttpError)

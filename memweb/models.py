@@ -1,6 +1,7 @@
-"""Shared infrastructure records: LLM call log, agent API keys, worker heartbeats."""
+"""Shared infrastructure records: LLM call log, agent API keys, webhooks, worker heartbeats."""
 import hashlib
 import secrets
+import uuid
 
 from django.conf import settings
 from django.db import models
@@ -73,6 +74,67 @@ class ApiKey(models.Model):
     def revoke(self) -> None:
         self.revoked_at = timezone.now()
         self.save(update_fields=["revoked_at"])
+
+
+class Webhook(models.Model):
+    """A URL memweb POSTs events to, each body signed with the webhook's secret (memweb.webhooks).
+    The secret is kept as it is: signing needs it (unlike an API key, which is only compared)."""
+
+    class Event(models.TextChoices):
+        EPISODE_INGESTED = "episode.ingested", "episode ingested (its Orb stored)"
+        ORB_PENDING_REVIEW = "orb.pending_review", "Orb awaiting review"
+        RUN_FINISHED = "run.finished", "run finished (completed, failed or cancelled)"
+
+    # Sent only by "send test event", to the one webhook asked for; nobody subscribes to it.
+    TEST_EVENT = "webhook.test"
+
+    url = models.CharField(max_length=2000)
+    description = models.CharField(max_length=200, blank=True)
+    secret = models.CharField(max_length=100)
+    events = models.JSONField(default=list, help_text="The Event values this webhook receives.")
+    bank = models.CharField(max_length=100, blank=True,
+                            help_text="A memory bank's slug: only events of that bank. Empty: every event.")
+    active = models.BooleanField(default=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="webhooks")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return self.url
+
+
+class WebhookDelivery(models.Model):
+    """One event on its way to one webhook: every attempt is logged, retries wait longer each time."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "waiting to be sent"
+        SENDING = "sending", "sending"
+        DELIVERED = "delivered", "delivered"
+        FAILED = "failed", "failed (gave up)"
+
+    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, help_text="Sent as X-Memweb-Delivery.")
+    event = models.CharField(max_length=40, db_index=True)
+    payload = models.JSONField(help_text="The body sent, before serialisation.")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    attempt_log = models.JSONField(default=list, help_text="[{at, status_code, error}] per attempt, oldest first.")
+    last_status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True, help_text="When the sending attempt began.")
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        indexes = [models.Index(fields=["status", "next_attempt_at"], name="webhook_delivery_due")]
+
+    def __str__(self) -> str:
+        return f"{self.event} → {self.webhook_id} ({self.status})"
 
 
 class WorkerHeartbeat(models.Model):

@@ -38,6 +38,7 @@ CORE_NAV_BEFORE = (NavItem("Home", "home"),)
 CORE_NAV_AFTER = (
     NavItem("Health", "health"),
     NavItem("API keys", "api_keys", (Role.OPERATOR,)),
+    NavItem("Webhooks", "webhooks", (Role.OPERATOR,)),
     NavItem("API docs", "api:openapi-view"),
     NavItem("Admin", "admin:index", (Role.ADMIN,)),
 )

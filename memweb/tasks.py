@@ -1,8 +1,15 @@
 from celery import shared_task
 
 from memweb.services import probe_complete
+from memweb.webhooks import delivery_attempt
 
 
 @shared_task(bind=True)
 def complete_probe(self, probe_id: int) -> None:
     probe_complete(probe_id=probe_id, worker=self.request.hostname or "")
+
+
+@shared_task
+def deliver_webhook(delivery_id: int) -> None:
+    """One attempt at a webhook delivery (a no-op unless it is due: see delivery_attempt)."""
+    delivery_attempt(delivery_id=delivery_id)

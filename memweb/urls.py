@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from memweb import views
+from memweb import views, webhook_views
 from memweb.api import api
 
 urlpatterns = [
@@ -14,6 +14,13 @@ urlpatterns = [
     path("api-keys/", views.api_keys, name="api_keys"),
     path("api-keys/new/", views.api_key_create, name="api_key_create"),
     path("api-keys/<int:key_id>/revoke/", views.api_key_revoke, name="api_key_revoke"),
+    path("webhooks/", webhook_views.webhooks, name="webhooks"),
+    path("webhooks/new/", webhook_views.webhook_add, name="webhook_add"),
+    path("webhooks/<int:webhook_id>/test/", webhook_views.webhook_test, name="webhook_test"),
+    path("webhooks/<int:webhook_id>/switch/", webhook_views.webhook_toggle, name="webhook_toggle"),
+    path("webhooks/<int:webhook_id>/delete/", webhook_views.webhook_remove, name="webhook_remove"),
+    path("webhooks/deliveries/<int:delivery_id>/redeliver/", webhook_views.delivery_resend,
+         name="webhook_delivery_resend"),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
     path("orbs/", include("orbs.urls")),

@@ -22,6 +22,7 @@ from orbs.backends.reflector import RECENT_REFLECTIONS_M, ReflectionStyle, refle
 from orbs.errors import FieldRequired, InvalidTrajectory
 from orbs.models import EpisodeRecord, MemoryBank, Orb, ReviewEvent, Source, orb_document
 from orbs.schemas import TrajectoryIn
+from orbs.services.announce import episode_ingested_announce, orb_created_announce
 from orbs.services.banks import bank_embedder, bank_resolve
 from orbs.services.retrieval import retrieval_outcome_record
 from orbs.services.review import orb_snapshot
@@ -159,6 +160,7 @@ def _record_creation(orb: Orb, actor=None) -> None:
             orb=orb, action=ReviewEvent.Action.AUTO_APPROVED, before={"status": Orb.Status.PENDING},
             after={"status": orb.status}, note=orb.review_note,
         )
+    orb_created_announce(orb)
 
 
 def _ingest(*, bank: MemoryBank, trajectory: TrajectoryIn, episode: EpisodeRecord | None,
@@ -202,6 +204,7 @@ def _finish(result: OrbIngestResult, episode: EpisodeRecord | None, trajectory: 
                 status=EpisodeRecord.Status.DONE, orb=result.orb, created_orb=result.created,
                 finished_at=timezone.now(), error="",
             )
+            episode_ingested_announce(episode, result.orb, created=result.created)
     return result
 
 

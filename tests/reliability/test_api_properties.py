@@ -30,6 +30,7 @@ from evaluation.runs.models import FeedbackCurve
 from evaluation.runs.services import run_drive, run_launch
 from evaluation.services import episode_run
 from memweb.api import api
+from memweb.webhooks import webhook_create, webhook_test_send
 from orbs.dmrm.services import experiences_append_batch
 from orbs.dmrm.services.learning import Transition
 from orbs.services import episode_submit, orbs_retrieve, trajectory_parse
@@ -171,6 +172,11 @@ def _ingested(request, user):
     return episode_submit(bank=request.getfixturevalue("bank"), trajectory=trajectory, queue=False)
 
 
+def _webhook(user):
+    # Its deliveries are queued on commit, which these tests never reach: nothing is sent.
+    return webhook_create(url="https://receiver.example/hook", events=["run.finished"], user=user)[0]
+
+
 # Path parameter name -> how to make an object it can name (its value in the URL).
 MAKERS = {
     "slug": lambda request, user: request.getfixturevalue("bank").slug,
@@ -186,6 +192,8 @@ MAKERS = {
     "curve_id": lambda request, user: FeedbackCurve.objects.create(run=_run(request, user), batch_size=1, batches=1).pk,
     "token": lambda request, user: str(annotation.assignment_next(campaign=_campaign(request, user),
                                                                   annotator=user).token),
+    "webhook_id": lambda request, user: _webhook(user).pk,
+    "delivery_id": lambda request, user: webhook_test_send(_webhook(user)).pk,
 }
 
 

@@ -5,6 +5,7 @@ from django.utils import timezone
 
 from evaluation.models import Episode
 from evaluation.runs.models import EvaluationRun, RunEpisode, Trial
+from evaluation.runs.services.announce import run_finished_announce
 from evaluation.runs.services.dispatch import work_send
 from evaluation.runs.services.protocol import run_counts_add
 
@@ -21,6 +22,7 @@ def run_cancel(*, run: EvaluationRun, user=None) -> None:
             status=Status.CANCELLED, status_message=f"cancelled{who}", finished_at=timezone.now(), watch_until=None):
         raise RunActionError(f"run #{run.pk} is {run.get_status_display()}; only a queued, running or waiting run "
                              "can be cancelled")
+    run_finished_announce(run_id=run.pk)
 
 
 RESUMABLE = (Status.CANCELLED, Status.FAILED, Status.RUNNING, Status.WAITING_FOR_REVIEW, Status.QUEUED)

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from evaluation.models import Episode, Task
 from evaluation.runs.models import EvaluationRun, MemoryMode, ReviewGate, RunEpisode, Trial
+from evaluation.runs.services.announce import run_finished_announce
 from evaluation.runs.services.dispatch import work_send
 from evaluation.runs.services.memory import (
     run_episode_dmrm_record,
@@ -106,14 +107,16 @@ def _gate_open(run: EvaluationRun, trial: Trial) -> bool:
 
 def run_complete(*, run: EvaluationRun) -> None:
     metrics = run_metrics_compute(run=run, trials=run.trials)
-    EvaluationRun.objects.filter(pk=run.pk, status__in=ADVANCING).update(
-        status=Status.COMPLETED, metrics=metrics, metrics_trials=run.trials, status_message="",
-        finished_at=timezone.now(), watch_until=None)
+    if EvaluationRun.objects.filter(pk=run.pk, status__in=ADVANCING).update(
+            status=Status.COMPLETED, metrics=metrics, metrics_trials=run.trials, status_message="",
+            finished_at=timezone.now(), watch_until=None):
+        run_finished_announce(run_id=run.pk)
 
 
 def run_fail(*, run_id: int, message: str) -> None:
-    EvaluationRun.objects.filter(pk=run_id, status__in=EvaluationRun.ACTIVE).update(
-        status=Status.FAILED, status_message=message, finished_at=timezone.now(), watch_until=None)
+    if EvaluationRun.objects.filter(pk=run_id, status__in=EvaluationRun.ACTIVE).update(
+            status=Status.FAILED, status_message=message, finished_at=timezone.now(), watch_until=None):
+        run_finished_announce(run_id=run_id)
 
 
 def run_watch(*, run_id: int) -> None:

@@ -1,0 +1,246 @@
+"""Webhooks: memweb POSTs what happened to the URLs operators register, signed, retried with backoff.
+
+Events: `episode.ingested`, `orb.pending_review`, `run.finished` (Webhook.Event), plus `webhook.test`
+from the "send test event" button. The apps above memweb announce them with `webhooks_emit(event,
+payload, bank=slug)` beside the write that makes them true: the deliveries are rows of that write's
+transaction (an outbox), sent when it commits, so nothing is sent for a write rolled back.
+
+Who receives what: a webhook subscribes to event types and may name one memory bank. With a bank
+it gets only that bank's events (a run counts as the bank's when it uses it); without one it gets
+every event, runs without a bank included. There are no workspaces or owners yet: a webhook is
+the whole deployment's, managed by operators.
+
+Each request is a POST of the JSON envelope {"id", "event", "created_at", "bank", "data"} with
+    X-Memweb-Event       the event type
+    X-Memweb-Delivery    the delivery's id: the same on every retry and redelivery, for dedup
+    X-Memweb-Timestamp   Unix seconds of this attempt
+    X-Memweb-Signature   sha256=<hex HMAC-SHA256 of "<timestamp>.<body>" keyed with the secret>
+A 2xx answer delivers it; anything else (redirects are not followed, a timeout, a refused
+connection) is retried after BACKOFF[i] until MAX_ATTEMPTS attempts have failed.
+"""
+import hashlib
+import hmac
+import json
+import secrets
+from datetime import datetime, timedelta
+from urllib.parse import urlsplit
+
+import requests
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from memweb.models import Webhook, WebhookDelivery
+
+Status = WebhookDelivery.Status
+Event = Webhook.Event  # what the apps announce: webhooks_emit(Event.RUN_FINISHED, ...)
+
+# Waits after the 1st, 2nd, ... failed attempt; after the last wait one more attempt, then it gives up.
+BACKOFF = (timedelta(seconds=10), timedelta(minutes=1), timedelta(minutes=5), timedelta(minutes=30))
+MAX_ATTEMPTS = len(BACKOFF) + 1
+TIMEOUT_SECONDS = 5
+# An attempt "sending" for longer than this died with its worker (the timeout is far shorter).
+STALE_CLAIM = timedelta(minutes=2)
+# A retry message this late was lost (a broker restarted without persistence): the worker beat resends.
+OVERDUE_AFTER = timedelta(seconds=30)
+ERROR_EXCERPT = 300  # characters of a refusing receiver's answer kept for the operator
+SIGNATURE_PREFIX = "sha256="
+DELIVERIES_KEPT = timedelta(days=30)
+
+
+class WebhookInvalid(ValueError):
+    """A webhook that cannot be registered; `field` names the input at fault."""
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        super().__init__(message)
+
+
+# --- registering -----------------------------------------------------------------------------------
+
+def webhook_url_check(url: str) -> str:
+    """The URL stripped, or WebhookInvalid: only absolute http(s) URLs with a host and no credentials."""
+    url = url.strip()
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        raise WebhookInvalid("url", f"the URL must start with http:// or https://; got {url!r}")
+    if not parts.hostname:
+        raise WebhookInvalid("url", f"the URL names no host: {url!r}")
+    if parts.username or parts.password:
+        raise WebhookInvalid("url", "put no credentials in the URL: receivers check the signature instead")
+    return url
+
+
+def webhook_events_check(events: list[str]) -> list[str]:
+    if not events:
+        raise WebhookInvalid("events", f"subscribe to at least one event: {', '.join(Webhook.Event.values)}")
+    unknown = [event for event in events if event not in Webhook.Event.values]
+    if unknown:
+        raise WebhookInvalid("events", f"unknown event {unknown[0]!r}; known: {', '.join(Webhook.Event.values)}")
+    return sorted(set(events), key=Webhook.Event.values.index)
+
+
+def webhook_create(*, url: str, events: list[str], bank: str = "", description: str = "",
+                   user=None) -> tuple[Webhook, str]:
+    """Register a webhook; returns it with its signing secret (show it once: it is never listed)."""
+    secret = "whsec_" + secrets.token_urlsafe(32)
+    webhook = Webhook.objects.create(url=webhook_url_check(url), events=webhook_events_check(events),
+                                     bank=bank.strip(), description=description.strip(), secret=secret,
+                                     created_by=user)
+    return webhook, secret
+
+
+def webhook_switch(webhook: Webhook, *, active: bool) -> Webhook:
+    """Pause or resume a webhook. Paused, it gets no new events and its waiting deliveries wait; resumed,
+    the worker beat sends those that came due meanwhile."""
+    Webhook.objects.filter(pk=webhook.pk).update(active=active)
+    webhook.active = active
+    return webhook
+
+
+# --- announcing --------------------------------------------------------------------------------------
+
+def webhooks_emit(event: str, payload: dict, *, bank: str | None = None) -> list[WebhookDelivery]:
+    """Announce `event` to its subscribers: a delivery each is written in the current transaction and
+    sent once it commits. A rolled-back write leaves no delivery; a delivery whose message is lost
+    after the commit (a crash, a broker down) is resent by the worker beat."""
+    deliveries = [_delivery_create(webhook, event, payload, bank or "") for webhook in _subscribers(event, bank or "")]
+    for delivery in deliveries:
+        _queue(delivery.pk)
+    return deliveries
+
+
+def _subscribers(event: str, bank: str):
+    return Webhook.objects.filter(active=True, events__contains=[event]).filter(Q(bank="") | Q(bank=bank))
+
+
+def _delivery_create(webhook: Webhook, event: str, data: dict, bank: str) -> WebhookDelivery:
+    delivery = WebhookDelivery(webhook=webhook, event=event, next_attempt_at=timezone.now())
+    delivery.payload = {"id": str(delivery.uuid), "event": event, "created_at": delivery.created_at.isoformat(),
+                        "bank": bank or None, "data": data}
+    delivery.save()
+    return delivery
+
+
+def _queue(delivery_id: int, countdown: float | None = None) -> None:
+    from memweb.tasks import deliver_webhook
+
+    # robust: a broker that cannot take the message must not fail the write that committed; the worker
+    # beat resends the delivery.
+    transaction.on_commit(lambda: deliver_webhook.apply_async(args=[delivery_id], countdown=countdown),
+                          robust=True)
+
+
+def webhook_test_send(webhook: Webhook) -> WebhookDelivery:
+    """A `webhook.test` delivery to this webhook only, whatever it subscribes to."""
+    delivery = _delivery_create(webhook, Webhook.TEST_EVENT, {"message": "a test event from memweb"},
+                                webhook.bank)
+    _queue(delivery.pk)
+    return delivery
+
+
+def delivery_redeliver(delivery: WebhookDelivery) -> WebhookDelivery:
+    """Send a finished delivery again, under the same id, with a fresh round of retries."""
+    WebhookDelivery.objects.filter(pk=delivery.pk).exclude(status=Status.SENDING).update(
+        status=Status.PENDING, attempts=0, next_attempt_at=timezone.now(), delivered_at=None)
+    _queue(delivery.pk)
+    delivery.refresh_from_db()
+    return delivery
+
+
+# --- delivering --------------------------------------------------------------------------------------
+
+def webhook_signature(*, secret: str, timestamp: int, body: bytes) -> str:
+    digest = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
+    return SIGNATURE_PREFIX + digest
+
+
+def _claim(delivery_id: int, now: datetime) -> bool:
+    """Take the delivery when it is due: a message delivered twice sends once."""
+    return bool(WebhookDelivery.objects.filter(
+        pk=delivery_id, status=Status.PENDING, next_attempt_at__lte=now, webhook__active=True,
+    ).update(status=Status.SENDING, claimed_at=now, attempts=F("attempts") + 1))
+
+
+def _request(delivery: WebhookDelivery, now: datetime) -> tuple[bytes, dict]:
+    body = json.dumps(delivery.payload, separators=(",", ":"), ensure_ascii=False).encode()
+    timestamp = int(now.timestamp())
+    return body, {
+        "Content-Type": "application/json",
+        "User-Agent": "memweb-webhooks/1",
+        "X-Memweb-Event": delivery.event,
+        "X-Memweb-Delivery": str(delivery.uuid),
+        "X-Memweb-Timestamp": str(timestamp),
+        "X-Memweb-Signature": webhook_signature(secret=delivery.webhook.secret, timestamp=timestamp, body=body),
+    }
+
+
+def _post(url: str, body: bytes, headers: dict) -> tuple[int | None, str]:
+    """(status code, error); the error is empty exactly when the receiver answered 2xx."""
+    try:
+        response = requests.post(url, data=body, headers=headers, timeout=TIMEOUT_SECONDS, allow_redirects=False)
+    except requests.RequestException as exc:
+        return None, f"{type(exc).__name__}: {exc}"[:ERROR_EXCERPT]
+    if 200 <= response.status_code < 300:
+        return response.status_code, ""
+    if response.is_redirect:
+        return response.status_code, f"redirected to {response.headers.get('Location', '?')} (not followed)"
+    return response.status_code, f"answered {response.status_code}: {response.text[:ERROR_EXCERPT]}"
+
+
+def delivery_attempt(*, delivery_id: int, now: datetime | None = None) -> WebhookDelivery | None:
+    """One attempt, if the delivery is due at `now`; the result is logged on the delivery and a
+    failure schedules the next attempt (or gives up after MAX_ATTEMPTS). None when not due."""
+    now = now or timezone.now()
+    if not _claim(delivery_id, now):
+        return None
+    delivery = WebhookDelivery.objects.select_related("webhook").get(pk=delivery_id)
+    status_code, error = _post(delivery.webhook.url, *_request(delivery, now))
+    delivery.attempt_log = [*delivery.attempt_log, {"at": now.isoformat(), "status_code": status_code,
+                                                    "error": error}]
+    delivery.last_status_code, delivery.last_error, delivery.claimed_at = status_code, error, None
+    if not error:
+        delivery.status, delivery.delivered_at, delivery.next_attempt_at = Status.DELIVERED, now, None
+    elif delivery.attempts >= MAX_ATTEMPTS:
+        delivery.status, delivery.next_attempt_at = Status.FAILED, None
+    else:
+        delivery.status, delivery.next_attempt_at = Status.PENDING, now + BACKOFF[delivery.attempts - 1]
+    delivery.save(update_fields=["attempt_log", "last_status_code", "last_error", "claimed_at", "status",
+                                 "delivered_at", "next_attempt_at"])
+    if delivery.status == Status.PENDING:
+        _queue(delivery.pk, countdown=(delivery.next_attempt_at - now).total_seconds())
+    return delivery
+
+
+def deliveries_resend_overdue() -> int:
+    """Worker beat: queue again the deliveries whose message was lost (overdue) or whose sender died
+    mid-attempt (claimed long ago). Each becomes due now, so one lost message is resent once.
+    Finished deliveries older than DELIVERIES_KEPT are forgotten here too."""
+    now = timezone.now()
+    WebhookDelivery.objects.filter(status__in=(Status.DELIVERED, Status.FAILED),
+                                   created_at__lt=now - DELIVERIES_KEPT).delete()
+    overdue = WebhookDelivery.objects.filter(
+        Q(status=Status.PENDING, next_attempt_at__lt=now - OVERDUE_AFTER)
+        | Q(status=Status.SENDING, claimed_at__lt=now - STALE_CLAIM), webhook__active=True)
+    with transaction.atomic():
+        # Locked, so a late message claiming one of them meanwhile waits for this reset, then claims it
+        # (and this beat's message finds it taken); skip_locked leaves them to one beat of many workers.
+        ids = list(overdue.select_for_update(skip_locked=True, of=("self",)).values_list("pk", flat=True))
+        WebhookDelivery.objects.filter(pk__in=ids).update(status=Status.PENDING, next_attempt_at=now,
+                                                          claimed_at=None)
+        for delivery_id in ids:
+            _queue(delivery_id)
+    return len(ids)
+
+
+# --- reading -----------------------------------------------------------------------------------------
+
+def webhooks_list():
+    return Webhook.objects.select_related("created_by")
+
+
+def deliveries_recent(*, webhook_id: int | None = None, limit: int = 50) -> list[WebhookDelivery]:
+    deliveries = WebhookDelivery.objects.select_related("webhook")
+    if webhook_id is not None:
+        deliveries = deliveries.filter(webhook_id=webhook_id)
+    return list(deliveries[:limit])

@@ -1,0 +1,138 @@
+"""The webhooks JSON API (operators): register, list and delete webhooks, read recent deliveries,
+send a test event, redeliver. The signing secret is answered once, by the create call."""
+from datetime import datetime
+from uuid import UUID
+
+from ninja import Field, Router, Schema
+from ninja.errors import HttpError
+from ninja.responses import Status
+
+from memweb.auth import api_auth
+from memweb.errors import field_errors
+from memweb.models import Webhook, WebhookDelivery
+from memweb.roles import Role
+from memweb.schemas import StrictBody
+from memweb.webhooks import (
+    WebhookInvalid,
+    deliveries_recent,
+    delivery_redeliver,
+    webhook_create,
+    webhook_switch,
+    webhook_test_send,
+    webhooks_list,
+)
+
+router = Router(tags=["webhooks"])
+OPERATORS = api_auth(Role.OPERATOR)
+DELIVERIES_SHOWN = 50
+
+
+class WebhookIn(StrictBody, Schema):
+    url: str = Field(min_length=1, max_length=Webhook._meta.get_field("url").max_length,
+                     description="Where to POST events: an http:// or https:// URL (redirects are not followed).")
+    events: list[str] = Field(min_length=1, description=f"Event types to receive: {', '.join(Webhook.Event.values)}.")
+    bank: str = Field("", max_length=Webhook._meta.get_field("bank").max_length,
+                      description="A memory bank's slug: only that bank's events. Empty: every event.")
+    description: str = Field("", max_length=Webhook._meta.get_field("description").max_length)
+
+
+class WebhookSwitchIn(StrictBody, Schema):
+    active: bool = Field(description="false pauses the webhook (its deliveries wait), true resumes it.")
+
+
+class WebhookOut(Schema):
+    id: int
+    url: str
+    description: str
+    events: list[str]
+    bank: str
+    active: bool
+    created_by: str | None
+    created_at: datetime
+
+    @staticmethod
+    def resolve_created_by(webhook: Webhook) -> str | None:
+        return webhook.created_by.get_username() if webhook.created_by else None
+
+
+class WebhookCreatedOut(WebhookOut):
+    secret: str = Field(description="Verifies X-Memweb-Signature. Shown only in this answer: keep it now.")
+
+
+class WebhookAttemptOut(Schema):
+    at: datetime
+    status_code: int | None
+    error: str
+
+
+class WebhookDeliveryOut(Schema):
+    id: int
+    uuid: UUID = Field(description="The X-Memweb-Delivery header: the same on every retry and redelivery.")
+    webhook_id: int
+    event: str
+    status: str
+    attempts: int
+    attempt_log: list[WebhookAttemptOut]
+    last_status_code: int | None
+    last_error: str
+    next_attempt_at: datetime | None
+    created_at: datetime
+    delivered_at: datetime | None
+    payload: dict
+
+
+def _webhook(webhook_id: int) -> Webhook:
+    webhook = Webhook.objects.filter(pk=webhook_id).first()
+    if webhook is None:
+        raise HttpError(404, f"No webhook #{webhook_id}")
+    return webhook
+
+
+@router.get("", response=list[WebhookOut], auth=OPERATORS)
+def webhook_list(request):
+    return webhooks_list()
+
+
+@router.post("", response={201: WebhookCreatedOut, 422: dict}, auth=OPERATORS)
+def webhook_register(request, payload: WebhookIn):
+    """Register a webhook. The answer carries its signing secret, which no later call shows again."""
+    try:
+        webhook, _secret = webhook_create(**payload.dict(), user=request.auth)
+    except WebhookInvalid as invalid:
+        return Status(422, field_errors([(invalid.field, str(invalid))], prefix=("body", "payload")))
+    return Status(201, webhook)  # WebhookCreatedOut reads the secret from it; WebhookOut never does
+
+
+@router.patch("/{int:webhook_id}", response={200: WebhookOut, 404: dict}, auth=OPERATORS)
+def webhook_pause(request, webhook_id: int, payload: WebhookSwitchIn):
+    """Pause (`active: false`) or resume a webhook; deliveries that came due while paused go out on resume."""
+    return webhook_switch(_webhook(webhook_id), active=payload.active)
+
+
+@router.delete("/{int:webhook_id}", response={204: None, 404: dict}, auth=OPERATORS)
+def webhook_delete(request, webhook_id: int):
+    """Delete the webhook and its deliveries; nothing more is sent to it."""
+    _webhook(webhook_id).delete()
+    return Status(204, None)
+
+
+@router.get("/deliveries", response=list[WebhookDeliveryOut], auth=OPERATORS)
+def delivery_list(request, webhook: int | None = None):
+    """The most recent deliveries (50), newest first; `webhook` keeps one webhook's."""
+    return deliveries_recent(webhook_id=webhook, limit=DELIVERIES_SHOWN)
+
+
+@router.post("/{int:webhook_id}/test", response={202: WebhookDeliveryOut, 404: dict}, auth=OPERATORS)
+def webhook_test(request, webhook_id: int):
+    """Queue a `webhook.test` event to this webhook, whatever it subscribes to."""
+    return Status(202, webhook_test_send(_webhook(webhook_id)))
+
+
+@router.post("/deliveries/{int:delivery_id}/redeliver", response={202: WebhookDeliveryOut, 404: dict},
+             auth=OPERATORS)
+def delivery_resend(request, delivery_id: int):
+    """Send the delivery again under the same id, with a fresh round of retries."""
+    delivery = WebhookDelivery.objects.filter(pk=delivery_id).first()
+    if delivery is None:
+        raise HttpError(404, f"No webhook delivery #{delivery_id}")
+    return Status(202, delivery_redeliver(delivery))
