@@ -14,6 +14,8 @@ urlpatterns = [
     path("api-keys/", views.api_keys, name="api_keys"),
     path("api-keys/new/", views.api_key_create, name="api_key_create"),
     path("api-keys/<int:key_id>/revoke/", views.api_key_revoke, name="api_key_revoke"),
+    path("jobs/", views.job_list, name="job_list"),
+    path("jobs/<int:job_id>/", views.job_detail, name="job_detail"),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
     path("orbs/", include("orbs.urls")),
