@@ -109,3 +109,10 @@ def test_the_job_page_polls_until_the_job_has_finished(client, operator_user):
     assert "<html" not in card
     listing = client.get("/jobs/").content.decode()
     assert "Import of bank “Shop”" in listing and "failed" in listing
+
+
+def test_the_admin_reads_a_job_without_loading_its_upload(admin_client):
+    job = job_start(kind="test.count", title="Count", payload={"steps": 1}, upload="a large file")
+    assert admin_client.get("/admin/memweb/job/").status_code == 200
+    page = admin_client.get(f"/admin/memweb/job/{job.pk}/change/").content.decode()
+    assert "Count" in page and "a large file" not in page
