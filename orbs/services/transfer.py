@@ -381,7 +381,8 @@ def bank_import(*, lines: Iterable[str], name: str | None = None, model_name: st
                 progress=None) -> ImportReport:
     """Import an exported bank under its own name or `name`; all lines or nothing.
     `model_name` (default: this server's embedder) is the model the vectors must come from.
-    `progress(done, total=None, message="")` (a job's) hears how many lines were checked."""
+    `progress(done, total=None, message="")` (a job's, which passes `lines` as a list) hears how
+    many lines were checked."""
     report, read = _read(lines, name, _model_name(model_name), progress)
     if not report.ok:
         return report
@@ -454,7 +455,7 @@ def _bank_result(report: ImportReport) -> dict:
 
 def bank_copy_start(*, source: MemoryBank, name: str, user=None):
     """Queue a copy of `source` (its Orbs and the memories above orbs, as its export holds them)
-    under the new `name`. Raises OrbsError when the name is empty or taken."""
+    under the new `name`; returns the job (memweb.jobs). Raises OrbsError when the name is empty or taken."""
     name = name.strip()
     if not name:
         raise OrbsError("name: the copy needs a name")

@@ -159,7 +159,7 @@ def source_memory_build(*, bank, name: str, source_domain: str, trajectories: li
 def source_memory_build_start(*, bank, name: str, source_domain: str, gamma: float, min_reward: float,
                               min_q: float, actor=None):
     """Check the name and that some step passes the thresholds now (OrbsError naming the field when
-    not), then queue the build as a background job, which reads the episodes again when it runs."""
+    not), then queue the build as a background job (returned), which reads the episodes again when it runs."""
     name = _name_checked(bank, name)
     _kept(source_trajectories_from_episodes(domain=source_domain), gamma=gamma, min_reward=min_reward, min_q=min_q)
     return job_start(kind="orbs.dmrm_source_build", title=f"Source memory “{name}” of bank “{bank.name}”",
