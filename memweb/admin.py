@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from memweb.models import ApiKey, LLMCall, TaskProbe, WorkerHeartbeat
+from memweb.models import ApiKey, Job, LLMCall, TaskProbe, WorkerHeartbeat
 
 admin.site.site_header = "memweb administration"
 admin.site.site_title = "memweb admin"
@@ -38,3 +38,20 @@ class WorkerHeartbeatAdmin(admin.ModelAdmin):
 class TaskProbeAdmin(admin.ModelAdmin):
     list_display = ("token", "queued_at", "done_at", "worker")
     readonly_fields = ("token", "queued_at", "done_at", "worker")
+
+
+@admin.register(Job)
+class JobAdmin(admin.ModelAdmin):
+    """Jobs are started by the pages and the API and written by workers; here they are only read."""
+
+    list_display = ("created_at", "title", "kind", "status", "done", "total", "created_by", "finished_at")
+    list_filter = ("status", "kind")
+    search_fields = ("title", "error")
+    exclude = ("upload",)  # up to the import limit (64 MB): never loaded into a form
+    readonly_fields = tuple(field.name for field in Job._meta.fields if field.name != "upload")
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).defer("upload")
+
+    def has_add_permission(self, request):
+        return False

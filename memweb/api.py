@@ -16,6 +16,7 @@ from annotation.api import router as annotation_router
 from evaluation.api import router as evaluation_router
 from memweb.auth import TooManyFailures, api_auth, schema_access
 from memweb.health import health_report, liveness
+from memweb.job_api import router as jobs_router
 from memweb.openapi import errors_declare
 from memweb.roles import user_roles
 from memweb.services import unstorable_at
@@ -66,6 +67,7 @@ api.add_router("/orbs/", orbs_router)
 api.add_router("/evaluation/", evaluation_router)
 api.add_router("/annotation/", annotation_router)
 api.add_router("/webhooks/", webhooks_router)
+api.add_router("/jobs/", jobs_router)
 
 
 @api.exception_handler(HttpError)

@@ -11,13 +11,14 @@ not on disk is refused with an error that says which files are missing, never
 replaced by another model.
 """
 import os
-import threading
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 from django.conf import settings
+
+from memweb.fairlock import FairLock
 
 MINILM = "all-MiniLM-L6-v2"
 BGE_M3 = "bge-m3"
@@ -41,7 +42,7 @@ MODELS = {
 DIMENSIONS = {name: model.dimension for name, model in MODELS.items()}
 SUPPORTED_DIMENSIONS = tuple(sorted(set(DIMENSIONS.values())))
 
-_lock = threading.Lock()
+_lock = FairLock()
 _instances: dict[str, "Embedder"] = {}
 
 
@@ -89,12 +90,19 @@ class Embedder:
         return self._model.tokenizer
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        """Unit vectors, one row per text, float32."""
+        """Unit vectors, one row per text, float32. The model is shared by the threads of a process:
+        it is held for one batch of EMBEDDING_BATCH_SIZE texts at a time, so a long call lets other
+        requests embed between its batches."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        with _lock:  # the model is shared by threads of one process
-            raw = self._encode(list(texts))
-        vectors = np.asarray(raw, dtype=np.float32).reshape(len(texts), -1)
+        texts, size = list(texts), settings.EMBEDDING_BATCH_SIZE
+        batches = []
+        for start in range(0, len(texts), size):
+            batch = texts[start:start + size]
+            with _lock:
+                raw = self._encode(batch)
+            batches.append(np.asarray(raw, dtype=np.float32).reshape(len(batch), -1))
+        vectors = np.concatenate(batches)
         vector_dimension_check(vectors[0], model_name=self.model_name)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return vectors / np.where(norms == 0, 1, norms)

@@ -188,3 +188,50 @@ class IdempotentRequest(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key} {self.method} {self.path} ({self.state})"
+
+
+class Job(models.Model):
+    """Long work a person or an agent asked for (a bank import, a source-memory build), run by a
+    Celery worker instead of inside the request (memweb.jobs). The request answers at once with the
+    job; its page and its API status URL show the progress, then the result or the error."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "queued"
+        RUNNING = "running", "running"
+        SUCCEEDED = "succeeded", "succeeded"
+        FAILED = "failed", "failed"
+
+    FINISHED = (Status.SUCCEEDED, Status.FAILED)
+
+    kind = models.CharField(max_length=64, help_text="The registered job kind (an app's job_kinds) that runs it.")
+    title = models.CharField(max_length=300, help_text="What was asked for, in words.")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    done = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(null=True, blank=True, help_text="Empty until the job knows its size.")
+    message = models.CharField(max_length=300, blank=True, help_text="What the job is doing or did.")
+    error = models.TextField(blank=True)
+    payload = models.JSONField(default=dict, blank=True, help_text="The arguments of the job's function.")
+    upload = models.TextField(blank=True, help_text="A file the job reads (an uploaded bank); emptied when it ends.")
+    result = models.JSONField(default=dict, blank=True, help_text="What it made, with `url` linking to it.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="jobs")
+    worker = models.CharField(max_length=255, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.title} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in self.FINISHED
+
+    @property
+    def progress_percent(self) -> int:
+        if self.status == self.Status.SUCCEEDED:
+            return 100
+        return min(100, round(100 * self.done / self.total)) if self.total else 0

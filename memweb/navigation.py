@@ -36,6 +36,7 @@ class HomeCount:
 
 CORE_NAV_BEFORE = (NavItem("Home", "home"),)
 CORE_NAV_AFTER = (
+    NavItem("Jobs", "job_list", (Role.OPERATOR,)),
     NavItem("Health", "health"),
     NavItem("API keys", "api_keys", (Role.OPERATOR,)),
     NavItem("Webhooks", "webhooks", (Role.OPERATOR,)),

@@ -10,12 +10,15 @@ class attributes of its AppConfig and names functions by dotted path, resolved w
     trajectory_sources = (("episodes", "evaluation.services.trajectories_of_domain"),)
     role_permissions = {"operator": ("evaluation.view_task", ...)}
     bank_file_parts = ("orbs.dmrm.services.transfer",)
+    job_kinds = (("orbs.bank_import", "orbs.services.transfer.bank_import_job"),)
 
 A worker beat is called on every worker heartbeat with no arguments. A trajectory source is
 called as `source(domain=..., limit=...)` and returns trajectory dicts (orbs.schemas.TrajectoryIn)
 of finished episodes; orbs' DMRM source-memory builder reads its episodes through one.
 A bank file part is a module that adds its own lines to a bank's JSONL file (orbs.services.transfer
 describes what it provides), so a memory above orbs travels with the bank.
+A job kind names the function a background job of that kind runs on a worker (memweb.jobs): it is
+called as `function(job_context, **payload)` and returns the job's result.
 """
 from collections.abc import Callable
 from importlib import import_module
@@ -71,3 +74,11 @@ def outcome_source(name: str) -> Callable[..., dict[str, list]]:
 def bank_file_parts() -> list[ModuleType]:
     """The modules that carry a memory of their own in a bank's file, in app order."""
     return [import_module(path) for _, path in declared("bank_file_parts")]
+
+
+def job_function(kind: str) -> Callable[..., dict]:
+    """The function an app registered for background jobs of `kind` (memweb.jobs)."""
+    kinds = dict(declared_tuples("job_kinds", (2,)))
+    if kind not in kinds:
+        raise ImproperlyConfigured(f"no installed app provides the job kind {kind!r}")
+    return import_string(kinds[kind])

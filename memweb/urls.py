@@ -21,6 +21,8 @@ urlpatterns = [
     path("webhooks/<int:webhook_id>/delete/", webhook_views.webhook_remove, name="webhook_remove"),
     path("webhooks/deliveries/<int:delivery_id>/redeliver/", webhook_views.delivery_resend,
          name="webhook_delivery_resend"),
+    path("jobs/", views.job_list, name="job_list"),
+    path("jobs/<int:job_id>/", views.job_detail, name="job_detail"),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
     path("orbs/", include("orbs.urls")),

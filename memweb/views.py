@@ -1,4 +1,4 @@
-"""Core pages: sign in/out, home with live counts, health, agent API keys."""
+"""Core pages: sign in/out, home with live counts, health, agent API keys, background jobs."""
 from datetime import timedelta
 
 from django import forms
@@ -13,10 +13,12 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from memweb.auth import auth_failure_record, auth_failures_exceeded, auth_failures_reset, client_ip
 from memweb.health import health_report
-from memweb.models import ApiKey, TaskProbe
+from memweb.jobs import jobs_visible_to
+from memweb.listing import list_page
+from memweb.models import ApiKey, Job, TaskProbe
 from memweb.navigation import home_counts_for, nav_for
 from memweb.roles import Role, has_role, role_required
-from memweb.services import probe_queue
+from memweb.services import probe_queue, workers_live
 
 # After this long without a worker the probe partial says so (and keeps polling, slower).
 PROBE_PATIENCE = timedelta(seconds=30)
@@ -130,3 +132,19 @@ def api_key_revoke(request, key_id: int):
     key.revoke()
     messages.success(request, f"API key “{key.name}” revoked; agents using it now get 401.")
     return redirect("api_keys")
+
+
+@require_GET
+@role_required()
+def job_list(request):
+    return list_page(request, rows=jobs_visible_to(request.user), template="memweb/job_list.html",
+                     partial="memweb/_job_rows.html")
+
+
+@require_GET
+@role_required()
+def job_detail(request, job_id: int):
+    """The job's page; htmx polls it for the progress card alone until the job has finished."""
+    job = get_object_or_404(jobs_visible_to(request.user), pk=job_id)
+    context = {"job": job, "no_worker": job.status == Job.Status.QUEUED and not workers_live()}
+    return render(request, "memweb/_job_card.html" if request.htmx else "memweb/job_detail.html", context)

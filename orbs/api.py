@@ -15,6 +15,7 @@ from ninja.pagination import PageNumberPagination, paginate
 from ninja.responses import Status
 
 from memweb.auth import api_auth
+from memweb.job_api import JobOut, job_accepted
 from memweb.roles import Role
 from orbs.dmrm.api import router as dmrm_router
 from orbs.dmrm.services import dmrm_stats
@@ -22,6 +23,7 @@ from orbs.errors import FieldRequired, InvalidTransition, OrbConflict, OrbsError
 from orbs.models import EpisodeRecord, MemoryBank, Orb, Source
 from orbs.schemas import (
     ApproveIn,
+    BankCopyIn,
     BankIn,
     BankOut,
     BankStatsOut,
@@ -45,9 +47,10 @@ from orbs.schemas import (
     RetrieveOut,
 )
 from orbs.services import (
+    bank_copy_start,
     bank_export,
     bank_get_or_create,
-    bank_import_upload,
+    bank_import_start,
     bank_resolve,
     bank_stats,
     episode_reflect,
@@ -118,11 +121,15 @@ def bank_create(request, payload: BankIn):
 
 
 # Declared before /banks/{slug}, whose pattern would otherwise take the path.
-@router.post("/banks/import", response={201: ImportReportOut, 422: ImportReportOut}, auth=WRITE)
-def bank_import_jsonl(request, file: File[UploadedFile], name: Form[str] = ""):
-    """Import an exported bank (all lines or nothing); `name` imports it under another name."""
-    report = bank_import_upload(upload=file, name=name.strip() or None)
-    return Status(201 if report.ok else 422, {**report.__dict__, "ok": report.ok})
+@router.post("/banks/import", response={202: JobOut, 422: ImportReportOut}, auth=WRITE)
+def bank_import_jsonl(request, response: HttpResponse, file: File[UploadedFile], name: Form[str] = ""):
+    """Import an exported bank (all lines or nothing); `name` imports it under another name. Every
+    line is checked now (422 lists the problems by line); a worker writes them: 202 with the job,
+    whose `status_url` (also the Location header) says when the bank is there."""
+    report, job = bank_import_start(upload=file, name=name.strip() or None, user=request.auth)
+    if job is None:
+        return Status(422, {**report.__dict__, "ok": report.ok})
+    return job_accepted(request, response, job)
 
 
 @router.get("/banks/{slug}", response=BankOut, auth=READ)
@@ -134,6 +141,18 @@ def bank_detail(request, slug: str):
 def bank_statistics(request, slug: str):
     bank = _bank(slug)
     return bank_stats(bank=bank) | {"dmrm": dmrm_stats(bank=bank)}
+
+
+@router.post("/banks/{slug}/copy", response={202: JobOut, 404: ErrorOut, 422: ErrorOut}, auth=WRITE)
+def bank_copy_json(request, response: HttpResponse, slug: str, payload: BankCopyIn):
+    """Copy the bank (Orbs, history, DMRM memory) under a new name, as a background job: 202 with
+    its `status_url` (also the Location header); 422 when the name is taken."""
+    bank = _bank(slug)
+    try:
+        job = bank_copy_start(source=bank, name=payload.name, user=request.auth)
+    except OrbsError as refused:
+        return Status(422, {"detail": str(refused)})
+    return job_accepted(request, response, job)
 
 
 @router.get("/banks/{slug}/export", auth=READ)

@@ -18,6 +18,12 @@ class OrbsConfig(AppConfig):
     )
     # Read by memweb.registry: DMRM memory travels in the bank's file (orbs.services.transfer).
     bank_file_parts: tuple = ("orbs.dmrm.services.transfer",)
+    # Read by memweb.registry: the functions background jobs of these kinds run (memweb.jobs).
+    job_kinds: tuple = (
+        ("orbs.bank_import", "orbs.services.transfer.bank_import_job"),
+        ("orbs.bank_copy", "orbs.services.transfer.bank_copy_job"),
+        ("orbs.dmrm_source_build", "orbs.dmrm.services.source.source_memory_build_job"),
+    )
     role_permissions: dict = {
         "reviewer": (
             "orbs.view_memorybank", "orbs.view_orb", "orbs.change_orb", "orbs.view_reviewevent",

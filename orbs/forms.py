@@ -123,6 +123,11 @@ class BankCreateForm(_BankScopeForm):
         widgets = {"description": forms.Textarea(attrs={"rows": 2})}
 
 
+class BankCopyForm(forms.Form):
+    name = forms.CharField(max_length=100, label="Name of the copy",
+                           help_text="A new bank with this bank's Orbs, history and DMRM memory.")
+
+
 class ImportForm(forms.Form):
     file = forms.FileField(label="JSONL file", help_text="A file from a bank's “Export JSONL”.")
     name = forms.CharField(required=False, max_length=100, label="Import as (bank name)",

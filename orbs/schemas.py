@@ -393,3 +393,7 @@ class ImportReportOut(Schema):
     orbs: int
     events: int
     errors: list[ImportLineError]
+
+
+class BankCopyIn(StrictBody, Schema):
+    name: str = Field(min_length=1, max_length=100, description="The new bank's name")

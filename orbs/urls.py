@@ -19,5 +19,6 @@ urlpatterns = [
     path("banks/<slug:slug>/", views.bank_detail, name="bank_detail"),
     path("banks/<slug:slug>/policy/", views.bank_policy, name="bank_policy"),
     path("banks/<slug:slug>/export/", views.bank_export_download, name="bank_export"),
+    path("banks/<slug:slug>/copy/", views.bank_copy_page, name="bank_copy"),
 ]
 urlpatterns += dmrm_urlpatterns

@@ -11,6 +11,7 @@ from memweb.roles import Role, has_role, role_required
 from orbs.errors import OrbConflict, OrbsError
 from orbs.forms import (
     ApproveForm,
+    BankCopyForm,
     BankCreateForm,
     BankPolicyForm,
     BulkForm,
@@ -23,9 +24,10 @@ from orbs.forms import (
 from orbs.models import MemoryBank, Orb, RetrievalHit, RetrievalLog
 from orbs.services import (
     bank_budget_cut,
+    bank_copy_start,
     bank_export,
     bank_get_or_create,
-    bank_import_upload,
+    bank_import_start,
     bank_policy_update,
     bank_stats,
     orb_approve,
@@ -231,22 +233,22 @@ def bank_create(request):
 @require_POST
 @role_required(Role.OPERATOR)
 def bank_import_page(request):
+    """The file is checked now (problems are listed by line); a worker writes it (the job's page)."""
     form = ImportForm(request.POST, request.FILES)
     report = None
     if form.is_valid():
-        report = bank_import_upload(upload=form.cleaned_data["file"], name=form.cleaned_data["name"].strip() or None)
-    if report is not None and report.ok:
-        messages.success(request, f"Imported {report.orbs} Orbs and {report.events} review events "
-                                  f"into “{report.bank}”.")
-        return redirect("orbs:bank_detail", MemoryBank.objects.get(name=report.bank).slug)
+        report, job = bank_import_start(upload=form.cleaned_data["file"],
+                                        name=form.cleaned_data["name"].strip() or None, user=request.user)
+        if job is not None:
+            return redirect("job_detail", job.pk)
     context = {"rows": _bank_rows(), "create_form": BankCreateForm(), "import_form": form, "report": report}
     return render(request, "orbs/bank_list.html", context, status=422)
 
 
-def _bank_page(request, bank: MemoryBank, form, status: int = 200):
+def _bank_page(request, bank: MemoryBank, form, status: int = 200, copy_form=None):
     context = {
         "bank": bank, "stats": bank_stats(bank=bank), "form": form, "budget_cut": bank_budget_cut(bank=bank),
-        "can_edit": has_role(request.user, Role.OPERATOR),
+        "can_edit": has_role(request.user, Role.OPERATOR), "copy_form": copy_form or BankCopyForm(),
         "retrievals": RetrievalLog.objects.filter(bank=bank)[:20],
         "failed": bank.episodes.filter(status="failed")[:20],
     }
@@ -270,6 +272,21 @@ def bank_policy(request, slug: str):
     bank_policy_update(bank=bank, **{field: form.cleaned_data[field] for field in SETTABLE_FIELDS})
     messages.success(request, "Policy saved.")
     return redirect("orbs:bank_detail", bank.slug)
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def bank_copy_page(request, slug: str):
+    """A worker copies the bank; the job's page follows it."""
+    bank = get_object_or_404(MemoryBank, slug=slug)
+    form = BankCopyForm(request.POST)
+    if form.is_valid():
+        try:
+            return redirect("job_detail", bank_copy_start(source=bank, name=form.cleaned_data["name"],
+                                                          user=request.user).pk)
+        except OrbsError as refused:
+            form.add_error("name", str(refused).partition(": ")[2] or str(refused))
+    return _bank_page(request, bank, BankPolicyForm(instance=bank), status=422, copy_form=form)
 
 
 @require_GET

@@ -1,10 +1,12 @@
 """The DMRM JSON API (mounted at /api/orbs/experiences): agents write transitions in
 batches and retrieve the prompt block for a step; operators read and set a bank's DMRM
 settings; both roles that read the DMRM pages list its experiences. Bad input is a 422
-naming each field; a batch is written completely or not at all."""
+naming each field; a batch is written completely or not at all. Building a source memory is a
+background job (202 with its status URL)."""
 from datetime import datetime
 from typing import Literal
 
+from django.http import HttpResponse
 from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
 from ninja.pagination import PageNumberPagination, paginate
@@ -12,8 +14,10 @@ from ninja.responses import Status
 
 from memweb.auth import api_auth
 from memweb.errors import field_errors
+from memweb.job_api import JobOut, job_accepted
 from memweb.roles import Role
 from memweb.schemas import StrictBody
+from orbs.dmrm.forms import DOMAINS
 from orbs.dmrm.services import (
     DMRMSettingsInvalid,
     ExperienceFilters,
@@ -24,8 +28,10 @@ from orbs.dmrm.services import (
     experiences_append_batch,
     experiences_filtered,
     experiences_retrieve,
+    source_memory_build_start,
 )
 from orbs.dmrm.services.learning import Transition
+from orbs.errors import OrbsError
 from orbs.models import MemoryBank
 from orbs.services import bank_resolve
 
@@ -182,6 +188,16 @@ class ExperienceOut(Schema):
         return experience.reviewer.get_username() if experience.reviewer else None
 
 
+class SourceMemoryBuildIn(StrictBody, Schema):
+    name: str = Field(min_length=1, max_length=100, description="Unique within the bank")
+    source_domain: Literal[tuple(value for value, _ in DOMAINS)] = Field(
+        description="Finished episodes of this domain are read")
+    gamma: float = Field(0.9, ge=0.0, le=1.0)
+    min_reward: float = Field(1.0, allow_inf_nan=False,
+                              description="Keep episodes that succeeded or reached this reward")
+    min_q: float = Field(0.0, allow_inf_nan=False, description="Keep steps whose discounted return reaches this")
+
+
 def _bank(slug: str) -> MemoryBank:
     try:
         return bank_resolve(slug)
@@ -244,3 +260,19 @@ def experience_detail(request, slug: str, experience_id: int):
     if experience is None:
         raise HttpError(404, f"No experience #{experience_id} in bank {slug!r}")
     return experience
+
+
+@router.post("/banks/{slug}/source-memories", response={202: JobOut, 404: dict, 422: dict}, auth=WRITE)
+def source_memory_create(request, response: HttpResponse, slug: str, payload: SourceMemoryBuildIn):
+    """Build a read-only source memory from the finished episodes of `source_domain` (the steps that
+    pass the thresholds, approved by the build). The name and the thresholds are checked now (422);
+    a worker embeds and writes: 202 with the job, whose `status_url` (also the Location header)
+    says when the memory is there."""
+    bank = _bank(slug)
+    try:
+        job = source_memory_build_start(bank=bank, actor=request.auth, **payload.dict())
+    except OrbsError as refused:
+        field, _, message = str(refused).partition(": ")
+        path = field if field in SourceMemoryBuildIn.model_fields else ""
+        return Status(422, field_errors([(path, message or str(refused))], prefix=("body", "payload")))
+    return job_accepted(request, response, job)

@@ -13,7 +13,7 @@ from orbs.dmrm.services import (
     dmrm_settings_get,
     experience_review,
     experiences_updates,
-    source_memory_build,
+    source_memory_build_start,
     source_memory_preview,
     source_trajectories_from_episodes,
     successful_trajectories,
@@ -128,13 +128,12 @@ def dmrm_source_build(request, slug: str):
         return _builder_page(request, bank, form, status=422)
     data = form.cleaned_data
     try:
-        memory = source_memory_build(bank=bank, name=data["name"], source_domain=data["source_domain"],
-                                     trajectories=_preview(form)[0], gamma=data["gamma"],
-                                     min_reward=data["min_reward"], min_q=data["min_q"], actor=request.user)
+        job = source_memory_build_start(bank=bank, name=data["name"], source_domain=data["source_domain"],
+                                        gamma=data["gamma"], min_reward=data["min_reward"], min_q=data["min_q"],
+                                        actor=request.user)
     except OrbsError as refused:
         field, _, message = str(refused).partition(": ")
         form.add_error(field if field in form.fields else None, message or str(refused))
         return _builder_page(request, bank, form, status=422)
-    messages.success(request, f"Source memory {memory.name!r} built with {memory.experiences.count()} experiences "
-                              "(approved by the build; reject single entries in the experience browser).")
-    return redirect("orbs:dmrm_settings", bank.slug)
+    # Embedding the steps takes minutes: a worker builds, the job's page follows it.
+    return redirect("job_detail", job.pk)

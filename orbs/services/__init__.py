@@ -38,12 +38,19 @@ from orbs.services.review import (
     orbs_pending_approve,
     orbs_pending_count,
 )
-from orbs.services.transfer import ImportReport, bank_copy, bank_export, bank_import, bank_import_upload
+from orbs.services.transfer import (
+    ImportReport,
+    bank_copy,
+    bank_copy_start,
+    bank_export,
+    bank_import,
+    bank_import_start,
+)
 
 __all__ = [
     "Hit", "ImportReport", "OrbIngestResult", "ReflectionStyle", "RetrievalResult", "bank_budget_cut", "bank_copy", "bank_export",
     "bank_get_or_create", "dialogue_window",
-    "bank_import", "bank_import_upload", "bank_policy_update", "bank_resolve", "bank_stats", "banks_all",
+    "bank_import", "bank_import_start", "bank_copy_start", "bank_policy_update", "bank_resolve", "bank_stats", "banks_all",
     "count_pending", "episode_reflect", "episode_submit", "orb_approve", "orb_edit", "orb_flag", "orb_from_episode",
     "orb_provenance", "orb_remember", "orb_revisions",
     "orb_merge", "orb_reject", "orbs_bulk_review", "orbs_pending_approve", "orbs_pending_count", "orbs_retrievable",

@@ -24,9 +24,11 @@ from typing import Any, Literal
 import pydantic
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.urls import reverse
 
 from memweb.embeddings import DIMENSIONS, SUPPORTED_DIMENSIONS, VectorDimensionError, vector_dimension_check
 from memweb.errors import problems_of
+from memweb.jobs import JobContext, JobFailed, job_start
 from memweb.registry import bank_file_parts
 from memweb.services import unstorable_problem
 from orbs.errors import OrbsError
@@ -45,6 +47,7 @@ FORMAT_VERSION = 1
 # A 384-d vector is ~8 KB of JSON (1024-d: ~21 KB), so this holds several thousand Orbs; every line of a file is
 # parsed into memory before anything is written (all or nothing), which is what the limit bounds.
 MAX_IMPORT_BYTES = 64 * 1024 * 1024
+PROGRESS_LINES = 500  # an import job reports its progress every this many lines checked
 _REFERENCES = ("supersedes", "near_duplicate_of", "merged_into")
 _COPIED = (
     "obs", "emotion", "outcome", "context", "timestamp", "customer_key", "domain", "source", "source_label",
@@ -289,9 +292,11 @@ class _Read:
     parts: dict = field(default_factory=dict)  # part module -> its (line number, text) pairs, then its state
 
 
-def _read(lines: Iterable[str], name: str | None, model_name: str) -> tuple[ImportReport, _Read]:
+def _read(lines: Iterable[str], name: str | None, model_name: str, progress=None) -> tuple[ImportReport, _Read]:
     report, read = ImportReport(), _Read(parts={part: [] for part in bank_file_parts()})
     for number, text in enumerate(lines, start=1):
+        if progress is not None and number % PROGRESS_LINES == 0:
+            progress(number, message=f"Checked {number} lines")
         if not text.strip():
             continue
         if number == 1:
@@ -359,35 +364,42 @@ def _write(bank: MemoryBank, orbs: list[tuple[int, OrbLine]], report: ImportRepo
     report.orbs = len(created)
 
 
-def bank_import_upload(*, upload, name: str | None = None) -> ImportReport:
-    """bank_import of an uploaded file: one over MAX_IMPORT_BYTES is refused before it is read
-    into memory, and one that is not UTF-8 text is refused with the reason."""
-    report = ImportReport(bank=name or "")
+def bank_upload_read(upload, report: ImportReport) -> str | None:
+    """The text of an uploaded bank file; None, with the reason in `report`, when the file is over
+    MAX_IMPORT_BYTES (refused before it is read into memory) or not UTF-8 text."""
     if upload.size > MAX_IMPORT_BYTES:
         report.add(0, "file", f"larger than {MAX_IMPORT_BYTES // (1024 * 1024)} MB")
-        return report
+        return None
     try:
-        text = upload.read().decode("utf-8")
+        return upload.read().decode("utf-8")
     except UnicodeDecodeError as exc:
         report.add(0, "file", f"not UTF-8 text ({exc.reason} at byte {exc.start})")
-        return report
-    return bank_import(lines=text.splitlines(), name=name)
+        return None
 
 
-def bank_import(*, lines: Iterable[str], name: str | None = None, model_name: str | None = None) -> ImportReport:
+def bank_import(*, lines: Iterable[str], name: str | None = None, model_name: str | None = None,
+                progress=None) -> ImportReport:
     """Import an exported bank under its own name or `name`; all lines or nothing.
-    `model_name` (default: this server's embedder) is the model the vectors must come from."""
-    from memweb.embeddings import embedder
-
-    report, read = _read(lines, name, model_name or embedder().model_name)
+    `model_name` (default: this server's embedder) is the model the vectors must come from.
+    `progress(done, total=None, message="")` (a job's, which passes `lines` as a list) hears how
+    many lines were checked."""
+    report, read = _read(lines, name, _model_name(model_name), progress)
     if not report.ok:
         return report
+    if progress is not None:
+        progress(len(lines), message=f"Checked every line; writing {len(read.orbs)} Orbs in one transaction")
     with transaction.atomic():
         bank = _bank_from(read.header, name)
         _write(bank, read.orbs, report)
         for part, state in read.parts.items():
             part.lines_write(bank, state, report)
     return report
+
+
+def _model_name(model_name: str | None) -> str:
+    from memweb.embeddings import embedder
+
+    return model_name or embedder().model_name
 
 
 def bank_copy(*, source: MemoryBank, name: str) -> MemoryBank:
@@ -397,6 +409,73 @@ def bank_copy(*, source: MemoryBank, name: str) -> MemoryBank:
     dmrm_memory_copy next), and copying them here too would write each row twice."""
     report = bank_import(lines=bank_export(bank=source, with_parts=False), name=name)
     if not report.ok:
-        first = report.errors[0]
-        raise OrbsError(f"failed at line {first['line']}, {first['field']}: {first['message']}")
+        raise OrbsError(_first_problem(report))
     return MemoryBank.objects.get(name=name)
+
+
+def _first_problem(report: ImportReport) -> str:
+    first = report.errors[0]
+    return f"failed at line {first['line']}, {first['field']}: {first['message']}"
+
+
+# --- the same, as background jobs (memweb.jobs): the request checks, a worker writes -------------
+
+def bank_import_start(*, upload, name: str | None = None, user=None) -> tuple[ImportReport, object | None]:
+    """Check an uploaded bank file now (its size, encoding and every line) and queue its import as a
+    job. Returns the report and the job; no job when the report lists problems."""
+    report = ImportReport(bank=name or "")
+    text = bank_upload_read(upload, report)
+    if text is None:
+        return report, None
+    report, _ = _read(text.splitlines(), name, _model_name(None))
+    if not report.ok:
+        return report, None
+    job = job_start(kind="orbs.bank_import", title=f"Import of bank “{report.bank}”", payload={"name": name},
+                    upload=text, user=user)
+    return report, job
+
+
+def bank_import_job(context: JobContext, *, name: str | None) -> dict:
+    """The import job: the stored file checked again (a bank may have taken the name meanwhile),
+    then written in one transaction."""
+    lines = context.upload.splitlines()
+    context.progress(0, len(lines) + 1, "Checking the lines")
+    report = bank_import(lines=lines, name=name, progress=context.progress)
+    if not report.ok:
+        raise JobFailed(f"Nothing was imported: {_first_problem(report)}")
+    context.progress(len(lines) + 1, message=f"Imported {report.orbs} Orbs and {report.events} review events")
+    return _bank_result(report)
+
+
+def _bank_result(report: ImportReport) -> dict:
+    slug = MemoryBank.objects.get(name=report.bank).slug
+    return {"bank": slug, "orbs": report.orbs, "events": report.events, "written": report.written,
+            "url": reverse("orbs:bank_detail", args=[slug]), "link_text": f"Open bank “{report.bank}”"}
+
+
+def bank_copy_start(*, source: MemoryBank, name: str, user=None):
+    """Queue a copy of `source` (its Orbs and the memories above orbs, as its export holds them)
+    under the new `name`; returns the job (memweb.jobs). Raises OrbsError when the name is empty or taken."""
+    name = name.strip()
+    if not name:
+        raise OrbsError("name: the copy needs a name")
+    if MemoryBank.objects.filter(name=name).exists():
+        raise OrbsError(f"name: a bank called {name!r} already exists")
+    return job_start(kind="orbs.bank_copy", title=f"Copy of bank “{source.name}” as “{name}”",
+                     payload={"source_id": source.pk, "name": name}, user=user)
+
+
+def bank_copy_job(context: JobContext, *, source_id: int, name: str) -> dict:
+    """The copy job: the source's export read now, then imported in one transaction."""
+    source = MemoryBank.objects.filter(pk=source_id).first()
+    if source is None:
+        raise JobFailed("the bank to copy no longer exists")
+    if MemoryBank.objects.filter(name=name).exists():
+        raise JobFailed(f"a bank called {name!r} was created meanwhile; copy under another name")
+    lines = list(bank_export(bank=source))
+    context.progress(0, len(lines) + 1, f"Copying {len(lines) - 1} lines of “{source.name}”")
+    report = bank_import(lines=lines, name=name, progress=context.progress)
+    if not report.ok:
+        raise JobFailed(f"Nothing was copied: {_first_problem(report)}")
+    context.progress(len(lines) + 1, message=f"Copied {report.orbs} Orbs and {report.events} review events")
+    return _bank_result(report)

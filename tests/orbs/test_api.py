@@ -135,13 +135,18 @@ def test_it_reports_bank_statistics(reviewer, bank, make_orb):
     assert stats["scripted"] == 2
 
 
-def test_it_exports_and_imports_a_bank_through_the_api(client, operator_user, bank, make_orb):
+def test_it_exports_and_imports_a_bank_through_the_api(client, operator_user, bank, make_orb,
+                                                       django_capture_on_commit_callbacks):
     make_orb("The blender is too loud.")
     client.force_login(operator_user)
     exported = b"".join(client.get(f"{API}/banks/{bank.slug}/export").streaming_content)
     upload = SimpleUploadedFile("bank.jsonl", exported, content_type="application/x-ndjson")
-    response = client.post(f"{API}/banks/import", {"file": upload, "name": "Copy"})
-    assert response.status_code == 201 and response.json()["orbs"] == 1
+    with django_capture_on_commit_callbacks(execute=True):  # the job runs eagerly in unit tests
+        response = client.post(f"{API}/banks/import", {"file": upload, "name": "Copy"})
+    assert response.status_code == 202 and response["Location"] == response.json()["status_url"]
+    job = client.get(response["Location"]).json()
+    assert (job["status"], job["result"]["orbs"], job["result"]["bank"]) == ("succeeded", 1, "copy")
+    assert job["result_url"] == "http://testserver/orbs/banks/copy/"
     assert MemoryBank.objects.get(name="Copy").orbs.count() == 1
     again = client.post(f"{API}/banks/import", {"file": SimpleUploadedFile("b.jsonl", exported), "name": "Copy"})
     assert again.status_code == 422 and again.json()["errors"][0]["field"] == "name"

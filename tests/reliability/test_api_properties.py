@@ -30,6 +30,7 @@ from evaluation.runs.models import FeedbackCurve
 from evaluation.runs.services import run_drive, run_launch
 from evaluation.services import episode_run
 from memweb.api import api
+from memweb.models import Job
 from memweb.webhooks import webhook_create, webhook_test_send
 from orbs.dmrm.services import experiences_append_batch
 from orbs.dmrm.services.learning import Transition
@@ -190,6 +191,7 @@ MAKERS = {
     "run_id": lambda request, user: _run(request, user).pk,
     "campaign_id": lambda request, user: _campaign(request, user).pk,
     "curve_id": lambda request, user: FeedbackCurve.objects.create(run=_run(request, user), batch_size=1, batches=1).pk,
+    "job_id": lambda request, user: Job.objects.create(kind="orbs.bank_copy", title="existing", created_by=user).pk,
     "token": lambda request, user: str(annotation.assignment_next(campaign=_campaign(request, user),
                                                                   annotator=user).token),
     "webhook_id": lambda request, user: _webhook(user).pk,

@@ -254,12 +254,15 @@ def test_a_utf_16_task_file_sent_as_a_json_body_is_read_as_the_same_lines(good_l
 
 @pytest.mark.parametrize("kind", IMPORTERS)
 @pytest.mark.parametrize("route", ["page", "api"])
-def test_a_utf_8_file_that_starts_with_a_byte_order_mark_imports(kind, route, good_lines, send):
-    """Editors on Windows save UTF-8 with a byte-order mark: the file is fine, and imports."""
+def test_a_utf_8_file_that_starts_with_a_byte_order_mark_imports(kind, route, good_lines, send,
+                                                                 django_capture_on_commit_callbacks):
+    """Editors on Windows save UTF-8 with a byte-order mark: the file is fine, and imports (a bank
+    through its background job, run eagerly here)."""
     main_table = IMPORTERS[kind].tables[0]  # the task set, the items, the bank
     before = row_counts(main_table)[main_table]
-    answer = send(kind, route, ("\n".join(good_lines(kind)) + "\n").encode("utf-8-sig"), "utf-8-sig")
-    assert answer.status in (200, 201, 302), answer.text[:2000]
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = send(kind, route, ("\n".join(good_lines(kind)) + "\n").encode("utf-8-sig"), "utf-8-sig")
+    assert answer.status in (200, 201, 202, 302), answer.text[:2000]
     assert row_counts(main_table)[main_table] > before
 
 

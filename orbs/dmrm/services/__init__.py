@@ -28,6 +28,7 @@ from orbs.dmrm.services.source import (
     SourceCandidate,
     action_text,
     source_memory_build,
+    source_memory_build_start,
     source_memory_preview,
     source_trajectories_from_episodes,
     trajectory_steps,
@@ -43,7 +44,7 @@ __all__ = [
     "dmrm_settings_get", "dmrm_settings_update", "dmrm_stats", "experience_append", "experience_flag",
     "experience_retrieval_outcomes", "experience_review",
     "experiences_append_batch", "experiences_filtered", "experiences_from_trajectory", "experiences_retrieve",
-    "experiences_updates", "source_memory_build",
+    "experiences_updates", "source_memory_build", "source_memory_build_start",
     "source_memory_preview", "source_trajectories_from_episodes", "successful_trajectories", "trajectories_steps",
     "trajectory_steps",
 ]

@@ -10,17 +10,25 @@ its Q reaches the Q threshold.
 Building is reviewing: an operator chose the episodes and the thresholds and saw the preview, so the
 kept steps are approved together, as one decision recorded on the source memory and naming the
 builder; a reviewer can still reject single entries afterwards.
+
+Embedding the kept steps takes minutes for a few thousand of them, so the pages and the API build
+as a background job (memweb.jobs): the request checks the name and the thresholds, a worker embeds
+batch by batch, reporting its progress, then writes the memory in one transaction.
 """
 import json
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import transaction
+from django.urls import reverse
 from django.utils import timezone
 
+from memweb.jobs import JobContext, JobFailed, job_start
 from memweb.registry import trajectory_source
 from orbs.dmrm.models import Experience, SourceMemory
 from orbs.dmrm.qlearning import discounted_returns, entry_text, state_key, text_key
 from orbs.errors import OrbsError
+from orbs.models import MemoryBank
 from orbs.services.banks import bank_embedder
 
 TOOL_CONTEXT_CHARS = 300
@@ -104,31 +112,79 @@ def _experience(bank, memory: SourceMemory, c: SourceCandidate, vector, tokens: 
     )
 
 
-def source_memory_build(*, bank, name: str, source_domain: str, trajectories: list[dict], gamma: float,
-                        min_reward: float, min_q: float, actor=None) -> SourceMemory:
-    """Create the named source memory with the kept steps, approved by the build, all or nothing."""
-    if not name.strip():
+def _name_checked(bank, name: str) -> str:
+    name = name.strip()
+    if not name:
         raise OrbsError("name: a source memory needs a name")
-    if SourceMemory.objects.filter(bank=bank, name=name.strip()).exists():
-        raise OrbsError(f"name: bank {bank.name!r} already has a source memory called {name.strip()!r}")
+    if SourceMemory.objects.filter(bank=bank, name=name).exists():
+        raise OrbsError(f"name: bank {bank.name!r} already has a source memory called {name!r}")
+    return name
+
+
+def _kept(trajectories: list[dict], *, gamma: float, min_reward: float, min_q: float) -> list[SourceCandidate]:
     kept = [c for c in source_memory_preview(trajectories=trajectories, gamma=gamma, min_reward=min_reward,
                                              min_q=min_q) if c.included]
     if not kept:
         raise OrbsError("thresholds: no step of these episodes passes them; nothing to build")
+    return kept
+
+
+def source_memory_build(*, bank, name: str, source_domain: str, trajectories: list[dict], gamma: float,
+                        min_reward: float, min_q: float, actor=None, progress=None) -> SourceMemory:
+    """Create the named source memory with the kept steps, approved by the build, all or nothing.
+    The steps are embedded one batch at a time (EMBEDDING_BATCH_SIZE); `progress(done, total,
+    message)` (a job's) hears after each batch."""
+    name = _name_checked(bank, name)
+    kept = _kept(trajectories, gamma=gamma, min_reward=min_reward, min_q=min_q)
     model = bank_embedder(bank)
-    vectors = model.embed([f"{c.observation}\n{c.goal}" for c in kept])
+    vectors, tokens, size = [], [], settings.EMBEDDING_BATCH_SIZE
+    for start in range(0, len(kept), size):
+        batch = kept[start:start + size]
+        vectors.extend(model.embed([f"{c.observation}\n{c.goal}" for c in batch]))
+        tokens.extend(model.count_tokens(entry_text(goal=c.goal, observation=c.observation, action=c.action))
+                      for c in batch)
+        if progress is not None:
+            progress(start + len(batch), len(kept), f"Embedded {start + len(batch)} of {len(kept)} steps")
     now = timezone.now()
     with transaction.atomic():
-        memory = SourceMemory.objects.create(bank=bank, name=name.strip(), source_domain=source_domain,
+        memory = SourceMemory.objects.create(bank=bank, name=name, source_domain=source_domain,
                                              min_reward=min_reward, min_q=min_q, gamma=gamma,
                                              episodes_read=len(trajectories), created_by=actor, created_at=now,
                                              approved_at=now, approval_note=_approval_note(actor, name, kept))
-        Experience.objects.bulk_create([
-            _experience(bank, memory, c, v.tolist(),
-                        model.count_tokens(entry_text(goal=c.goal, observation=c.observation, action=c.action)),
-                        model.model_name)
-            for c, v in zip(kept, vectors)])
+        Experience.objects.bulk_create([_experience(bank, memory, c, v.tolist(), n, model.model_name)
+                                        for c, v, n in zip(kept, vectors, tokens)])
     return memory
+
+
+def source_memory_build_start(*, bank, name: str, source_domain: str, gamma: float, min_reward: float,
+                              min_q: float, actor=None):
+    """Check the name and that some step passes the thresholds now (OrbsError naming the field when
+    not), then queue the build as a background job (returned), which reads the episodes again when it runs."""
+    name = _name_checked(bank, name)
+    _kept(source_trajectories_from_episodes(domain=source_domain), gamma=gamma, min_reward=min_reward, min_q=min_q)
+    return job_start(kind="orbs.dmrm_source_build", title=f"Source memory “{name}” of bank “{bank.name}”",
+                     payload={"bank_id": bank.pk, "name": name, "source_domain": source_domain, "gamma": gamma,
+                              "min_reward": min_reward, "min_q": min_q}, user=actor)
+
+
+def source_memory_build_job(context: JobContext, *, bank_id: int, name: str, source_domain: str, gamma: float,
+                            min_reward: float, min_q: float) -> dict:
+    """The build job: embeds batch by batch (its progress), then writes in one transaction."""
+    bank = MemoryBank.objects.filter(pk=bank_id).first()
+    if bank is None:
+        raise JobFailed("the bank no longer exists")
+    context.progress(0, message=f"Reading finished episodes of {source_domain}")
+    try:
+        memory = source_memory_build(bank=bank, name=name, source_domain=source_domain,
+                                     trajectories=source_trajectories_from_episodes(domain=source_domain),
+                                     gamma=gamma, min_reward=min_reward, min_q=min_q, actor=context.user,
+                                     progress=context.progress)
+    except OrbsError as refused:
+        raise JobFailed(f"Nothing was built: {refused}") from refused
+    count = memory.experiences.count()
+    return {"bank": bank.slug, "source_memory": memory.name, "experiences": count,
+            "url": reverse("orbs:dmrm_settings", args=[bank.slug]),
+            "link_text": f"Open the DMRM settings of “{bank.name}” ({count} experiences built)"}
 
 
 def _approval_note(actor, name: str, kept: list[SourceCandidate]) -> str:

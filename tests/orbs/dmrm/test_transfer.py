@@ -14,7 +14,7 @@ from orbs.dmrm.services import (
 )
 from orbs.dmrm.services.learning import Transition
 from orbs.models import MemoryBank
-from orbs.services import bank_copy, bank_export, bank_import
+from orbs.services import bank_copy, bank_copy_start, bank_export, bank_import
 from tests.orbs.dmrm.conftest import build_approved
 
 GOAL = "return the jacket from order W7"
@@ -119,3 +119,14 @@ def test_a_bank_copy_then_its_dmrm_copy_hold_the_memory_once(learned):
     assert dmrm_counts(copy) == dmrm_counts(learned)
     steps = ExperienceStep.objects.filter(bank=copy).select_related("experience")
     assert {(s.step, s.experience.action, s.experience.bank_id) for s in steps} == {(0, "a0", copy.pk), (1, "a1", copy.pk)}
+
+
+def test_a_bank_copied_by_its_job_holds_its_dmrm_memory_once(learned, operator_user,
+                                                             django_capture_on_commit_callbacks):
+    """The copy people ask for (page or API) is one job: the Orbs and the DMRM memory, as the file holds them."""
+    with django_capture_on_commit_callbacks(execute=True):
+        job = bank_copy_start(source=learned, name="Team copy", user=operator_user)
+    job.refresh_from_db()
+    copy = MemoryBank.objects.get(name="Team copy")
+    assert job.status == "succeeded" and dmrm_counts(copy) == dmrm_counts(learned)
+    assert job.result["written"] and copy.orbs.count() == learned.orbs.count()

@@ -1,0 +1,59 @@
+"""Background jobs in the JSON API: `GET /api/jobs/{id}` is a job's status URL, and the routes of
+the apps that start long work answer 202 with `job_accepted` (the job, its absolute status URL,
+and that URL in the Location header)."""
+from datetime import datetime
+
+from django.urls import reverse
+from ninja import Field, Router, Schema
+from ninja.errors import HttpError
+from ninja.responses import Status
+
+from memweb.jobs import jobs_visible_to
+from memweb.models import Job
+
+router = Router(tags=["jobs"])
+
+
+class JobOut(Schema):
+    id: int
+    kind: str
+    title: str
+    status: Job.Status = Field(description="queued, running, succeeded or failed; poll until it is one of the last two")
+    done: int
+    total: int | None = Field(description="Empty until the job knows its size")
+    progress_percent: int
+    message: str = Field(description="What the job is doing or did")
+    error: str = Field(description="Why it failed (empty unless failed)")
+    result: dict = Field(description="What it made (e.g. the bank's slug); `url` is its page")
+    result_url: str | None = Field(description="The page of what it made, once succeeded")
+    status_url: str = Field(description="This job in the API: poll it")
+    url: str = Field(description="The job's page, with its progress card")
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+def job_out(request, job: Job) -> dict:
+    result_path = job.result.get("url") if job.status == Job.Status.SUCCEEDED else None
+    fields = ("id", "kind", "title", "status", "done", "total", "progress_percent", "message", "error", "result",
+              "created_at", "started_at", "finished_at")
+    return {**{name: getattr(job, name) for name in fields},
+            "result_url": request.build_absolute_uri(result_path) if result_path else None,
+            "status_url": request.build_absolute_uri(reverse("api:job_status", kwargs={"job_id": job.pk})),
+            "url": request.build_absolute_uri(reverse("job_detail", args=[job.pk]))}
+
+
+def job_accepted(request, response, job: Job) -> Status:
+    """202 Accepted for a route that started `job`, with its status URL in the Location header."""
+    answer = job_out(request, job)
+    response["Location"] = answer["status_url"]
+    return Status(202, answer)
+
+
+@router.get("/{job_id}", response=JobOut, url_name="job_status")
+def job_status(request, job_id: int):
+    """A background job of this key's user: its progress, then its result or its error."""
+    job = jobs_visible_to(request.auth).filter(pk=job_id).first()
+    if job is None:
+        raise HttpError(404, f"No job #{job_id} of yours")
+    return job_out(request, job)

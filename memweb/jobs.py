@@ -1,0 +1,95 @@
+"""Background jobs: long work runs on a Celery worker, never inside a web request.
+
+A request that asks for long work (a bank import or copy, a DMRM source-memory build) checks what
+is cheap to check, then `job_start`s a job and answers at once: the page shows the job's progress
+card, the API answers 202 with the job's status URL. One Celery task (memweb.tasks.job_run) runs
+every job by calling the function its app registered for the job's kind (an AppConfig's
+`job_kinds`, memweb.registry): memweb never imports the apps.
+
+A job function is called as `function(context, **payload)`: it reports progress through
+`context.progress` in bounded steps and returns the result (a dict; its `url` links to what it
+made). It must leave nothing half-written when it fails: its writes run in transactions per step,
+or it cleans up. `JobFailed` is a refusal shown as it is; any other exception is shown with its
+type, and its traceback goes to the worker's log.
+"""
+import logging
+from dataclasses import dataclass
+
+from django.db import close_old_connections, connection
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from memweb.models import Job
+from memweb.registry import job_function
+from memweb.roles import Role, has_role
+
+logger = logging.getLogger(__name__)
+MESSAGE_CHARS = Job._meta.get_field("message").max_length
+
+
+class JobFailed(Exception):
+    """The job cannot do what it was asked (a name taken meanwhile, lines that no longer check)."""
+
+
+@dataclass
+class JobContext:
+    """What a job function gets besides its payload: who asked, the stored upload, and progress."""
+
+    job_id: int
+    user: object  # the user who started the job, or None for a script
+    upload: str
+
+    def progress(self, done: int, total: int | None = None, message: str = "") -> None:
+        """Record how far the job got. Called between steps, outside their transactions, so the
+        status page sees it at once."""
+        fields = {"done": done} | ({"total": total} if total is not None else {})
+        if message:
+            fields["message"] = message[:MESSAGE_CHARS]
+        Job.objects.filter(pk=self.job_id).update(**fields)
+
+
+def job_start(*, kind: str, title: str, payload: dict, user=None, upload: str = "") -> Job:
+    """Create the job and queue it for a worker when the current transaction commits."""
+    from memweb.tasks import job_run
+
+    job_function(kind)  # an unregistered kind is refused here, not later on the worker
+    job = Job.objects.create(kind=kind, title=title[:Job._meta.get_field("title").max_length], payload=payload,
+                             upload=upload, created_by=user if getattr(user, "is_authenticated", False) else None,
+                             message="Waiting for a worker.")
+    job_run.delay_on_commit(job.pk)
+    return job
+
+
+def job_execute(*, job_id: int, worker: str = "") -> None:
+    """Run the job (the body of the Celery task). A job that finished already is left alone: a
+    redelivered message does nothing. One still marked running lost its worker and starts over,
+    which job functions allow since they leave nothing half-written."""
+    claimed = Job.objects.filter(pk=job_id, status__in=(Job.Status.QUEUED, Job.Status.RUNNING)).update(
+        status=Job.Status.RUNNING, started_at=timezone.now(), worker=worker, error="", message="Started.")
+    if not claimed:
+        return
+    job = Job.objects.select_related("created_by").get(pk=job_id)
+    context = JobContext(job_id=job.pk, user=job.created_by, upload=job.upload)
+    try:
+        result = job_function(job.kind)(context, **job.payload)
+    except JobFailed as refused:
+        _finish(job_id, status=Job.Status.FAILED, error=str(refused))
+    except Exception as exc:
+        logger.exception("job #%s (%s) failed", job_id, job.kind)
+        _finish(job_id, status=Job.Status.FAILED, error=f"{type(exc).__name__}: {exc}")
+    else:
+        _finish(job_id, status=Job.Status.SUCCEEDED, result=result or {})
+
+
+def _finish(job_id: int, *, status: str, error: str = "", result: dict | None = None) -> None:
+    if not connection.in_atomic_block:  # (a test's transaction) a broken connection is replaced to record it
+        close_old_connections()
+    message = "Failed." if status == Job.Status.FAILED else "Done."
+    Job.objects.filter(pk=job_id).update(status=status, error=error, result=result or {}, upload="",
+                                         message=message, finished_at=timezone.now())
+
+
+def jobs_visible_to(user) -> QuerySet:
+    """A user's own jobs; an admin sees everyone's. The stored upload is never loaded for a list."""
+    jobs = Job.objects.defer("upload").select_related("created_by")
+    return jobs if has_role(user, Role.ADMIN) else jobs.filter(created_by=user)
