@@ -92,10 +92,11 @@ def orb_draft(*, trajectory: TrajectoryIn, recent: list[str] = (),
               style: str = ReflectionStyle.SIMPLE) -> OrbDraft:
     utterances = trajectory.user_utterances
     metadata = {key: value for key, value in trajectory.metadata.items() if key != RETRIEVAL_IDS_KEY}
+    emotion = emotion_tag(text=utterances[-1])  # before the reflection: the order the LLM is asked in
     outcome = reflection_write(trajectory=trajectory, recent=recent, style=style)
     return OrbDraft(
         obs=content_normalise("\n".join(utterances)),
-        emotion=emotion_tag(text=utterances[-1]),
+        emotion=emotion,
         outcome=replace(outcome, value=content_normalise(outcome.value)),
         context={"reward": trajectory.reward, "success": trajectory.success, **metadata},
     )
