@@ -24,6 +24,7 @@ from orbs.errors import FieldRequired, InvalidTrajectory
 from orbs.models import EpisodeRecord, MemoryBank, Orb, ReviewEvent, Source, orb_document
 from orbs.schemas import TrajectoryIn
 from orbs.services.banks import bank_embedder, bank_resolve
+from orbs.services.identity import orb_current
 from orbs.services.retrieval import retrieval_outcome_record
 from orbs.services.review import orb_snapshot
 from orbs.services.search import vectors_nearest
@@ -150,8 +151,12 @@ def _draft_hash(bank: MemoryBank, draft: OrbDraft, trajectory: TrajectoryIn) -> 
 
 
 def _stored_orb(bank: MemoryBank, content_hash: str) -> OrbIngestResult | None:
-    existing = Orb.objects.filter(bank=bank, content_hash=content_hash).first()
-    return None if existing is None else OrbIngestResult(existing, False, existing.near_duplicate_of)
+    """The Orb already holding this content, as its current revision (an edit since may have changed it)."""
+    existing = Orb.objects.filter(bank=bank, content_hash=content_hash).values_list("pk", flat=True).first()
+    if existing is None:
+        return None
+    orb = orb_current(orb_id=existing)
+    return OrbIngestResult(orb, False, orb.near_duplicate_of)
 
 
 def _record_creation(orb: Orb, actor=None) -> None:

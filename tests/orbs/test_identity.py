@@ -78,6 +78,16 @@ def test_retrieval_and_the_list_name_an_orb_by_its_stable_id(agent, bank, edited
     assert sorted((o["id"], o["revision"]) for o in every) == [(first.pk, 1), (first.pk, 2)]
 
 
+def test_an_episode_sent_again_after_an_edit_answers_the_current_revision(agent, bank, make_orb, reviewer_user):
+    episode = success_trajectory("My microwave door will not close.")
+    first = orb_from_episode(bank=bank, trajectory=episode).orb
+    orb_edit(orb_id=first.pk, expected_version=first.version, actor=reviewer_user, outcome=BETTER)
+    again = post(agent, f"{API}/banks/{bank.slug}/episodes?sync=true", {"trajectory": episode})
+    assert again.status_code == 200 and again.json()["created"] is False
+    assert (again.json()["orb"]["id"], again.json()["orb"]["revision"], again.json()["orb"]["outcome"]) == (
+        first.pk, 2, BETTER)
+
+
 def test_a_merge_names_both_orbs_by_their_stable_ids(reviewer, bank, reviewer_user):
     keep = orb_from_episode(bank=bank, trajectory=success_trajectory("Can I swap my jeans for a size 34?")).orb
     dup = orb_from_episode(bank=bank, trajectory=success_trajectory("Can I swap my jeans for size 34?")).orb
