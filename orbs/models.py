@@ -205,8 +205,9 @@ class Orb(models.Model):
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="revisions"
     )
     # The stable identity: every revision of an Orb points at its first revision, whose id is the
-    # Orb's id for clients (docs/ORBS.md "Identity and revisions"); `revision` counts 1, 2, …
-    lineage = models.ForeignKey("self", on_delete=models.PROTECT, related_name="lineage_revisions",
+    # Orb's id for clients (orbs/services/identity.py); `revision` counts 1, 2, … RESTRICT: a first
+    # revision (its own lineage) is deleted only together with its Orb's later revisions, or its bank.
+    lineage = models.ForeignKey("self", on_delete=models.RESTRICT, related_name="lineage_revisions",
                                 help_text="The first revision: its id is the Orb's stable id.")
     revision = models.PositiveIntegerField(default=1, help_text="1 for the Orb as created, then one per edit.")
     near_duplicate_of = models.ForeignKey(

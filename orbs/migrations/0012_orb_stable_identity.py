@@ -31,7 +31,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='orb',
             name='lineage',
-            field=models.ForeignKey(null=True, on_delete=models.deletion.PROTECT, related_name='lineage_revisions',
+            field=models.ForeignKey(null=True, on_delete=models.deletion.RESTRICT, related_name='lineage_revisions',
                                     to='orbs.orb', help_text="The first revision: its id is the Orb's stable id."),
         ),
         migrations.AddField(
@@ -43,7 +43,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='orb',
             name='lineage',
-            field=models.ForeignKey(on_delete=models.deletion.PROTECT, related_name='lineage_revisions',
+            field=models.ForeignKey(on_delete=models.deletion.RESTRICT, related_name='lineage_revisions',
                                     to='orbs.orb', help_text="The first revision: its id is the Orb's stable id."),
         ),
         migrations.AddConstraint(

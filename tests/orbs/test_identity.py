@@ -8,8 +8,15 @@ from django.db.migrations.executor import MigrationExecutor
 from django.test import Client
 from django.urls import reverse
 
-from orbs.models import Orb, ReviewEvent
-from orbs.services import bank_export, bank_import, episode_reflect, orb_edit, orb_from_episode
+from orbs.models import MemoryBank, Orb, ReviewEvent
+from orbs.services import (
+    bank_export,
+    bank_get_or_create,
+    bank_import,
+    episode_reflect,
+    orb_edit,
+    orb_from_episode,
+)
 from tests.orbs.conftest import post, success_trajectory
 
 API = "/api/orbs"
@@ -154,6 +161,15 @@ def test_an_imported_bank_rebuilds_each_orbs_revisions(bank, edited):
     assert (copy_first.lineage_id, copy_first.revision) == (copy_first.pk, 1)
     assert (copy_second.lineage_id, copy_second.revision, copy_second.supersedes_id) == (copy_first.pk, 2,
                                                                                           copy_first.pk)
+
+
+def test_an_orb_being_its_own_lineage_does_not_stop_its_deletion_or_its_banks(make_orb):
+    lone = make_orb("The toaster burns the bread.")
+    Orb.objects.filter(pk=lone.pk).delete()  # its own lineage and nothing else
+    other = bank_get_or_create(name="Other shop")
+    kept = make_orb("The kettle whistles too early.", target=other)
+    MemoryBank.objects.filter(pk=other.pk).delete()
+    assert not Orb.objects.filter(pk__in=[lone.pk, kept.pk]).exists()
 
 
 def test_the_migration_numbers_existing_revision_chains(edited):
