@@ -64,13 +64,16 @@ INTRINSIC_DIMS = 24  # a situation's paraphrases vary along a few directions of 
 WITHIN = 0.6  # spread along them: two paraphrases sit near cosine 0.7
 JITTER = 0.15  # plus a little noise in every direction
 SHARED_OFFSET = 0.5  # sentence embeddings share a direction: unrelated ones sit near cosine 0.2
+# Each row is the first revision of its Orb: its own lineage (ids drawn before the COPY), revision 1.
 COLUMNS = (
+    "id", "lineage_id", "revision",
     "bank_id", "content_hash", "obs", "emotion", "outcome", "context", "timestamp", "customer_key", "domain",
     "source", "source_label", "episode_ref", "status", "review_note", "vector", "embedding_model",
     "emotion_backend", "reflector_backend", "backend_error", "times_retrieved", "version", "created_at", "flag_note",
 )
 COPY_SQL = f"COPY orbs_orb ({', '.join(COLUMNS)}) FROM STDIN WITH (FORMAT BINARY)"
 TYPES = (
+    "int8", "int8", "int4",
     "int8", "text", "text", "text", "text", "jsonb", "timestamptz", "text", "text", "text", "text", "text", "text",
     "text", "vector", "text", "text", "text", "text", "int4", "int4", "timestamptz", "text",
 )
@@ -158,13 +161,17 @@ def _row(bank_id: int, index: int, vector: np.ndarray, now: datetime, model: str
 
 
 def _copy(rows: list[list]) -> float:
-    """Binary COPY of prepared rows; returns the seconds it took."""
+    """Binary COPY of prepared rows; returns the seconds it took (drawing their ids excluded)."""
     raw = _raw()
+    with raw.cursor() as cursor:
+        cursor.execute("SELECT nextval(pg_get_serial_sequence('orbs_orb', 'id')) FROM generate_series(1, %s)",
+                       [len(rows)])
+        ids = [orb_id for (orb_id,) in cursor.fetchall()]
     began = time.perf_counter()
     with raw.cursor() as cursor, cursor.copy(COPY_SQL) as copy:
         copy.set_types(list(TYPES))
-        for row in rows:
-            copy.write_row(row)
+        for orb_id, row in zip(ids, rows, strict=True):
+            copy.write_row([orb_id, orb_id, 1, *row])
     return time.perf_counter() - began
 
 

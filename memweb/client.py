@@ -62,7 +62,8 @@ class Bank:
 
 @dataclasses.dataclass(frozen=True)
 class Orb:
-    """A policy reflection: `obs` what the customer wanted, `outcome` what to do (or avoid) next time."""
+    """A policy reflection: `obs` what the customer wanted, `outcome` what to do (or avoid) next time.
+    `id` is the Orb's stable id, kept across edits; `revision` counts its edits from 1."""
     id: int
     content_hash: str
     bank: str
@@ -92,6 +93,8 @@ class Orb:
     times_retrieved: int
     last_retrieved_at: datetime | None
     created_at: datetime
+    revision: int = 1
+    revision_id: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -26,15 +26,15 @@ class MemoryBankAdmin(admin.ModelAdmin):
 
 @admin.register(Orb)
 class OrbAdmin(admin.ModelAdmin):
-    list_display = ("id", "short_hash", "bank", "status", "emotion", "domain", "source", "reflector_backend",
-                    "times_retrieved", "created_at")
+    list_display = ("id", "lineage_id", "revision", "short_hash", "bank", "status", "emotion", "domain", "source",
+                    "reflector_backend", "times_retrieved", "created_at")
     list_filter = ("status", "bank", "emotion", "domain", "source", "reflector_backend", "embedding_model")
     search_fields = ("content_hash", "obs", "outcome", "customer_key", "source_label", "episode_ref")
     date_hierarchy = "created_at"
     exclude = ("vector",)
     raw_id_fields = ("supersedes", "near_duplicate_of", "merged_into", "reviewer", "episode")
     # Review decisions go through the queue, where they are versioned and audited.
-    readonly_fields = ("content_hash", "status", "version", "reviewer", "reviewed_at", "times_retrieved",
+    readonly_fields = ("content_hash", "lineage", "revision", "status", "version", "reviewer", "reviewed_at", "times_retrieved",
                        "last_retrieved_at", "embedding_model", "created_at")
 
 

@@ -20,7 +20,7 @@ from memweb.roles import Role
 from orbs.dmrm.api import router as dmrm_router
 from orbs.dmrm.services import dmrm_stats
 from orbs.errors import FieldRequired, InvalidTransition, OrbConflict, OrbsError
-from orbs.models import EpisodeRecord, MemoryBank, Orb, Source
+from orbs.models import EpisodeRecord, MemoryBank, Orb, ReviewEvent, Source
 from orbs.schemas import (
     ApproveIn,
     BankCopyIn,
@@ -40,6 +40,7 @@ from orbs.schemas import (
     OrbDetailOut,
     OrbListFilters,
     OrbOut,
+    OrbRevisionsOut,
     RejectIn,
     RememberIn,
     RetrievalOutcomeIn,
@@ -56,10 +57,12 @@ from orbs.services import (
     episode_reflect,
     episode_submit,
     orb_approve,
+    orb_current,
     orb_edit,
     orb_merge,
     orb_reject,
     orb_remember,
+    orb_revisions,
     orbs_bulk_review,
     orbs_retrieve,
     retrieval_outcome_record,
@@ -82,10 +85,19 @@ def _bank(slug: str) -> MemoryBank:
 
 
 def _orb(orb_id: int) -> Orb:
-    orb = Orb.objects.select_related("bank", "reviewer").filter(pk=orb_id).first()
-    if orb is None:
-        raise HttpError(404, f"No Orb #{orb_id}")
-    return orb
+    """The current revision of the Orb named by its stable id or any revision's id."""
+    try:
+        return orb_current(orb_id=orb_id, queryset=Orb.objects.select_related("bank", "reviewer"))
+    except Orb.DoesNotExist:
+        raise HttpError(404, f"No Orb #{orb_id}") from None
+
+
+def _events_by_revision(orb: Orb) -> dict[int, list[ReviewEvent]]:
+    events = ReviewEvent.objects.filter(orb__lineage_id=orb.lineage_id).select_related("orb").defer("orb__vector")
+    by_revision: dict[int, list[ReviewEvent]] = {}
+    for event in events.order_by("at", "id"):
+        by_revision.setdefault(event.orb.revision, []).append(event)
+    return by_revision
 
 
 def _review_errors(view):
@@ -170,7 +182,8 @@ def _ingest_out(record: EpisodeRecord) -> dict:
     return {
         "ingest_id": record.pk, "status": record.status, "orb": record.orb, "error": record.error,
         "created": record.created_orb if record.orb else None,
-        "near_duplicate_of_id": record.orb.near_duplicate_of_id if record.orb else None,
+        "near_duplicate_of_id": record.orb.near_duplicate_of.lineage_id if record.orb and record.orb.near_duplicate_of_id
+        else None,
     }
 
 
@@ -265,9 +278,22 @@ def orb_bulk(request, payload: BulkReviewIn):
 
 @router.get("/orbs/{orb_id}", response={200: OrbDetailOut, 404: ErrorOut}, auth=READ)
 def orb_detail(request, orb_id: int):
+    """The Orb's current revision, named by its stable id or any revision's id, with the review
+    history of all its revisions."""
     orb = _orb(orb_id)
-    orb.history = list(orb.events.all())
+    orb.history = [event for events in _events_by_revision(orb).values() for event in events]
     return orb
+
+
+@router.get("/orbs/{orb_id}/revisions", response={200: OrbRevisionsOut, 404: ErrorOut}, auth=READ)
+def orb_revision_list(request, orb_id: int):
+    """Every revision of the Orb, oldest first, each with its review events (the audit chain)."""
+    orb = _orb(orb_id)
+    events = _events_by_revision(orb)
+    revisions = orb_revisions(orb=orb)
+    for revision in revisions:
+        revision.revision_events = events.get(revision.revision, [])
+    return {"id": orb.lineage_id, "current_revision": orb.revision, "revisions": revisions}
 
 
 # --- review ---------------------------------------------------------------------
@@ -287,7 +313,8 @@ def orb_reject_view(request, orb_id: int, payload: RejectIn):
 @router.post("/orbs/{orb_id}/edit", response=REVIEW_RESPONSES, auth=REVIEW)
 @_review_errors
 def orb_edit_view(request, orb_id: int, payload: EditIn):
-    """A new revision (new hash, re-embedded); the old one becomes superseded. Returns the new revision."""
+    """Obs, emotion or outcome changed: a new revision (new hash, re-embedded) under the same stable id,
+    the old one superseded; context alone: the current revision updated. Returns the current revision."""
     return orb_edit(orb_id=orb_id, actor=request.auth, **payload.dict())
 
 

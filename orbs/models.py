@@ -6,7 +6,7 @@ import json
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
-from django.db import models
+from django.db import connection, models
 from django.utils import timezone
 from pgvector.django import VectorField
 
@@ -204,6 +204,12 @@ class Orb(models.Model):
     supersedes = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="revisions"
     )
+    # The stable identity: every revision of an Orb points at its first revision, whose id is the
+    # Orb's id for clients (orbs/services/identity.py); `revision` counts 1, 2, … RESTRICT: a first
+    # revision (its own lineage) is deleted only together with its Orb's later revisions, or its bank.
+    lineage = models.ForeignKey("self", on_delete=models.RESTRICT, related_name="lineage_revisions",
+                                help_text="The first revision: its id is the Orb's stable id.")
+    revision = models.PositiveIntegerField(default=1, help_text="1 for the Orb as created, then one per edit.")
     near_duplicate_of = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="near_duplicates"
     )
@@ -228,6 +234,7 @@ class Orb(models.Model):
     class Meta:
         ordering = ["created_at", "id"]
         constraints = [models.UniqueConstraint(fields=["bank", "content_hash"], name="orb_unique_hash_per_bank"),
+                       models.UniqueConstraint(fields=["lineage", "revision"], name="orb_unique_revision"),
                        vector_model_constraint("orb")]
         indexes = [
             models.Index(fields=["bank", "status", "created_at"], name="orb_queue_idx"),
@@ -238,6 +245,20 @@ class Orb(models.Model):
 
     def __str__(self) -> str:
         return f"Orb {self.short_hash} ({self.status})"
+
+    def save(self, *args, **kwargs):
+        if self.lineage_id is None:
+            # A first revision is its own lineage: its id is drawn before the INSERT so that the
+            # row is written whole, with no moment in which it lacks its stable id.
+            if self.pk is None:
+                self.pk = _next_orb_id()
+            self.lineage_id = self.pk
+        super().save(*args, **kwargs)
+
+    @property
+    def stable_id(self) -> int:
+        """The id clients hold: the same for every revision of this Orb."""
+        return self.lineage_id
 
     @property
     def short_hash(self) -> str:
@@ -258,6 +279,12 @@ class Orb(models.Model):
     @property
     def reward(self):
         return self.context.get("reward") if isinstance(self.context, dict) else None
+
+
+def _next_orb_id() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, 'id'))", [Orb._meta.db_table])
+        return cursor.fetchone()[0]
 
 
 def orb_document(*, obs: str, emotion: str, outcome: str, context: dict) -> str:

@@ -92,7 +92,12 @@ class EpisodeQueuedOut(Schema):
 
 
 class OrbOut(Schema):
-    id: int
+    """An Orb as its revision: `id` is the stable id every revision shares; `revision_id` the row of this
+    revision; `supersedes_id` the previous revision's row. Other Orbs are named by their stable ids."""
+
+    id: int = Field(description="The Orb's stable id: the same for every revision, kept across edits.")
+    revision: int = Field(description="1 for the Orb as created, then one more per edit that changes its text.")
+    revision_id: int = Field(description="This revision's own id; any revision's id also names the Orb.")
     content_hash: str
     bank: str
     obs: str
@@ -107,10 +112,10 @@ class OrbOut(Schema):
     episode_ref: str
     status: str
     version: int
-    supersedes_id: int | None
-    near_duplicate_of_id: int | None
+    supersedes_id: int | None = Field(description="The previous revision's revision_id.")
+    near_duplicate_of_id: int | None = Field(description="The stable id of the Orb this one nearly duplicates.")
     near_duplicate_score: float | None
-    merged_into_id: int | None
+    merged_into_id: int | None = Field(description="The stable id of the Orb this one was merged into.")
     reviewer: str | None
     reviewed_at: datetime | None
     review_note: str
@@ -123,6 +128,22 @@ class OrbOut(Schema):
     created_at: datetime
 
     @staticmethod
+    def resolve_id(orb) -> int:
+        return orb.lineage_id
+
+    @staticmethod
+    def resolve_revision_id(orb) -> int:
+        return orb.pk
+
+    @staticmethod
+    def resolve_near_duplicate_of_id(orb) -> int | None:
+        return orb.near_duplicate_of.lineage_id if orb.near_duplicate_of_id else None
+
+    @staticmethod
+    def resolve_merged_into_id(orb) -> int | None:
+        return orb.merged_into.lineage_id if orb.merged_into_id else None
+
+    @staticmethod
     def resolve_bank(orb) -> str:
         return orb.bank.slug
 
@@ -132,6 +153,7 @@ class OrbOut(Schema):
 
 
 class EventOut(Schema):
+    revision: int = Field(description="The revision of the Orb the event happened to.")
     action: str
     actor: str
     before: dict[str, Any]
@@ -143,10 +165,28 @@ class EventOut(Schema):
     def resolve_actor(event) -> str:
         return event.actor_name
 
+    @staticmethod
+    def resolve_revision(event) -> int:
+        return event.orb.revision
+
 
 class OrbDetailOut(OrbOut):
     document: str
-    history: list[EventOut]
+    history: list[EventOut] = Field(description="Every review event of every revision, oldest first.")
+
+
+class OrbRevisionOut(OrbOut):
+    events: list[EventOut]
+
+    @staticmethod
+    def resolve_events(orb) -> list:
+        return orb.revision_events
+
+
+class OrbRevisionsOut(Schema):
+    id: int = Field(description="The Orb's stable id.")
+    current_revision: int
+    revisions: list[OrbRevisionOut] = Field(description="Oldest first, each with its review events: the audit chain.")
 
 
 class OrbListFilters(Schema):
@@ -159,6 +199,7 @@ class OrbListFilters(Schema):
     customer_key: str = ""
     q: str = Field(default="", max_length=200, description="Text in obs or outcome, or a hash prefix.")
     near_duplicates: bool = False
+    all_revisions: bool = Field(default=False, description="Every revision; else each Orb once, as its current one.")
 
     def to_filters(self):
         from orbs.services.queue import OrbFilters
@@ -166,7 +207,7 @@ class OrbListFilters(Schema):
         return OrbFilters(
             bank=self.bank, status=self.status, domain=self.domain, emotion=self.emotion, source=self.source,
             source_label=self.source_label, customer_key=self.customer_key, text=self.q,
-            near_duplicates=self.near_duplicates,
+            near_duplicates=self.near_duplicates, all_revisions=self.all_revisions,
         )
 
 
@@ -275,7 +316,8 @@ class EditIn(VersionIn):
 
 
 class MergeIn(VersionIn):
-    into_id: int = Field(description="The Orb to keep; this one is marked superseded and merged into it.")
+    into_id: int = Field(description="The Orb to keep (its stable id or any revision's id); this one is marked "
+                                     "superseded and merged into it.")
     note: str = Field(default="", max_length=2000)
 
 

@@ -1,6 +1,6 @@
 """Review pages: the queue, an Orb's page, review actions, memory banks."""
 from django.contrib import messages
-from django.http import StreamingHttpResponse
+from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -31,10 +31,12 @@ from orbs.services import (
     bank_policy_update,
     bank_stats,
     orb_approve,
+    orb_current,
     orb_edit,
     orb_merge,
     orb_provenance,
     orb_reject,
+    orb_revision,
     orb_revisions,
     orbs_bulk_review,
     orbs_search,
@@ -73,20 +75,30 @@ def queue(request):
 
 # --- one Orb ----------------------------------------------------------------------
 
+def _orb_or_404(orb_id: int, revision: str | None = None, queryset=None) -> Orb:
+    """The Orb's current revision (named by its stable id or any revision's id), or the `revision`
+    asked for."""
+    try:
+        if revision:
+            return orb_revision(orb_id=orb_id, revision=int(revision), queryset=queryset)
+        return orb_current(orb_id=orb_id, queryset=queryset)
+    except (Orb.DoesNotExist, ValueError):
+        raise Http404(f"No Orb #{orb_id}" + (f" at revision {revision}" if revision else "")) from None
+
+
 @require_GET
 @role_required(*READERS)
 def orb_provenance_page(request, orb_id: int):
-    orb = get_object_or_404(Orb.objects.select_related("bank"), pk=orb_id)
+    orb = _orb_or_404(orb_id, queryset=Orb.objects.select_related("bank"))
     return render(request, "orbs/provenance.html", orb_provenance(orb=orb))
 
 
 @require_GET
 @role_required(*READERS)
 def orb_detail(request, orb_id: int):
-    orb = get_object_or_404(
-        Orb.objects.select_related("bank", "reviewer", "episode", "supersedes", "near_duplicate_of", "merged_into"),
-        pk=orb_id,
-    )
+    """The Orb's current revision; `?revision=N` shows an earlier one, read-only."""
+    orb = _orb_or_404(orb_id, request.GET.get("revision"), queryset=Orb.objects.select_related(
+        "bank", "reviewer", "episode", "supersedes", "near_duplicate_of", "merged_into"))
     context = {
         "orb": orb,
         "events": orb.events.select_related("actor"),
@@ -128,15 +140,15 @@ def _act(request, orb_id: int, form, action, done: str):
             error, status = str(conflict), 409
         except OrbsError as refused:
             error, status = str(refused), 409
-    orb = Orb.objects.select_related("bank", "near_duplicate_of", "merged_into").get(pk=orb_id)
+    orb = orb_current(orb_id=orb_id, queryset=Orb.objects.select_related("bank", "near_duplicate_of", "merged_into"))
     if request.htmx:
         context = {"orb": orb, "error": error, "notice": "" if error else done}
         return render(request, "orbs/_orb_row.html", context, status=status)
     if error:
         messages.error(request, error)
     else:
-        messages.success(request, f"Orb #{orb.pk}: {done}.")
-    return redirect(_next_url(request, reverse("orbs:detail", args=[orb.pk])))
+        messages.success(request, f"Orb #{orb.lineage_id}: {done}.")
+    return redirect(_next_url(request, reverse("orbs:detail", args=[orb.lineage_id])))
 
 
 @require_POST
@@ -169,20 +181,26 @@ def _edit_initial(orb: Orb) -> dict:
             "context": orb.context, "approve": True}
 
 
+def _edit_message(before: Orb, after: Orb) -> str:
+    if after.revision == before.revision:
+        return f"Orb #{after.lineage_id} updated (revision {after.revision}, same content id)."
+    return f"Saved as revision {after.revision} of Orb #{after.lineage_id}; revision {before.revision} is kept in its history."
+
+
 @require_http_methods(["GET", "POST"])
 @role_required(Role.REVIEWER)
 def edit(request, orb_id: int):
-    orb = get_object_or_404(Orb.objects.select_related("bank"), pk=orb_id)
+    orb = _orb_or_404(orb_id, queryset=Orb.objects.select_related("bank"))
     form = EditForm(request.POST or None, initial=_edit_initial(orb))
     if request.method == "POST" and form.is_valid():
         data = {**form.cleaned_data}
         try:
-            revision = orb_edit(orb_id=orb.pk, actor=request.user, **data)
+            edited = orb_edit(orb_id=orb.pk, actor=request.user, **data)
         except OrbsError as refused:
             form.add_error(None, str(refused))
         else:
-            messages.success(request, f"Saved as a new revision, Orb #{revision.pk}; #{orb.pk} is kept in its history.")
-            return redirect("orbs:detail", revision.pk)
+            messages.success(request, _edit_message(orb, edited))
+            return redirect("orbs:detail", edited.lineage_id)
     status = 422 if form.errors else 200
     return render(request, "orbs/orb_edit.html", {"orb": orb, "form": form}, status=status)
 

@@ -10,6 +10,7 @@ from orbs.services.banks import (
     banks_all,
     count_pending,
 )
+from orbs.services.identity import orb_current, orb_revision, orb_revisions, orbs_current_only
 from orbs.services.ingest import (
     OrbIngestResult,
     episode_reflect,
@@ -18,7 +19,7 @@ from orbs.services.ingest import (
     orb_remember,
     trajectory_parse,
 )
-from orbs.services.provenance import orb_provenance, orb_revisions
+from orbs.services.provenance import orb_provenance
 from orbs.services.retrieval import (
     Hit,
     RetrievalResult,
@@ -52,7 +53,7 @@ __all__ = [
     "bank_get_or_create", "dialogue_window",
     "bank_import", "bank_import_start", "bank_copy_start", "bank_policy_update", "bank_resolve", "bank_stats", "banks_all",
     "count_pending", "episode_reflect", "episode_submit", "orb_approve", "orb_edit", "orb_flag", "orb_from_episode",
-    "orb_provenance", "orb_remember", "orb_revisions",
+    "orb_current", "orb_provenance", "orb_remember", "orb_revision", "orb_revisions", "orbs_current_only",
     "orb_merge", "orb_reject", "orbs_bulk_review", "orbs_pending_approve", "orbs_pending_count", "orbs_retrievable",
     "orb_retrieval_outcomes", "orbs_retrieve", "orbs_search", "retrieval_outcome_record", "trajectory_parse",
 ]

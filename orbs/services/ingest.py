@@ -7,7 +7,7 @@ trajectory; context = reward and metadata; id = SHA-256(obs ‖ emotion ‖ outc
 becomes an Orb the same way, through the same duplicate checks and review gate.
 """
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 import pydantic
@@ -19,11 +19,13 @@ from memweb.errors import problems_of
 from orbs.backends import BackendResult
 from orbs.backends.emotion import emotion_tag
 from orbs.backends.reflector import RECENT_REFLECTIONS_M, ReflectionStyle, reflection_write
+from orbs.content import content_normalise
 from orbs.errors import FieldRequired, InvalidTrajectory
 from orbs.models import EpisodeRecord, MemoryBank, Orb, ReviewEvent, Source, orb_document
 from orbs.schemas import TrajectoryIn
 from orbs.services.announce import episode_ingested_announce, orb_created_announce
 from orbs.services.banks import bank_embedder, bank_resolve
+from orbs.services.identity import orb_current
 from orbs.services.retrieval import retrieval_outcome_record
 from orbs.services.review import orb_snapshot
 from orbs.services.search import vectors_nearest
@@ -92,10 +94,12 @@ def orb_draft(*, trajectory: TrajectoryIn, recent: list[str] = (),
               style: str = ReflectionStyle.SIMPLE) -> OrbDraft:
     utterances = trajectory.user_utterances
     metadata = {key: value for key, value in trajectory.metadata.items() if key != RETRIEVAL_IDS_KEY}
+    emotion = emotion_tag(text=utterances[-1])  # before the reflection: the order the LLM is asked in
+    outcome = reflection_write(trajectory=trajectory, recent=recent, style=style)
     return OrbDraft(
-        obs="\n".join(utterances),
-        emotion=emotion_tag(text=utterances[-1]),
-        outcome=reflection_write(trajectory=trajectory, recent=recent, style=style),
+        obs=content_normalise("\n".join(utterances)),
+        emotion=emotion,
+        outcome=replace(outcome, value=content_normalise(outcome.value)),
         context={"reward": trajectory.reward, "success": trajectory.success, **metadata},
     )
 
@@ -148,17 +152,23 @@ def _draft_hash(bank: MemoryBank, draft: OrbDraft, trajectory: TrajectoryIn) -> 
 
 
 def _stored_orb(bank: MemoryBank, content_hash: str) -> OrbIngestResult | None:
-    existing = Orb.objects.filter(bank=bank, content_hash=content_hash).first()
-    return None if existing is None else OrbIngestResult(existing, False, existing.near_duplicate_of)
+    """The Orb already holding this content, as its current revision (an edit since may have changed it)."""
+    existing = Orb.objects.filter(bank=bank, content_hash=content_hash).values_list("pk", flat=True).first()
+    if existing is None:
+        return None
+    orb = orb_current(orb_id=existing)
+    return OrbIngestResult(orb, False, orb.near_duplicate_of)
 
 
 def _record_creation(orb: Orb, actor=None) -> None:
-    ReviewEvent.objects.create(orb=orb, action=ReviewEvent.Action.CREATED, after=orb_snapshot(orb), actor=actor,
-                               actor_name=actor.get_username() if actor else "")
+    """`actor`: the user whose request made the Orb (an API key's user), None for memweb's own work.
+    An auto-approval names them too; its note says the bank's policy decided."""
+    by = {"actor": actor, "actor_name": actor.get_username() if actor else ""}
+    ReviewEvent.objects.create(orb=orb, action=ReviewEvent.Action.CREATED, after=orb_snapshot(orb), **by)
     if orb.status == Orb.Status.APPROVED:
         ReviewEvent.objects.create(
             orb=orb, action=ReviewEvent.Action.AUTO_APPROVED, before={"status": Orb.Status.PENDING},
-            after={"status": orb.status}, note=orb.review_note,
+            after={"status": orb.status}, note=orb.review_note, **by,
         )
     orb_created_announce(orb)
 
@@ -181,7 +191,7 @@ def _ingest(*, bank: MemoryBank, trajectory: TrajectoryIn, episode: EpisodeRecor
             fields = _episode_orb_fields(content_hash=content_hash, draft=draft, trajectory=trajectory, episode=record)
             orb = _orb_create(bank=bank, fields=fields, vector=vector, duplicate=duplicate, score=score,
                               reward=draft.context["reward"])
-            _record_creation(orb)
+            _record_creation(orb, actor=record.submitted_by)
             return _finish(OrbIngestResult(orb, True, duplicate), record, trajectory, ref)
     except IntegrityError:
         # Another worker stored the same Orb a moment ago: same id, nothing new.
@@ -272,7 +282,7 @@ def orb_remember(*, bank: MemoryBank | str, text: str, context: dict | None = No
     emotion neutral. Same identity, near-duplicate check and review gate as an episode's Orb; with no
     reward, a by-rule bank leaves it to a reviewer. Raises FieldRequired naming `text` or `customer_key`."""
     bank = bank_resolve(bank)
-    lesson = text.strip()
+    lesson = content_normalise(text)
     if not lesson:
         raise FieldRequired("text", "the lesson to remember is empty")
     customer_key_check(bank, customer_key)

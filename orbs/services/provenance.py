@@ -1,20 +1,7 @@
 """Where an Orb came from and what it did: its revisions' source episodes, every retrieval that
 returned it (query, rank, score, whether it reached the prompt) and how each of those episodes ended."""
 from orbs.models import Orb, RetrievalHit
-
-
-def orb_revisions(*, orb: Orb) -> list[Orb]:
-    """Oldest first: the revisions this one superseded, itself, then the revisions that followed."""
-    chain, older = [orb], orb.supersedes
-    while older is not None:
-        chain.insert(0, older)
-        older = older.supersedes
-    newer = orb.revisions.first()
-    while newer is not None:
-        chain.append(newer)
-        newer = newer.revisions.first()
-    return chain
-
+from orbs.services.identity import orb_revisions
 
 PROMPT_STATES = {"injected": "injected", "cut": "cut by the token budget", "withheld": "withheld at random",
                  "unrecorded": "not recorded (retrieved before this was kept)"}

@@ -4,6 +4,7 @@ from dataclasses import dataclass
 from django.db.models import Q, QuerySet
 
 from orbs.models import PENDING_FIRST, Orb
+from orbs.services.identity import orbs_current_only
 
 
 @dataclass(frozen=True)
@@ -18,11 +19,17 @@ class OrbFilters:
     text: str = ""
     near_duplicates: bool = False
     flagged: bool = False
+    all_revisions: bool = False  # else each Orb once, as its current revision
 
 
 def orbs_filtered(*, filters: OrbFilters) -> QuerySet:
-    """Orbs matching every given filter; text search looks in obs, outcome and the hash prefix."""
-    queryset = Orb.objects.select_related("bank", "reviewer").defer("vector")
+    """Orbs matching every given filter, each as its current revision unless `all_revisions`; text
+    search looks in obs, outcome and the hash prefix. The Orbs named as near-duplicate or merge target
+    come along (their stable ids are shown), without their vectors."""
+    queryset = (Orb.objects.select_related("bank", "reviewer", "near_duplicate_of", "merged_into")
+                .defer("vector", "near_duplicate_of__vector", "merged_into__vector"))
+    if not filters.all_revisions:
+        queryset = orbs_current_only(queryset)
     exact = {
         "bank__slug": filters.bank, "status": filters.status, "domain": filters.domain, "emotion": filters.emotion,
         "source": filters.source, "source_label": filters.source_label, "customer_key": filters.customer_key,

@@ -1,19 +1,23 @@
 """The review workflow: approve, reject, edit (a new revision), merge, bulk.
 
-Every action names the version the reviewer saw. The write is a conditional
-UPDATE ... WHERE version = expected, so when two reviewers act on the same
-Orb the second one gets OrbConflict and nothing of theirs is written. Each
-action appends a ReviewEvent with what changed, before and after.
+Every action names the Orb by its stable id or any revision's id, and acts on its current
+revision (orbs.services.identity). Every action names the version the reviewer saw. The write is
+a conditional UPDATE ... WHERE version = expected, so when two reviewers act on the same Orb the
+second one gets OrbConflict and nothing of theirs is written. A new revision carries on its Orb's
+version count, so a version seen before an edit is stale after it. Each action appends a
+ReviewEvent with what changed, before and after.
 """
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from orbs.content import content_normalise
 from orbs.errors import InvalidTransition, OrbConflict, OrbsError
 from orbs.models import Orb, ReviewEvent, orb_document
 from orbs.services.banks import bank_embedder
+from orbs.services.identity import orb_current
 
-SNAPSHOT_FIELDS = ("status", "version", "content_hash", "obs", "emotion", "outcome", "context", "review_note")
+SNAPSHOT_FIELDS = ("status", "version", "revision", "content_hash", "obs", "emotion", "outcome", "context", "review_note")
 REVIEWABLE = (Orb.Status.PENDING, Orb.Status.APPROVED, Orb.Status.REJECTED)
 HUMAN = "human"
 
@@ -39,16 +43,16 @@ def _event(orb: Orb, *, action: str, actor, before: dict, after: dict, note: str
 
 def _conflict(orb: Orb, expected_version: int) -> OrbConflict:
     last = orb.events.order_by("-at", "-id").first()
-    return OrbConflict(orb_id=orb.pk, expected_version=expected_version, current_version=orb.version,
+    return OrbConflict(orb_id=orb.lineage_id, expected_version=expected_version, current_version=orb.version,
                        current_status=orb.status, actor=last.actor_name if last else "")
 
 
 def _checked(orb_id: int, expected_version: int, allowed: tuple[str, ...], action: str) -> Orb:
-    orb = Orb.objects.select_related("bank").get(pk=orb_id)
+    orb = orb_current(orb_id=orb_id, queryset=Orb.objects.select_related("bank"))
     if orb.version != expected_version:
         raise _conflict(orb, expected_version)
     if orb.status not in allowed:
-        raise InvalidTransition(f"cannot {action} Orb #{orb.pk}: it is {orb.status}")
+        raise InvalidTransition(f"cannot {action} Orb #{orb.lineage_id}: it is {orb.status}")
     return orb
 
 
@@ -87,11 +91,20 @@ def orb_reject(*, orb_id: int, expected_version: int, actor, reason: str) -> Orb
                    allowed=(Orb.Status.PENDING, Orb.Status.APPROVED))
 
 
+def _edited_text(stored: str, given: str | None) -> str:
+    """The given text, normalised; the stored text when the two differ only invisibly (a browser's
+    \r\n line breaks, trailing spaces, another Unicode form), so such an edit changes nothing."""
+    if given is None:
+        return stored
+    given = content_normalise(given)
+    return stored if given == content_normalise(stored) else given
+
+
 def _revision_fields(orb: Orb, *, obs, emotion, outcome, context) -> dict:
     fields = {
-        "obs": orb.obs if obs is None else obs.strip(),
-        "emotion": orb.emotion if emotion is None else emotion,
-        "outcome": orb.outcome if outcome is None else outcome.strip(),
+        "obs": _edited_text(orb.obs, obs),
+        "emotion": _edited_text(orb.emotion, emotion),
+        "outcome": _edited_text(orb.outcome, outcome),
         "context": orb.context if context is None else context,
     }
     if all(fields[name] == getattr(orb, name) for name in fields):
@@ -116,9 +129,11 @@ def _revision_hash(old: Orb, fields: dict) -> str:
 
 
 def _new_revision(old: Orb, fields: dict, *, actor, vector, note: str, approve: bool) -> Orb:
+    """The next revision of `old`'s Orb, at `old`'s version after it was superseded."""
     decision = {"status": Orb.Status.APPROVED, "reviewer": actor, "reviewed_at": timezone.now()} if approve else {}
     return Orb.objects.create(
         bank=old.bank, **fields, content_hash=_revision_hash(old, fields),
+        lineage_id=old.lineage_id, revision=old.revision + 1, version=old.version,
         timestamp=old.timestamp, customer_key=old.customer_key, domain=old.domain, source=old.source,
         source_label=old.source_label, episode_ref=old.episode_ref, episode=old.episode, supersedes=old,
         vector=vector, embedding_model=old.embedding_model, review_note=note,
@@ -132,7 +147,8 @@ def _supersede(old: Orb, expected_version: int, fields: dict, *, actor, vector, 
     new_hash = _revision_hash(old, fields)
     clash = Orb.objects.filter(bank=old.bank, content_hash=new_hash).exclude(pk=old.pk).first()
     if clash is not None:
-        raise OrbsError(f"Orb #{clash.pk} in this bank already has exactly this content")
+        raise OrbsError(f"Orb #{clash.lineage_id} (revision {clash.revision}) in this bank already has exactly this "
+                        "content")
     before = orb_snapshot(old)
     old = _conditional_update(old, expected_version, status=Orb.Status.SUPERSEDED)
     new = _new_revision(old, fields, actor=actor, vector=vector, note=note, approve=approve)
@@ -146,9 +162,11 @@ def _supersede(old: Orb, expected_version: int, fields: dict, *, actor, vector, 
 
 def orb_edit(*, orb_id: int, expected_version: int, actor, obs: str | None = None, emotion: str | None = None,
              outcome: str | None = None, context: dict | None = None, note: str = "", approve: bool = True) -> Orb:
-    """A new revision with its own hash and vector; the old one becomes superseded.
-    Returns the Orb as it stands after the edit (the new revision)."""
-    current = Orb.objects.select_related("bank").get(pk=orb_id)
+    """A new revision with its own hash and vector, under the same stable id; the old one becomes
+    superseded. Text is compared after normalisation (orbs.content), so an edit whose text differs
+    only invisibly changes only what else it changes: a context-only edit updates the current
+    revision in place. Returns the Orb as it stands after the edit (its current revision)."""
+    current = orb_current(orb_id=orb_id, queryset=Orb.objects.select_related("bank"))
     fields = _revision_fields(current, obs=obs, emotion=emotion, outcome=outcome, context=context)
     vector = bank_embedder(current.bank).embed_one(orb_document(**fields))
     with transaction.atomic():
@@ -160,20 +178,30 @@ def orb_edit(*, orb_id: int, expected_version: int, actor, obs: str | None = Non
 
 
 def orb_merge(*, orb_id: int, expected_version: int, into_id: int, actor, note: str = "") -> Orb:
-    """Fold a near-duplicate into the Orb to keep; returns the kept Orb."""
+    """Fold a near-duplicate into the Orb to keep (the current revision of each); returns the kept Orb.
+    Both keep their stable ids: the merged one stays readable, superseded, naming the kept one."""
     with transaction.atomic():
         orb = _checked(orb_id, expected_version, REVIEWABLE, "merge")
-        target = Orb.objects.filter(pk=into_id, bank=orb.bank).exclude(pk=orb.pk).first()
-        if target is None:
-            raise OrbsError(f"into_id: merge target #{into_id} must be another Orb of bank {orb.bank.name!r}")
+        target = _merge_target(orb, into_id)
         if target.status not in (Orb.Status.PENDING, Orb.Status.APPROVED):
-            raise InvalidTransition(f"cannot merge into Orb #{target.pk}: it is {target.status}")
+            raise InvalidTransition(f"cannot merge into Orb #{target.lineage_id}: it is {target.status}")
         before = orb_snapshot(orb)
         orb = _conditional_update(orb, expected_version, status=Orb.Status.SUPERSEDED, merged_into=target,
                                   reviewer=actor, reviewed_at=timezone.now(), review_note=note)
         _event(orb, action=ReviewEvent.Action.MERGED, actor=actor, before={"status": before["status"]},
-               after={"status": orb.status, "merged_into": target.pk}, note=note)
-        _event(target, action=ReviewEvent.Action.MERGED, actor=actor, before={}, after={"absorbed": orb.pk}, note=note)
+               after={"status": orb.status, "merged_into": target.lineage_id}, note=note)
+        _event(target, action=ReviewEvent.Action.MERGED, actor=actor, before={}, after={"absorbed": orb.lineage_id},
+               note=note)
+    return target
+
+
+def _merge_target(orb: Orb, into_id: int) -> Orb:
+    try:
+        target = orb_current(orb_id=into_id)
+    except Orb.DoesNotExist:
+        target = None
+    if target is None or target.bank_id != orb.bank_id or target.lineage_id == orb.lineage_id:
+        raise OrbsError(f"into_id: merge target #{into_id} must be another Orb of bank {orb.bank.name!r}")
     return target
 
 

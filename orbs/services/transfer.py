@@ -3,7 +3,8 @@
 Line 1 is the bank (name and policy); the next lines are its Orbs, of any
 status with vector, provenance episode and full review history. Orbs
 refer to each other (revision, near-duplicate, merge) by content hash, so a
-file can be imported into another server. Import checks every line first and
+file can be imported into another server; an Orb's stable id and revision numbers are
+rebuilt from its revision chain (its ids are the importing server's). Import checks every line first and
 writes nothing unless all of them are valid.
 
 The memories above orbs in the stack (DMRM) add lines of their own types after the Orbs through a
@@ -41,6 +42,7 @@ from orbs.models import (
     content_hash_of,
 )
 from orbs.services.banks import SETTABLE_FIELDS, bank_slug_unique
+from orbs.services.identity import orbs_lineages_rebuild
 
 FORMAT = "memweb.orbs"
 FORMAT_VERSION = 1
@@ -358,6 +360,8 @@ def _write(bank: MemoryBank, orbs: list[tuple[int, OrbLine]], report: ImportRepo
         links = {f"{name}_id": created[getattr(line, name)].pk for name in _REFERENCES if getattr(line, name)}
         if links:
             Orb.objects.filter(pk=created[line.content_hash].pk).update(**links)
+    # An Orb's revisions are its supersedes chain, so the file need not carry lineage or numbers.
+    orbs_lineages_rebuild(orb_ids=[orb.pk for orb in created.values()])
     for episode in episodes.values():
         first = next(orb for orb in created.values() if orb.episode_id == episode.pk)
         EpisodeRecord.objects.filter(pk=episode.pk).update(orb=first, created_orb=True)

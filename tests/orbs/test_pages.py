@@ -120,8 +120,9 @@ def test_it_edits_an_orb_into_a_new_revision(reviewer, make_orb):
             "context": json.dumps(orb.context), "note": "sharper", "approve": "on"}
     response = reviewer.post(reverse("orbs:edit", args=[orb.pk]), form)
     new = Orb.objects.get(supersedes=orb)
-    assert response.status_code == 302 and response.url == reverse("orbs:detail", args=[new.pk])
-    assert (new.emotion, new.outcome, new.status) == ("frustrated", "Offer an exchange first.", "approved")
+    assert response.status_code == 302 and response.url == reverse("orbs:detail", args=[orb.pk])  # the stable id
+    assert (new.emotion, new.outcome, new.status, new.revision) == ("frustrated", "Offer an exchange first.",
+                                                                    "approved", 2)
     bad = reviewer.post(reverse("orbs:edit", args=[new.pk]), {**form, "expected_version": 1, "context": "[1]"})
     assert bad.status_code == 422 and "Context must be a JSON object" in bad.content.decode()
 

@@ -94,7 +94,8 @@ def _both_or_neither(a, b) -> bool:
 
 def _orb_differences(original: Orb, copy: Orb) -> list[str]:
     differences = field_differences(original, copy, not_carried=ORB_NOT_CARRIED, same_by={
-        "supersedes": _same_orb, "near_duplicate_of": _same_orb, "merged_into": _same_orb, "episode": _both_or_neither})
+        "supersedes": _same_orb, "lineage": _same_orb, "near_duplicate_of": _same_orb, "merged_into": _same_orb,
+        "episode": _both_or_neither})
     if original.episode and copy.episode:
         differences += field_differences(original.episode, copy.episode, not_carried=EPISODE_NOT_CARRIED,
                                          same_by={"orb": _same_orb})
