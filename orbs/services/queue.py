@@ -21,13 +21,17 @@ class OrbFilters:
 
 
 def orbs_filtered(*, filters: OrbFilters) -> QuerySet:
-    """Orbs matching every given filter; text search looks in obs, outcome and the hash prefix."""
+    """Orbs matching every given filter; text search looks in obs, outcome and the hash prefix.
+    Deleted Orbs only when the status filter asks for them."""
     queryset = Orb.objects.select_related("bank", "reviewer").defer("vector")
     exact = {
         "bank__slug": filters.bank, "status": filters.status, "domain": filters.domain, "emotion": filters.emotion,
         "source": filters.source, "source_label": filters.source_label, "customer_key": filters.customer_key,
     }
     queryset = queryset.filter(**{name: value for name, value in exact.items() if value})
+    if filters.status != Orb.Status.DELETED:
+        # Deleted Orbs are shown only to whoever asks for them by status.
+        queryset = queryset.exclude(status=Orb.Status.DELETED)
     if filters.text.strip():
         text = filters.text.strip()
         queryset = queryset.filter(
