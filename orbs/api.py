@@ -319,15 +319,15 @@ def orb_restore_view(request, orb_id: int, payload: RestoreIn):
 
 
 @router.delete("/banks/{slug}", response={200: BankOut, 404: ErrorOut, 422: ErrorOut}, auth=WRITE)
-def bank_delete(request, slug: str, payload: BankDeleteIn):
+def bank_delete(request, slug: str, payload: BankDeleteIn | None = None):
     """Delete a bank by archiving it: hidden from the list, no new memories or retrievals (409), its
     pages and those of the runs that used it unchanged. Restorable; deleting it again answers the same."""
-    return bank_archive(bank=_bank(slug), actor=request.auth, reason=payload.reason)
+    return bank_archive(bank=_bank(slug), actor=request.auth, reason=payload.reason if payload else "")
 
 
 @router.post("/banks/{slug}/restore", response={200: BankOut, 404: ErrorOut, 422: ErrorOut}, auth=WRITE)
-def bank_restore_view(request, slug: str, payload: BankRestoreIn):
-    return bank_restore(bank=_bank(slug), actor=request.auth, note=payload.note)
+def bank_restore_view(request, slug: str, payload: BankRestoreIn | None = None):
+    return bank_restore(bank=_bank(slug), actor=request.auth, note=payload.note if payload else "")
 
 
 @router.get("/banks/{slug}/events", response={200: list[BankEventOut], 404: ErrorOut}, auth=WRITE)
