@@ -69,7 +69,7 @@ from orbs.services import (
     retrieval_outcome_record,
 )
 from orbs.services.deletion import bank_archive, bank_events, bank_open_check, bank_restore, orb_delete, orb_restore
-from orbs.services.erasure import customer_erase, customer_erase_everywhere
+from orbs.services.erasure import customer_erasure, erasure_totals
 from orbs.services.queue import orbs_queue
 
 router = Router(tags=["orbs"])
@@ -338,19 +338,10 @@ def bank_event_list(request, slug: str):
 
 @router.post("/banks/{slug}/erasures", response={201: ErasureOut, 404: ErrorOut, 422: ErrorOut}, auth=WRITE)
 @_review_errors
-def customer_erasure(request, slug: str, payload: ErasureIn):
+def customer_erasure_view(request, slug: str, payload: ErasureIn):
     """Erase one customer's data from the bank (and, with `every_bank`, from every bank): their Orbs and
     vectors, episodes, own retrievals, dialogues and the stored idempotent answers that quote them.
     Irreversible; an audit record without the content is kept per bank."""
-    bank, reason = _bank(slug), payload.reason
-    if payload.every_bank:
-        records = customer_erase_everywhere(customer_key=payload.customer_key, actor=request.auth, reason=reason,
-                                            first=bank)
-    else:
-        records = [customer_erase(bank=bank, customer_key=payload.customer_key, actor=request.auth, reason=reason)]
-    counts = {}
-    for record in records:
-        for kind, n in record.counts.items():
-            counts[kind] = counts.get(kind, 0) + n
-    return Status(201, {"customer_key_sha256": records[0].customer_key_sha256, "counts": counts,
+    records = customer_erasure(bank=_bank(slug), actor=request.auth, **payload.dict())
+    return Status(201, {"customer_key_sha256": records[0].customer_key_sha256, "counts": erasure_totals(records),
                         "records": records})

@@ -124,3 +124,20 @@ def customer_erase_everywhere(*, customer_key: str, actor, reason: str = "", fir
 def erasures_of(*, bank: MemoryBank):
     """The bank's erasure records, newest first."""
     return BankEvent.objects.filter(bank=bank, action=BankEvent.Action.CUSTOMER_ERASED)
+
+
+def customer_erasure(*, bank: MemoryBank, customer_key: str, actor, reason: str = "",
+                     every_bank: bool = False) -> list[BankEvent]:
+    """The erasure a person asks for on a bank: in that bank only, or (`every_bank`) everywhere."""
+    if every_bank:
+        return customer_erase_everywhere(customer_key=customer_key, actor=actor, reason=reason, first=bank)
+    return [customer_erase(bank=bank, customer_key=customer_key, actor=actor, reason=reason)]
+
+
+def erasure_totals(records: list[BankEvent]) -> dict[str, int]:
+    """Rows removed per kind, over the records of one erasure."""
+    totals: dict[str, int] = {}
+    for record in records:
+        for kind, n in record.counts.items():
+            totals[kind] = totals.get(kind, 0) + n
+    return totals
