@@ -10,12 +10,16 @@ class attributes of its AppConfig and names functions by dotted path, resolved w
     trajectory_sources = (("episodes", "evaluation.services.trajectories_of_domain"),)
     role_permissions = {"operator": ("evaluation.view_task", ...)}
     bank_file_parts = ("orbs.dmrm.services.transfer",)
+    erasure_hooks = (("evaluation_episodes", "evaluation.services.erasure.episode_memories_scrub"),)
 
 A worker beat is called on every worker heartbeat with no arguments. A trajectory source is
 called as `source(domain=..., limit=...)` and returns trajectory dicts (orbs.schemas.TrajectoryIn)
 of finished episodes; orbs' DMRM source-memory builder reads its episodes through one.
 A bank file part is a module that adds its own lines to a bank's JSONL file (orbs.services.transfer
 describes what it provides), so a memory above orbs travels with the bank.
+An erasure hook is called as `hook(bank=..., orb_ids=[...])` inside a customer's erasure
+(orbs.services.erasure) and removes the copies of those Orbs' text its app keeps; it returns how
+many rows it changed, which the erasure's audit record counts under the hook's name.
 """
 from collections.abc import Callable
 from importlib import import_module
@@ -71,3 +75,8 @@ def outcome_source(name: str) -> Callable[..., dict[str, list]]:
 def bank_file_parts() -> list[ModuleType]:
     """The modules that carry a memory of their own in a bank's file, in app order."""
     return [import_module(path) for _, path in declared("bank_file_parts")]
+
+
+def erasure_hooks() -> list[tuple[str, Callable[..., int]]]:
+    """(name, function) of every erasure hook, in app order."""
+    return [(name, import_string(path)) for name, path in declared_tuples("erasure_hooks", (2,))]

@@ -7,7 +7,9 @@ What goes (docs/ERASURE.md lists every table and why each is or is not touched):
 - the stored episodes (trajectories) of the customer, queued, failed or reflected;
 - the retrieval logs of the customer's own retrievals (query, rewrite and context came from them);
 - raw dialogues of the customer (MemoryBench baselines) and their messages;
-- stored idempotent answers (memweb) that carry the customer key or any erased text.
+- stored idempotent answers (memweb) that carry the customer key or any erased text;
+- the text of those Orbs quoted elsewhere by apps above orbs, through their `erasure_hooks`
+  (evaluation episodes' per-turn prompt blocks).
 Bank exports are written from these tables when asked for, so none made afterwards holds them.
 
 The audit record (BankEvent, action customer_erased) keeps the bank, the actor, the time, the
@@ -18,8 +20,9 @@ import hashlib
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
+from memweb.registry import erasure_hooks
 from memweb.services import idempotent_answers_forget
 from orbs.dialogues.models import Dialogue
 from orbs.errors import FieldRequired
@@ -36,10 +39,11 @@ MIN_TEXT_TO_MATCH = 12
 class Erasure:
     """Rows of one bank that belong to one customer."""
 
-    orbs: object
-    episodes: object
-    retrievals: object
-    dialogues: object
+    bank: MemoryBank
+    orbs: QuerySet
+    episodes: QuerySet
+    retrievals: QuerySet
+    dialogues: QuerySet
 
 
 def customer_key_sha256(customer_key: str) -> str:
@@ -52,7 +56,7 @@ def _of_customer(bank: MemoryBank, customer_key: str) -> Erasure:
         Q(trajectory__customer_key=customer_key) | Q(pk__in=orbs.filter(episode__isnull=False).values("episode_id")))
     # A retrieval names its customer when it reads only their Orbs; that query was theirs.
     retrievals = RetrievalLog.objects.filter(bank=bank, filters__customer_key=customer_key)
-    return Erasure(orbs, episodes, retrievals, Dialogue.objects.filter(bank=bank, customer_key=customer_key))
+    return Erasure(bank, orbs, episodes, retrievals, Dialogue.objects.filter(bank=bank, customer_key=customer_key))
 
 
 def _utterances(trajectory: dict) -> list[str]:
@@ -79,6 +83,10 @@ def _delete(found: Erasure) -> dict[str, int]:
     found.orbs.update(supersedes=None)
     counts = {"orbs": found.orbs.count(), "episodes": found.episodes.count(),
               "retrievals": found.retrievals.count(), "dialogues": found.dialogues.count()}
+    # Apps above orbs that quote Orbs (evaluation episodes keep their prompt blocks) scrub them first.
+    orb_ids = list(found.orbs.values_list("pk", flat=True))
+    for name, hook in erasure_hooks():
+        counts[name] = hook(bank=found.bank, orb_ids=orb_ids) if orb_ids else 0
     # Materialised first: the episode query reads the Orbs that are about to go.
     episode_ids = list(found.episodes.values_list("pk", flat=True))
     found.orbs.delete()  # with their review events and retrieval hits
@@ -119,11 +127,6 @@ def customer_erase_everywhere(*, customer_key: str, actor, reason: str = "", fir
     with transaction.atomic():
         return [customer_erase(bank=bank, customer_key=customer_key, actor=actor, reason=reason)
                 for bank in [first, *holding]]
-
-
-def erasures_of(*, bank: MemoryBank):
-    """The bank's erasure records, newest first."""
-    return BankEvent.objects.filter(bank=bank, action=BankEvent.Action.CUSTOMER_ERASED)
 
 
 def customer_erasure(*, bank: MemoryBank, customer_key: str, actor, reason: str = "",

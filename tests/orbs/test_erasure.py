@@ -105,7 +105,8 @@ def test_erasure_leaves_no_trace_of_the_customer_anywhere(agent, operator_user, 
     body = response.json()
     assert body["customer_key_sha256"] == customer_key_sha256(ALICE)
     assert body["counts"] | {"idempotent_answers": 0} == {"orbs": 3, "episodes": 2, "retrievals": 1,
-                                                          "dialogues": 1, "idempotent_answers": 0}
+                                                          "dialogues": 1, "idempotent_answers": 0,
+                                                          "evaluation_episodes": 0}
     assert body["counts"]["idempotent_answers"] >= 3
     records = BankEvent.objects.filter(action=BankEvent.Action.CUSTOMER_ERASED).order_by("id")
     assert [(r.bank_name, r.actor, r.note) for r in records] == [
