@@ -45,7 +45,8 @@ class ExperienceFilterForm(forms.Form):
 
 
 class ReviewForm(forms.Form):
-    decision = forms.ChoiceField(choices=[("approved", "approve"), ("rejected", "reject")])
+    decision = forms.ChoiceField(choices=[("approved", "approve"), ("rejected", "reject"), ("deleted", "delete"),
+                                          ("restored", "restore")])
     version = forms.IntegerField(min_value=1)
     note = forms.CharField(required=False, max_length=2000, label="Reason")
 

@@ -116,14 +116,22 @@ def customer_erase(*, bank: MemoryBank, customer_key: str, actor, reason: str = 
                           customer_key_sha256=customer_key_sha256(customer_key), counts=counts)
 
 
+def _banks_holding(customer_key: str) -> set[int]:
+    """Ids of the banks with any row of the customer (one query per table: a join of all four would
+    multiply their rows)."""
+    return {bank_id for queryset in (
+        Orb.objects.filter(customer_key=customer_key),
+        EpisodeRecord.objects.filter(trajectory__customer_key=customer_key),
+        RetrievalLog.objects.filter(filters__customer_key=customer_key),
+        Dialogue.objects.filter(customer_key=customer_key),
+    ) for bank_id in queryset.values_list("bank_id", flat=True).distinct()}
+
+
 def customer_erase_everywhere(*, customer_key: str, actor, reason: str = "", first: MemoryBank) -> list[BankEvent]:
     """The erasure in `first` and in every other bank holding the customer (copies of a bank, a
     run's bank), archived ones included; one audit record per bank, in one transaction."""
     customer_key = _named(customer_key)
-    holding = MemoryBank.objects.filter(
-        Q(orbs__customer_key=customer_key) | Q(dialogues__customer_key=customer_key)
-        | Q(episodes__trajectory__customer_key=customer_key)
-        | Q(retrievals__filters__customer_key=customer_key)).exclude(pk=first.pk).distinct()
+    holding = MemoryBank.objects.filter(pk__in=_banks_holding(customer_key)).exclude(pk=first.pk).order_by("pk")
     with transaction.atomic():
         return [customer_erase(bank=bank, customer_key=customer_key, actor=actor, reason=reason)
                 for bank in [first, *holding]]

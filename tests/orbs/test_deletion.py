@@ -4,6 +4,7 @@ import json
 
 import pytest
 from django.test import Client
+from django.urls import reverse
 
 from memweb.models import ApiKey
 from orbs.dmrm.models import DMRMSettings, Experience, ExperienceEvent
@@ -202,3 +203,17 @@ def test_a_restored_bank_serves_again(agent, bank, make_orb):
 def test_deleting_an_unknown_bank_is_a_404_and_reviewers_may_not(reviewer_agent, agent, bank):
     assert delete(agent, f"{API}/banks/no-such-bank", {}).status_code == 404
     assert delete(reviewer_agent, f"{API}/banks/{bank.slug}", {}).status_code == 403
+
+
+def test_a_reviewer_deletes_and_restores_an_experience_from_the_browser_page(client, reviewer_user, experience):
+    client.force_login(reviewer_user)
+    url = reverse("orbs:experience_review", args=[experience.pk])
+
+    client.post(url, {"decision": "deleted", "version": experience.version, "note": "quotes a phone number"})
+
+    assert Experience.objects.get(pk=experience.pk).status == Experience.Status.DELETED
+    assert client.get(reverse("orbs:experience_list")).context["total"] == 0
+    assert client.get(reverse("orbs:experience_list") + "?status=deleted").context["total"] == 1
+    client.post(url, {"decision": "restored", "version": experience.version + 1, "note": ""})
+    assert Experience.objects.get(pk=experience.pk).status == Experience.Status.PENDING
+    assert [e.action for e in ExperienceEvent.objects.filter(experience=experience)] == ["deleted", "restored"]
