@@ -22,6 +22,8 @@ class EvaluationConfig(AppConfig):
     # Called on every worker heartbeat: re-arms run watchdogs whose countdown messages were lost.
     worker_beats: tuple = ("evaluation.runs.services.runs_watch_overdue",)
     trajectory_sources: tuple = (("episodes", "evaluation.services.trajectory_source.trajectories_of_domain"),)
+    # Called by orbs' customer erasure: episodes quote the prompt blocks their memories gave them.
+    erasure_hooks: tuple = (("evaluation_episodes", "evaluation.services.erasure.episode_memories_scrub"),)
     # A finished run's stored verdicts, for the A/A calibration command (evaluation core) to read.
     outcome_sources: tuple = (("runs", "evaluation.runs.services.run_outcomes"),)
     # Read by memweb's load_demo: the runs' demo, which loads the core's (evaluation.demo) first.

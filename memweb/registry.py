@@ -11,6 +11,7 @@ class attributes of its AppConfig and names functions by dotted path, resolved w
     role_permissions = {"operator": ("evaluation.view_task", ...)}
     bank_file_parts = ("orbs.dmrm.services.transfer",)
     job_kinds = (("orbs.bank_import", "orbs.services.transfer.bank_import_job"),)
+    erasure_hooks = (("evaluation_episodes", "evaluation.services.erasure.episode_memories_scrub"),)
 
 A worker beat is called on every worker heartbeat with no arguments. A trajectory source is
 called as `source(domain=..., limit=...)` and returns trajectory dicts (orbs.schemas.TrajectoryIn)
@@ -19,6 +20,9 @@ A bank file part is a module that adds its own lines to a bank's JSONL file (orb
 describes what it provides), so a memory above orbs travels with the bank.
 A job kind names the function a background job of that kind runs on a worker (memweb.jobs): it is
 called as `function(job_context, **payload)` and returns the job's result.
+An erasure hook is called as `hook(bank=..., orb_ids=[...])` inside a customer's erasure
+(orbs.services.erasure) and removes the copies of those Orbs' text its app keeps; it returns how
+many rows it changed, which the erasure's audit record counts under the hook's name.
 """
 from collections.abc import Callable
 from importlib import import_module
@@ -82,3 +86,8 @@ def job_function(kind: str) -> Callable[..., dict]:
     if kind not in kinds:
         raise ImproperlyConfigured(f"no installed app provides the job kind {kind!r}")
     return import_string(kinds[kind])
+
+
+def erasure_hooks() -> list[tuple[str, Callable[..., int]]]:
+    """(name, function) of every erasure hook, in app order."""
+    return [(name, import_string(path)) for name, path in declared_tuples("erasure_hooks", (2,))]

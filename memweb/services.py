@@ -1,14 +1,21 @@
-"""Worker heartbeats and probe tasks: the infrastructure state the health page shows; and the
-check every input path makes for values PostgreSQL cannot store."""
+"""Worker heartbeats and probe tasks: the infrastructure state the health page shows; the
+check every input path makes for values PostgreSQL cannot store; forgetting stored idempotent
+answers that hold an erased customer's data."""
+import json
 import math
 import secrets
+from collections.abc import Iterable
 from datetime import timedelta
 
 from django.conf import settings
 from django.db import close_old_connections
+from django.db.models import Q
 from django.utils import timezone
 
-from memweb.models import TaskProbe, WorkerHeartbeat
+from memweb.models import IdempotentRequest, TaskProbe, WorkerHeartbeat
+
+# An erasure may name hundreds of texts; an OR of this many LIKE tests per statement.
+IDEMPOTENT_NEEDLES_PER_QUERY = 50
 
 
 def heartbeat_record(*, hostname: str, pid: int) -> None:
@@ -92,3 +99,25 @@ def unstorable_problem(value) -> tuple[str, str] | None:
     """unstorable_at as (dotted field name, reason), for import reports."""
     found = unstorable_at(value)
     return None if found is None else (".".join(str(step) for step in found[0]) or "(line)", found[1])
+
+
+def _json_forms(text: str) -> set[str]:
+    """How a text appears inside a stored JSON answer: escaped as the API's renderer writes it
+    (non-ASCII as \\u escapes) and, for answers written another way, with its characters as they are."""
+    return {json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1]}
+
+
+def idempotent_answers_forget(*, values: Iterable[str] = (), texts: Iterable[str] = ()) -> int:
+    """Delete the stored idempotent answers (memweb.idempotency) that hold any of `values` as a whole
+    JSON string (e.g. a customer key) or any of `texts` anywhere; how many were deleted. A retry of
+    a forgotten request runs again, which is what a key past its expiry does too."""
+    needles = {f'"{form}"' for value in values for form in _json_forms(value)}
+    needles |= {form for text in texts for form in _json_forms(text) if form}
+    deleted = 0
+    ordered = sorted(needles)
+    for start in range(0, len(ordered), IDEMPOTENT_NEEDLES_PER_QUERY):
+        match = Q()
+        for needle in ordered[start:start + IDEMPOTENT_NEEDLES_PER_QUERY]:
+            match |= Q(body__contains=needle)
+        deleted += IdempotentRequest.objects.filter(match).delete()[0]
+    return deleted

@@ -2,7 +2,7 @@
 
 Agents and operators (role operator) write and retrieve; reviewers review;
 both read. Errors are `{"detail": ...}`: 404 unknown bank or Orb, 409 a
-stale review (ConflictOut), 422 invalid input naming each field.
+stale review (ConflictOut) or a deleted (archived) bank, 422 invalid input naming each field.
 """
 from functools import wraps
 
@@ -19,20 +19,26 @@ from memweb.job_api import JobOut, job_accepted
 from memweb.roles import Role
 from orbs.dmrm.api import router as dmrm_router
 from orbs.dmrm.services import dmrm_stats
-from orbs.errors import FieldRequired, InvalidTransition, OrbConflict, OrbsError
+from orbs.errors import BankArchived, FieldRequired, InvalidTransition, OrbConflict, OrbsError
 from orbs.models import EpisodeRecord, MemoryBank, Orb, ReviewEvent, Source
 from orbs.schemas import (
     ApproveIn,
     BankCopyIn,
+    BankDeleteIn,
+    BankEventOut,
     BankIn,
     BankOut,
+    BankRestoreIn,
     BankStatsOut,
     BulkReviewIn,
     BulkReviewOut,
     ConflictOut,
+    DeleteIn,
     EditIn,
     EpisodeIn,
     EpisodeQueuedOut,
+    ErasureIn,
+    ErasureOut,
     ErrorOut,
     ImportReportOut,
     IngestOut,
@@ -43,6 +49,7 @@ from orbs.schemas import (
     OrbRevisionsOut,
     RejectIn,
     RememberIn,
+    RestoreIn,
     RetrievalOutcomeIn,
     RetrieveIn,
     RetrieveOut,
@@ -67,6 +74,8 @@ from orbs.services import (
     orbs_retrieve,
     retrieval_outcome_record,
 )
+from orbs.services.deletion import bank_archive, bank_events, bank_open_check, bank_restore, orb_delete, orb_restore
+from orbs.services.erasure import customer_erasure, erasure_totals
 from orbs.services.queue import orbs_queue
 
 router = Router(tags=["orbs"])
@@ -82,6 +91,16 @@ def _bank(slug: str) -> MemoryBank:
         return bank_resolve(slug)
     except MemoryBank.DoesNotExist:
         raise HttpError(404, f"No memory bank {slug!r}") from None
+
+
+def _open_bank(slug: str) -> MemoryBank:
+    """The bank, if it takes memories and serves retrievals: a deleted (archived) one is a 409."""
+    bank = _bank(slug)
+    try:
+        bank_open_check(bank)
+    except BankArchived as archived:
+        raise HttpError(409, str(archived)) from None
+    return bank
 
 
 def _orb(orb_id: int) -> Orb:
@@ -121,8 +140,9 @@ def _review_errors(view):
 # --- banks ------------------------------------------------------------------
 
 @router.get("/banks", response=list[BankOut], auth=READ)
-def bank_list(request):
-    return MemoryBank.objects.all()
+def bank_list(request, archived: bool = False):
+    """The banks in use; `?archived=true` lists the deleted (archived) ones instead."""
+    return MemoryBank.objects.filter(archived_at__isnull=not archived)
 
 
 @router.post("/banks", response={201: BankOut, 422: ErrorOut}, auth=WRITE)
@@ -188,12 +208,12 @@ def _ingest_out(record: EpisodeRecord) -> dict:
 
 
 @router.post("/banks/{slug}/episodes", auth=WRITE,
-             response={200: IngestOut, 201: IngestOut, 202: EpisodeQueuedOut, 404: ErrorOut,
+             response={200: IngestOut, 201: IngestOut, 202: EpisodeQueuedOut, 404: ErrorOut, 409: ErrorOut,
                        422: IngestOut | ErrorOut})
 def episode_write(request, response: HttpResponse, slug: str, payload: EpisodeIn, sync: bool = False):
     """Store a finished episode; its reflection into an Orb runs as a background task (202 with
     a status URL), or right away with `?sync=true` (201 new Orb, 200 the same Orb already stored)."""
-    bank = _bank(slug)
+    bank = _open_bank(slug)
     try:
         record = episode_submit(bank=bank, trajectory=payload.trajectory, source_label=payload.source_label,
                                 episode_ref=payload.episode_ref, source=Source.API, user=request.auth,
@@ -210,13 +230,14 @@ def episode_write(request, response: HttpResponse, slug: str, payload: EpisodeIn
     return Status(201 if record.created_orb else 200, _ingest_out(record))
 
 
-@router.post("/banks/{slug}/remember", response={200: OrbOut, 201: OrbOut, 404: ErrorOut, 422: ErrorOut},
+@router.post("/banks/{slug}/remember", response={200: OrbOut, 201: OrbOut, 404: ErrorOut, 409: ErrorOut,
+                                                  422: ErrorOut},
              auth=WRITE)
 @_review_errors
 def lesson_remember(request, slug: str, payload: RememberIn):
     """Remember a lesson given as text (no trajectory): a new Orb (201) that passes the bank's
     review gate like an episode's, or the same lesson already stored (200)."""
-    result = orb_remember(bank=_bank(slug), actor=request.auth, **payload.dict())
+    result = orb_remember(bank=_open_bank(slug), actor=request.auth, **payload.dict())
     return Status(201 if result.created else 200, result.orb)
 
 
@@ -231,11 +252,12 @@ def episode_status(request, ingest_id: int):
 
 # --- retrieval --------------------------------------------------------------------
 
-@router.post("/banks/{slug}/retrieve", response={200: RetrieveOut, 404: ErrorOut, 422: ErrorOut}, auth=WRITE)
+@router.post("/banks/{slug}/retrieve", response={200: RetrieveOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut},
+             auth=WRITE)
 @_review_errors
 def retrieve(request, slug: str, payload: RetrieveIn):
     """q' = rewrite(query ⊕ context), embedded, top-k Orbs by cosine similarity, plus a prompt block."""
-    bank = _bank(slug)
+    bank = _open_bank(slug)
     asked = payload.dict()
     asked["approved_only"] = bank.approved_only if payload.approved_only is None else payload.approved_only
     result = orbs_retrieve(bank=bank, **asked)
@@ -323,3 +345,49 @@ def orb_edit_view(request, orb_id: int, payload: EditIn):
 def orb_merge_view(request, orb_id: int, payload: MergeIn):
     """Merge this near-duplicate into `into_id`; returns the kept Orb."""
     return orb_merge(orb_id=orb_id, actor=request.auth, **payload.dict())
+
+
+# --- deletion and erasure -------------------------------------------------------------
+
+@router.delete("/orbs/{orb_id}", response=REVIEW_RESPONSES, auth=REVIEW)
+@_review_errors
+def orb_delete_view(request, orb_id: int, payload: DeleteIn):
+    """Soft-delete: the Orb is never retrieved again and leaves the lists (`?status=deleted` shows it);
+    its content and history stay, and it can be restored. Deleting it again answers the same."""
+    return orb_delete(orb_id=orb_id, actor=request.auth, **payload.dict())
+
+
+@router.post("/orbs/{orb_id}/restore", response=REVIEW_RESPONSES, auth=REVIEW)
+@_review_errors
+def orb_restore_view(request, orb_id: int, payload: RestoreIn):
+    """Undo a soft delete: the Orb gets back the status it had."""
+    return orb_restore(orb_id=orb_id, actor=request.auth, **payload.dict())
+
+
+@router.delete("/banks/{slug}", response={200: BankOut, 404: ErrorOut, 422: ErrorOut}, auth=WRITE)
+def bank_delete(request, slug: str, payload: BankDeleteIn | None = None):
+    """Delete a bank by archiving it: hidden from the list, no new memories or retrievals (409), its
+    pages and those of the runs that used it unchanged. Restorable; deleting it again answers the same."""
+    return bank_archive(bank=_bank(slug), actor=request.auth, reason=payload.reason if payload else "")
+
+
+@router.post("/banks/{slug}/restore", response={200: BankOut, 404: ErrorOut, 422: ErrorOut}, auth=WRITE)
+def bank_restore_view(request, slug: str, payload: BankRestoreIn | None = None):
+    return bank_restore(bank=_bank(slug), actor=request.auth, note=payload.note if payload else "")
+
+
+@router.get("/banks/{slug}/events", response={200: list[BankEventOut], 404: ErrorOut}, auth=WRITE)
+def bank_event_list(request, slug: str):
+    """The bank's audit trail: archived, restored, customers erased (counts and a hash of the key)."""
+    return bank_events(bank=_bank(slug))
+
+
+@router.post("/banks/{slug}/erasures", response={201: ErasureOut, 404: ErrorOut, 422: ErrorOut}, auth=WRITE)
+@_review_errors
+def customer_erasure_view(request, slug: str, payload: ErasureIn):
+    """Erase one customer's data from the bank (and, with `every_bank`, from every bank): their Orbs and
+    vectors, episodes, own retrievals, dialogues and the stored idempotent answers that quote them.
+    Irreversible; an audit record without the content is kept per bank."""
+    records = customer_erasure(bank=_bank(slug), actor=request.auth, **payload.dict())
+    return Status(201, {"customer_key_sha256": records[0].customer_key_sha256, "counts": erasure_totals(records),
+                        "records": records})

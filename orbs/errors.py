@@ -38,3 +38,15 @@ class OrbConflict(OrbsError):
             f"Orb #{orb_id} was changed{by} after you loaded it (you saw version {expected_version}, it is now "
             f"version {current_version}, {current_status}). Nothing was overwritten: reload it and decide again."
         )
+
+
+class BankArchived(OrbsError):
+    """The bank was deleted (archived): it takes no new memories and serves no retrievals."""
+
+    def __init__(self, slug: str):
+        super().__init__(f"bank {slug!r} is deleted (archived): it takes no new memories and serves no "
+                         "retrievals; restore it first")
+
+
+class StaleVersion(OrbsError):
+    """A DMRM experience changed after the caller loaded it; nothing was written."""

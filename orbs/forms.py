@@ -132,3 +132,50 @@ class ImportForm(forms.Form):
     file = forms.FileField(label="JSONL file", help_text="A file from a bank's “Export JSONL”.")
     name = forms.CharField(required=False, max_length=100, label="Import as (bank name)",
                            help_text="Leave empty to use the name in the file.")
+
+
+class DeleteForm(VersionForm):
+    reason = forms.CharField(max_length=2000, error_messages={"required": "Give a reason to delete this Orb."})
+
+
+class RestoreForm(VersionForm):
+    note = forms.CharField(required=False, max_length=2000)
+
+
+class BankDeleteForm(forms.Form):
+    """Deleting a bank is confirmed by typing its slug."""
+
+    prefix = "delete"  # shares the bank page with the erasure form
+
+    confirm_slug = forms.CharField(max_length=100, label="Type the bank's slug to confirm")
+    reason = forms.CharField(required=False, max_length=2000)
+
+    def __init__(self, data=None, *, bank: MemoryBank, **kwargs):
+        super().__init__(data, **kwargs)
+        self.bank = bank
+
+    def clean_confirm_slug(self) -> str:
+        typed = self.cleaned_data["confirm_slug"].strip()
+        if typed != self.bank.slug:
+            raise forms.ValidationError(f"type {self.bank.slug} exactly to delete this bank.")
+        return typed
+
+
+class ErasureForm(forms.Form):
+    """An erasure cannot be undone, so the customer key is typed twice: a slip of the keyboard in one
+    of them erases nobody."""
+
+    prefix = "erase"
+
+    customer_key = forms.CharField(max_length=200, label="Customer key")
+    confirm_customer_key = forms.CharField(max_length=200, label="Type the customer key again to confirm")
+    reason = forms.CharField(required=False, max_length=2000, label="Reason (e.g. the request's ticket)")
+    every_bank = forms.BooleanField(required=False, initial=True,
+                                    label="Also every other bank holding this customer (copies, runs' banks)")
+
+    def clean(self):
+        cleaned = super().clean()
+        key, again = cleaned.get("customer_key", "").strip(), cleaned.get("confirm_customer_key", "").strip()
+        if key and again != key:
+            self.add_error("confirm_customer_key", "does not match the customer key; nothing was erased.")
+        return cleaned

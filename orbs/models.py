@@ -90,6 +90,9 @@ class MemoryBank(models.Model):
         help_text="Fixed when the bank is created: it fixes the dimension of every vector the bank holds.",
     )
     created_at = models.DateTimeField(default=timezone.now)
+    archived_at = models.DateTimeField(
+        null=True, blank=True, db_index=True,
+        help_text="Deleted (archived): hidden from lists, refuses new memories and retrievals, its pages still open.")
 
     class Meta:
         ordering = ["name"]
@@ -100,6 +103,10 @@ class MemoryBank(models.Model):
     @property
     def embedding_dimension(self) -> int:
         return DIMENSIONS[self.embedding_model]
+
+    @property
+    def is_archived(self) -> bool:
+        return self.archived_at is not None
 
     @property
     def is_per_customer(self) -> bool:
@@ -184,6 +191,7 @@ class Orb(models.Model):
         APPROVED = "approved", "approved"
         REJECTED = "rejected", "rejected"
         SUPERSEDED = "superseded", "superseded"
+        DELETED = "deleted", "deleted"
 
     Source = Source
 
@@ -305,6 +313,8 @@ class ReviewEvent(models.Model):
         SUPERSEDED = "superseded", "superseded"
         MERGED = "merged", "merged"
         FLAGGED = "flagged", "flagged for review"
+        DELETED = "deleted", "deleted"
+        RESTORED = "restored", "restored"
 
     orb = models.ForeignKey(Orb, on_delete=models.CASCADE, related_name="events")
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
@@ -372,3 +382,41 @@ class RetrievalHit(models.Model):
     class Meta:
         ordering = ["-retrieval__created_at", "rank"]
         constraints = [models.UniqueConstraint(fields=["retrieval", "orb"], name="retrieval_hit_unique")]
+
+
+class BankEvent(models.Model):
+    """Append-only audit of what was done to a bank as a whole: archived, restored, a customer's
+    data erased. An erasure keeps only counts and a hash of the customer key, never the content."""
+
+    class Action(models.TextChoices):
+        ARCHIVED = "archived", "archived (deleted)"
+        RESTORED = "restored", "restored"
+        CUSTOMER_ERASED = "customer_erased", "customer's data erased"
+
+    # SET_NULL, with the name kept: the audit outlives a bank an admin removes for good.
+    bank = models.ForeignKey(MemoryBank, null=True, blank=True, on_delete=models.SET_NULL, related_name="bank_events")
+    bank_name = models.CharField(max_length=100)
+    action = models.CharField(max_length=16, choices=Action.choices)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                              related_name="+")
+    actor_name = models.CharField(max_length=150, blank=True, help_text="Kept when the account is gone.")
+    note = models.TextField(blank=True)
+    customer_key_sha256 = models.CharField(
+        max_length=64, blank=True, db_index=True,
+        help_text="Erasures: SHA-256 of the customer key, so 'was X erased?' is answerable without keeping X.")
+    counts = models.JSONField(default=dict, blank=True, help_text="Erasures: rows removed, per kind.")
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.action} of {self.bank_name} by {self.actor_name or 'system'}"
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None:
+            raise ValueError("Bank events are append-only")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise ValueError("Bank events are append-only")

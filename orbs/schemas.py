@@ -191,7 +191,8 @@ class OrbRevisionsOut(Schema):
 
 class OrbListFilters(Schema):
     bank: str = ""
-    status: Literal["", "pending", "approved", "rejected", "superseded"] = ""
+    status: Literal["", "pending", "approved", "rejected", "superseded", "deleted"] = Field(
+        default="", description="deleted: the soft-deleted Orbs, which no other filter lists")
     domain: str = ""
     emotion: str = ""
     source: Literal["", "episode", "api", "remembered"] = ""
@@ -397,6 +398,7 @@ class BankOut(Schema):
     cross_customer_retrieval: bool
     embedding_model: str
     created_at: datetime
+    archived_at: datetime | None = Field(description="When the bank was deleted (archived); null while in use")
 
 
 class BankDMRMStatsOut(Schema):
@@ -439,3 +441,66 @@ class ImportReportOut(Schema):
 
 class BankCopyIn(StrictBody, Schema):
     name: str = Field(min_length=1, max_length=100, description="The new bank's name")
+class DeleteIn(VersionIn):
+    reason: str = Field(min_length=1, max_length=2000, description="Why it is deleted (kept in its history).")
+
+    @field_validator("reason")
+    @classmethod
+    def _not_blank(cls, reason: str) -> str:
+        if not reason.strip():
+            raise ValueError("a reason is required to delete")
+        return reason.strip()
+
+
+class RestoreIn(VersionIn):
+    note: str = Field(default="", max_length=2000)
+
+
+class BankDeleteIn(StrictBody, Schema):
+    reason: str = Field(default="", max_length=2000)
+
+
+class BankRestoreIn(StrictBody, Schema):
+    note: str = Field(default="", max_length=2000)
+
+
+class ErasureIn(StrictBody, Schema):
+    """The customer is named in the body, not the URL, so the key stays out of access logs and of
+    the stored idempotent request."""
+
+    customer_key: str = Field(min_length=1, max_length=200)
+    reason: str = Field(default="", max_length=2000, description="Why, e.g. the request's ticket number.")
+    every_bank: bool = Field(default=False, description="Also erase the customer in every other bank that holds "
+                                                        "them (copies of this bank, evaluation runs' banks).")
+
+    @field_validator("customer_key")
+    @classmethod
+    def _not_blank(cls, key: str) -> str:
+        if not key.strip():
+            raise ValueError("name the customer whose data is to be erased")
+        return key.strip()
+
+
+class BankEventOut(Schema):
+    id: int
+    bank: str = Field(description="The bank's name when the event was recorded")
+    action: str
+    actor: str
+    note: str
+    customer_key_sha256: str
+    counts: dict[str, int]
+    at: datetime
+
+    @staticmethod
+    def resolve_bank(event) -> str:
+        return event.bank_name
+
+    @staticmethod
+    def resolve_actor(event) -> str:
+        return event.actor_name
+
+
+class ErasureOut(Schema):
+    customer_key_sha256: str
+    counts: dict[str, int] = Field(description="Rows removed, per kind, over every bank erased")
+    records: list[BankEventOut]

@@ -13,6 +13,8 @@ urlpatterns = [
     path("<int:orb_id>/reject/", views.reject, name="reject"),
     path("<int:orb_id>/merge/", views.merge, name="merge"),
     path("<int:orb_id>/edit/", views.edit, name="edit"),
+    path("<int:orb_id>/delete/", views.delete, name="delete"),
+    path("<int:orb_id>/restore/", views.restore, name="restore"),
     path("banks/", views.bank_list, name="bank_list"),
     path("banks/new/", views.bank_create, name="bank_create"),
     path("banks/import/", views.bank_import_page, name="bank_import"),
@@ -20,5 +22,8 @@ urlpatterns = [
     path("banks/<slug:slug>/policy/", views.bank_policy, name="bank_policy"),
     path("banks/<slug:slug>/export/", views.bank_export_download, name="bank_export"),
     path("banks/<slug:slug>/copy/", views.bank_copy_page, name="bank_copy"),
+    path("banks/<slug:slug>/delete/", views.bank_delete, name="bank_delete"),
+    path("banks/<slug:slug>/restore/", views.bank_restore_page, name="bank_restore"),
+    path("banks/<slug:slug>/erase/", views.customer_erase_page, name="customer_erase"),
 ]
 urlpatterns += dmrm_urlpatterns

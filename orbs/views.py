@@ -1,6 +1,6 @@
 """Review pages: the queue, an Orb's page, review actions, memory banks."""
 from django.contrib import messages
-from django.http import Http404, StreamingHttpResponse
+from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -13,13 +13,17 @@ from orbs.forms import (
     ApproveForm,
     BankCopyForm,
     BankCreateForm,
+    BankDeleteForm,
     BankPolicyForm,
     BulkForm,
+    DeleteForm,
     EditForm,
+    ErasureForm,
     ImportForm,
     MergeForm,
     QueueFilterForm,
     RejectForm,
+    RestoreForm,
 )
 from orbs.models import MemoryBank, Orb, RetrievalHit, RetrievalLog
 from orbs.services import (
@@ -42,6 +46,8 @@ from orbs.services import (
     orbs_search,
 )
 from orbs.services.banks import SETTABLE_FIELDS
+from orbs.services.deletion import bank_archive, bank_events, bank_restore, orb_delete, orb_restore
+from orbs.services.erasure import customer_erasure, erasure_totals
 from orbs.services.queue import orbs_filtered, orbs_queue
 
 SEMANTIC_LIMIT = 20
@@ -225,14 +231,18 @@ def bulk(request):
 
 # --- banks -----------------------------------------------------------------------------
 
-def _bank_rows() -> list[dict]:
-    return [{"bank": bank, "stats": bank_stats(bank=bank)} for bank in MemoryBank.objects.all()]
+def _bank_rows(*, archived: bool = False) -> list[dict]:
+    banks = MemoryBank.objects.filter(archived_at__isnull=not archived)
+    return [{"bank": bank, "stats": bank_stats(bank=bank)} for bank in banks]
 
 
 @require_GET
 @role_required(*READERS)
 def bank_list(request):
-    context = {"rows": _bank_rows(), "create_form": BankCreateForm(), "import_form": ImportForm()}
+    """The banks in use; `?archived=1` the deleted (archived) ones."""
+    archived = request.GET.get("archived") == "1"
+    context = {"rows": _bank_rows(archived=archived), "archived": archived, "create_form": BankCreateForm(),
+               "import_form": ImportForm()}
     return render(request, "orbs/bank_list.html", context)
 
 
@@ -269,6 +279,7 @@ def _bank_page(request, bank: MemoryBank, form, status: int = 200, copy_form=Non
         "can_edit": has_role(request.user, Role.OPERATOR), "copy_form": copy_form or BankCopyForm(),
         "retrievals": RetrievalLog.objects.filter(bank=bank)[:20],
         "failed": bank.episodes.filter(status="failed")[:20],
+        "delete_form": BankDeleteForm(bank=bank), "erasure_form": ErasureForm(), "events": bank_events(bank=bank)[:20],
     }
     return render(request, "orbs/bank_detail.html", context, status=status)
 
@@ -314,3 +325,66 @@ def bank_export_download(request, slug: str):
     response = StreamingHttpResponse(bank_export(bank=bank), content_type="application/x-ndjson")
     response["Content-Disposition"] = f'attachment; filename="{bank.slug}.jsonl"'
     return response
+
+
+# --- deletion and erasure -------------------------------------------------------------
+
+@require_POST
+@role_required(Role.REVIEWER)
+def delete(request, orb_id: int):
+    def act(data):
+        orb_delete(orb_id=orb_id, expected_version=data["expected_version"], actor=request.user,
+                   reason=data["reason"])
+    return _act(request, orb_id, DeleteForm(request.POST), act, "deleted (no longer served)")
+
+
+@require_POST
+@role_required(Role.REVIEWER)
+def restore(request, orb_id: int):
+    def act(data):
+        orb_restore(orb_id=orb_id, expected_version=data["expected_version"], actor=request.user,
+                    note=data["note"])
+    return _act(request, orb_id, RestoreForm(request.POST), act, "restored")
+
+
+def _refuse_on_bank_page(request, bank: MemoryBank, form) -> HttpResponse:
+    messages.error(request, _first_error(form))
+    return _bank_page(request, bank, BankPolicyForm(instance=bank), status=422)
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def bank_delete(request, slug: str):
+    bank = get_object_or_404(MemoryBank, slug=slug)
+    form = BankDeleteForm(request.POST, bank=bank)
+    if not form.is_valid():
+        return _refuse_on_bank_page(request, bank, form)
+    bank_archive(bank=bank, actor=request.user, reason=form.cleaned_data["reason"])
+    messages.success(request, f"Memory bank “{bank.name}” deleted (archived): it serves no retrievals; "
+                              "restore it from its page.")
+    return redirect("orbs:bank_detail", bank.slug)
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def bank_restore_page(request, slug: str):
+    bank = bank_restore(bank=get_object_or_404(MemoryBank, slug=slug), actor=request.user)
+    messages.success(request, f"Memory bank “{bank.name}” restored.")
+    return redirect("orbs:bank_detail", bank.slug)
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def customer_erase_page(request, slug: str):
+    """The message names no customer: it is kept in the session until shown."""
+    bank = get_object_or_404(MemoryBank, slug=slug)
+    form = ErasureForm(request.POST)
+    if not form.is_valid():
+        return _refuse_on_bank_page(request, bank, form)
+    data = form.cleaned_data
+    records = customer_erasure(bank=bank, customer_key=data["customer_key"], actor=request.user,
+                               reason=data["reason"], every_bank=data["every_bank"])
+    removed = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in erasure_totals(records).items())
+    messages.success(request, f"Customer erased from {len(records)} bank{'s' if len(records) != 1 else ''}: "
+                              f"{removed} removed.")
+    return redirect("orbs:bank_detail", bank.slug)

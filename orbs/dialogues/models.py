@@ -19,6 +19,8 @@ class Dialogue(models.Model):
     bank = models.ForeignKey("orbs.MemoryBank", on_delete=models.CASCADE, related_name="dialogues")
     dialogue_ref = models.CharField(max_length=200, help_text="Where it came from, e.g. evaluation-episode:12.")
     task_ref = models.CharField(max_length=200, blank=True)
+    customer_key = models.CharField(max_length=200, blank=True, db_index=True,
+                                    help_text="Whose dialogue it is (the trajectory's customer), for erasure.")
     domain = models.CharField(max_length=64, blank=True)
     success = models.BooleanField(null=True, blank=True)
     reward = models.FloatField(null=True, blank=True)

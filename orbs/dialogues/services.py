@@ -82,7 +82,8 @@ def dialogue_from_trajectory(*, bank: MemoryBank, trajectory: dict, dialogue_ref
     try:
         with transaction.atomic():
             dialogue = Dialogue.objects.create(
-                bank=bank, dialogue_ref=dialogue_ref, task_ref=parsed.task_id, domain=parsed.domain,
+                bank=bank, dialogue_ref=dialogue_ref, task_ref=parsed.task_id, customer_key=parsed.customer_key,
+                domain=parsed.domain,
                 success=parsed.success, reward=parsed.reward, opening=opening, source_label=source_label,
                 text="\n".join(f"{role}: {text}" for role, text in spoken), vector=vectors[0].tolist(),
                 embedding_model=model.model_name)

@@ -18,6 +18,7 @@ from memweb.job_api import JobOut, job_accepted
 from memweb.roles import Role
 from memweb.schemas import StrictBody
 from orbs.dmrm.forms import DOMAINS
+from orbs.dmrm.models import Experience
 from orbs.dmrm.services import (
     DMRMSettingsInvalid,
     ExperienceFilters,
@@ -25,19 +26,23 @@ from orbs.dmrm.services import (
     TransitionError,
     dmrm_settings_get,
     dmrm_settings_update,
+    experience_delete,
+    experience_restore,
     experiences_append_batch,
     experiences_filtered,
     experiences_retrieve,
     source_memory_build_start,
 )
 from orbs.dmrm.services.learning import Transition
-from orbs.errors import OrbsError
+from orbs.errors import BankArchived, InvalidTransition, OrbsError, StaleVersion
 from orbs.models import MemoryBank
 from orbs.services import bank_resolve
+from orbs.services.deletion import bank_open_check
 
 router = Router(tags=["experience memory (DMRM)"])
 WRITE = api_auth(Role.OPERATOR)
 READ = api_auth(Role.REVIEWER, Role.OPERATOR)  # who may open the experience browser and settings pages
+REVIEW = api_auth(Role.REVIEWER)
 
 
 class TransitionIn(StrictBody, Schema):
@@ -137,7 +142,8 @@ class DMRMSettingsIn(StrictBody, Schema):
 
 class ExperienceListFilters(Schema):
     memory: Literal["", "target", "source"] = ""
-    status: Literal["", "pending", "approved", "rejected"] = ""
+    status: Literal["", "pending", "approved", "rejected", "deleted"] = Field(
+        default="", description="deleted: the soft-deleted experiences, which no other filter lists")
     source_memory: str = Field("", description="The name of a source memory.")
     domain: str = ""
     q: str = Field(default="", max_length=200, description="Text in the action.")
@@ -205,11 +211,22 @@ def _bank(slug: str) -> MemoryBank:
         raise HttpError(404, f"No memory bank {slug!r}") from None
 
 
-@router.post("/banks/{slug}/transitions", response={201: TransitionsOut, 404: dict, 422: dict}, auth=WRITE)
+def _open_bank(slug: str) -> MemoryBank:
+    """The bank, if it takes memories and serves retrievals: a deleted (archived) one is a 409."""
+    bank = _bank(slug)
+    try:
+        bank_open_check(bank)
+    except BankArchived as archived:
+        raise HttpError(409, str(archived)) from None
+    return bank
+
+
+@router.post("/banks/{slug}/transitions", response={201: TransitionsOut, 404: dict, 409: dict, 422: dict},
+             auth=WRITE)
 def transitions_write(request, slug: str, payload: TransitionsIn):
     """Append decision steps to the bank's target memory, each trajectory's steps last first (so the
     order they are posted in does not matter), updating their Q-values."""
-    bank = _bank(slug)
+    bank = _open_bank(slug)
     transitions = [Transition(**t.dict()) for t in payload.transitions]
     try:
         entries = experiences_append_batch(bank=bank, transitions=transitions)
@@ -220,10 +237,10 @@ def transitions_write(request, slug: str, payload: TransitionsIn):
     return Status(201, {"written": len(entries), "entries": entries})
 
 
-@router.post("/banks/{slug}/retrieve", response={200: ExperienceRetrieveOut, 404: dict}, auth=WRITE)
+@router.post("/banks/{slug}/retrieve", response={200: ExperienceRetrieveOut, 404: dict, 409: dict}, auth=WRITE)
 def retrieve(request, slug: str, payload: ExperienceRetrieveIn):
     """The prompt block for the agent's current step, and the trace of every candidate."""
-    result = experiences_retrieve(bank=_bank(slug), goal=payload.goal, observation=payload.observation,
+    result = experiences_retrieve(bank=_open_bank(slug), goal=payload.goal, observation=payload.observation,
                                   recent_actions=payload.recent_actions, client=payload.client)
     return {**{k: getattr(result, k) for k in ("retrieval_id", "prompt_block", "suppressed",
                                                  "successful_trajectories", "budget_used", "c_max",
@@ -256,7 +273,24 @@ def experience_list(request, slug: str, filters: Query[ExperienceListFilters]):
 
 @router.get("/banks/{slug}/experiences/{experience_id}", response={200: ExperienceOut, 404: dict}, auth=READ)
 def experience_detail(request, slug: str, experience_id: int):
-    experience = experiences_filtered(bank=_bank(slug), filters=ExperienceFilters()).filter(pk=experience_id).first()
+    """One experience of any status (a deleted one shows status deleted)."""
+    return _experience_of(slug, experience_id)
+
+
+class ExperienceDeleteIn(StrictBody, Schema):
+    expected_version: int = Field(ge=1, description="The version you saw; a stale one gets 409 and changes nothing.")
+    reason: str = Field(min_length=1, max_length=2000, description="Why it is deleted (kept in its history).")
+
+
+class ExperienceRestoreIn(StrictBody, Schema):
+    expected_version: int = Field(ge=1)
+    note: str = Field("", max_length=2000)
+
+
+def _experience_of(slug: str, experience_id: int) -> Experience:
+    """The bank's experience of any status, deleted ones included; 404 when the bank has none with that id."""
+    experience = Experience.objects.select_related("source_memory", "reviewer").defer("vector").filter(
+        bank=_bank(slug), pk=experience_id).first()
     if experience is None:
         raise HttpError(404, f"No experience #{experience_id} in bank {slug!r}")
     return experience
@@ -276,3 +310,27 @@ def source_memory_create(request, response: HttpResponse, slug: str, payload: So
         path = field if field in SourceMemoryBuildIn.model_fields else ""
         return Status(422, field_errors([(path, message or str(refused))], prefix=("body", "payload")))
     return job_accepted(request, response, job)
+def _experience_refusals(action):
+    """A stale version is a 409, as is an action the experience's status does not allow; other refusals 422."""
+    try:
+        return action()
+    except (StaleVersion, InvalidTransition) as refused:
+        return Status(409, {"detail": str(refused)})
+    except OrbsError as refused:
+        return Status(422, {"detail": str(refused)})
+
+
+@router.delete("/banks/{slug}/experiences/{experience_id}", response={200: ExperienceOut, 404: dict, 409: dict,
+                                                                     422: dict}, auth=REVIEW)
+def experience_delete_view(request, slug: str, experience_id: int, payload: ExperienceDeleteIn):
+    """Soft-delete: never retrieved again, out of the lists (`?status=deleted` shows it), restorable;
+    deleting it again answers the same."""
+    pk = _experience_of(slug, experience_id).pk
+    return _experience_refusals(lambda: experience_delete(experience_id=pk, actor=request.auth, **payload.dict()))
+
+
+@router.post("/banks/{slug}/experiences/{experience_id}/restore",
+             response={200: ExperienceOut, 404: dict, 409: dict, 422: dict}, auth=REVIEW)
+def experience_restore_view(request, slug: str, experience_id: int, payload: ExperienceRestoreIn):
+    pk = _experience_of(slug, experience_id).pk
+    return _experience_refusals(lambda: experience_restore(experience_id=pk, actor=request.auth, **payload.dict()))

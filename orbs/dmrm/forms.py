@@ -27,12 +27,15 @@ class ExperienceFilterForm(forms.Form):
                "min_q": "q_value__gte", "max_q": "q_value__lte"}
 
     def filtered(self, queryset):
+        """The experiences matching the filters; deleted ones only when the status filter asks for them."""
         if not self.is_valid():
-            return queryset
+            return queryset.exclude(status=Experience.Status.DELETED)
         for name, lookup in self.LOOKUPS.items():
             value = self.cleaned_data.get(name)
             if value not in (None, ""):
                 queryset = queryset.filter(**{lookup: value})
+        if self.cleaned_data.get("status") != Experience.Status.DELETED:
+            queryset = queryset.exclude(status=Experience.Status.DELETED)
         if self.cleaned_data.get("flagged"):
             queryset = queryset.filter(flagged_at__isnull=False)
         task = self.cleaned_data.get("task")
@@ -42,7 +45,8 @@ class ExperienceFilterForm(forms.Form):
 
 
 class ReviewForm(forms.Form):
-    decision = forms.ChoiceField(choices=[("approved", "approve"), ("rejected", "reject")])
+    decision = forms.ChoiceField(choices=[("approved", "approve"), ("rejected", "reject"), ("deleted", "delete"),
+                                          ("restored", "restore")])
     version = forms.IntegerField(min_value=1)
     note = forms.CharField(required=False, max_length=2000, label="Reason")
 

@@ -13,7 +13,10 @@ from pgvector.django import VectorField
 
 from memweb.vectors import vector_hnsw_indexes, vector_model_constraint
 
-__all__ = ["DMRMRetrievalLog", "DMRMSettings", "Experience", "ExperienceStep", "ExperienceTrajectory", "SourceMemory"]
+__all__ = [
+    "DMRMRetrievalLog", "DMRMSettings", "Experience", "ExperienceEvent", "ExperienceStep", "ExperienceTrajectory",
+    "SourceMemory",
+]
 
 
 class DMRMSettings(models.Model):
@@ -95,6 +98,7 @@ class Experience(models.Model):
         PENDING = "pending", "pending"
         APPROVED = "approved", "approved"
         REJECTED = "rejected", "rejected"
+        DELETED = "deleted", "deleted"
 
     bank = models.ForeignKey("orbs.MemoryBank", on_delete=models.CASCADE, related_name="experiences")
     memory = models.CharField(max_length=8, choices=Memory.choices, db_index=True)
@@ -150,6 +154,38 @@ class Experience(models.Model):
 
     def __str__(self) -> str:
         return f"{self.memory} experience {self.pk}: {self.action[:40]}"
+
+
+class ExperienceEvent(models.Model):
+    """Append-only audit of an experience's deletion and restoration: who, when, why."""
+
+    class Action(models.TextChoices):
+        DELETED = "deleted", "deleted"
+        RESTORED = "restored", "restored"
+
+    experience = models.ForeignKey(Experience, on_delete=models.CASCADE, related_name="events")
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                              related_name="+")
+    actor_name = models.CharField(max_length=150, blank=True)
+    action = models.CharField(max_length=16, choices=Action.choices)
+    before = models.JSONField(default=dict, blank=True)
+    after = models.JSONField(default=dict, blank=True)
+    note = models.TextField(blank=True)
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.action} by {self.actor_name or 'system'}"
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None:
+            raise ValueError("Experience events are append-only")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise ValueError("Experience events are append-only")
 
 
 class ExperienceTrajectory(models.Model):

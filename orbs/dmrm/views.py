@@ -11,6 +11,8 @@ from orbs.dmrm.models import Experience
 from orbs.dmrm.qlearning import histogram
 from orbs.dmrm.services import (
     dmrm_settings_get,
+    experience_delete,
+    experience_restore,
     experience_review,
     experiences_updates,
     source_memory_build_start,
@@ -46,6 +48,17 @@ def experience_list(request):
     return render(request, "orbs/dmrm/experience_list.html", context)
 
 
+def _decide(pk: int, data: dict, actor) -> Experience:
+    """A review decision, a (soft) deletion with the note as its reason, or a restoration."""
+    version, note = data["version"], data["note"]
+    if data["decision"] == "deleted":
+        return experience_delete(experience_id=pk, expected_version=version, actor=actor, reason=note)
+    if data["decision"] == "restored":
+        return experience_restore(experience_id=pk, expected_version=version, actor=actor, note=note)
+    return experience_review(experience_id=pk, expected_version=version, status=data["decision"], actor=actor,
+                             note=note)
+
+
 @require_POST
 @role_required(Role.REVIEWER)
 def experience_review_action(request, pk: int):
@@ -54,9 +67,7 @@ def experience_review_action(request, pk: int):
     error = ""
     if form.is_valid():
         try:
-            experience = experience_review(experience_id=pk, expected_version=form.cleaned_data["version"],
-                                           status=form.cleaned_data["decision"], actor=request.user,
-                                           note=form.cleaned_data["note"])
+            experience = _decide(pk, form.cleaned_data, request.user)
         except OrbsError as refused:
             error = str(refused)
     else:

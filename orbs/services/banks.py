@@ -9,7 +9,7 @@ from django.utils.text import slugify
 from memweb.embeddings import embedder
 from memweb.llm.backends import TextBackend
 from orbs.budget import DEFAULT_K, orbs_that_fit, prompt_budget_for
-from orbs.errors import BankModelMismatch
+from orbs.errors import BankArchived, BankModelMismatch
 from orbs.models import EpisodeRecord, MemoryBank, Orb, RetrievalHit, RetrievalLog
 
 # The policy a bank file carries (orbs/services/transfer.py, format version 1).
@@ -52,8 +52,8 @@ def bank_get_or_create(*, name: str, **policy) -> MemoryBank:
 
 
 def banks_all():
-    """Every bank, in the model's order (for choosers in other apps' forms)."""
-    return MemoryBank.objects.all()
+    """Every bank not deleted (archived), in the model's order (for choosers in other apps' forms)."""
+    return MemoryBank.objects.filter(archived_at__isnull=True)
 
 
 def bank_resolve(bank: MemoryBank | str) -> MemoryBank:
@@ -67,7 +67,10 @@ def bank_resolve(bank: MemoryBank | str) -> MemoryBank:
 
 
 def bank_embedder(bank: MemoryBank):
-    """This process's embedder, refusing a bank whose vectors come from another model."""
+    """This process's embedder, refusing a bank whose vectors come from another model, and an
+    archived (deleted) bank: every new memory and every retrieval embeds first, so none reaches it."""
+    if bank.is_archived:
+        raise BankArchived(bank.slug)
     model = embedder()
     if bank.embedding_model != model.model_name:
         raise BankModelMismatch(

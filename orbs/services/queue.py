@@ -25,7 +25,8 @@ class OrbFilters:
 def orbs_filtered(*, filters: OrbFilters) -> QuerySet:
     """Orbs matching every given filter, each as its current revision unless `all_revisions`; text
     search looks in obs, outcome and the hash prefix. The Orbs named as near-duplicate or merge target
-    come along (their stable ids are shown), without their vectors."""
+    come along (their stable ids are shown), without their vectors. Deleted Orbs only when the status
+    filter asks for them."""
     queryset = (Orb.objects.select_related("bank", "reviewer", "near_duplicate_of", "merged_into")
                 .defer("vector", "near_duplicate_of__vector", "merged_into__vector"))
     if not filters.all_revisions:
@@ -35,6 +36,9 @@ def orbs_filtered(*, filters: OrbFilters) -> QuerySet:
         "source": filters.source, "source_label": filters.source_label, "customer_key": filters.customer_key,
     }
     queryset = queryset.filter(**{name: value for name, value in exact.items() if value})
+    if filters.status != Orb.Status.DELETED:
+        # Deleted Orbs are shown only to whoever asks for them by status.
+        queryset = queryset.exclude(status=Orb.Status.DELETED)
     if filters.text.strip():
         text = filters.text.strip()
         queryset = queryset.filter(

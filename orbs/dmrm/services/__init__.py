@@ -3,6 +3,7 @@ from orbs.dmrm.models import DMRMSettings
 from orbs.dmrm.qlearning import HISTORY_ACTIONS
 from orbs.dmrm.services.browse import ExperienceFilters, dmrm_stats, experiences_filtered
 from orbs.dmrm.services.copy import dmrm_memory_copy
+from orbs.dmrm.services.deletion import experience_delete, experience_restore
 from orbs.dmrm.services.learning import (
     DMRMSettingsInvalid,
     SourceMemoryReadOnly,
@@ -41,7 +42,8 @@ __all__ = [
     "HISTORY_ACTIONS", "StateMatch", "Suppression", "DMRMHit", "DMRMResult", "DMRMSettingsInvalid", "ExperienceFilters",
     "SourceCandidate",
     "SourceMemoryReadOnly", "TransitionError", "action_text", "dmrm_memory_copy", "dmrm_retrieval_outcome_record",
-    "dmrm_settings_get", "dmrm_settings_update", "dmrm_stats", "experience_append", "experience_flag",
+    "dmrm_settings_get", "dmrm_settings_update", "dmrm_stats", "experience_append", "experience_delete",
+    "experience_flag", "experience_restore",
     "experience_retrieval_outcomes", "experience_review",
     "experiences_append_batch", "experiences_filtered", "experiences_from_trajectory", "experiences_retrieve",
     "experiences_updates", "source_memory_build", "source_memory_build_start",

@@ -17,11 +17,15 @@ class ExperienceFilters:
 
 
 def experiences_filtered(*, bank, filters: ExperienceFilters) -> QuerySet:
-    """The bank's experiences matching every given filter, newest first, without their vectors."""
+    """The bank's experiences matching every given filter, newest first, without their vectors;
+    deleted ones only when the status filter asks for them."""
     queryset = Experience.objects.filter(bank=bank).select_related("source_memory", "reviewer").defer("vector")
     exact = {"memory": filters.memory, "status": filters.status, "source_memory__name": filters.source_memory,
              "domain": filters.domain}
     queryset = queryset.filter(**{name: value for name, value in exact.items() if value})
+    if filters.status != Experience.Status.DELETED:
+        # Deleted experiences are shown only to whoever asks for them by status.
+        queryset = queryset.exclude(status=Experience.Status.DELETED)
     if filters.text.strip():
         queryset = queryset.filter(action__icontains=filters.text.strip())
     if filters.flagged:

@@ -3,7 +3,7 @@ minimum similarity, group the rest by state into experiences, render each experi
 paper's Figure 3 does, fill the token budget C_max with the rendered experiences in rank order,
 suppress the source memory once the target memory has learnt enough, and log the whole decision.
 
-Which entries an agent may see: target entries unless a reviewer rejected them
+Which entries an agent may see: target entries unless a reviewer rejected or deleted them
 (the paper uses M_t as it grows, so waiting for review would defeat it); source
 entries when approved, or also pending ones when the bank does not insist on
 approved memories.
@@ -64,7 +64,7 @@ class DMRMResult:
 
 
 def _servable(bank, *, source_allowed: bool):
-    target = Q(memory=TARGET) & ~Q(status=Experience.Status.REJECTED)
+    target = Q(memory=TARGET) & ~Q(status__in=[Experience.Status.REJECTED, Experience.Status.DELETED])
     source_statuses = [Experience.Status.APPROVED] + ([] if bank.approved_only else [Experience.Status.PENDING])
     source = Q(memory=SOURCE, status__in=source_statuses)
     wanted = (target | source) if source_allowed else target

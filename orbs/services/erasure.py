@@ -1,0 +1,154 @@
+"""A customer's right to be forgotten: erase every row of a bank that holds what one customer said
+or what was learnt from it, with its vectors, and keep an audit record that holds none of it.
+
+What goes (docs/ERASURE.md lists every table and why each is or is not touched):
+- Orbs of the customer, of every status, revisions and deleted ones included, with their review
+  history (whose snapshots hold the text) and the retrieval hits that point at them;
+- the stored episodes (trajectories) of the customer, queued, failed or reflected;
+- the retrieval logs of the customer's own retrievals (query, rewrite and context came from them);
+- raw dialogues of the customer (MemoryBench baselines) and their messages;
+- stored idempotent answers (memweb) that carry the customer key or any erased text;
+- the text of those Orbs quoted elsewhere by apps above orbs, through their `erasure_hooks`
+  (evaluation episodes' per-turn prompt blocks).
+Bank exports are written from these tables when asked for, so none made afterwards holds them.
+
+The audit record (BankEvent, action customer_erased) keeps the bank, the actor, the time, the
+reason, the counts and a SHA-256 of the key: enough to answer "was this customer erased, by whom",
+not enough to say what they said.
+"""
+import hashlib
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.db.models import Q, QuerySet
+
+from memweb.registry import erasure_hooks
+from memweb.services import idempotent_answers_forget
+from orbs.dialogues.models import Dialogue
+from orbs.errors import FieldRequired
+from orbs.models import BankEvent, EpisodeRecord, MemoryBank, Orb, RetrievalLog
+from orbs.services.deletion import bank_event
+from orbs.services.ingest import REMEMBERED_OBS
+
+# Shorter texts ("yes", "ok") could sit in any other customer's stored answer too; the key
+# itself and the longer texts around them identify the customer's answers.
+MIN_TEXT_TO_MATCH = 12
+
+
+@dataclass(frozen=True)
+class Erasure:
+    """Rows of one bank that belong to one customer."""
+
+    bank: MemoryBank
+    orbs: QuerySet
+    episodes: QuerySet
+    retrievals: QuerySet
+    dialogues: QuerySet
+
+
+def customer_key_sha256(customer_key: str) -> str:
+    return hashlib.sha256(customer_key.encode()).hexdigest()
+
+
+def _of_customer(bank: MemoryBank, customer_key: str) -> Erasure:
+    orbs = Orb.objects.filter(bank=bank, customer_key=customer_key)
+    episodes = EpisodeRecord.objects.filter(bank=bank).filter(
+        Q(trajectory__customer_key=customer_key) | Q(pk__in=orbs.filter(episode__isnull=False).values("episode_id")))
+    # A retrieval names its customer when it reads only their Orbs; that query was theirs.
+    retrievals = RetrievalLog.objects.filter(bank=bank, filters__customer_key=customer_key)
+    return Erasure(bank, orbs, episodes, retrievals, Dialogue.objects.filter(bank=bank, customer_key=customer_key))
+
+
+def _utterances(trajectory: dict) -> list[str]:
+    messages = trajectory.get("messages") if isinstance(trajectory, dict) else None
+    return [m.get("content", "") for m in messages or [] if isinstance(m, dict)]
+
+
+def _texts(found: Erasure) -> set[str]:
+    """What the customer said or was told, as it may be quoted in a stored idempotent answer."""
+    texts = set()
+    for obs, outcome in found.orbs.values_list("obs", "outcome"):
+        texts.update(obs.splitlines())
+        texts.add(outcome)
+    for trajectory in found.episodes.values_list("trajectory", flat=True):
+        texts.update(_utterances(trajectory))
+    for query, rewritten in found.retrievals.values_list("query", "rewritten_query"):
+        texts.update((query, rewritten))
+    texts.update(found.dialogues.values_list("opening", flat=True))
+    return {text.strip() for text in texts if len(text.strip()) >= MIN_TEXT_TO_MATCH} - {REMEMBERED_OBS}
+
+
+def _delete(found: Erasure) -> dict[str, int]:
+    # Revisions point at the Orbs they replaced (PROTECT); all of them go, so the links go first.
+    found.orbs.update(supersedes=None)
+    counts = {"orbs": found.orbs.count(), "episodes": found.episodes.count(),
+              "retrievals": found.retrievals.count(), "dialogues": found.dialogues.count()}
+    # Apps above orbs that quote Orbs (evaluation episodes keep their prompt blocks) scrub them first.
+    orb_ids = list(found.orbs.values_list("pk", flat=True))
+    for name, hook in erasure_hooks():
+        counts[name] = hook(bank=found.bank, orb_ids=orb_ids) if orb_ids else 0
+    # Materialised first: the episode query reads the Orbs that are about to go.
+    episode_ids = list(found.episodes.values_list("pk", flat=True))
+    found.orbs.delete()  # with their review events and retrieval hits
+    EpisodeRecord.objects.filter(pk__in=episode_ids).delete()
+    found.retrievals.delete()  # with their hits
+    found.dialogues.delete()  # with their messages
+    return counts
+
+
+def _named(customer_key: str) -> str:
+    # An empty key would name every Orb nobody claimed, not a customer.
+    if not customer_key.strip():
+        raise FieldRequired("customer_key", "name the customer whose data is to be erased")
+    return customer_key.strip()
+
+
+def customer_erase(*, bank: MemoryBank, customer_key: str, actor, reason: str = "") -> BankEvent:
+    """Erase everything of `customer_key` in `bank` and record that it was done (with counts). Erasing
+    a customer with nothing left is recorded too, so a repeated request is on the record."""
+    customer_key = _named(customer_key)
+    with transaction.atomic():
+        found = _of_customer(bank, customer_key)
+        texts = _texts(found)
+        counts = _delete(found)
+        counts["idempotent_answers"] = idempotent_answers_forget(values=[customer_key], texts=texts)
+        return bank_event(bank, action=BankEvent.Action.CUSTOMER_ERASED, actor=actor, note=reason.strip(),
+                          customer_key_sha256=customer_key_sha256(customer_key), counts=counts)
+
+
+def _banks_holding(customer_key: str) -> set[int]:
+    """Ids of the banks with any row of the customer (one query per table: a join of all four would
+    multiply their rows)."""
+    return {bank_id for queryset in (
+        Orb.objects.filter(customer_key=customer_key),
+        EpisodeRecord.objects.filter(trajectory__customer_key=customer_key),
+        RetrievalLog.objects.filter(filters__customer_key=customer_key),
+        Dialogue.objects.filter(customer_key=customer_key),
+    ) for bank_id in queryset.values_list("bank_id", flat=True).distinct()}
+
+
+def customer_erase_everywhere(*, customer_key: str, actor, reason: str = "", first: MemoryBank) -> list[BankEvent]:
+    """The erasure in `first` and in every other bank holding the customer (copies of a bank, a
+    run's bank), archived ones included; one audit record per bank, in one transaction."""
+    customer_key = _named(customer_key)
+    holding = MemoryBank.objects.filter(pk__in=_banks_holding(customer_key)).exclude(pk=first.pk).order_by("pk")
+    with transaction.atomic():
+        return [customer_erase(bank=bank, customer_key=customer_key, actor=actor, reason=reason)
+                for bank in [first, *holding]]
+
+
+def customer_erasure(*, bank: MemoryBank, customer_key: str, actor, reason: str = "",
+                     every_bank: bool = False) -> list[BankEvent]:
+    """The erasure a person asks for on a bank: in that bank only, or (`every_bank`) everywhere."""
+    if every_bank:
+        return customer_erase_everywhere(customer_key=customer_key, actor=actor, reason=reason, first=bank)
+    return [customer_erase(bank=bank, customer_key=customer_key, actor=actor, reason=reason)]
+
+
+def erasure_totals(records: list[BankEvent]) -> dict[str, int]:
+    """Rows removed per kind, over the records of one erasure."""
+    totals: dict[str, int] = {}
+    for record in records:
+        for kind, n in record.counts.items():
+            totals[kind] = totals.get(kind, 0) + n
+    return totals

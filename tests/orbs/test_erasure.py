@@ -1,0 +1,144 @@
+"""A customer's erasure leaves nothing they said anywhere in the database: every text, JSON and
+bytea column of every table is scanned for a marker only their data carried."""
+import json
+
+import pytest
+from django.db import connection
+
+from orbs.dialogues.services import dialogue_from_trajectory
+from orbs.models import BankEvent, Orb
+from orbs.services import bank_resolve
+from orbs.services.erasure import customer_key_sha256
+from tests.orbs.conftest import post, success_trajectory
+
+API = "/api/orbs"
+ALICE, BOB = "alice-7q2x", "bob-3k9w"
+MARKS = {ALICE: "zebraquartz4417", BOB: "walrusopal9023"}
+TEXT_TYPES = ("text", "character varying", "character", "json", "jsonb", "bytea")
+
+
+def columns_holding(needle: str) -> list[str]:
+    """`schema.table.column` of every text-like column of every table where some value contains `needle`."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT c.table_schema, c.table_name, c.column_name, c.data_type FROM information_schema.columns c "
+            "JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name "
+            "WHERE t.table_type = 'BASE TABLE' AND c.table_schema NOT IN ('pg_catalog', 'information_schema') "
+            "AND c.data_type = ANY(%s)", [list(TEXT_TYPES)])
+        columns = cursor.fetchall()
+        found = []
+        for schema, table, column, data_type in columns:
+            name = ".".join(connection.ops.quote_name(part) for part in (schema, table, column))
+            value = f"encode({name}, 'escape')" if data_type == "bytea" else f"{name}::text"
+            cursor.execute(f"SELECT count(*) FROM {connection.ops.quote_name(schema)}.{connection.ops.quote_name(table)} "
+                           f"WHERE {value} LIKE %s", [f"%{needle}%"])
+            if cursor.fetchone()[0]:
+                found.append(f"{schema}.{table}.{column}")
+        return found
+
+
+def _customer_data(agent, bank_slug: str, customer: str, n: int) -> None:
+    """Everything a customer leaves behind: an episode reflected at once and one queued, a remembered
+    lesson, a retrieval of their own, a raw dialogue; every write sent with an Idempotency-Key, so
+    the answers are stored for replay."""
+    mark = MARKS[customer]
+    said = f"My espresso machine {mark} leaks from the steam wand, order W{n}."
+    headers = {"HTTP_IDEMPOTENCY_KEY": f"key-{n}-1"}
+    reflected = post(agent, f"{API}/banks/{bank_slug}/episodes?sync=true",
+                     {"trajectory": success_trajectory(said, customer_key=customer)}, **headers)
+    assert reflected.status_code == 201, reflected.content
+    queued = post(agent, f"{API}/banks/{bank_slug}/episodes",
+                  {"trajectory": success_trajectory(f"Second ticket {mark}: still leaking.", customer_key=customer)},
+                  HTTP_IDEMPOTENCY_KEY=f"key-{n}-2")
+    assert queued.status_code == 202, queued.content
+    remembered = post(agent, f"{API}/banks/{bank_slug}/remember",
+                      {"text": f"Call {mark} back in the mornings only.", "customer_key": customer},
+                      HTTP_IDEMPOTENCY_KEY=f"key-{n}-3")
+    assert remembered.status_code == 201, remembered.content
+    retrieved = post(agent, f"{API}/banks/{bank_slug}/retrieve",
+                     {"query": f"steam wand {mark} leaking", "customer_key": customer},
+                     HTTP_IDEMPOTENCY_KEY=f"key-{n}-4")
+    assert retrieved.status_code == 200 and retrieved.json()["hits"], retrieved.content
+    dialogue_from_trajectory(bank=bank_resolve(bank_slug), dialogue_ref=f"ticket:{customer}",
+                             trajectory=success_trajectory(said, customer_key=customer))
+
+
+@pytest.fixture
+def two_customers(agent):
+    created = post(agent, f"{API}/banks", {"name": "Coffee shop", "customer_scope": "per_customer",
+                                        "auto_approve": "always"})
+    assert created.status_code == 201, created.content
+    slug = created.json()["slug"]
+    for n, customer in enumerate((ALICE, BOB)):
+        _customer_data(agent, slug, customer, n)
+    # A copy elsewhere (another team's bank) of something Alice said.
+    other = post(agent, f"{API}/banks", {"name": "Coffee shop copy"}).json()["slug"]
+    post(agent, f"{API}/banks/{other}/remember", {"text": f"Alice {MARKS[ALICE]} is allergic to oat milk.",
+                                                   "customer_key": ALICE})
+    return slug
+
+
+def _export(agent, slug: str) -> str:
+    response = agent.get(f"{API}/banks/{slug}/export")
+    return b"".join(response.streaming_content).decode()
+
+
+def test_erasure_leaves_no_trace_of_the_customer_anywhere(agent, operator_user, two_customers):
+    slug = two_customers
+    assert MARKS[ALICE] in _export(agent, slug)
+    before = columns_holding(MARKS[ALICE])
+    # The scan sees the places an erasure has to reach.
+    assert {"public.orbs_orb.obs", "public.orbs_episoderecord.trajectory", "public.orbs_retrievallog.query",
+            "public.orbs_dialogue.text", "public.memweb_idempotentrequest.body"} <= set(before)
+
+    response = post(agent, f"{API}/banks/{slug}/erasures",
+                    {"customer_key": ALICE, "reason": "request #41", "every_bank": True},
+                    HTTP_IDEMPOTENCY_KEY="erase-1")
+
+    assert response.status_code == 201, response.content
+    assert columns_holding(MARKS[ALICE]) == []
+    assert columns_holding(ALICE) == []  # the key itself is kept only as a hash
+    assert MARKS[ALICE] not in _export(agent, slug)
+    assert MARKS[BOB] in _export(agent, slug)
+    assert {"public.orbs_orb.obs", "public.orbs_episoderecord.trajectory", "public.orbs_retrievallog.query",
+            "public.orbs_dialogue.text", "public.memweb_idempotentrequest.body"} <= set(columns_holding(MARKS[BOB]))
+    body = response.json()
+    assert body["customer_key_sha256"] == customer_key_sha256(ALICE)
+    assert body["counts"] | {"idempotent_answers": 0} == {"orbs": 3, "episodes": 2, "retrievals": 1,
+                                                          "dialogues": 1, "idempotent_answers": 0,
+                                                          "evaluation_episodes": 0}
+    assert body["counts"]["idempotent_answers"] >= 3
+    records = BankEvent.objects.filter(action=BankEvent.Action.CUSTOMER_ERASED).order_by("id")
+    assert [(r.bank_name, r.actor, r.note) for r in records] == [
+        ("Coffee shop", operator_user, "request #41"), ("Coffee shop copy", operator_user, "request #41")]
+    assert records[1].counts["orbs"] == 1
+    assert Orb.objects.filter(customer_key=BOB).count() == 2
+
+
+def test_erasure_is_scoped_to_the_bank_unless_every_bank_is_asked(agent, two_customers):
+    response = post(agent, f"{API}/banks/{two_customers}/erasures", {"customer_key": ALICE})
+
+    assert response.status_code == 201
+    assert [r["bank"] for r in response.json()["records"]] == ["Coffee shop"]
+    assert Orb.objects.filter(customer_key=ALICE).count() == 1  # the copy in the other bank
+
+
+def test_erasing_again_finds_nothing_and_is_recorded(agent, two_customers):
+    url = f"{API}/banks/{two_customers}/erasures"
+    post(agent, url, {"customer_key": ALICE})
+
+    again = post(agent, url, {"customer_key": ALICE})
+
+    assert again.status_code == 201
+    assert set(again.json()["counts"].values()) == {0}
+    events = agent.get(f"{API}/banks/{two_customers}/events").json()
+    assert [e["action"] for e in events] == ["customer_erased", "customer_erased"]
+    assert json.dumps(events).find(ALICE) == -1
+
+
+def test_erasure_needs_a_customer_an_operator_and_a_known_bank(agent, reviewer_user, client, two_customers):
+    assert post(agent, f"{API}/banks/{two_customers}/erasures", {"customer_key": "  "}).status_code == 422
+    assert post(agent, f"{API}/banks/no-such-bank/erasures", {"customer_key": ALICE}).status_code == 404
+    client.force_login(reviewer_user)
+    client.defaults.pop("HTTP_AUTHORIZATION", None)
+    assert post(client, f"{API}/banks/{two_customers}/erasures", {"customer_key": ALICE}).status_code == 403
