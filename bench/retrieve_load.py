@@ -31,13 +31,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import requests
+
+# isort: off
+from bench.orbs_retrieval import EMBEDDED_DB_STARTED_HERE, ITEMS, SENTENCES, Data, copy_rows, say  # sets Django up
+# isort: on
 from django.conf import settings  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.contrib.auth.models import Group  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db.models import Count  # noqa: E402
 
-from bench.orbs_retrieval import EMBEDDED_DB_STARTED_HERE, ITEMS, SENTENCES, Data, copy_rows, say  # sets Django up
 from memweb.embeddings import embedder  # noqa: E402
 from memweb.models import ApiKey  # noqa: E402
 from memweb.roles import Role  # noqa: E402
