@@ -114,7 +114,25 @@ class Embedder:
         batch = settings.EMBEDDING_BATCH_SIZE
         if self.model_name == BGE_M3:
             return self._model.encode(texts, batch_size=batch, max_length=MAX_TOKENS)["dense_vecs"]
-        return self._model.encode(texts, batch_size=batch, max_length=MAX_TOKENS)
+        return encode_in_one_pass(self._model, texts, batch_size=batch)
+
+
+def encode_in_one_pass(flag_model, texts: list[str], *, batch_size: int) -> np.ndarray:
+    """FlagEmbedding's encode runs the model once more on its first batch, to probe a batch size that
+    fits in GPU memory: on a CPU every query paid for two forward passes. The same tokenising and
+    pooling in one pass; texts go in batches of similar length (less padding), rows come back in order."""
+    import torch
+
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    rows = np.empty((len(texts), flag_model.model.config.hidden_size), dtype=np.float32)
+    with torch.inference_mode():
+        for start in range(0, len(order), batch_size):
+            chunk = order[start:start + batch_size]
+            inputs = flag_model.tokenizer([texts[i] for i in chunk], padding=True, truncation=True,
+                                          max_length=MAX_TOKENS, return_tensors="pt")
+            hidden = flag_model.model(**inputs, return_dict=True).last_hidden_state
+            rows[chunk] = flag_model.pooling(hidden, inputs["attention_mask"]).numpy()
+    return rows
 
 
 def embedder() -> Embedder:

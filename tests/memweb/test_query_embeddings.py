@@ -5,7 +5,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from memweb.embeddings import EmbeddingBatcher, QueryVectorCache, embedder, query_embed, query_vector_cache
+from memweb.embeddings import (
+    EmbeddingBatcher,
+    QueryVectorCache,
+    embedder,
+    encode_in_one_pass,
+    query_embed,
+    query_vector_cache,
+)
 
 
 def _rows_of(texts: list[str]) -> np.ndarray:
@@ -105,6 +112,16 @@ def test_query_embed_gives_the_models_own_vector():
     vector = query_embed(model, text)
     assert np.allclose(vector, model.embed_one(text), atol=1e-5)
     assert query_vector_cache().get(model.model_name, text) is not None
+
+
+def test_one_pass_encoding_gives_flagembeddings_vectors_in_the_callers_order():
+    model = embedder()
+    texts = ["hi", "The dishwasher shows fault code E24 after the rinse cycle, what now?", "Where is my parcel?"]
+    ours = encode_in_one_pass(model._model, texts, batch_size=2)
+    ours /= np.linalg.norm(ours, axis=1, keepdims=True)  # Embedder.embed normalises; FlagModel does it itself
+    theirs = model._model.encode(texts, batch_size=2, max_length=512)
+    assert ours.shape == (3, 384)
+    assert np.allclose(ours, theirs, atol=1e-5)
 
 
 # --- the micro-batcher ---------------------------------------------------------------------------
