@@ -27,11 +27,14 @@ import time
 from collections import defaultdict
 
 import requests
+
+# isort: off
+from bench.orbs_retrieval import Data, copy_rows, say  # sets Django up
+# isort: on
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.contrib.auth.models import Group  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
-from bench.orbs_retrieval import Data, copy_rows, say  # sets Django up
 from bench.retrieve_load import (
     free_port,
     load_average,

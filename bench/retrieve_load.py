@@ -31,13 +31,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import requests
+
+# isort: off
+from bench.orbs_retrieval import EMBEDDED_DB_STARTED_HERE, ITEMS, SENTENCES, Data, copy_rows, say  # sets Django up
+# isort: on
 from django.conf import settings  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.contrib.auth.models import Group  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db.models import Count  # noqa: E402
 
-from bench.orbs_retrieval import EMBEDDED_DB_STARTED_HERE, ITEMS, SENTENCES, Data, copy_rows, say  # sets Django up
 from memweb.embeddings import embedder  # noqa: E402
 from memweb.models import ApiKey  # noqa: E402
 from memweb.roles import Role  # noqa: E402
@@ -69,10 +72,10 @@ def offline_env(**extra: str) -> dict:
     return env | {"TQDM_DISABLE": "1"} | extra
 
 
-def spawn(args: list[str], *, env: dict, log_name: str) -> subprocess.Popen:
+def spawn(args: list[str], *, env: dict, log_name: str, cwd=ROOT) -> subprocess.Popen:
     """A child in its own process group (stopped as a whole), its stderr kept in the data folder."""
     with open(settings.DATA_DIR / log_name, "ab") as log:  # the child keeps its own copy of the descriptor
-        return subprocess.Popen(args, cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
+        return subprocess.Popen(args, cwd=cwd, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
                                 stderr=log)
 
 
@@ -126,12 +129,14 @@ def stop_embedded_database() -> None:
 
 # --- the stack and its data ------------------------------------------------------------------
 
-def gunicorn_start(port: int, *, workers: int, threads: int, torch_threads: int | None) -> subprocess.Popen:
-    """serve's web command line, with the worker and thread counts as options."""
-    env = offline_env(OMP_NUM_THREADS=str(torch_threads)) if torch_threads else offline_env()
+def gunicorn_start(port: int, *, workers: int, threads: int, torch_threads: int | None, root=ROOT,
+                   log_name: str = "bench-gunicorn.log") -> subprocess.Popen:
+    """serve's web command line, with the worker and thread counts as options; `root`: the checkout
+    whose code it serves (another checkout's server shares this one's database)."""
+    env = offline_env(OMP_NUM_THREADS=str(torch_threads or max(1, (os.cpu_count() or 1) // workers)))
     return spawn([sys.executable, "-m", "gunicorn", "memweb.wsgi", "--bind", f"127.0.0.1:{port}",
                   "--workers", str(workers), "--threads", str(threads), "--access-logfile", "-",
-                  "--no-control-socket"], env=env, log_name="bench-gunicorn.log")
+                  "--no-control-socket"], env=env, log_name=log_name, cwd=root)
 
 
 def bank_seeded(size: int) -> MemoryBank:
@@ -152,11 +157,16 @@ def agent_key() -> str:
     return ApiKey.issue(user=agent, name="retrieve load")[1]
 
 
-def request_bodies(level: str) -> list[bytes]:
+def request_bodies(level: str) -> list[dict]:
     """Queries phrased like customers', tagged with the level so the server's log can be split by it."""
     texts = [sentence.format(item=item) for sentence, item in itertools.product(SENTENCES, ITEMS)]
-    return [json.dumps({"query": text, "context": {"turn": i % 7}, "domain": DOMAINS[i % 2], "client": level}).encode()
+    return [{"query": text, "context": {"turn": i % 7}, "domain": DOMAINS[i % 2], "client": level}
             for i, text in enumerate(texts)]
+
+
+def body_encoded(body: dict, *, unique: str = "") -> bytes:
+    """`unique`: a mark appended to the query, so that no two requests embed the same text (no cache hits)."""
+    return json.dumps(body | {"query": f"{body['query']} {unique}"} if unique else body).encode()
 
 
 # --- driving it --------------------------------------------------------------------------------
@@ -181,15 +191,17 @@ class Level:
         return self.statuses.get(200, 0) / self.elapsed if self.elapsed else 0.0
 
 
-def _client(url: str, headers: dict, bodies: list[bytes], stop_at: float, budget, level: Level, lock) -> None:
+def _client(url: str, headers: dict, bodies: list[dict], stop_at: float, budget, level: Level, lock,
+            unique_mark: str) -> None:
     """One agent on its own keep-alive connection, sending the next request as soon as one returns."""
     session, latencies, statuses = requests.Session(), [], Counter()
     for n in itertools.count():
         if time.monotonic() >= stop_at or next(budget) <= 0:
             break
+        data = body_encoded(bodies[n % len(bodies)], unique=f"(#{unique_mark}-{n})" if unique_mark else "")
         began = time.perf_counter()
         try:
-            status = session.post(url, data=bodies[n % len(bodies)], headers=headers, timeout=60).status_code
+            status = session.post(url, data=data, headers=headers, timeout=60).status_code
         except requests.RequestException as error:
             status = type(error).__name__
         latencies.append(time.perf_counter() - began)
@@ -200,14 +212,16 @@ def _client(url: str, headers: dict, bodies: list[bytes], stop_at: float, budget
         level.statuses.update(statuses)
 
 
-def drive(url: str, key: str, *, clients: int, seconds: float, max_requests: int, tag: str) -> Level:
+def drive(url: str, key: str, *, clients: int, seconds: float, max_requests: int, tag: str,
+          unique: bool = False) -> Level:
     level, lock = Level(clients), threading.Lock()
     remaining = itertools.count(max_requests, -1)  # next() is atomic under the GIL: a shared budget
     headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
     bodies = request_bodies(tag)
     stop_at = time.monotonic() + seconds
     threads = [threading.Thread(target=_client, args=(url, headers, bodies[i::clients] or bodies, stop_at, remaining,
-                                                      level, lock)) for i in range(clients)]
+                                                      level, lock, f"{tag}-{i}" if unique else ""))
+               for i in range(clients)]
     began = time.perf_counter()
     for thread in threads:
         thread.start()
@@ -226,10 +240,10 @@ def server_stages(tag: str) -> str:
     return f"server p50: rewrite {rewrite:.2f} + embed {embed:.1f} + search {search:.1f} ms"
 
 
-def report(level: Level, tag: str) -> None:
+def report(level: Level, tag: str, server: str = "") -> None:
     p50, p95, p99 = percentiles_ms(level.latencies)
     bad = {status: count for status, count in level.statuses.items() if status != 200}
-    say(f"N={level.clients:>3}: {level.throughput:7.1f} req/s  p50 {p50:7.1f} ms  p95 {p95:7.1f} ms  "
+    say(f"{server}N={level.clients:>3}: {level.throughput:7.1f} req/s  p50 {p50:7.1f} ms  p95 {p95:7.1f} ms  "
         f"p99 {p99:7.1f} ms  requests {level.completed:>6}  errors {level.errors}{f' {bad}' if bad else ''}  "
         f"({server_stages(tag)}; load average {load_average()})")
 
@@ -246,6 +260,27 @@ def saturation(levels: list[Level]) -> str:
             f"p95 goes {p95_knee:.0f} -> {p95_last:.0f} ms")
 
 
+@dataclass
+class Server:
+    label: str
+    root: object
+    process: subprocess.Popen | None = None
+    url: str = ""
+    levels: list[Level] = field(default_factory=list)
+
+
+def servers_start(servers: list[Server], args, slug: str) -> None:
+    for n, server in enumerate(servers):
+        port = free_port()
+        server.process = gunicorn_start(port, workers=args.workers, threads=args.threads,
+                                        torch_threads=args.torch_threads, root=server.root,
+                                        log_name=f"bench-gunicorn-{n}.log")
+        server.url = f"http://127.0.0.1:{port}/api/orbs/banks/{slug}/retrieve"
+        say(f"{server.label}: {server.root} on 127.0.0.1:{port}")
+    for server in servers:
+        wait_healthy(server.url.split("/api/")[0], server.process)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 2, 4, 8, 16], help="concurrent clients per level")
@@ -255,34 +290,42 @@ def main() -> None:
     parser.add_argument("--orbs", type=int, default=5000, help="Orbs in the bank (90 %% approved)")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes (serve: 2)")
     parser.add_argument("--threads", type=int, default=4, help="threads per gunicorn worker (serve: 4)")
-    parser.add_argument("--torch-threads", type=int, help="OMP_NUM_THREADS of each web worker (serve: unset)")
+    parser.add_argument("--torch-threads", type=int, help="OMP_NUM_THREADS of each web worker (serve: CPUs / workers)")
+    parser.add_argument("--unique-queries", action="store_true",
+                        help="a serial number in every query, so no two requests embed the same text (no cache hits)")
+    parser.add_argument("--compare-with", metavar="CHECKOUT",
+                        help="another checkout (e.g. an export of the previous commit) served beside this one on the "
+                             "same database; each level runs against both, one after the other")
     args = parser.parse_args()
     refuse_project_data("writes Orbs and retrieval logs")
     call_command("migrate", verbosity=0)
     call_command("createcachetable", verbosity=0)  # the API-key failure counters live there, as under serve
-    bank, key, port = bank_seeded(args.orbs), agent_key(), free_port()
+    bank, key = bank_seeded(args.orbs), agent_key()
+    servers = [Server("this checkout", ROOT)] + ([Server("compared", args.compare_with)] if args.compare_with else [])
     say(f"{time.strftime('%Y-%m-%d %H:%M')}; {os.cpu_count()} CPUs; bank {bank.slug!r}: "
         f"{Orb.objects.filter(bank=bank).aggregate(n=Count('pk'))['n']:,} Orbs; gunicorn {args.workers} workers x "
-        f"{args.threads} threads (torch threads {args.torch_threads or 'default'}) on 127.0.0.1:{port}; "
-        f"{args.seconds:.0f} s per level; load average {load_average()}")
-    server = gunicorn_start(port, workers=args.workers, threads=args.threads, torch_threads=args.torch_threads)
+        f"{args.threads} threads (torch threads {args.torch_threads or 'CPUs / workers'}); {args.seconds:.0f} s per level; "
+        f"{'unique' if args.unique_queries else 'repeating'} queries; load average {load_average()}")
     try:
-        base = f"http://127.0.0.1:{port}"
-        wait_healthy(base, server)
-        url = f"{base}/api/orbs/banks/{bank.slug}/retrieve"
-        warm = drive(url, key, clients=2 * args.workers, seconds=args.warmup_seconds, max_requests=args.max_requests,
-                     tag="bench-load-warmup")
-        say(f"warm-up: {warm.completed} requests, errors {warm.errors} {dict(warm.statuses)}")
-        levels = []
+        servers_start(servers, args, bank.slug)
+        for server in servers:
+            warm = drive(server.url, key, clients=2 * args.workers, seconds=args.warmup_seconds,
+                         max_requests=args.max_requests, tag="bench-load-warmup")
+            say(f"{server.label} warm-up: {warm.completed} requests, errors {warm.errors} {dict(warm.statuses)}")
         for clients in sorted(args.clients):
-            tag = f"bench-load-{clients}-{time.time_ns()}"
-            levels.append(drive(url, key, clients=clients, seconds=args.seconds, max_requests=args.max_requests,
-                                tag=tag))
-            report(levels[-1], tag)
-        say(saturation(levels))
-        say(f"errors in all levels: {sum(level.errors for level in levels)}; load average at the end {load_average()}")
+            for server in servers:
+                tag = f"bench-load-{clients}-{time.time_ns()}"
+                server.levels.append(drive(server.url, key, clients=clients, seconds=args.seconds,
+                                           max_requests=args.max_requests, tag=tag, unique=args.unique_queries))
+                report(server.levels[-1], tag, f"{server.label:>14} " if len(servers) > 1 else "")
+        for server in servers:
+            say(f"{server.label}: {saturation(server.levels)}; errors in all levels: "
+                f"{sum(level.errors for level in server.levels)}")
+        say(f"load average at the end {load_average()}")
     finally:
-        stop_group(server)
+        for server in servers:
+            if server.process is not None:
+                stop_group(server.process)
         stop_embedded_database()
 
 

@@ -11,7 +11,11 @@ not on disk is refused with an error that says which files are missing, never
 replaced by another model.
 """
 import os
-from dataclasses import dataclass
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
@@ -119,7 +123,25 @@ class Embedder:
         batch = settings.EMBEDDING_BATCH_SIZE
         if self.model_name == BGE_M3:
             return self._model.encode(texts, batch_size=batch, max_length=MAX_TOKENS)["dense_vecs"]
-        return self._model.encode(texts, batch_size=batch, max_length=MAX_TOKENS)
+        return encode_in_one_pass(self._model, texts, batch_size=batch)
+
+
+def encode_in_one_pass(flag_model, texts: list[str], *, batch_size: int) -> np.ndarray:
+    """FlagEmbedding's encode runs the model once more on its first batch, to probe a batch size that
+    fits in GPU memory: on a CPU every query paid for two forward passes. The same tokenising and
+    pooling in one pass; texts go in batches of similar length (less padding), rows come back in order."""
+    import torch
+
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    rows = np.empty((len(texts), flag_model.model.config.hidden_size), dtype=np.float32)
+    with torch.inference_mode():
+        for start in range(0, len(order), batch_size):
+            chunk = order[start:start + batch_size]
+            inputs = flag_model.tokenizer([texts[i] for i in chunk], padding=True, truncation=True,
+                                          max_length=MAX_TOKENS, return_tensors="pt")
+            hidden = flag_model.model(**inputs, return_dict=True).last_hidden_state
+            rows[chunk] = flag_model.pooling(hidden, inputs["attention_mask"]).numpy()
+    return rows
 
 
 def embedder() -> Embedder:
@@ -155,3 +177,127 @@ def _weights_checked(name: str, folder: Path) -> str:
             f"{name} cannot be loaded: {folder} lacks {', '.join(missing)}; its weights come from {MODELS[name].weights}"
         )
     return str(folder)
+
+
+# --- query vectors: a bounded cache, and concurrent callers coalesced into one model call --------
+
+class QueryVectorCache:
+    """The most recently used query vectors of this process, keyed by (model, text): a question
+    asked again (a retried turn, a popular rewritten query) skips the model. Bounded: when full,
+    the least recently used vector goes; size 0 keeps nothing. Vectors are read-only arrays."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._vectors)
+
+    def get(self, model_name: str, text: str) -> np.ndarray | None:
+        key = (model_name, text)
+        with self._lock:
+            vector = self._vectors.get(key)
+            if vector is not None:
+                self._vectors.move_to_end(key)
+            return vector
+
+    def put(self, model_name: str, text: str, vector) -> None:
+        if self.size <= 0:
+            return
+        kept = np.array(vector, dtype=np.float32)
+        kept.setflags(write=False)  # shared by every caller that hits it
+        with self._lock:
+            self._vectors[(model_name, text)] = kept
+            self._vectors.move_to_end((model_name, text))
+            while len(self._vectors) > self.size:
+                self._vectors.popitem(last=False)
+
+
+@dataclass
+class _Batch:
+    texts: list[str] = field(default_factory=list)
+    result: Future = field(default_factory=Future)
+
+
+class EmbeddingBatcher:
+    """Concurrent `embed` calls of one process become one model call. The first caller leads a batch:
+    it waits up to `window` seconds (less once `max_texts` texts are queued) for others to join, then,
+    as soon as no other batch is encoding, closes the batch, encodes every queued text at once and
+    hands each caller its own rows. While one batch encodes the next keeps filling, so batches grow
+    with the load by themselves and an idle caller waits at most `window`. A failure of the model
+    call reaches every caller of that batch."""
+
+    def __init__(self, encode: Callable[[list[str]], np.ndarray], *, window: float, max_texts: int):
+        self._encode = encode
+        self._window = window
+        self._max_texts = max_texts
+        self._state = threading.Condition()
+        self._open: _Batch | None = None  # the batch later callers join
+        self._encoding = threading.Lock()  # one batch at a time in the model
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        texts = list(texts)
+        batch, first, leads = self._join(texts)
+        if leads:
+            self._lead(batch)
+        return batch.result.result()[first:first + len(texts)]
+
+    def _join(self, texts: list[str]) -> tuple[_Batch, int, bool]:
+        """The batch the texts joined, where their rows start, and whether this caller leads it."""
+        with self._state:
+            batch = self._open
+            leads = batch is None or len(batch.texts) + len(texts) > self._max_texts
+            if leads:
+                batch = self._open = _Batch()
+            first = len(batch.texts)
+            batch.texts.extend(texts)
+            if len(batch.texts) >= self._max_texts:
+                self._state.notify_all()  # a full batch need not wait out its window
+            return batch, first, leads
+
+    def _lead(self, batch: _Batch) -> None:
+        with self._state:
+            self._state.wait_for(lambda: len(batch.texts) >= self._max_texts, timeout=self._window)
+        with self._encoding:
+            with self._state:
+                if self._open is batch:
+                    self._open = None  # closed: whoever comes now starts the next batch
+            try:
+                batch.result.set_result(self._encode(batch.texts))
+            except BaseException as error:  # every caller of the batch sees it, the leader too
+                batch.result.set_exception(error)
+
+
+_query_state = threading.Lock()
+_query_cache: QueryVectorCache | None = None
+_batchers: dict[str, EmbeddingBatcher] = {}
+
+
+def query_vector_cache() -> QueryVectorCache:
+    """This process's cache of query vectors, sized by MEMWEB_EMBEDDING_QUERY_CACHE_SIZE."""
+    global _query_cache
+    with _query_state:
+        if _query_cache is None:
+            _query_cache = QueryVectorCache(settings.EMBEDDING_QUERY_CACHE_SIZE)
+        return _query_cache
+
+
+def _batcher(model: Embedder) -> EmbeddingBatcher:
+    with _query_state:
+        if model.model_name not in _batchers:
+            _batchers[model.model_name] = EmbeddingBatcher(
+                model.embed, window=settings.EMBEDDING_BATCH_WINDOW_MS / 1000, max_texts=settings.EMBEDDING_BATCH_SIZE)
+        return _batchers[model.model_name]
+
+
+def query_embed(model: Embedder, text: str) -> list[float]:
+    """One query's unit vector (what retrieval embeds per call): from the cache when this model
+    embedded the same text before, else encoded together with whatever other threads of this
+    process are embedding at the same moment."""
+    cache = query_vector_cache()
+    vector = cache.get(model.model_name, text)
+    if vector is None:
+        vector = _batcher(model).embed([text])[0]
+        cache.put(model.model_name, text, vector)
+    return vector.tolist()

@@ -179,6 +179,10 @@ EMBEDDING_MODEL_PATH = env_str("MEMWEB_EMBEDDING_MODEL_PATH")
 if EMBEDDING_MODEL == "bge-m3" and not EMBEDDING_MODEL_PATH:
     raise ImproperlyConfigured("MEMWEB_EMBEDDING_MODEL=bge-m3 needs MEMWEB_EMBEDDING_MODEL_PATH (a folder with its weights)")
 EMBEDDING_BATCH_SIZE = env_int("MEMWEB_EMBEDDING_BATCH_SIZE", 64, minimum=1, maximum=4096)
+# Query vectors kept per process (memweb.embeddings.query_embed), keyed by model and text; 0 keeps none.
+EMBEDDING_QUERY_CACHE_SIZE = env_int("MEMWEB_EMBEDDING_QUERY_CACHE_SIZE", 4096, minimum=0, maximum=1_000_000)
+# How long the first of several concurrent queries waits for others to share its model call.
+EMBEDDING_BATCH_WINDOW_MS = env_float("MEMWEB_EMBEDDING_BATCH_WINDOW_MS", 2.0, minimum=0.0)
 
 LOGGING = {
     "version": 1,

@@ -290,9 +290,15 @@ class Orb(models.Model):
 
 
 def _next_orb_id() -> int:
+    return orb_ids_draw(1)[0]
+
+
+def orb_ids_draw(count: int) -> list[int]:
+    """`count` fresh Orb ids from the table's sequence, for Orbs written whole by a bulk insert."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, 'id'))", [Orb._meta.db_table])
-        return cursor.fetchone()[0]
+        cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
+                       [Orb._meta.db_table, count])
+        return [row[0] for row in cursor.fetchall()]
 
 
 def orb_document(*, obs: str, emotion: str, outcome: str, context: dict) -> str:

@@ -12,6 +12,7 @@ from functools import lru_cache
 import bm25s
 from django.db import IntegrityError, models, transaction
 
+from memweb.embeddings import query_embed
 from orbs.dialogues.models import Dialogue, DialogueMessage
 from orbs.models import MemoryBank
 from orbs.services import trajectory_parse
@@ -154,7 +155,7 @@ def _bm25_ranked(*, bank: MemoryBank, query: str, unit: str, k: int) -> list[tup
 
 def _embedder_ranked(*, bank: MemoryBank, query: str, unit: str, k: int) -> list[tuple[models.Model, float]]:
     return vectors_nearest(queryset=_units(bank.pk, unit, bank.embedding_model),
-                           vector=bank_embedder(bank).embed_one(query), k=k)
+                           vector=query_embed(bank_embedder(bank), query), k=k)
 
 
 _RANKERS = {Method.BM25: _bm25_ranked, Method.EMBEDDER: _embedder_ranked}

@@ -19,6 +19,7 @@ from orbs.services.ingest import (
     orb_remember,
     trajectory_parse,
 )
+from orbs.services.ingest_batch import EpisodeToRemember, orbs_from_episodes
 from orbs.services.provenance import orb_provenance
 from orbs.services.retrieval import (
     Hit,
@@ -56,4 +57,5 @@ __all__ = [
     "orb_current", "orb_provenance", "orb_remember", "orb_revision", "orb_revisions", "orbs_current_only",
     "orb_merge", "orb_reject", "orbs_bulk_review", "orbs_pending_approve", "orbs_pending_count", "orbs_retrievable",
     "orb_retrieval_outcomes", "orbs_retrieve", "orbs_search", "retrieval_outcome_record", "trajectory_parse",
+    "EpisodeToRemember", "orbs_from_episodes",
 ]

@@ -9,7 +9,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from memweb.embeddings import embedder
+from memweb.embeddings import embedder, query_embed
 from orbs.backends.rewriter import query_rewrite
 from orbs.budget import SITUATION_MAX_CHARS
 from orbs.errors import FieldRequired
@@ -152,7 +152,7 @@ def orbs_retrieve(*, bank: MemoryBank | str, query: str, context: dict, k: int |
     start = time.perf_counter()
     rewrite = query_rewrite(query=query, context=context)
     rewrite_ms, start = _ms_since(start), time.perf_counter()
-    vector = model.embed_one(rewrite.value)
+    vector = query_embed(model, rewrite.value)
     embed_ms, start = _ms_since(start), time.perf_counter()
     nearest = vectors_nearest(queryset=queryset, vector=vector, k=k)
     search_ms = _ms_since(start)
@@ -194,5 +194,5 @@ def orbs_search(*, text: str, queryset, limit: int = 20) -> list[tuple[Orb, floa
     """A reviewer's semantic search: the raw text embedded, no rewrite, no retrieval log.
     Vectors of other models are left out so scores stay comparable."""
     model = embedder()
-    vector = model.embed_one(text)
+    vector = query_embed(model, text)
     return vectors_nearest(queryset=queryset.filter(embedding_model=model.model_name), vector=vector, k=limit)

@@ -7,11 +7,13 @@ from memweb.models import WebhookDelivery
 from memweb.webhooks import Event, webhook_create
 from orbs.models import EpisodeRecord, MemoryBank, Orb
 from orbs.services import (
+    EpisodeToRemember,
     bank_get_or_create,
     episode_reflect,
     episode_submit,
     orb_from_episode,
     orb_remember,
+    orbs_from_episodes,
     trajectory_parse,
 )
 from tests.orbs.conftest import success_trajectory
@@ -48,6 +50,18 @@ def test_an_ingested_episode_and_its_pending_orb_are_announced(bank, subscribed,
     [pending] = _received(receiver, "orb.pending_review")
     assert pending["data"]["orb_id"] == result.orb.pk and pending["data"]["outcome"] == result.orb.outcome
     assert (pending["data"]["episode_id"], pending["data"]["near_duplicate_of"]) == (episode.pk, None)
+
+
+def test_a_trial_written_as_one_batch_announces_each_new_orb_as_its_own_first_revision(
+        bank, subscribed, receiver, django_capture_on_commit_callbacks):
+    episodes = [EpisodeToRemember(success_trajectory(text), f"trial-{n}")
+                for n, text in enumerate(["My kettle arrived broken.", "Where is my parcel?"])]
+    with django_capture_on_commit_callbacks(execute=True):
+        results = orbs_from_episodes(bank=bank, episodes=episodes)
+    orbs = [result.orb for result in results]
+    assert [(orb.lineage_id, orb.revision) for orb in orbs] == [(orb.pk, 1) for orb in orbs]
+    assert sorted(r["data"]["orb_id"] for r in _received(receiver, "orb.pending_review")) == sorted(o.pk for o in orbs)
+    assert sorted(r["data"]["episode_ref"] for r in _received(receiver, "episode.ingested")) == ["trial-0", "trial-1"]
 
 
 def test_a_queued_episode_is_announced_when_its_reflection_is_stored(bank, subscribed, receiver,

@@ -19,18 +19,21 @@ from evaluation.services import EpisodeConfigError, EpisodePlay, bank_harmful_fl
 from evaluation.services.memory_effects import bank_harmful_experiences_flag
 from orbs.dialogues.services import dialogue_from_trajectory, dialogues_copy
 from orbs.dmrm.services import (
+    TrajectoryToLearn,
     dmrm_memory_copy,
     dmrm_retrieval_outcome_record,
     dmrm_settings_update,
+    experiences_from_trajectories,
     experiences_from_trajectory,
     trajectories_steps,
 )
 from orbs.errors import OrbsError
 from orbs.services import (
+    EpisodeToRemember,
     bank_copy,
     bank_get_or_create,
     bank_policy_update,
-    orb_from_episode,
+    orbs_from_episodes,
     orbs_pending_approve,
     orbs_pending_count,
     retrieval_outcome_record,
@@ -156,10 +159,13 @@ def _finished_rows(trial: Trial):
 
 def _orbs_write(run: EvaluationRun, trial: Trial) -> None:
     label = f"{run.orb_label} · trial {trial.number}"
-    for row in _finished_rows(trial).filter(orb__isnull=True):
-        result = orb_from_episode(bank=run.bank, trajectory=_orb_trajectory(run, row.episode), source_label=label,
-                                  episode_ref=episode_ref(row.episode), reflection_style=run.reflection_style)
-        RunEpisode.objects.filter(pk=row.pk).update(orb=result.orb)
+    rows = list(_finished_rows(trial).filter(orb__isnull=True))
+    # One batch for the trial: the same Orbs as writing each episode in turn, at a fraction of the cost.
+    results = orbs_from_episodes(bank=run.bank, source_label=label, reflection_style=run.reflection_style, episodes=[
+        EpisodeToRemember(_orb_trajectory(run, row.episode), episode_ref(row.episode)) for row in rows])
+    for row, result in zip(rows, results):
+        row.orb = result.orb
+    RunEpisode.objects.bulk_update(rows, ["orb"])
     Trial.objects.filter(pk=trial.pk).update(orbs_written=trial.run_episodes.filter(orb__isnull=False).count())
     if run.review_gate == ReviewGate.AUTO:
         orbs_pending_approve(orb_ids=_run_orb_ids(run),
@@ -184,11 +190,12 @@ def _experiences_write(run: EvaluationRun, trial: Trial) -> None:
     episode): at trial end it writes what the episodes' stores did not (all of it when the run
     writes at trial end). The target memory is served as it grows, so the review gate does not
     hold it back. With withholding, experiences measured to do harm are flagged for review."""
-    refs = []
-    for row in _finished_rows(trial):
-        refs.append(episode_ref(row.episode))
-        experiences_from_trajectory(bank=run.bank, trajectory=episode_trajectory(row.episode), trajectory_id=refs[-1],
-                                    run_ref=run.orb_label, episode_ref=refs[-1])
+    rows = list(_finished_rows(trial))
+    refs = [episode_ref(row.episode) for row in rows]
+    # One batch for the trial: the same updates, in the same order, as writing each trajectory in turn.
+    experiences_from_trajectories(bank=run.bank, trajectories=[
+        TrajectoryToLearn(episode_trajectory(row.episode), ref, run_ref=run.orb_label, episode_ref=ref)
+        for row, ref in zip(rows, refs)])
     Trial.objects.filter(pk=trial.pk).update(experiences_written=trajectories_steps(bank=run.bank, trajectory_ids=refs))
     if run.withhold_probability:
         bank_harmful_experiences_flag(bank=run.bank)

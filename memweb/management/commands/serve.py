@@ -12,6 +12,8 @@ from django.core.management import BaseCommand, call_command
 
 from memweb.env import env_int, env_str
 
+WEB_WORKERS = 2  # gunicorn worker processes, each with 4 threads
+
 
 class Command(BaseCommand):
     help = "Migrate, create the admin once, load demo data, then run the web server and a Celery worker."
@@ -73,8 +75,9 @@ class Command(BaseCommand):
 
     def _start_web(self, host: str, port: int) -> subprocess.Popen:
         return _spawn([sys.executable, "-m", "gunicorn", "memweb.wsgi", "--bind", f"{host}:{port}",
-                       "--workers", "2", "--threads", "4", "--access-logfile", "-",
-                       "--no-control-socket", "--config", "python:memweb.gunicorn_conf"])
+                       "--workers", str(WEB_WORKERS), "--threads", "4", "--access-logfile", "-",
+                       "--no-control-socket", "--config", "python:memweb.gunicorn_conf"],
+                      env={"OMP_NUM_THREADS": str(web_torch_threads())} | os.environ)
 
     def _wait(self, children: list[subprocess.Popen]) -> None:
         try:
@@ -107,9 +110,17 @@ class Command(BaseCommand):
         self.stdout.write("memweb stopped: web server, worker and database are down.")
 
 
-def _spawn(args: list[str]) -> subprocess.Popen:
+def web_torch_threads() -> int:
+    """Each web worker embeds queries with torch, whose default of one thread per core in every
+    worker oversubscribes the cores: on a busy machine a query then took seconds instead of tens
+    of milliseconds (docs/PERFORMANCE.md, issue 17). Each worker gets its share, as Celery's do,
+    unless OMP_NUM_THREADS is set already."""
+    return max(1, (os.cpu_count() or 1) // WEB_WORKERS)
+
+
+def _spawn(args: list[str], env: dict | None = None) -> subprocess.Popen:
     # Own process group, so Ctrl-C reaches us first and we stop children in order.
-    return subprocess.Popen(args, start_new_session=True)
+    return subprocess.Popen(args, start_new_session=True, env=env)
 
 
 def _kill_group(pgid: int) -> None:

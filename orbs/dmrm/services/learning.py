@@ -249,20 +249,50 @@ def experiences_from_trajectory(*, bank, trajectory: dict, trajectory_id: str, r
     """Write a finished trajectory (orbs.schemas.TrajectoryIn shape) into M_t, once: every tool
     call is a step, rewarded 0 until the last, which gets the episode's reward and closes the
     trajectory. Returns the steps written: 0 when it was written before or made no tool call."""
-    if ExperienceTrajectory.objects.filter(bank=bank, trajectory_id=trajectory_id).exists():
-        return 0
-    steps = trajectory_steps(trajectory)
+    written = experiences_from_trajectories(bank=bank, trajectories=[
+        TrajectoryToLearn(trajectory, trajectory_id, run_ref=run_ref, episode_ref=episode_ref)])
+    return written[trajectory_id]
+
+
+@dataclass(frozen=True)
+class TrajectoryToLearn:
+    trajectory: dict  # orbs.schemas.TrajectoryIn shape
+    trajectory_id: str
+    run_ref: str = ""
+    episode_ref: str = ""
+
+
+def _transitions_of(item: TrajectoryToLearn) -> list[Transition]:
+    """Every tool call a step, rewarded 0 until the last, which gets the episode's reward and closes it."""
+    trajectory, steps = item.trajectory, trajectory_steps(item.trajectory)
     final, last = float(trajectory.get("reward") or 0.0), len(steps) - 1
-    transitions = [
-        Transition(trajectory_id=trajectory_id, step=i, goal=goal, observation=observation, action=action,
+    return [
+        Transition(trajectory_id=item.trajectory_id, step=i, goal=goal, observation=observation, action=action,
                    reward=final if i == last else 0.0, next_observation="" if i == last else steps[i + 1][1],
                    done=i == last, success=bool(trajectory.get("success")) if i == last else None,
                    domain=str(trajectory.get("domain", "")), task_ref=str(trajectory.get("task_id", "")),
-                   run_ref=run_ref, episode_ref=episode_ref)
+                   run_ref=item.run_ref, episode_ref=item.episode_ref)
         for i, (goal, observation, action) in enumerate(steps)]
+
+
+def experiences_from_trajectories(*, bank, trajectories: list[TrajectoryToLearn]) -> dict[str, int]:
+    """`experiences_from_trajectory` for each, in order, as one batch (a trial's end): one embedding
+    call and one transaction for all their steps, applied trajectory after trajectory, each last step
+    first, as separate calls would apply them. Steps written per trajectory id (0: written before,
+    or no tool call)."""
+    known = set(ExperienceTrajectory.objects.filter(
+        bank=bank, trajectory_id__in=[item.trajectory_id for item in trajectories]).values_list("trajectory_id", flat=True))
+    written = {item.trajectory_id: 0 for item in trajectories}
+    transitions = []
+    for item in trajectories:
+        if item.trajectory_id not in known:
+            known.add(item.trajectory_id)  # a trajectory given twice is learnt from once
+            steps = _transitions_of(item)
+            written[item.trajectory_id] = len(steps)
+            transitions.extend(steps)
     if transitions:
         experiences_append_batch(bank=bank, transitions=transitions)
-    return len(transitions)
+    return written
 
 
 def experiences_updates(*, queryset) -> dict:

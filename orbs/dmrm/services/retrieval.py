@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 from django.db.models import Q
 
+from memweb.embeddings import query_embed
 from orbs.dmrm.models import DMRMRetrievalLog, DMRMSettings, Experience
 from orbs.dmrm.qlearning import (
     Choice,
@@ -149,7 +150,7 @@ def experiences_retrieve(*, bank, goal: str, observation: str, recent_actions: l
     disable = suppressed and settings.suppression_mode == DMRMSettings.Suppression.DISABLE
     weighted = suppressed and not disable
     start = time.perf_counter()
-    vector = model.embed_one(f"{observation}\n{goal}")
+    vector = query_embed(model, f"{observation}\n{goal}")
     embed_ms, start = (time.perf_counter() - start) * 1000, time.perf_counter()
     nearest = vectors_nearest(queryset=_servable(bank, source_allowed=not disable), vector=vector,
                               k=settings.scan_limit)
