@@ -57,7 +57,6 @@ from orbs.models import (  # noqa: E402
 
 BANK = "bench: synthetic retrieval"
 VECTOR_DIMENSIONS = DIMENSIONS[MINILM]  # the synthetic vectors are shaped like all-MiniLM-L6-v2's
-INDEX = "orb_vector_384_hnsw"  # the product's index of 384-d rows (memweb/vectors.py)
 APPROVED_SHARE = 0.9
 N_CENTRES = 2000  # situations; how often each comes up follows a long-tailed popularity
 INTRINSIC_DIMS = 24  # a situation's paraphrases vary along a few directions of their own
@@ -74,14 +73,31 @@ TYPES = (
     "int8", "text", "text", "text", "text", "jsonb", "timestamptz", "text", "text", "text", "text", "text", "text",
     "text", "vector", "text", "text", "text", "text", "int4", "int4", "timestamptz", "text",
 )
-SEARCH_SQL = (
-    "SELECT id FROM orbs_orb WHERE bank_id = %s AND status = 'approved' AND embedding_model = %s "
-    "AND vector_dims(vector) = 384 ORDER BY vector::vector(384) <=> %s LIMIT 5"
-)
-INDEX_SQL = (
-    f"CREATE INDEX {INDEX} ON orbs_orb USING hnsw ((vector::vector(384)) vector_cosine_ops) "
-    "WITH (m = {m}, ef_construction = {ef_construction}) WHERE vector_dims(vector) = 384"
-)
+# The index of 384-d rows, by the type it stores: full-precision `vector` (memweb before issue 17)
+# or `halfvec` (16-bit floats, half the size; what memweb/vectors.py builds now). Each searches by
+# its own expression, so the planner walks that index.
+INDEXES = {
+    "vector": ("orb_vector_384_hnsw", "vector::vector(384)", "%s"),
+    "halfvec": ("orb_vector_half384", "vector::halfvec(384)", "%s::halfvec(384)"),
+}
+FILTER_SQL = "bank_id = %s AND status = 'approved' AND embedding_model = %s AND vector_dims(vector) = 384"
+
+
+def index_name(kind: str) -> str:
+    return INDEXES[kind][0]
+
+
+def search_sql(kind: str, *, k: int = 5) -> str:
+    _, expression, parameter = INDEXES[kind]
+    return f"SELECT id FROM orbs_orb WHERE {FILTER_SQL} ORDER BY {expression} <=> {parameter} LIMIT {k}"
+
+
+def index_sql(kind: str, *, m: int, ef_construction: int) -> str:
+    name, expression, _ = INDEXES[kind]
+    return (f"CREATE INDEX {name} ON orbs_orb USING hnsw (({expression}) {kind}_cosine_ops) "
+            f"WITH (m = {m}, ef_construction = {ef_construction}) WHERE vector_dims(vector) = 384")
+
+
 SENTENCES = [
     "My {item} arrived broken and I want to return it.",
     "The {item} I ordered is two weeks late, where is it?",
@@ -179,14 +195,15 @@ def copy_rows(bank: MemoryBank, data: Data, start: int, stop: int, chunk: int = 
     return spent
 
 
-def rebuild_index(*, m: int, ef_construction: int, maintenance_work_mem: str) -> float:
-    """Build the HNSW index in memory with one parallel worker (the second core); returns seconds."""
+def rebuild_index(kind: str, *, m: int, ef_construction: int, maintenance_work_mem: str) -> float:
+    """Build the HNSW index of `kind` (and only that one) in memory with one parallel worker (the
+    second core); returns seconds."""
+    drop_index()
     with _raw().cursor() as cursor:
         cursor.execute(f"SET maintenance_work_mem = '{maintenance_work_mem}'")
         cursor.execute("SET max_parallel_maintenance_workers = 1")
-        cursor.execute(f"DROP INDEX IF EXISTS {INDEX}")
         began = time.perf_counter()
-        cursor.execute(INDEX_SQL.format(m=m, ef_construction=ef_construction))
+        cursor.execute(index_sql(kind, m=m, ef_construction=ef_construction))
         built = time.perf_counter() - began
         cursor.execute("VACUUM ANALYZE orbs_orb")
     return built
@@ -194,10 +211,12 @@ def rebuild_index(*, m: int, ef_construction: int, maintenance_work_mem: str) ->
 
 def drop_index() -> None:
     with _raw().cursor() as cursor:
-        cursor.execute(f"DROP INDEX IF EXISTS {INDEX}")
+        for kind in INDEXES:
+            cursor.execute(f"DROP INDEX IF EXISTS {index_name(kind)}")
 
 
-def _search(cursor, bank: MemoryBank, vector: np.ndarray, *, ef_search: int, exact: bool) -> list[int]:
+def _search(cursor, bank: MemoryBank, vector: np.ndarray, *, ef_search: int, exact: bool,
+            kind: str = "vector") -> list[int]:
     cursor.execute("BEGIN")
     if exact:
         cursor.execute("SET LOCAL enable_indexscan = off")
@@ -205,20 +224,21 @@ def _search(cursor, bank: MemoryBank, vector: np.ndarray, *, ef_search: int, exa
     else:
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         cursor.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
-    cursor.execute(SEARCH_SQL, (bank.pk, bank.embedding_model, vector))
+    cursor.execute(search_sql(kind), (bank.pk, bank.embedding_model, vector))
     ids = [row[0] for row in cursor.fetchall()]
     cursor.execute("COMMIT")
     return ids
 
 
-def measure_search(bank: MemoryBank, queries: np.ndarray, truth: list[list[int]], ef_search: int) -> dict:
+def measure_search(bank: MemoryBank, queries: np.ndarray, truth: list[list[int]], ef_search: int,
+                   kind: str) -> dict:
     latencies, recalls = [], []
     with _raw().cursor() as cursor:
         for vector in queries[:50]:  # warm the index pages into the OS cache
-            _search(cursor, bank, vector, ef_search=ef_search, exact=False)
+            _search(cursor, bank, vector, ef_search=ef_search, exact=False, kind=kind)
         for i, vector in enumerate(queries):
             began = time.perf_counter()
-            ids = _search(cursor, bank, vector, ef_search=ef_search, exact=False)
+            ids = _search(cursor, bank, vector, ef_search=ef_search, exact=False, kind=kind)
             latencies.append((time.perf_counter() - began) * 1000)
             if i < len(truth):
                 recalls.append(len(set(ids) & set(truth[i])) / 5)
@@ -235,14 +255,14 @@ def exact_truth(bank: MemoryBank, queries: np.ndarray) -> tuple[list[list[int]],
     return truth, (time.perf_counter() - began) * 1000 / max(1, len(queries))
 
 
-def check_plan(bank: MemoryBank, vector: np.ndarray) -> bool:
+def check_plan(bank: MemoryBank, vector: np.ndarray, kind: str) -> bool:
     with _raw().cursor() as cursor:
         cursor.execute("BEGIN")
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute("EXPLAIN " + SEARCH_SQL, (bank.pk, bank.embedding_model, vector))
+        cursor.execute("EXPLAIN " + search_sql(kind), (bank.pk, bank.embedding_model, vector))
         plan = "\n".join(row[0] for row in cursor.fetchall())
         cursor.execute("ROLLBACK")
-    return INDEX in plan
+    return index_name(kind) in plan
 
 
 def _texts(n: int, offset: int) -> list[str]:
@@ -314,9 +334,9 @@ def load_size(bank: MemoryBank, data: Data, size: int, have: int, args) -> None:
     added = size - have
     copy_s = copy_rows(bank, data, have, size)
     say(f"COPY {added:,} rows: {copy_s:.1f} s ({added / copy_s:,.0f} rows/s, no embedding, no index)")
-    build_s = rebuild_index(m=args.m, ef_construction=args.ef_construction,
+    build_s = rebuild_index(args.index, m=args.m, ef_construction=args.ef_construction,
                             maintenance_work_mem=args.maintenance_work_mem)
-    say(f"HNSW build (m={args.m}, ef_construction={args.ef_construction}): {build_s:.1f} s")
+    say(f"HNSW build ({args.index}, m={args.m}, ef_construction={args.ef_construction}): {build_s:.1f} s")
 
 
 def measure_size(bank: MemoryBank, data: Data, size: int, args) -> None:
@@ -325,9 +345,9 @@ def measure_size(bank: MemoryBank, data: Data, size: int, args) -> None:
     truth, exact_ms = exact_truth(bank, queries[:n_truth])
     if n_truth:
         say(f"exact scan (ground truth): {exact_ms:.1f} ms per query over {n_truth} queries")
-    say(f"planner uses the HNSW index: {check_plan(bank, queries[0])}")
+    say(f"planner uses the {args.index} HNSW index: {check_plan(bank, queries[0], args.index)}")
     for ef in args.ef_search:
-        row = measure_search(bank, queries, truth, ef)
+        row = measure_search(bank, queries, truth, ef, args.index)
         say(f"ef_search={ef:>4}: p50 {row['p50_ms']:.2f} ms  p95 {row['p95_ms']:.2f} ms  {row['recall']}  "
             f"(load average {os.getloadavg()[0]:.2f})")
 
@@ -344,6 +364,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=1000, help="latency queries per size and ef_search")
     parser.add_argument("--recall-queries", type=int, default=200, help="queries checked against an exact scan")
     parser.add_argument("--ef-search", type=int, nargs="+", default=[40, 64, 100, 200])
+    parser.add_argument("--index", choices=list(INDEXES), default="halfvec",
+                        help="what the HNSW index stores: halfvec (memweb's index) or full-precision vector")
     parser.add_argument("--m", type=int, default=HNSW_M)
     parser.add_argument("--ef-construction", type=int, default=HNSW_EF_CONSTRUCTION)
     parser.add_argument("--maintenance-work-mem", default="6GB")
@@ -373,9 +395,9 @@ def main() -> None:
         elif args.measure_existing:
             say(f"measuring the stored bank as it is: {Orb.objects.filter(bank=bank).count():,} Orbs")
             if args.rebuild_index:
-                build_s = rebuild_index(m=args.m, ef_construction=args.ef_construction,
+                build_s = rebuild_index(args.index, m=args.m, ef_construction=args.ef_construction,
                                         maintenance_work_mem=args.maintenance_work_mem)
-                say(f"HNSW rebuild (m={args.m}, ef_construction={args.ef_construction}): {build_s:.1f} s")
+                say(f"HNSW rebuild ({args.index}, m={args.m}, ef_construction={args.ef_construction}): {build_s:.1f} s")
         else:
             say(f"skipped: the bank already holds {have:,} Orbs (--measure-existing measures it as it is)")
             continue
