@@ -49,10 +49,11 @@ def _checked_dimension(vector: list[float]) -> int:
 
 
 def _tune_index_scan() -> None:
+    """The transaction's HNSW settings, in one round trip (set_config(..., true) is SET LOCAL)."""
     with connection.cursor() as cursor:
-        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute(f"SET LOCAL hnsw.ef_search = {int(HNSW_EF_SEARCH)}")
-        cursor.execute(f"SET LOCAL hnsw.max_scan_tuples = {int(HNSW_MAX_SCAN_TUPLES)}")
+        cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                       "set_config('hnsw.ef_search', %s, true), set_config('hnsw.max_scan_tuples', %s, true)",
+                       [str(int(HNSW_EF_SEARCH)), str(int(HNSW_MAX_SCAN_TUPLES))])
 
 
 def _with_distance(queryset: QuerySet, vector: list[float]) -> QuerySet:
