@@ -259,7 +259,7 @@ def exact_truth(bank: MemoryBank, queries: np.ndarray) -> tuple[list[list[int]],
         return [], 0.0
     began, ids, chunks = time.perf_counter(), [], []
     raw = _raw()
-    with raw.transaction(), raw.cursor(name="truth") as cursor:
+    with raw.transaction(), raw.cursor(name="truth", binary=True) as cursor:
         cursor.execute(f"SELECT id, vector FROM orbs_orb WHERE {FILTER_SQL}", (bank.pk, bank.embedding_model))
         while rows := cursor.fetchmany(20_000):
             ids.extend(row[0] for row in rows)

@@ -64,3 +64,10 @@ def orb_domains() -> list[str]:
     with connection.cursor() as cursor:
         cursor.execute(_DOMAINS_SQL)
         return [row[0] for row in cursor.fetchall()]
+
+
+def orbs_with_outcomes(*, bank) -> list[int]:
+    """The bank's Orbs that some retrieval with a known episode outcome returned: the only ones a
+    measured effect can exist for (found through the retrievals, not by reading every Orb)."""
+    return list(Orb.objects.filter(bank=bank, retrieval_hits__retrieval__outcome_success__isnull=False)
+                .order_by().values_list("pk", flat=True).distinct())
