@@ -9,10 +9,15 @@ dropped before a load and rebuilt after it (the fast way to bulk-load), with the
 build time reported. Per size it reports:
 
 - insert throughput by COPY (no embedding);
-- HNSW build time for the m / ef_construction in orbs/models.py;
+- HNSW build time for the m / ef_construction in orbs/models.py, of a halfvec index (memweb's)
+  or, with --index vector, of the full-precision one;
 - top-5 latency p50/p95, database only, for several hnsw.ef_search values, with
   the service's exact query shape (bank + approved-only filters, iterative scan);
-- recall@5 of each against an exact scan of the same query (index scans off);
+- recall@5 of each against the exact top-5 of the same filters, computed in memory (numpy)
+  from the stored vectors;
+- with --service-ef-search, the same through the service's own search
+  (orbs.services.search.vectors_nearest), and with --worst-case, filters matching 0, 1, 10 and
+  2,500 rows, through the service and with the index forced;
 and once, on the loaded bank: insert throughput with embedding (real embedder,
 batched) and through the whole ingest service, and end-to-end `orbs_retrieve`
 latency (offline rewriter, real embedder, search, retrieval log).
