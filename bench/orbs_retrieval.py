@@ -9,10 +9,15 @@ dropped before a load and rebuilt after it (the fast way to bulk-load), with the
 build time reported. Per size it reports:
 
 - insert throughput by COPY (no embedding);
-- HNSW build time for the m / ef_construction in orbs/models.py;
+- HNSW build time for the m / ef_construction in orbs/models.py, of a halfvec index (memweb's)
+  or, with --index vector, of the full-precision one;
 - top-5 latency p50/p95, database only, for several hnsw.ef_search values, with
   the service's exact query shape (bank + approved-only filters, iterative scan);
-- recall@5 of each against an exact scan of the same query (index scans off);
+- recall@5 of each against the exact top-5 of the same filters, computed in memory (numpy)
+  from the stored vectors;
+- with --service-ef-search, the same through the service's own search
+  (orbs.services.search.vectors_nearest), and with --worst-case, filters matching 0, 1, 10 and
+  2,500 rows, through the service and with the index forced;
 and once, on the loaded bank: insert throughput with embedding (real embedder,
 batched) and through the whole ingest service, and end-to-end `orbs_retrieve`
 latency (offline rewriter, real embedder, search, retrieval log).
@@ -57,7 +62,6 @@ from orbs.models import (  # noqa: E402
 
 BANK = "bench: synthetic retrieval"
 VECTOR_DIMENSIONS = DIMENSIONS[MINILM]  # the synthetic vectors are shaped like all-MiniLM-L6-v2's
-INDEX = "orb_vector_384_hnsw"  # the product's index of 384-d rows (memweb/vectors.py)
 APPROVED_SHARE = 0.9
 N_CENTRES = 2000  # situations; how often each comes up follows a long-tailed popularity
 INTRINSIC_DIMS = 24  # a situation's paraphrases vary along a few directions of their own
@@ -77,14 +81,31 @@ TYPES = (
     "int8", "text", "text", "text", "text", "jsonb", "timestamptz", "text", "text", "text", "text", "text", "text",
     "text", "vector", "text", "text", "text", "text", "int4", "int4", "timestamptz", "text",
 )
-SEARCH_SQL = (
-    "SELECT id FROM orbs_orb WHERE bank_id = %s AND status = 'approved' AND embedding_model = %s "
-    "AND vector_dims(vector) = 384 ORDER BY vector::vector(384) <=> %s LIMIT 5"
-)
-INDEX_SQL = (
-    f"CREATE INDEX {INDEX} ON orbs_orb USING hnsw ((vector::vector(384)) vector_cosine_ops) "
-    "WITH (m = {m}, ef_construction = {ef_construction}) WHERE vector_dims(vector) = 384"
-)
+# The index of 384-d rows, by the type it stores: full-precision `vector` (memweb before issue 17)
+# or `halfvec` (16-bit floats, half the size; what memweb/vectors.py builds now). Each searches by
+# its own expression, so the planner walks that index.
+INDEXES = {
+    "vector": ("orb_vector_384_hnsw", "vector::vector(384)", "%s"),
+    "halfvec": ("orb_vector_half384", "vector::halfvec(384)", "%s::halfvec(384)"),
+}
+FILTER_SQL = "bank_id = %s AND status = 'approved' AND embedding_model = %s AND vector_dims(vector) = 384"
+
+
+def index_name(kind: str) -> str:
+    return INDEXES[kind][0]
+
+
+def search_sql(kind: str, *, k: int = 5) -> str:
+    _, expression, parameter = INDEXES[kind]
+    return f"SELECT id FROM orbs_orb WHERE {FILTER_SQL} ORDER BY {expression} <=> {parameter} LIMIT {k}"
+
+
+def index_sql(kind: str, *, m: int, ef_construction: int) -> str:
+    name, expression, _ = INDEXES[kind]
+    return (f"CREATE INDEX {name} ON orbs_orb USING hnsw (({expression}) {kind}_cosine_ops) "
+            f"WITH (m = {m}, ef_construction = {ef_construction}) WHERE vector_dims(vector) = 384")
+
+
 SENTENCES = [
     "My {item} arrived broken and I want to return it.",
     "The {item} I ordered is two weeks late, where is it?",
@@ -186,14 +207,15 @@ def copy_rows(bank: MemoryBank, data: Data, start: int, stop: int, chunk: int = 
     return spent
 
 
-def rebuild_index(*, m: int, ef_construction: int, maintenance_work_mem: str) -> float:
-    """Build the HNSW index in memory with one parallel worker (the second core); returns seconds."""
+def rebuild_index(kind: str, *, m: int, ef_construction: int, maintenance_work_mem: str) -> float:
+    """Build the HNSW index of `kind` (and only that one) in memory with one parallel worker (the
+    second core); returns seconds."""
+    drop_index()
     with _raw().cursor() as cursor:
         cursor.execute(f"SET maintenance_work_mem = '{maintenance_work_mem}'")
         cursor.execute("SET max_parallel_maintenance_workers = 1")
-        cursor.execute(f"DROP INDEX IF EXISTS {INDEX}")
         began = time.perf_counter()
-        cursor.execute(INDEX_SQL.format(m=m, ef_construction=ef_construction))
+        cursor.execute(index_sql(kind, m=m, ef_construction=ef_construction))
         built = time.perf_counter() - began
         cursor.execute("VACUUM ANALYZE orbs_orb")
     return built
@@ -201,10 +223,12 @@ def rebuild_index(*, m: int, ef_construction: int, maintenance_work_mem: str) ->
 
 def drop_index() -> None:
     with _raw().cursor() as cursor:
-        cursor.execute(f"DROP INDEX IF EXISTS {INDEX}")
+        for kind in INDEXES:
+            cursor.execute(f"DROP INDEX IF EXISTS {index_name(kind)}")
 
 
-def _search(cursor, bank: MemoryBank, vector: np.ndarray, *, ef_search: int, exact: bool) -> list[int]:
+def _search(cursor, bank: MemoryBank, vector: np.ndarray, *, ef_search: int, exact: bool,
+            kind: str = "vector") -> list[int]:
     cursor.execute("BEGIN")
     if exact:
         cursor.execute("SET LOCAL enable_indexscan = off")
@@ -212,20 +236,21 @@ def _search(cursor, bank: MemoryBank, vector: np.ndarray, *, ef_search: int, exa
     else:
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         cursor.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
-    cursor.execute(SEARCH_SQL, (bank.pk, bank.embedding_model, vector))
+    cursor.execute(search_sql(kind), (bank.pk, bank.embedding_model, vector))
     ids = [row[0] for row in cursor.fetchall()]
     cursor.execute("COMMIT")
     return ids
 
 
-def measure_search(bank: MemoryBank, queries: np.ndarray, truth: list[list[int]], ef_search: int) -> dict:
+def measure_search(bank: MemoryBank, queries: np.ndarray, truth: list[list[int]], ef_search: int,
+                   kind: str) -> dict:
     latencies, recalls = [], []
     with _raw().cursor() as cursor:
         for vector in queries[:50]:  # warm the index pages into the OS cache
-            _search(cursor, bank, vector, ef_search=ef_search, exact=False)
+            _search(cursor, bank, vector, ef_search=ef_search, exact=False, kind=kind)
         for i, vector in enumerate(queries):
             began = time.perf_counter()
-            ids = _search(cursor, bank, vector, ef_search=ef_search, exact=False)
+            ids = _search(cursor, bank, vector, ef_search=ef_search, exact=False, kind=kind)
             latencies.append((time.perf_counter() - began) * 1000)
             if i < len(truth):
                 recalls.append(len(set(ids) & set(truth[i])) / 5)
@@ -233,23 +258,43 @@ def measure_search(bank: MemoryBank, queries: np.ndarray, truth: list[list[int]]
             "recall": f"recall@5 {statistics.fmean(recalls):.3f}" if recalls else "recall not measured"}
 
 
+def _array(vector) -> np.ndarray:
+    """A fetched vector as numpy (a named cursor gives pgvector's Vector, a plain one an array)."""
+    return vector.to_numpy() if hasattr(vector, "to_numpy") else np.asarray(vector)
+
+
 def exact_truth(bank: MemoryBank, queries: np.ndarray) -> tuple[list[list[int]], float]:
-    """The true top-5 of each query: the same SQL with index scans switched off (a sequential scan and sort)."""
-    truth, began = [], time.perf_counter()
-    with _raw().cursor() as cursor:
-        for vector in queries:
-            truth.append(_search(cursor, bank, vector, ef_search=0, exact=True))
-    return truth, (time.perf_counter() - began) * 1000 / max(1, len(queries))
+    """The true top-5 of each query among the bank's approved 384-d rows: every stored vector read
+    once, then compared in memory (numpy), which is much cheaper than one sequential scan per query
+    when the machine is shared. Returns the truth and the seconds it took to read the vectors."""
+    if not len(queries):
+        return [], 0.0
+    began, ids, chunks = time.perf_counter(), [], []
+    raw = _raw()
+    with raw.transaction(), raw.cursor(name="truth", binary=True) as cursor:
+        cursor.execute(f"SELECT id, vector FROM orbs_orb WHERE {FILTER_SQL}", (bank.pk, bank.embedding_model))
+        while rows := cursor.fetchmany(20_000):
+            ids.extend(row[0] for row in rows)
+            chunks.append(np.stack([_array(row[1]) for row in rows]).astype(np.float32))
+    read_s = time.perf_counter() - began
+    stored = _unit(np.concatenate(chunks))
+    ids = np.asarray(ids)
+    truth = []
+    for vector in _unit(queries):
+        similarity = stored @ vector
+        best = np.argpartition(-similarity, 5)[:5]
+        truth.append(ids[best[np.argsort(-similarity[best])]].tolist())
+    return truth, read_s
 
 
-def check_plan(bank: MemoryBank, vector: np.ndarray) -> bool:
+def check_plan(bank: MemoryBank, vector: np.ndarray, kind: str) -> bool:
     with _raw().cursor() as cursor:
         cursor.execute("BEGIN")
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute("EXPLAIN " + SEARCH_SQL, (bank.pk, bank.embedding_model, vector))
+        cursor.execute("EXPLAIN " + search_sql(kind), (bank.pk, bank.embedding_model, vector))
         plan = "\n".join(row[0] for row in cursor.fetchall())
         cursor.execute("ROLLBACK")
-    return INDEX in plan
+    return index_name(kind) in plan
 
 
 def _texts(n: int, offset: int) -> list[str]:
@@ -321,22 +366,116 @@ def load_size(bank: MemoryBank, data: Data, size: int, have: int, args) -> None:
     added = size - have
     copy_s = copy_rows(bank, data, have, size)
     say(f"COPY {added:,} rows: {copy_s:.1f} s ({added / copy_s:,.0f} rows/s, no embedding, no index)")
-    build_s = rebuild_index(m=args.m, ef_construction=args.ef_construction,
+    build_s = rebuild_index(args.index, m=args.m, ef_construction=args.ef_construction,
                             maintenance_work_mem=args.maintenance_work_mem)
-    say(f"HNSW build (m={args.m}, ef_construction={args.ef_construction}): {build_s:.1f} s")
+    say(f"HNSW build ({args.index}, m={args.m}, ef_construction={args.ef_construction}): {build_s:.1f} s")
 
 
 def measure_size(bank: MemoryBank, data: Data, size: int, args) -> None:
     queries = data.around_centres(args.queries, seed=10**9 + size)  # not a seed of any stored chunk
     n_truth = min(args.recall_queries, args.queries)
-    truth, exact_ms = exact_truth(bank, queries[:n_truth])
+    truth, read_s = exact_truth(bank, queries[:n_truth])
     if n_truth:
-        say(f"exact scan (ground truth): {exact_ms:.1f} ms per query over {n_truth} queries")
-    say(f"planner uses the HNSW index: {check_plan(bank, queries[0])}")
+        say(f"ground truth: exact top-5 of {n_truth} queries in memory ({read_s:.0f} s to read the vectors)")
+    say(f"planner uses the {args.index} HNSW index: {check_plan(bank, queries[0], args.index)}")
     for ef in args.ef_search:
-        row = measure_search(bank, queries, truth, ef)
+        row = measure_search(bank, queries, truth, ef, args.index)
         say(f"ef_search={ef:>4}: p50 {row['p50_ms']:.2f} ms  p95 {row['p95_ms']:.2f} ms  {row['recall']}  "
             f"(load average {os.getloadavg()[0]:.2f})")
+    for ef in args.service_ef_search:
+        row = measure_service(bank, queries, truth, ef)
+        say(f"service search, ef_search={ef:>4}: p50 {row['p50_ms']:.2f} ms  p95 {row['p95_ms']:.2f} ms  "
+            f"p99 {row['p99_ms']:.2f} ms  {row['recall']}  (load average {os.getloadavg()[0]:.2f})")
+    if args.worst_case:
+        measure_worst_case(bank, data, args.worst_case)
+
+
+def _service_search(bank: MemoryBank, vector: np.ndarray, customer_key: str | None = None) -> list[int]:
+    from orbs.services import orbs_retrievable
+    from orbs.services.search import vectors_nearest
+
+    queryset = orbs_retrievable(bank=bank, approved_only=True, customer_key=customer_key)
+    return [orb.pk for orb, _ in vectors_nearest(queryset=queryset, vector=list(vector), k=5)]
+
+
+def measure_service(bank: MemoryBank, queries: np.ndarray, truth: list[list[int]], ef_search: int) -> dict:
+    """Top-5 through the service's own search (orbs.services.search.vectors_nearest: capped count,
+    then the halfvec index or an exact scan, Django ORM included), with its ef_search set to `ef_search`."""
+    from orbs.services import search
+
+    search.HNSW_EF_SEARCH = ef_search
+    latencies, recalls = [], []
+    for vector in queries[:50]:
+        _service_search(bank, vector)
+    for i, vector in enumerate(queries):
+        began = time.perf_counter()
+        ids = _service_search(bank, vector)
+        latencies.append((time.perf_counter() - began) * 1000)
+        if i < len(truth):
+            recalls.append(len(set(ids) & set(truth[i])) / 5)
+    return {"p50_ms": _percentile(latencies, 50), "p95_ms": _percentile(latencies, 95),
+            "p99_ms": _percentile(latencies, 99),
+            "recall": f"recall@5 {statistics.fmean(recalls):.3f}" if recalls else "recall not measured"}
+
+
+RARE_CUSTOMERS = {"bench-rare-0": 0, "bench-rare-1": 1, "bench-rare-10": 10, "bench-rare-2500": 2500}
+
+
+def _ensure_rare_customers(bank: MemoryBank, data: Data) -> None:
+    """Customers owning 0, 1, 10 and 2,500 approved Orbs of the bank (added once, into the indexed table)."""
+    now, offset = datetime.now(UTC), 30_000_000
+    for customer, count in RARE_CUSTOMERS.items():
+        have = Orb.objects.filter(bank=bank, customer_key=customer).count()
+        if count and not have:
+            vectors = data.around_centres(count, seed=offset)
+            rows = [_row(bank.pk, offset + i, v, now, bank.embedding_model) for i, v in enumerate(vectors)]
+            for row in rows:
+                row[COLUMNS.index("customer_key")] = customer
+                row[COLUMNS.index("status")] = "approved"
+            _copy(rows)
+        offset += 1_000_000
+    with _raw().cursor() as cursor:
+        cursor.execute("ANALYZE orbs_orb")
+
+
+def _forced_index_search(cursor, bank: MemoryBank, vector: np.ndarray, customer: str, max_scan_tuples: int) -> None:
+    """The filtered query answered from the halfvec index whatever the planner would rather do
+    (sorting forbidden): what the search did before it counted the filtered rows first."""
+    cursor.execute("BEGIN")
+    cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+    cursor.execute(f"SET LOCAL hnsw.ef_search = {int(HNSW_EF_SEARCH)}")
+    cursor.execute(f"SET LOCAL hnsw.max_scan_tuples = {int(max_scan_tuples)}")
+    cursor.execute("SET LOCAL enable_sort = off")
+    sql = search_sql("halfvec").replace("WHERE ", "WHERE customer_key = %s AND ")
+    cursor.execute(sql, (customer, bank.pk, bank.embedding_model, vector))
+    cursor.fetchall()
+    cursor.execute("COMMIT")
+
+
+def measure_worst_case(bank: MemoryBank, data: Data, n: int) -> None:
+    """p50 / p99 of filtered top-5 when the filter (a customer) matches 0, 1, 10 or 2,500 rows."""
+    from orbs.services.search import HNSW_MAX_SCAN_TUPLES
+
+    _ensure_rare_customers(bank, data)
+    queries = data.around_centres(n, seed=10**9 + 7)
+    for customer, count in RARE_CUSTOMERS.items():
+        service = []
+        for vector in queries:
+            began = time.perf_counter()
+            _service_search(bank, vector, customer_key=customer)
+            service.append((time.perf_counter() - began) * 1000)
+        line = (f"filter matching {count:>5,} rows: service p50 {_percentile(service, 50):6.2f} ms "
+                f"p99 {_percentile(service, 99):6.2f} ms")
+        for cap in (HNSW_MAX_SCAN_TUPLES, 20_000):
+            forced = []
+            with _raw().cursor() as cursor:
+                for vector in queries[:max(20, n // 5)]:
+                    began = time.perf_counter()
+                    _forced_index_search(cursor, bank, vector, customer, cap)
+                    forced.append((time.perf_counter() - began) * 1000)
+            line += (f" | index forced, max_scan_tuples {cap:,}: p50 {_percentile(forced, 50):6.1f} ms "
+                     f"p99 {_percentile(forced, 99):6.1f} ms")
+        say(f"{line}  (load average {os.getloadavg()[0]:.2f})")
 
 
 def _refuse_project_data() -> None:
@@ -351,6 +490,12 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=1000, help="latency queries per size and ef_search")
     parser.add_argument("--recall-queries", type=int, default=200, help="queries checked against an exact scan")
     parser.add_argument("--ef-search", type=int, nargs="+", default=[40, 64, 100, 200])
+    parser.add_argument("--index", choices=list(INDEXES), default="halfvec",
+                        help="what the HNSW index stores: halfvec (memweb's index) or full-precision vector")
+    parser.add_argument("--service-ef-search", type=int, nargs="*", default=[HNSW_EF_SEARCH],
+                        help="ef_search values to time the service's own search with (orbs.services.search)")
+    parser.add_argument("--worst-case", type=int, default=200,
+                        help="queries per selective filter (customers of 0, 1, 10, 2,500 Orbs); 0 to skip")
     parser.add_argument("--m", type=int, default=HNSW_M)
     parser.add_argument("--ef-construction", type=int, default=HNSW_EF_CONSTRUCTION)
     parser.add_argument("--maintenance-work-mem", default="6GB")
@@ -380,9 +525,9 @@ def main() -> None:
         elif args.measure_existing:
             say(f"measuring the stored bank as it is: {Orb.objects.filter(bank=bank).count():,} Orbs")
             if args.rebuild_index:
-                build_s = rebuild_index(m=args.m, ef_construction=args.ef_construction,
+                build_s = rebuild_index(args.index, m=args.m, ef_construction=args.ef_construction,
                                         maintenance_work_mem=args.maintenance_work_mem)
-                say(f"HNSW rebuild (m={args.m}, ef_construction={args.ef_construction}): {build_s:.1f} s")
+                say(f"HNSW rebuild ({args.index}, m={args.m}, ef_construction={args.ef_construction}): {build_s:.1f} s")
         else:
             say(f"skipped: the bank already holds {have:,} Orbs (--measure-existing measures it as it is)")
             continue

@@ -6,6 +6,10 @@ and, per supported dimension, a partial HNSW index over the column cast to that 
 to the rows of that dimension (pgvector's documented way to mix dimensions in one column). A search
 filters on the dimension and orders by the same cast expression, so the planner walks that index.
 
+The index stores the vectors as `halfvec` (16-bit floats): half the pages of a full-precision index,
+so a search reads half as much, for the same recall at 1M rows (docs/PERFORMANCE.md, issue 17). The
+column keeps full precision; scores are computed from it, and an exact scan orders by it.
+
 A model with vectors (say `Memory`, with `vector` and `embedding_model` columns) declares:
     vector = VectorField()
     class Meta:
@@ -16,7 +20,7 @@ and searches with orbs.services.search.vectors_nearest.
 from django.contrib.postgres.indexes import OpClass
 from django.db.models import CheckConstraint, IntegerField, Q, Transform
 from django.db.models.functions import Cast
-from pgvector.django import HnswIndex, VectorField
+from pgvector.django import HalfVectorField, HnswIndex, VectorField
 
 from memweb.embeddings import DIMENSIONS, SUPPORTED_DIMENSIONS
 
@@ -34,15 +38,22 @@ class VectorDims(Transform):
 
 
 def vector_as(dimension: int, column: str = "vector") -> Cast:
-    """The column cast to a fixed dimension: the expression the index of that dimension is built on."""
+    """The column cast to a fixed dimension, at full precision: what scores and exact scans use."""
     return Cast(column, VectorField(dimensions=dimension))
 
 
+def vector_half_as(dimension: int, column: str = "vector") -> Cast:
+    """The column cast to a fixed dimension in half precision: the expression the index of that
+    dimension is built on, so a query ordering by it walks that index."""
+    return Cast(column, HalfVectorField(dimensions=dimension))
+
+
 def vector_hnsw_indexes(prefix: str, *, m: int, ef_construction: int, column: str = "vector") -> list[HnswIndex]:
-    """One cosine HNSW index per supported dimension, each over the rows of its dimension only."""
+    """One cosine HNSW index of half-precision vectors per supported dimension, each over the rows
+    of its dimension only."""
     return [
-        HnswIndex(OpClass(vector_as(dimension, column), name="vector_cosine_ops"),
-                  name=f"{prefix}_{column}_{dimension}_hnsw", condition=Q(**{f"{column}__dims": dimension}),
+        HnswIndex(OpClass(vector_half_as(dimension, column), name="halfvec_cosine_ops"),
+                  name=f"{prefix}_{column}_half{dimension}", condition=Q(**{f"{column}__dims": dimension}),
                   m=m, ef_construction=ef_construction)
         for dimension in SUPPORTED_DIMENSIONS
     ]

@@ -4,7 +4,7 @@ from django import forms
 from orbs.backends.emotion import LABELS
 from orbs.models import MemoryBank, Orb, Source
 from orbs.services.banks import SETTABLE_FIELDS
-from orbs.services.queue import OrbFilters
+from orbs.services.queue import OrbFilters, orb_domains
 
 
 class VersionForm(forms.Form):
@@ -85,8 +85,7 @@ class QueueFilterForm(forms.Form):
         super().__init__(*args, **kwargs)
         banks = MemoryBank.objects.order_by("name").values_list("slug", "name")
         self.fields["bank"].choices = [("", "all banks")] + list(banks)
-        domains = Orb.objects.order_by("domain").values_list("domain", flat=True).distinct()
-        self.fields["domain"].choices = _choices([d for d in domains if d], "any domain")
+        self.fields["domain"].choices = _choices(orb_domains(), "any domain")
 
     def filters(self) -> OrbFilters:
         data = self.cleaned_data if self.is_valid() else {}

@@ -248,6 +248,9 @@ class Orb(models.Model):
             models.Index(fields=["bank", "status", "created_at"], name="orb_queue_idx"),
             # The review queue's order (pending first, then oldest first), so a page is read, not sorted.
             models.Index(PENDING_FIRST, "created_at", "id", name="orb_pending_first_idx"),
+            # A bank's figures (orbs.services.banks.bank_stats) by an index-only scan, rows unread.
+            models.Index(fields=["bank", "status", "emotion", "domain"], include=["reflector_backend", "near_duplicate_of"],
+                         name="orb_bank_stats_idx"),
             *vector_hnsw_indexes("orb", m=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION),
         ]
 

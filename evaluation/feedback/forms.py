@@ -88,7 +88,8 @@ class CampaignFitForm(forms.Form):
 
 
 def _run_field() -> forms.ModelChoiceField:
-    return forms.ModelChoiceField(queryset=runs_all(), required=False, empty_label="any run",
+    # Names only: a run's stored metrics (bootstrap series) are large, and every run is an option.
+    return forms.ModelChoiceField(queryset=runs_all().only("id", "name"), required=False, empty_label="any run",
                                   label="Run")
 
 

@@ -8,7 +8,7 @@ from collections import defaultdict
 from evaluation import metrics
 from orbs.dmrm.services import experience_flag, experience_retrieval_outcomes
 from orbs.services import orb_flag, orb_retrieval_outcomes
-from orbs.services.queue import OrbFilters, orbs_filtered
+from orbs.services.queue import OrbFilters, orbs_filtered, orbs_with_outcomes
 
 
 def _effects(outcomes, memory_ids) -> dict[int, metrics.MemoryEffect]:
@@ -46,7 +46,7 @@ def _bank_orbs(bank):
 
 def bank_effects_rank(*, bank) -> list[dict]:
     """The bank's Orbs with their effect, most harmful first."""
-    orbs = {orb.pk: orb for orb in _bank_orbs(bank)}
+    orbs = {orb.pk: orb for orb in _bank_orbs(bank).filter(pk__in=orbs_with_outcomes(bank=bank))}
     return [{"orb": orbs[orb_id], "effect": effect}
             for orb_id, effect in _by_harm(orb_effects_compute(orb_ids=list(orbs)))]
 
@@ -68,7 +68,8 @@ def _flag_note(effect: metrics.MemoryEffect) -> str:
 def bank_harmful_flag(*, bank) -> list[int]:
     """Flag for review every Orb of the bank whose interval lies below 0 and is not flagged yet;
     nothing is deleted or rejected. Returns the Orbs flagged now."""
-    effects = orb_effects_compute(orb_ids=list(_bank_orbs(bank).filter(flagged_at__isnull=True)
+    effects = orb_effects_compute(orb_ids=list(_bank_orbs(bank).filter(flagged_at__isnull=True,
+                                                                        pk__in=orbs_with_outcomes(bank=bank))
                                                .values_list("pk", flat=True)))
     return [orb_id for orb_id, effect in effects.items()
             if effect.harmful and orb_flag(orb_id=orb_id, note=_flag_note(effect))]

@@ -2,7 +2,7 @@
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import Avg, Count
+from django.db.models import Avg, Count, Q
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -80,23 +80,41 @@ def bank_embedder(bank: MemoryBank):
     return model
 
 
-def _counts(queryset, field: str) -> dict[str, int]:
-    rows = queryset.values_list(field).annotate(n=Count("id")).order_by(field)
-    return {key or "(none)": n for key, n in rows}
+def _orb_counts(bank: MemoryBank) -> dict:
+    """The bank's Orb figures in one pass: a GROUP BY over the covering index orb_bank_stats_idx
+    (an index-only scan, the Orbs' rows and vectors unread), summed here by each breakdown."""
+    scripted = Q(reflector_backend__startswith=TextBackend.SCRIPTED)
+    open_duplicate = Q(status=Orb.Status.PENDING, near_duplicate_of__isnull=False)
+    groups = (Orb.objects.filter(bank=bank).order_by().values_list("status", "emotion", "domain")
+              .annotate(n=Count("bank"), scripted=Count("bank", filter=scripted),
+                        duplicates=Count("bank", filter=open_duplicate)))
+    counts = {"total": 0, "scripted": 0, "near_duplicates_open": 0, "status": {}, "emotion": {}, "domain": {}}
+    for status, emotion, domain, n, n_scripted, n_duplicates in groups:
+        counts["total"] += n
+        counts["scripted"] += n_scripted
+        counts["near_duplicates_open"] += n_duplicates
+        for breakdown, key in (("status", status), ("emotion", emotion), ("domain", domain)):
+            key = key or "(none)"
+            counts[breakdown][key] = counts[breakdown].get(key, 0) + n
+    return counts
+
+
+def _sorted(counts: dict[str, int]) -> dict[str, int]:
+    return dict(sorted(counts.items()))
 
 
 def bank_stats(*, bank: MemoryBank) -> dict:
-    orbs = Orb.objects.filter(bank=bank)
+    orbs = _orb_counts(bank)
     retrievals = RetrievalLog.objects.filter(bank=bank)
     day_ago = timezone.now() - timedelta(days=1)
     return {
         "bank": bank.slug,
-        "total": orbs.count(),
-        "by_status": {status: 0 for status in Orb.Status.values} | _counts(orbs, "status"),
-        "by_emotion": _counts(orbs, "emotion"),
-        "by_domain": _counts(orbs, "domain"),
-        "scripted": orbs.filter(reflector_backend__startswith=TextBackend.SCRIPTED).count(),
-        "near_duplicates_open": orbs.filter(status=Orb.Status.PENDING, near_duplicate_of__isnull=False).count(),
+        "total": orbs["total"],
+        "by_status": {status: 0 for status in Orb.Status.values} | _sorted(orbs["status"]),
+        "by_emotion": _sorted(orbs["emotion"]),
+        "by_domain": _sorted(orbs["domain"]),
+        "scripted": orbs["scripted"],
+        "near_duplicates_open": orbs["near_duplicates_open"],
         "retrievals": retrievals.count(),
         "retrievals_last_24h": retrievals.filter(created_at__gte=day_ago).count(),
         "mean_search_ms": retrievals.aggregate(mean=Avg("search_ms"))["mean"],

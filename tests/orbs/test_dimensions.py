@@ -119,7 +119,7 @@ def test_a_1024_dimension_search_walks_its_own_hnsw_index(wide_bank):
     vector = embedder().embed_one("kettle switches off")
     query = vectors_nearest_query(queryset=orbs_retrievable(bank=wide_bank, approved_only=True), vector=vector, k=5)
     plan = _plan(query)
-    assert "orb_vector_1024_hnsw" in plan and "orb_vector_384_hnsw" not in plan
+    assert "orb_vector_half1024" in plan and "orb_vector_half384" not in plan
 
 
 def test_dmrm_experiences_of_a_bge_m3_bank_are_1024_dimensional(wide_bank):
@@ -133,7 +133,7 @@ def test_dmrm_experiences_of_a_bge_m3_bank_are_1024_dimensional(wide_bank):
     result = experiences_retrieve(bank=wide_bank, goal="refund the broken kettle", observation="a broken kettle")
     assert result.hits[0].experience.action == "issue_refund"
     vector = embedder().embed_one("broken kettle")
-    assert "experience_vector_1024_hnsw" in _plan(
+    assert "experience_vector_half1024" in _plan(
         vectors_nearest_query(queryset=Experience.objects.filter(bank=wide_bank), vector=vector, k=5))
 
 
@@ -150,7 +150,7 @@ def test_a_minilm_bank_beside_a_bge_m3_bank_keeps_384_dimensions(serve_with, mak
     assert orbs_retrieve(bank=bank, query="fridge light flickers", context={}).hits[0].orb.pk == kept.pk
     plan = _plan(vectors_nearest_query(queryset=orbs_retrievable(bank=bank, approved_only=True),
                                        vector=query_vector, k=5))
-    assert "orb_vector_384_hnsw" in plan and "orb_vector_1024_hnsw" not in plan
+    assert "orb_vector_half384" in plan and "orb_vector_half1024" not in plan
 
 
 def test_a_vector_of_another_dimension_is_refused(bank):

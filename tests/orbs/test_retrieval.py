@@ -100,7 +100,7 @@ def test_it_uses_the_hnsw_index_for_filtered_top_k(bank, make_orb):
         cursor.execute("SET LOCAL enable_sort = off")
         cursor.execute(f"EXPLAIN {sql}", params)
         plan = "\n".join(row[0] for row in cursor.fetchall())
-    assert "orb_vector_384_hnsw" in plan
+    assert "orb_vector_half384" in plan
 
 
 def test_it_keeps_banks_apart(bank, make_orb):
