@@ -12,8 +12,8 @@ replaced by another model.
 """
 import os
 import threading
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +24,9 @@ BGE_M3 = "bge-m3"
 MAX_TOKENS = 512
 # A folder holds a model's weights when it has its config and one of these weight files.
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+# Texts embedded one at a time that a process remembers the vector of: retrieval queries repeat
+# (an evaluation run asks its tasks' questions again in every trial), and a vector costs tens of ms.
+RECENT_TEXTS = 4096
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,10 @@ def vector_dimension_check(vector, *, model_name: str) -> None:
 class Embedder:
     model_name: str
     path: str
+    _recent: object = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        self._recent = lru_cache(maxsize=RECENT_TEXTS)(self._embed_one)
 
     @property
     def dimension(self) -> int:
@@ -100,7 +107,11 @@ class Embedder:
         return vectors / np.where(norms == 0, 1, norms)
 
     def embed_one(self, text: str) -> list[float]:
-        return self.embed([text])[0].tolist()
+        """One text's unit vector; a text embedded lately is not embedded again (same model, same vector)."""
+        return list(self._recent(text))
+
+    def _embed_one(self, text: str) -> tuple[float, ...]:
+        return tuple(self.embed([text])[0].tolist())
 
     def count_tokens(self, text: str) -> int:
         """Offline token count with this model's own tokenizer (no tiktoken download)."""

@@ -33,3 +33,11 @@ def test_it_is_loaded_once_per_process():
 def test_it_counts_tokens_offline():
     assert embedder().count_tokens("") == 0
     assert 3 <= embedder().count_tokens("Where is my parcel?") <= 8
+
+
+def test_a_text_embedded_again_comes_from_the_recent_texts(monkeypatch):
+    model = embedder()
+    first = model.embed_one("Is my washer still under warranty? (recent-texts test)")
+    monkeypatch.setattr(model, "_encode", lambda texts: (_ for _ in ()).throw(AssertionError("embedded again")))
+    assert model.embed_one("Is my washer still under warranty? (recent-texts test)") == first
+    assert np.isclose(np.linalg.norm(first), 1.0, atol=1e-5)
