@@ -169,6 +169,9 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # kombu hands the sqla transport's options to SQLAlchemy's create_engine.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"pool_pre_ping": True} if CELERY_BROKER_URL.startswith("sqla+") else {}
 WORKER_HEARTBEAT_SECONDS = env_int("MEMWEB_WORKER_HEARTBEAT_SECONDS", 10, minimum=1)
+# Episodes of an evaluation run that one message claims and plays; 0 = chosen per run
+# (evaluation/runs/services/protocol.py, chunk_size).
+RUN_CHUNK_EPISODES = env_int("MEMWEB_RUN_CHUNK_EPISODES", 0, minimum=0, maximum=1000)
 
 # --- LLM roles (memweb/llm) and embeddings (memweb/embeddings.py) ---
 LLM_ROLES = read_all_roles()
