@@ -121,11 +121,11 @@ def celery_runs(args, processes: int, threads: int | None) -> tuple[dict, dict]:
         _finish(run_launch(spec=warm), args.timeout)
         label = f"{processes} process(es)" + (f", {threads} thread(s)" if threads else "")
         none = _finish(run_launch(spec=_spec(f"no memory, {label}", args, memory_mode="none")), args.timeout)
-        memorb = _finish(run_launch(spec=_spec(f"MemOrb, {label}", args, memory_mode="memorb", per_turn=True)),
-                         args.timeout)
+        memorb = None if args.no_memorb else _finish(
+            run_launch(spec=_spec(f"MemOrb, {label}", args, memory_mode="memorb", per_turn=True)), args.timeout)
     finally:
         _stop(worker)
-    return _measured(none), _measured(memorb)
+    return _measured(none), memorb and _measured(memorb)
 
 
 def inline_run(name: str, args, **memory) -> dict:
@@ -167,6 +167,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=3600)
     parser.add_argument("--quick", action="store_true",
                         help="split only the no-memory episode in-process, and no OMP_NUM_THREADS=1 variant")
+    parser.add_argument("--no-memorb", action="store_true", help="the runs without memory only")
     args = parser.parse_args()
     project_data = os.path.realpath(os.path.join(ROOT, ".data"))
     if settings.USES_EMBEDDED_DB and os.path.realpath(settings.DATA_DIR) == project_data:
@@ -194,10 +195,13 @@ def main() -> None:
             label = f"{processes} worker process(es)" + (f", OMP_NUM_THREADS={threads}" if threads else "")
             say(f"celery, {label}: no memory {none['episodes_per_s']:.1f} episodes/s "
                 f"({none['per_episode_ms']:.1f} ms/episode; {_orchestration(none, plain, processes)}); "
-                f"MemOrb {orbs['episodes_per_s']:.1f} episodes/s ({orbs['per_episode_ms']:.1f} ms/episode"
-                f"{'; ' + _orchestration(orbs, memorb, processes) if memorb else ''}); "
-                f"trial-end Orb writing {orbs['orb_s']:.1f} s in all; MemOrb run wall {orbs['wall_s']:.0f} s; "
                 f"load average {_load()}")
+            if orbs:
+                split = f"; {_orchestration(orbs, memorb, processes)}" if memorb else ""
+                say(f"celery, {label}: MemOrb {orbs['episodes_per_s']:.1f} episodes/s "
+                    f"({orbs['per_episode_ms']:.1f} ms/episode{split}); "
+                    f"trial-end Orb writing {orbs['orb_s']:.1f} s in all; MemOrb run wall {orbs['wall_s']:.0f} s; "
+                    f"load average {_load()}")
 
 
 def _load() -> str:
