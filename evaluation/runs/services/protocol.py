@@ -257,6 +257,8 @@ def _chunk_claim(rows, worker: str) -> _Chunk | None:
         return None
     loaded = list(RunEpisode.objects.filter(claim_token=token).select_related("run", "run__bank", "task")
                   .order_by("task_key"))
+    if not loaded:  # a sweep took them back this instant
+        return None
     for row in loaded[1:]:
         row.run = loaded[0].run  # one run object: its bank and config are read once per chunk
     return _Chunk(token, loaded)
