@@ -121,11 +121,11 @@ def celery_runs(args, processes: int, threads: int | None) -> tuple[dict, dict]:
         _finish(run_launch(spec=warm), args.timeout)
         label = f"{processes} process(es)" + (f", {threads} thread(s)" if threads else "")
         none = _finish(run_launch(spec=_spec(f"no memory, {label}", args, memory_mode="none")), args.timeout)
-        memorb = _finish(run_launch(spec=_spec(f"MemOrb, {label}", args, memory_mode="memorb", per_turn=True)),
-                         args.timeout)
+        memorb = None if args.no_memorb else _finish(
+            run_launch(spec=_spec(f"MemOrb, {label}", args, memory_mode="memorb", per_turn=True)), args.timeout)
     finally:
         _stop(worker)
-    return _measured(none), _measured(memorb)
+    return _measured(none), memorb and _measured(memorb)
 
 
 def inline_run(name: str, args, **memory) -> dict:
@@ -165,6 +165,9 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=8, help="the runs' concurrency: episodes queued at once")
     parser.add_argument("--processes", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--timeout", type=float, default=3600)
+    parser.add_argument("--quick", action="store_true",
+                        help="split only the no-memory episode in-process, and no OMP_NUM_THREADS=1 variant")
+    parser.add_argument("--no-memorb", action="store_true", help="the runs without memory only")
     args = parser.parse_args()
     project_data = os.path.realpath(os.path.join(ROOT, ".data"))
     if settings.USES_EMBEDDED_DB and os.path.realpath(settings.DATA_DIR) == project_data:
@@ -172,26 +175,46 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     embedder().embed_one("warm up")
     say(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {os.cpu_count()} CPUs; {args.tasks} tasks x "
-        f"{args.trials} trials; window {args.window}; load average {os.getloadavg()[0]:.2f}")
+        f"{args.trials} trials; window {args.window}; load average {_load()}")
 
     sim = simulation_ms(args)
     plain = inline_run("no memory", args, memory_mode="none")
-    memorb = inline_run("MemOrb", args, memory_mode="memorb", per_turn=True)
-    calls = retrieval_calls(memorb["run"])
     say(f"in-process: simulation {sim:.1f} ms/episode; no memory {plain['per_episode_ms']:.1f} ms/episode "
-        f"(database {plain['per_episode_ms'] - sim:.1f} ms); MemOrb per turn {memorb['per_episode_ms']:.1f} ms/episode "
-        f"(retrieval {memorb['per_episode_ms'] - plain['per_episode_ms']:.1f} ms/episode; {calls['calls']} calls, "
-        f"rewrite {calls['rewrite']:.2f} + embed {calls['embed']:.1f} + search {calls['search']:.1f} ms each); "
-        f"Orb writing {1000 * memorb['orb_s'] / max(memorb['orbs'], 1):.0f} ms per Orb ({memorb['orbs']} Orbs)")
+        f"(database {plain['per_episode_ms'] - sim:.1f} ms); load average {_load()}")
+    memorb = None if args.quick else inline_run("MemOrb", args, memory_mode="memorb", per_turn=True)
+    if memorb:
+        calls = retrieval_calls(memorb["run"])
+        say(f"in-process: MemOrb per turn {memorb['per_episode_ms']:.1f} ms/episode "
+            f"(retrieval {memorb['per_episode_ms'] - plain['per_episode_ms']:.1f} ms/episode; {calls['calls']} calls, "
+            f"rewrite {calls['rewrite']:.2f} + embed {calls['embed']:.1f} + search {calls['search']:.1f} ms each); "
+            f"Orb writing {1000 * memorb['orb_s'] / max(memorb['orbs'], 1):.0f} ms per Orb ({memorb['orbs']} Orbs); "
+            f"load average {_load()}")
     for processes in args.processes:
-        for threads in (None, 1) if processes > 1 else (None,):
+        for threads in (None, 1) if processes > 1 and not args.quick else (None,):
             none, orbs = celery_runs(args, processes, threads)
             label = f"{processes} worker process(es)" + (f", OMP_NUM_THREADS={threads}" if threads else "")
             say(f"celery, {label}: no memory {none['episodes_per_s']:.1f} episodes/s "
-                f"({none['per_episode_ms']:.1f} ms/episode; orchestration "
-                f"{none['per_episode_ms'] * processes - plain['per_episode_ms']:.1f} ms/episode); "
-                f"MemOrb {orbs['episodes_per_s']:.1f} episodes/s ({orbs['per_episode_ms']:.1f} ms/episode); "
-                f"trial-end Orb writing {orbs['orb_s']:.1f} s in all; MemOrb run wall {orbs['wall_s']:.0f} s")
+                f"({none['per_episode_ms']:.1f} ms/episode; {_orchestration(none, plain, processes)}); "
+                f"load average {_load()}")
+            if orbs:
+                split = f"; {_orchestration(orbs, memorb, processes)}" if memorb else ""
+                say(f"celery, {label}: MemOrb {orbs['episodes_per_s']:.1f} episodes/s "
+                    f"({orbs['per_episode_ms']:.1f} ms/episode{split}); "
+                    f"trial-end Orb writing {orbs['orb_s']:.1f} s in all; MemOrb run wall {orbs['wall_s']:.0f} s; "
+                    f"load average {_load()}")
+
+
+def _load() -> str:
+    return "/".join(f"{value:.2f}" for value in os.getloadavg())
+
+
+def _orchestration(celery: dict, in_process: dict, processes: int) -> str:
+    """What a worker slot spends on an episode beyond playing and storing it in-process: broker
+    round trips, dispatch, claims, waiting for a busy core."""
+    slot_ms = celery["per_episode_ms"] * processes
+    extra = slot_ms - in_process["per_episode_ms"]
+    return f"orchestration {extra:.1f} ms/episode, {100 * extra / slot_ms:.0f} % of a slot's episode time"
+
 
 if __name__ == "__main__":
     main()

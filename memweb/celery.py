@@ -55,6 +55,18 @@ app.steps["worker"].add(HeartbeatStep)
 
 
 @worker_init.connect
+def _poll_the_database_broker_often(**kwargs):
+    """kombu's SQLAlchemy transport polls its table, by default once a second while it finds
+    nothing, and a worker slot that finished a task finds its next message only at the next poll:
+    an evaluation run's hand-offs (a trial's messages, the next trial) each waited up to a second.
+    (Its transport options go to SQLAlchemy's create_engine, so the interval is set on the class.)"""
+    from django.conf import settings
+    from kombu.transport import sqlalchemy
+
+    sqlalchemy.Transport.polling_interval = settings.BROKER_POLL_SECONDS
+
+
+@worker_init.connect
 def _start_embedded_database(**kwargs):
     from memweb.embedded_db import ensure_configured
 

@@ -9,8 +9,9 @@ from celery.signals import worker_ready
 
 from evaluation.runs import services
 
-# A worker slot keeps playing the trial's unsent episodes for this long before it lets go:
-# one broker round trip per many quick episodes (polling brokers answer in up to a second).
+# After its own chunk a worker slot keeps claiming and playing the trial's next chunks for this long
+# before it lets go: one broker round trip per many quick episodes (polling brokers answer in up to a
+# second).
 KEEP_GOING_SECONDS = 10.0
 
 
@@ -24,8 +25,9 @@ def run_start(run_id: int) -> None:
 
 
 @shared_task(bind=True)
-def run_episode_play(self, run_episode_id: int) -> None:
-    services.run_episode_execute(run_episode_id=run_episode_id, worker=_worker(self), keep_going=KEEP_GOING_SECONDS)
+def run_episodes_play(self, run_episode_ids: list[int]) -> None:
+    services.run_episodes_execute(run_episode_ids=run_episode_ids, worker=_worker(self),
+                                  keep_going=KEEP_GOING_SECONDS)
 
 
 @shared_task(bind=True)

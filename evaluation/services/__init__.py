@@ -7,6 +7,7 @@ from evaluation.services.episodes import (
     episode_save,
     episode_simulate,
     episode_trajectory,
+    episodes_save,
 )
 from evaluation.services.memory_effects import bank_effects_rank, bank_harmful_flag, orb_effects_compute
 from evaluation.services.task_sets import (
@@ -22,7 +23,7 @@ from evaluation.services.task_sets import (
 
 __all__ = [
     "BUILTIN_SET", "EpisodeConfigError", "EpisodePlay", "ImportReport", "bank_effects_rank", "bank_harmful_flag",
-    "episode_ref", "episode_run", "episode_save",
+    "episode_ref", "episode_run", "episode_save", "episodes_save",
     "episode_simulate", "episode_trajectory", "task_summary", "taskset_builtin_load", "tasks_export_jsonl",
     "orb_effects_compute", "tasks_filtered", "tasks_fingerprint", "tasks_import_jsonl",
 ]

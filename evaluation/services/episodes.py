@@ -1,8 +1,8 @@
 """Playing and storing episodes, and turning them into the shared trajectory dict.
 
 `episode_simulate` plays an episode and touches no evaluation table (only the Orbs retrieval log
-when memory is on); `episode_save` stores it in one short transaction. Evaluation runs call the
-two separately, so an LLM conversation never holds a transaction open and a run can store the
+when memory is on); `episode_save` stores it (`episodes_save` several, in one INSERT). Evaluation
+runs call the two separately, so an LLM conversation never holds a transaction open and a run can store the
 episode together with its own (run, trial, task) row, and its retrievals' outcome (the run's
 memory module writes those). `episode_run` does all three for an ad-hoc episode.
 """
@@ -101,20 +101,27 @@ def _memory(config: MemoryConfig, spec: dict, bank):
 
 
 def episode_save(*, play: EpisodePlay) -> Episode:
+    return episodes_save(plays=[play])[0]
+
+
+def episodes_save(*, plays: list[EpisodePlay]) -> list[Episode]:
+    """Store played episodes with one INSERT (a run stores a chunk's episodes together), in order."""
+    return Episode.objects.bulk_create([_episode_row(play) for play in plays])
+
+
+def _episode_row(play: EpisodePlay) -> Episode:
     outcome, reward = play.outcome, play.outcome.reward
-    with transaction.atomic():
-        episode = Episode.objects.create(
-            task=play.task, task_snapshot=play.task.spec, seed=play.seed, max_turns=play.max_turns,
-            agent_backend=play.agent_backend, customer_backend=play.customer_backend,
-            memory_kind=play.memory_config.kind, agent_config=play.agent_config.model_dump(),
-            customer_config=play.customer_config.model_dump(), memory_config=play.memory_config.model_dump(),
-            status=Episode.Status.ERROR if outcome.infra_error else Episode.Status.COMPLETED,
-            ended_by=outcome.ended_by, success=reward.success, reward=reward.reward,
-            reward_breakdown=reward.breakdown, reward_details=_details(reward), transcript=outcome.messages,
-            memories=outcome.memories, errors=outcome.errors, committed_errors=outcome.committed,
-            infra_error=outcome.infra_error, turns=outcome.turns, tool_calls=len(outcome.calls),
-            tokens_in=outcome.tokens_in, tokens_out=outcome.tokens_out, latency_ms=outcome.latency_ms)
-    return episode
+    return Episode(
+        task=play.task, task_snapshot=play.task.spec, seed=play.seed, max_turns=play.max_turns,
+        agent_backend=play.agent_backend, customer_backend=play.customer_backend,
+        memory_kind=play.memory_config.kind, agent_config=play.agent_config.model_dump(),
+        customer_config=play.customer_config.model_dump(), memory_config=play.memory_config.model_dump(),
+        status=Episode.Status.ERROR if outcome.infra_error else Episode.Status.COMPLETED,
+        ended_by=outcome.ended_by, success=reward.success, reward=reward.reward,
+        reward_breakdown=reward.breakdown, reward_details=_details(reward), transcript=outcome.messages,
+        memories=outcome.memories, errors=outcome.errors, committed_errors=outcome.committed,
+        infra_error=outcome.infra_error, turns=outcome.turns, tool_calls=len(outcome.calls),
+        tokens_in=outcome.tokens_in, tokens_out=outcome.tokens_out, latency_ms=outcome.latency_ms)
 
 
 def _details(reward) -> dict:

@@ -23,9 +23,10 @@ from evaluation.runs.services.launch import run_launch, run_launch_check
 from evaluation.runs.services.memory import run_memory_config, run_pending_memories
 from evaluation.runs.services.planner import run_outcomes, runs_plan_trials
 from evaluation.runs.services.protocol import (
+    chunk_size,
     episode_seed,
     run_advance,
-    run_episode_execute,
+    run_episodes_execute,
     run_start,
     run_watch,
     trial_finish,
@@ -63,9 +64,9 @@ from evaluation.runs.services.watchdog import run_sweep, runs_sweep, runs_watch_
 __all__ = [
     "MAX_CURVE_BATCHES", "CurveLaunchError", "curve_chart", "curve_drive", "curve_launch", "curve_launch_inline",
     "curve_step",
-    "DEFAULT_SORT", "DMRMParams", "FLIP_SORTS", "MAX_CONCURRENCY", "MAX_TRIALS", "RunActionError", "RunImportError",
+    "DEFAULT_SORT", "DMRMParams", "chunk_size", "FLIP_SORTS", "MAX_CONCURRENCY", "MAX_TRIALS", "RunActionError", "RunImportError",
     "RunLaunchError", "RunSpec", "RunsNotComparable", "episode_seed", "run_advance", "run_cancel", "run_charts",
-    "run_detectable_effect", "run_drive", "run_episode_execute", "run_errors", "run_export_csv", "run_export_json",
+    "run_detectable_effect", "run_drive", "run_episodes_execute", "run_errors", "run_export_csv", "run_export_json",
     "run_heatmap", "run_import", "run_import_parse", "run_launch", "run_launch_check", "run_matrix",
     "run_memory_config", "run_metrics_compute", "run_outcomes", "run_pending_memories", "run_progress", "run_resume",
     "run_retry_errors", "run_spec_parse", "run_start", "run_sweep", "run_watch", "runs_comparable_check",

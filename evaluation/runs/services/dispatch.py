@@ -9,7 +9,7 @@ from contextvars import ContextVar
 from django.db import transaction
 
 # Kinds of work and the Celery task that does each (evaluation/runs/tasks.py).
-TASKS = {"start": "run_start", "episode": "run_episode_play", "finish": "trial_finish", "sweep": "run_sweep",
+TASKS = {"start": "run_start", "episodes": "run_episodes_play", "finish": "trial_finish", "sweep": "run_sweep",
          "curve": "feedback_curve_step"}
 
 _inline: ContextVar[deque | None] = ContextVar("evaluation_runs_inline", default=None)

@@ -2,12 +2,12 @@
 through dispatch's local queue instead of Celery messages."""
 from evaluation.runs.models import EvaluationRun
 from evaluation.runs.services.dispatch import inline_drain, inline_work
-from evaluation.runs.services.protocol import run_episode_execute, run_start, trial_finish
+from evaluation.runs.services.protocol import run_episodes_execute, run_start, trial_finish
 from evaluation.runs.services.watchdog import run_sweep
 
 
 def _handlers() -> dict:
-    return {"start": run_start, "episode": run_episode_execute, "finish": trial_finish, "sweep": run_sweep}
+    return {"start": run_start, "episodes": run_episodes_execute, "finish": trial_finish, "sweep": run_sweep}
 
 
 def run_drive(*, run: EvaluationRun) -> EvaluationRun:

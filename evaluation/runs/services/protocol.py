@@ -1,29 +1,35 @@
 """Running a run: the MemOrb protocol as Celery work.
 
-start -> trial 1 -> episodes (a window of `concurrency` messages at a time) -> trial finish
-(the run's memory learns from the trial, the review gate applies) -> trial 2 ... -> completed.
+start -> trial 1 -> episodes (a window of `concurrency` messages at a time, each naming a chunk of
+episodes) -> trial finish (the run's memory learns from the trial, the review gate applies) ->
+trial 2 ... -> completed.
 
-Every step claims its row with a conditional UPDATE, so a message delivered twice does nothing
-the second time. An episode is played outside any transaction and stored, together with its
-row's verdict, in one short transaction that only commits while the claim is still ours: a
-worker that was presumed dead and comes back cannot store a second copy. Each active run arms
-its next watchdog sweep here (watchdog.py does the sweeping).
+Every step claims its rows with a conditional UPDATE, so a message delivered twice does nothing
+the second time. Episodes are played outside any transaction and stored, a chunk's worth at a
+time with their rows' verdicts, in one short transaction that stores only the rows whose claim is
+still ours: a worker that was presumed dead and comes back cannot store a second copy. Each
+active run arms its next watchdog sweep here (watchdog.py does the sweeping).
 """
 import logging
+import math
 import time
 import uuid
+from dataclasses import dataclass
 from datetime import timedelta
 
 import pydantic
+from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
+from evaluation.configs import AgentBackend, CustomerBackend
 from evaluation.models import Episode, Task
 from evaluation.runs.models import EvaluationRun, MemoryMode, ReviewGate, RunEpisode, Trial
 from evaluation.runs.services.announce import run_finished_announce
 from evaluation.runs.services.dispatch import work_send
 from evaluation.runs.services.memory import (
+    run_dmrm_write_timing,
     run_episode_dmrm_record,
     run_episode_outcome_record,
     run_memory_config,
@@ -31,13 +37,16 @@ from evaluation.runs.services.memory import (
     trial_memorise,
 )
 from evaluation.runs.services.results import run_metrics_compute
-from evaluation.services import EpisodeConfigError, EpisodePlay, episode_save, episode_simulate
+from evaluation.runs.services.spec import DMRMWriteTiming
+from evaluation.services import EpisodeConfigError, EpisodePlay, episode_simulate, episodes_save
 from memweb.services import worker_liveness_window
 
 logger = logging.getLogger(__name__)
 Status = EvaluationRun.Status
 INLINE = "inline"
 ADVANCING = (Status.RUNNING, Status.WAITING_FOR_REVIEW)
+MAX_CHUNK_EPISODES = 16  # per message; about a quarter of a second of offline episodes
+STORE_EVERY_SECONDS = 0.5  # a chunk's played episodes wait at most this long to be stored
 
 
 def watch_interval() -> timedelta:
@@ -148,21 +157,38 @@ def trial_start(*, trial: Trial) -> None:
 
 
 def window_fill(*, trial_id: int) -> int:
-    """Queue pending episodes until `concurrency` of the trial's episodes are queued or running."""
+    """Queue the trial's pending episodes, one message per chunk, until `concurrency` chunks' worth
+    of them are queued or running. Returns how many episodes it queued."""
     with transaction.atomic():
         trial = Trial.objects.select_for_update(of=("self",)).select_related("run").get(pk=trial_id)
         if trial.run.status != Status.RUNNING or trial.status != Trial.Status.RUNNING:
             return 0
+        chunk = chunk_size(trial.run)
         rows = trial.run_episodes
         in_flight = rows.filter(Q(status=RunEpisode.Status.RUNNING)
                                 | Q(status=RunEpisode.Status.PENDING, queued_at__isnull=False)).count()
-        free = trial.run.concurrency - in_flight
+        free = trial.run.concurrency * chunk - in_flight
         ids = list(rows.filter(status=RunEpisode.Status.PENDING, queued_at__isnull=True)
                    .order_by("task_key").values_list("pk", flat=True)[:max(free, 0)])
         RunEpisode.objects.filter(pk__in=ids).update(queued_at=timezone.now())
-        for pk in ids:
-            work_send("episode", run_episode_id=pk)
+        for first in range(0, len(ids), chunk):
+            work_send("episodes", run_episode_ids=ids[first:first + chunk])
     return len(ids)
+
+
+def chunk_size(run: EvaluationRun) -> int:
+    """Episodes one message claims and plays in a row. Offline episodes take milliseconds, so a
+    message, a claim and a store per episode would cost more than the episode: they go in chunks,
+    about half a slot's share of the trial each (the other half evens out the slots' ends). An LLM
+    episode takes seconds: one at a time keeps all `concurrency` slots busy to the trial's end.
+    The MEMWEB_RUN_CHUNK_EPISODES setting fixes the size instead."""
+    if settings.RUN_CHUNK_EPISODES:
+        return settings.RUN_CHUNK_EPISODES
+    offline = (run.agent_config.get("backend", AgentBackend.SCRIPTED) == AgentBackend.SCRIPTED
+               and run.customer_config.get("backend", CustomerBackend.AGENDA) == CustomerBackend.AGENDA)
+    if not offline:
+        return 1
+    return max(1, min(MAX_CHUNK_EPISODES, math.ceil(len(run.task_pks) / (2 * run.concurrency))))
 
 
 def _unfinished(trial_ref) -> Exists:
@@ -196,55 +222,95 @@ def trial_finish(*, trial_id: int, worker: str = INLINE) -> None:
 
 # --- episodes -------------------------------------------------------------------------------
 
-def _episode_claim(run_episode_id: int, worker: str) -> uuid.UUID | None:
-    token = uuid.uuid4()
-    claimed = RunEpisode.objects.filter(pk=run_episode_id, status=RunEpisode.Status.PENDING,
-                                        run__status=Status.RUNNING).update(
-        status=RunEpisode.Status.RUNNING, claim_token=token, claimed_by=worker, claimed_at=timezone.now(),
-        attempts=F("attempts") + 1)
-    return token if claimed else None
+@dataclass
+class _Chunk:
+    """Rows claimed together under one token, in play order, sharing one loaded run."""
+    token: uuid.UUID
+    rows: list[RunEpisode]
 
 
-def run_episode_execute(*, run_episode_id: int, worker: str = INLINE, keep_going: float = 0.0) -> RunEpisode | None:
-    """Play one (run, trial, task) episode and store it once; a second delivery does nothing.
-    Then, for up to `keep_going` seconds, play the trial's other pending episodes: quick (offline)
-    episodes need not wait for a broker round trip each, and their own messages find nothing
-    left to do. The episode that completes the trial also finishes it."""
-    token = _episode_claim(run_episode_id, worker)
-    if token is None:
-        return None
-    row = RunEpisode.objects.select_related("run", "run__bank", "task").get(pk=run_episode_id)
-    stored = _episode_complete(row, token)
+def run_episodes_execute(*, run_episode_ids: list[int], worker: str = INLINE,
+                         keep_going: float = 0.0) -> list[RunEpisode]:
+    """Claim the still-pending rows among `run_episode_ids` (a message's chunk), play them one after
+    another and store each once; a second delivery finds nothing to claim. Then, for up to
+    `keep_going` seconds, claim and play further chunks of the trial: quick (offline) episodes need
+    not wait for a broker round trip each, and the messages of rows taken that way find nothing left
+    to do. The message that completes the trial also finishes it. Returns the rows it stored."""
+    chunk = _chunk_claim(RunEpisode.objects.filter(pk__in=run_episode_ids), worker)
+    if chunk is None:
+        return []
+    trial_id, size = chunk.rows[0].trial_id, chunk_size(chunk.rows[0].run)
+    stored = _chunk_play(chunk)
     deadline = time.monotonic() + keep_going
-    while time.monotonic() < deadline and (claimed := _episode_claim_next(row.trial_id, worker)):
-        _episode_complete(*claimed)
-    window_fill(trial_id=row.trial_id)
-    if not RunEpisode.objects.filter(trial_id=row.trial_id, status__in=RunEpisode.UNFINISHED).exists():
-        trial_finish(trial_id=row.trial_id, worker=worker)
+    while time.monotonic() < deadline and (chunk := _chunk_claim_next(trial_id, worker, size)):
+        stored += _chunk_play(chunk)
+    window_fill(trial_id=trial_id)
+    if not RunEpisode.objects.filter(trial_id=trial_id, status__in=RunEpisode.UNFINISHED).exists():
+        trial_finish(trial_id=trial_id, worker=worker)
     return stored
 
 
-def _episode_claim_next(trial_id: int, worker: str) -> tuple[RunEpisode, uuid.UUID] | None:
-    candidates = RunEpisode.objects.filter(trial_id=trial_id, status=RunEpisode.Status.PENDING,
-                                           run__status=Status.RUNNING).order_by("task_key")
-    for pk in candidates.values_list("pk", flat=True)[:3]:
-        token, now = uuid.uuid4(), timezone.now()
-        if RunEpisode.objects.filter(pk=pk, status=RunEpisode.Status.PENDING).update(
-                status=RunEpisode.Status.RUNNING, claim_token=token, claimed_by=worker, claimed_at=now, queued_at=now,
-                attempts=F("attempts") + 1):
-            return RunEpisode.objects.select_related("run", "run__bank", "task").get(pk=pk), token
-    return None
+def _chunk_claim(rows, worker: str) -> _Chunk | None:
+    """Claim the pending ones among `rows` of a running run with one UPDATE; None when none was."""
+    token, now = uuid.uuid4(), timezone.now()
+    claimed = rows.filter(status=RunEpisode.Status.PENDING, run__status=Status.RUNNING).update(
+        status=RunEpisode.Status.RUNNING, claim_token=token, claimed_by=worker, claimed_at=now, queued_at=now,
+        attempts=F("attempts") + 1)
+    if not claimed:
+        return None
+    loaded = list(RunEpisode.objects.filter(claim_token=token).select_related("run", "run__bank", "task")
+                  .order_by("task_key"))
+    if not loaded:  # a sweep took them back this instant
+        return None
+    for row in loaded[1:]:
+        row.run = loaded[0].run  # one run object: its bank and config are read once per chunk
+    return _Chunk(token, loaded)
 
 
-def _episode_complete(row: RunEpisode, token: uuid.UUID) -> RunEpisode | None:
+def _chunk_claim_next(trial_id: int, worker: str, size: int) -> _Chunk | None:
+    """The trial's next `size` pending rows, those no message was sent for first. Rows another
+    worker is claiming this instant are skipped, not waited for."""
+    candidates = (RunEpisode.objects.filter(trial_id=trial_id, status=RunEpisode.Status.PENDING)
+                  .order_by(F("queued_at").asc(nulls_first=True), "task_key")
+                  .select_for_update(skip_locked=True).values("pk")[:size])
+    with transaction.atomic():
+        return _chunk_claim(RunEpisode.objects.filter(pk__in=candidates), worker)
+
+
+def _chunk_play(chunk: _Chunk) -> list[RunEpisode]:
+    """Play the chunk's rows in order while the run is running, storing played episodes in bulk
+    at least every STORE_EVERY_SECONDS (so the run page moves and a killed worker loses little).
+    A cancelled (or failed) run stops it before the next episode; its unplayed rows go back."""
+    run, stored, played, started = chunk.rows[0].run, [], [], 0
+    store_each = _stores_each_episode(run)
+    last_store = time.monotonic()
     try:
-        stored = _episode_store(row, token, _episode_play(row))
+        for row in chunk.rows:
+            if not _still_running(run):
+                break
+            started += 1
+            played.append((row, _episode_play(row)))
+            if store_each or time.monotonic() - last_store >= STORE_EVERY_SECONDS:
+                stored += _episodes_store(chunk.token, played)
+                played, last_store = [], time.monotonic()
+        stored += _episodes_store(chunk.token, played)
     except DatabaseError:
-        _claim_release(row, token)
+        connection.close()  # the broken one; the next query opens a fresh connection
+        _claims_release(chunk.token, unplayed=chunk.rows[started:])
         raise
-    if stored is not None and stored.episode is not None and row.run.feedback_enabled and not stored.error:
-        _feedback(stored.episode, stored.seed, rounds=row.run.feedback_rounds)
+    if started < len(chunk.rows):
+        _claims_release(chunk.token, unplayed=chunk.rows[started:])
     return stored
+
+
+def _stores_each_episode(run: EvaluationRun) -> bool:
+    """DMRM writing as each episode is stored: the trial's next episode must find this one's steps."""
+    return run.uses_dmrm and run_dmrm_write_timing(run) == DMRMWriteTiming.EPISODE
+
+
+def _still_running(run: EvaluationRun) -> bool:
+    """Read between episodes (no write, so no commit to wait for): cancellation stops a chunk here."""
+    return EvaluationRun.objects.filter(pk=run.pk, status=Status.RUNNING).exists()
 
 
 def _episode_play(row: RunEpisode) -> EpisodePlay | str:
@@ -265,20 +331,22 @@ def _episode_play(row: RunEpisode) -> EpisodePlay | str:
         return f"{type(exc).__name__}: {exc}"
 
 
-def _claim_release(row: RunEpisode, token: uuid.UUID) -> None:
-    """The database went away while the row was ours (a restart, a failover, a dropped connection):
-    give the row back for the watchdog to queue again, instead of leaving it claimed by a live
-    worker until HARD_CLAIM_TIMEOUT."""
-    connection.close()  # the broken one; the next query opens a fresh connection
-    RunEpisode.objects.filter(pk=row.pk, status=RunEpisode.Status.RUNNING, claim_token=token).update(
-        status=RunEpisode.Status.PENDING, claim_token=None, claimed_by="", queued_at=None)
+def _claims_release(token: uuid.UUID, *, unplayed: list[RunEpisode]) -> None:
+    """Give back the rows still claimed under `token` for the watchdog (or a resume) to queue again:
+    the rows a cancellation left unplayed, or all of them when the database went away (a restart, a
+    failover, a dropped connection), instead of leaving them claimed by a live worker until
+    HARD_CLAIM_TIMEOUT. A row that was never played does not count as an attempt."""
+    mine = RunEpisode.objects.filter(status=RunEpisode.Status.RUNNING, claim_token=token)
+    released = {"status": RunEpisode.Status.PENDING, "claim_token": None, "claimed_by": "", "queued_at": None}
+    mine.filter(pk__in=[row.pk for row in unplayed]).update(**released, attempts=F("attempts") - 1)
+    mine.update(**released)
 
 
-class _ClaimLost(Exception):
-    """The row was given to another worker meanwhile (we looked dead): store nothing."""
+VERDICT_FIELDS = ["status", "error", "episode", "finished_at", "claim_token", "success", "reward", "turns", "tokens",
+                  "latency_ms"]
 
 
-def _verdict(play: EpisodePlay | None, episode: Episode | None, error: str) -> dict:
+def _verdict(episode: Episode | None, error: str) -> dict:
     fields = {"status": RunEpisode.Status.ERROR if error else RunEpisode.Status.DONE, "error": error,
               "episode": episode, "finished_at": timezone.now(), "claim_token": None}
     if episode is not None and not error:
@@ -287,26 +355,40 @@ def _verdict(play: EpisodePlay | None, episode: Episode | None, error: str) -> d
     return fields
 
 
-def _episode_store(row: RunEpisode, token: uuid.UUID, result: EpisodePlay | str) -> RunEpisode | None:
-    play = result if isinstance(result, EpisodePlay) else None
-    error = play.outcome.infra_error if play else result
-    try:
-        with transaction.atomic():
-            episode = episode_save(play=play) if play else None
+def _episodes_store(token: uuid.UUID, played: list[tuple[RunEpisode, EpisodePlay | str]]) -> list[RunEpisode]:
+    """Store played episodes with their rows' verdicts and the counters in one short transaction,
+    only for rows still claimed under `token`: a worker that was presumed dead and comes back
+    cannot store a second copy of an episode another worker has played meanwhile."""
+    if not played:
+        return []
+    with transaction.atomic():
+        ours = set(RunEpisode.objects.select_for_update().filter(
+            pk__in=[row.pk for row, _ in played], status=RunEpisode.Status.RUNNING, claim_token=token)
+            .order_by("pk").values_list("pk", flat=True))
+        kept = [(row, result) for row, result in played if row.pk in ours]
+        episodes = iter(episodes_save(plays=[result for _, result in kept if isinstance(result, EpisodePlay)]))
+        for row, result in kept:
+            play = result if isinstance(result, EpisodePlay) else None
+            episode = next(episodes) if play else None
             if episode is not None:
                 run_episode_outcome_record(play=play, episode=episode)
                 run_episode_dmrm_record(episode=episode, run=row.run)
-            fields = _verdict(play, episode, error)
-            if not RunEpisode.objects.filter(pk=row.pk, status=RunEpisode.Status.RUNNING,
-                                             claim_token=token).update(**fields):
-                raise _ClaimLost
-            run_counts_add(row=row, finished=1, errors=int(bool(error)), successes=int(bool(fields.get("success"))))
-    except _ClaimLost:
-        logger.warning("run episode %s was reclaimed while it played; this copy is dropped", row.pk)
-        return None
-    for name, value in fields.items():
-        setattr(row, name, value)
-    return row
+            for name, value in _verdict(episode, play.outcome.infra_error if play else result).items():
+                setattr(row, name, value)
+        rows = [row for row, _ in kept]
+        if rows:
+            RunEpisode.objects.bulk_update(rows, VERDICT_FIELDS)
+            run_counts_add(row=rows[0], finished=len(rows), errors=sum(bool(r.error) for r in rows),
+                           successes=sum(bool(r.success) for r in rows if not r.error))
+            RunEpisode.objects.filter(claim_token=token, status=RunEpisode.Status.RUNNING).update(
+                claimed_at=timezone.now())  # the rest of the chunk's lease: this worker is still at it
+    for row, _ in played:
+        if row.pk not in ours:
+            logger.warning("run episode %s was reclaimed while it played; this copy is dropped", row.pk)
+    for row in rows:
+        if row.episode is not None and row.run.feedback_enabled and not row.error:
+            _feedback(row.episode, row.seed, rounds=row.run.feedback_rounds)
+    return rows
 
 
 def run_counts_add(*, row: RunEpisode, finished: int, errors: int, successes: int = 0) -> None:

@@ -1,6 +1,6 @@
 """The run protocol driven in-process (the same service steps the Celery tasks call): trials, memory
-growing between them, idempotent episodes, lost claims, infrastructure errors, the review gate,
-cancel/resume and the sweeper."""
+growing between them, idempotent episodes, chunks of episodes per message, lost claims,
+infrastructure errors, the review gate, cancel/resume and the sweeper."""
 from datetime import timedelta
 
 import pytest
@@ -13,7 +13,7 @@ from evaluation.runs.services import (
     protocol,
     run_cancel,
     run_drive,
-    run_episode_execute,
+    run_episodes_execute,
     run_resume,
     run_retry_errors,
     run_start,
@@ -66,9 +66,9 @@ def test_a_redelivered_episode_task_does_nothing(launch):
     with inline_work():
         run_start(run_id=run.pk)
         row = run.run_episodes.order_by("pk").first()
-        first = run_episode_execute(run_episode_id=row.pk, worker="w1@host")
-        second = run_episode_execute(run_episode_id=row.pk, worker="w2@host")
-    assert first.status == RunEpisode.Status.DONE and second is None
+        first = run_episodes_execute(run_episode_ids=[row.pk], worker="w1@host")
+        second = run_episodes_execute(run_episode_ids=[row.pk], worker="w2@host")
+    assert [r.status for r in first] == [RunEpisode.Status.DONE] and second == []
     row.refresh_from_db()
     assert row.claimed_by == "w1@host" and row.attempts == 1
     assert Episode.objects.count() == 1
@@ -86,17 +86,94 @@ def test_a_worker_that_lost_its_claim_stores_nothing(launch, monkeypatch):
         play = real(**kwargs)
         monkeypatch.setattr(protocol, "episode_simulate", real)
         run_sweep(run_id=run.pk, everything=True)  # A looks dead: its row goes back to pending
-        run_episode_execute(run_episode_id=row.pk, worker="b@host")
+        run_episodes_execute(run_episode_ids=[row.pk], worker="b@host")
         return play
 
     with inline_work():
         run_start(run_id=run.pk)
         row = run.run_episodes.order_by("pk").first()
         monkeypatch.setattr(protocol, "episode_simulate", slow_worker_a)
-        assert run_episode_execute(run_episode_id=row.pk, worker="a@host") is None
+        assert run_episodes_execute(run_episode_ids=[row.pk], worker="a@host") == []
     row.refresh_from_db()
     assert row.status == RunEpisode.Status.DONE and row.claimed_by == "b@host" and row.attempts == 2
     assert Episode.objects.count() == 1 and Episode.objects.get().pk == row.episode_id
+
+
+# --- chunks: one message claims, plays and stores several episodes ---------------------------
+
+HANDLERS = {"episodes": run_episodes_execute, "finish": protocol.trial_finish, "sweep": run_sweep}
+
+
+def _chunk_message(work) -> list[int]:
+    kind, kwargs = work.popleft()
+    assert kind == "episodes"
+    return kwargs["run_episode_ids"]
+
+
+def test_one_message_claims_plays_and_stores_a_chunk(launch, settings):
+    settings.RUN_CHUNK_EPISODES = 3
+    run = launch(trials=1, concurrency=1)
+    with inline_work() as work:
+        run_start(run_id=run.pk)
+        ids = _chunk_message(work)
+        assert len(ids) == 3 and not work  # one slot: one chunk in flight
+        stored = run_episodes_execute(run_episode_ids=ids, worker="w@host")
+    assert sorted(row.pk for row in stored) == sorted(ids)
+    rows = list(run.run_episodes.all())
+    assert all(r.status == RunEpisode.Status.DONE and r.claimed_by == "w@host" and r.attempts == 1
+               and r.claim_token is None for r in rows)
+    assert len({r.episode_id for r in rows}) == 3 and Episode.objects.count() == 3
+    run.refresh_from_db()
+    assert run.episodes_finished == 3 and run.status == Status.COMPLETED  # that message finished the trial
+
+
+def test_cancelling_mid_chunk_stops_before_the_next_episode(launch, settings, monkeypatch):
+    settings.RUN_CHUNK_EPISODES = 3
+    run = launch(trials=1, concurrency=1)
+    real, played = protocol.episode_simulate, []
+
+    def cancelled_while_it_plays(**kwargs):
+        played.append(kwargs["task"].external_id)
+        run_cancel(run=run)  # an operator cancels while the chunk's first episode plays
+        return real(**kwargs)
+
+    with inline_work() as work:
+        run_start(run_id=run.pk)
+        ids = _chunk_message(work)
+        monkeypatch.setattr(protocol, "episode_simulate", cancelled_while_it_plays)
+        stored = run_episodes_execute(run_episode_ids=ids, worker="w@host")
+    assert len(played) == 1 and [row.task_key for row in stored] == played  # the episode it played is kept
+    unplayed = run.run_episodes.exclude(pk=stored[0].pk)
+    assert unplayed.count() == 2
+    assert all(r.status == RunEpisode.Status.PENDING and r.claim_token is None and r.claimed_by == ""
+               and r.queued_at is None and r.attempts == 0 for r in unplayed)  # given back, never attempted
+    run.refresh_from_db()
+    assert run.status == Status.CANCELLED and run.episodes_finished == 1
+
+    monkeypatch.setattr(protocol, "episode_simulate", real)
+    run_resume(run=run)
+    run = run_drive(run=run)
+    assert run.status == Status.COMPLETED and run.episodes_finished == 3 and Episode.objects.count() == 3
+    assert sorted(run.run_episodes.values_list("attempts", flat=True)) == [1, 1, 1]
+
+
+def test_a_chunk_claimed_by_a_dead_worker_is_played_again_exactly_once(launch, settings):
+    settings.RUN_CHUNK_EPISODES = 3
+    run = launch(trials=1, concurrency=1)
+    with inline_work() as work:
+        run_start(run_id=run.pk)
+        ids = _chunk_message(work)
+        dead = protocol._chunk_claim(RunEpisode.objects.filter(pk__in=ids), "dead@host")
+        late_copy = (dead.rows[0], protocol._episode_play(dead.rows[0]))  # played, then the worker died
+        RunEpisode.objects.filter(pk__in=ids).update(claimed_at=timezone.now() - timedelta(minutes=5))
+        run_sweep(run_id=run.pk)  # no heartbeat from dead@host: its chunk goes back and is queued again
+        inline_drain(work, HANDLERS)
+        assert protocol._episodes_store(dead.token, [late_copy]) == []  # it came back: its copy is dropped
+    rows = list(run.run_episodes.all())
+    assert all(r.status == RunEpisode.Status.DONE and r.claimed_by == "inline" and r.attempts == 2 for r in rows)
+    assert Episode.objects.count() == 3 and len({r.episode_id for r in rows}) == 3
+    run.refresh_from_db()
+    assert run.status == Status.COMPLETED and run.episodes_finished == 3
 
 
 def test_infrastructure_errors_are_counted_apart_and_can_be_retried(launch, fake_llm):
@@ -136,14 +213,15 @@ def test_the_review_gate_waits_for_reviewers(launch, reviewer_user):
     assert run.status == Status.COMPLETED and run.episodes_finished == 6
 
 
-def test_cancel_stops_the_run_and_resume_finishes_it(launch):
+def test_cancel_stops_the_run_and_resume_finishes_it(launch, settings):
+    settings.RUN_CHUNK_EPISODES = 1
     run = launch(trials=2, concurrency=1)
     with inline_work() as work:
         run_start(run_id=run.pk)
         kind, kwargs = work.popleft()
-        run_episode_execute(**kwargs)
+        run_episodes_execute(**kwargs)
         run_cancel(run=run)
-        inline_drain(work, {"episode": run_episode_execute, "finish": protocol.trial_finish})
+        inline_drain(work, HANDLERS)
     run.refresh_from_db()
     assert run.status == Status.CANCELLED and run.episodes_finished == 1
     assert run.run_episodes.filter(status=RunEpisode.Status.PENDING).count() == 2
@@ -181,7 +259,7 @@ def test_the_sweeper_replays_rows_of_dead_workers_and_leaves_live_ones(launch):
         run_sweep(run_id=run.pk)
         assert RunEpisode.objects.get(pk=row.pk).status == RunEpisode.Status.PENDING
         assert RunEpisode.objects.get(pk=live.pk).status == RunEpisode.Status.RUNNING
-        inline_drain(work, {"episode": run_episode_execute, "finish": protocol.trial_finish})
+        inline_drain(work, HANDLERS)
     assert RunEpisode.objects.get(pk=row.pk).status == RunEpisode.Status.DONE
     run.refresh_from_db()
     assert run.status == Status.RUNNING  # the live worker's episode is not finished yet

@@ -1,6 +1,6 @@
 """Runs on real Celery worker processes and a real broker (kombu's SQLAlchemy transport on the test
-database): a run completes, and a worker killed mid-run loses no finished episode, doubles none,
-and the run completes when another worker starts."""
+database): a run completes, and a worker killed mid-run (holding claimed chunks of episodes) loses
+no finished episode, doubles none, and the run completes when another worker starts."""
 import os
 import signal
 
@@ -63,7 +63,8 @@ def _kill(worker) -> None:
 
 def test_a_killed_worker_loses_nothing_and_duplicates_nothing(builtin, operator_user, real_broker):
     run = run_launch(spec=spec(task_ids=KILL_TASKS, trials=3, concurrency=3, per_turn=True), user=operator_user)
-    with celery_worker(worker_env(), concurrency=2, hostname="runs-killed@%h") as worker:
+    chunks = worker_env(MEMWEB_RUN_CHUNK_EPISODES="3")  # each message claims three episodes at once
+    with celery_worker(chunks, concurrency=2, hostname="runs-killed@%h") as worker:
         wait_on_progress(lambda: _episodes_done(run) >= 3 or worker.poll() is not None,
                          progress=lambda: _progress(run), stall=120, interval=0.1,
                          message="the first finished episodes")
@@ -72,12 +73,13 @@ def test_a_killed_worker_loses_nothing_and_duplicates_nothing(builtin, operator_
     assert 3 <= len(done_before) < run.episodes_total, "the worker must die mid-run"
     held_by_the_dead = set(run.run_episodes.filter(status=RunEpisode.Status.RUNNING).values_list("pk", flat=True))
 
-    with celery_worker(worker_env(), concurrency=2, hostname="runs-rescuer@%h") as rescuer:
+    with celery_worker(chunks, concurrency=2, hostname="runs-rescuer@%h") as rescuer:
         _wait_for_completion(run, rescuer)
     _assert_each_episode_stored_once(run)
     after = set(run.run_episodes.values_list("pk", "episode_id"))
     assert done_before <= after  # what was finished before the kill is kept as it was
     assert run.episodes_finished == run.episodes_total and run.episodes_error == 0
-    # Episodes the dead worker was playing were played again, by the rescuer.
+    # Episodes the dead worker had claimed (playing, or waiting their turn in its chunks) were played
+    # again, by the rescuer, once.
     replayed = run.run_episodes.filter(pk__in=held_by_the_dead)
     assert all(row.attempts >= 2 and row.claimed_by.startswith("runs-rescuer@") for row in replayed)
