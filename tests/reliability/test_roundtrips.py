@@ -74,6 +74,7 @@ NOT_IN_BANK_FILE = {
     "evaluation.EvaluationRun": "runs have an export of their own",
     "orbs.Dialogue": "a naive-RAG run's raw dialogues (its baseline corpus) are not in the bank file yet",
     "orbs.DialogueMessage": "a naive-RAG run's raw dialogues (its baseline corpus) are not in the bank file yet",
+    "orbs.BankEvent": "this server's audit of the bank (archive, restore, erasures), not the memory itself",
 }
 
 

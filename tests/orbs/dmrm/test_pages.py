@@ -61,7 +61,8 @@ def test_it_saves_settings_and_names_bad_fields(client, operator_user, dmrm):
     assert "<td>0.45</td>" in client.get(url).content.decode()  # the minimum in force, per retrieval
 
 
-def test_it_previews_then_builds_a_source_memory_from_finished_episodes(client, operator_user, dmrm):
+def test_it_previews_then_builds_a_source_memory_from_finished_episodes(client, operator_user, dmrm,
+                                                                       django_capture_on_commit_callbacks):
     from evaluation.models import Domain
     from evaluation.services import episode_run, taskset_builtin_load
 
@@ -75,7 +76,8 @@ def test_it_previews_then_builds_a_source_memory_from_finished_episodes(client, 
     kept = preview.context["kept"]
     assert kept == episode.tool_calls > 0
     assert client.post(f"{url}build/", params).status_code == 422  # no name
-    assert client.post(f"{url}build/", params | {"name": "clothing runs"}).status_code == 302
+    with django_capture_on_commit_callbacks(execute=True):  # the build's job runs (eagerly) once queued
+        assert client.post(f"{url}build/", params | {"name": "clothing runs"}).status_code == 302
     memory = SourceMemory.objects.get()
     assert memory.experiences.count() == kept and memory.episodes_read == 1
     # The build is the review: every kept step approved at once, naming the builder; one can be rejected.
