@@ -34,6 +34,25 @@ class LLMCall(models.Model):
         return f"{self.role} {self.model} {self.status}"
 
 
+class AppendOnly(models.Model):
+    """An audit row: written once, never changed or deleted (a trail that can be edited proves nothing).
+    Erasure deletes rows through querysets, which this does not stop."""
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None:
+            raise ValueError(f"{self._refused()} are append-only")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise ValueError(f"{self._refused()} are append-only")
+
+    def _refused(self) -> str:
+        return str(self._meta.verbose_name_plural).capitalize()
+
+
 class ApiKey(models.Model):
     """An agent's key for the JSON API. Only a SHA-256 of the secret is stored:
     keys are 256-bit random tokens, so a slow hash adds nothing but latency."""

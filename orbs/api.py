@@ -17,9 +17,10 @@ from ninja.responses import Status
 from memweb.auth import api_auth
 from memweb.job_api import JobOut, job_accepted
 from memweb.roles import Role
+from orbs.api_banks import bank_or_404, open_bank_or_409
 from orbs.dmrm.api import router as dmrm_router
 from orbs.dmrm.services import dmrm_stats
-from orbs.errors import BankArchived, FieldRequired, InvalidTransition, OrbConflict, OrbsError
+from orbs.errors import FieldRequired, InvalidTransition, OrbConflict, OrbsError
 from orbs.models import EpisodeRecord, MemoryBank, Orb, ReviewEvent, Source
 from orbs.schemas import (
     ApproveIn,
@@ -59,7 +60,6 @@ from orbs.services import (
     bank_export,
     bank_get_or_create,
     bank_import_start,
-    bank_resolve,
     bank_stats,
     episode_reflect,
     episode_submit,
@@ -74,7 +74,7 @@ from orbs.services import (
     orbs_retrieve,
     retrieval_outcome_record,
 )
-from orbs.services.deletion import bank_archive, bank_events, bank_open_check, bank_restore, orb_delete, orb_restore
+from orbs.services.deletion import bank_archive, bank_events, bank_restore, orb_delete, orb_restore
 from orbs.services.erasure import customer_erasure, erasure_totals
 from orbs.services.queue import orbs_queue
 
@@ -86,21 +86,6 @@ REVIEW = api_auth(Role.REVIEWER)
 REVIEW_RESPONSES = {200: OrbOut, 404: ErrorOut, 409: ConflictOut, 422: ErrorOut}
 
 
-def _bank(slug: str) -> MemoryBank:
-    try:
-        return bank_resolve(slug)
-    except MemoryBank.DoesNotExist:
-        raise HttpError(404, f"No memory bank {slug!r}") from None
-
-
-def _open_bank(slug: str) -> MemoryBank:
-    """The bank, if it takes memories and serves retrievals: a deleted (archived) one is a 409."""
-    bank = _bank(slug)
-    try:
-        bank_open_check(bank)
-    except BankArchived as archived:
-        raise HttpError(409, str(archived)) from None
-    return bank
 
 
 def _orb(orb_id: int) -> Orb:
@@ -166,12 +151,12 @@ def bank_import_jsonl(request, response: HttpResponse, file: File[UploadedFile],
 
 @router.get("/banks/{slug}", response=BankOut, auth=READ)
 def bank_detail(request, slug: str):
-    return _bank(slug)
+    return bank_or_404(slug)
 
 
 @router.get("/banks/{slug}/stats", response=BankStatsOut, auth=READ)
 def bank_statistics(request, slug: str):
-    bank = _bank(slug)
+    bank = bank_or_404(slug)
     return bank_stats(bank=bank) | {"dmrm": dmrm_stats(bank=bank)}
 
 
@@ -179,7 +164,7 @@ def bank_statistics(request, slug: str):
 def bank_copy_json(request, response: HttpResponse, slug: str, payload: BankCopyIn):
     """Copy the bank (Orbs, history, DMRM memory) under a new name, as a background job: 202 with
     its `status_url` (also the Location header); 422 when the name is taken."""
-    bank = _bank(slug)
+    bank = bank_or_404(slug)
     try:
         job = bank_copy_start(source=bank, name=payload.name, user=request.auth)
     except OrbsError as refused:
@@ -190,7 +175,7 @@ def bank_copy_json(request, response: HttpResponse, slug: str, payload: BankCopy
 @router.get("/banks/{slug}/export", auth=READ)
 def bank_export_jsonl(request, slug: str):
     """The bank as JSON Lines: line 1 the bank, then every Orb with revisions, vector and review history."""
-    bank = _bank(slug)
+    bank = bank_or_404(slug)
     response = StreamingHttpResponse(bank_export(bank=bank), content_type="application/x-ndjson")
     response["Content-Disposition"] = f'attachment; filename="{bank.slug}.jsonl"'
     return response
@@ -213,7 +198,7 @@ def _ingest_out(record: EpisodeRecord) -> dict:
 def episode_write(request, response: HttpResponse, slug: str, payload: EpisodeIn, sync: bool = False):
     """Store a finished episode; its reflection into an Orb runs as a background task (202 with
     a status URL), or right away with `?sync=true` (201 new Orb, 200 the same Orb already stored)."""
-    bank = _open_bank(slug)
+    bank = open_bank_or_409(slug)
     try:
         record = episode_submit(bank=bank, trajectory=payload.trajectory, source_label=payload.source_label,
                                 episode_ref=payload.episode_ref, source=Source.API, user=request.auth,
@@ -237,7 +222,7 @@ def episode_write(request, response: HttpResponse, slug: str, payload: EpisodeIn
 def lesson_remember(request, slug: str, payload: RememberIn):
     """Remember a lesson given as text (no trajectory): a new Orb (201) that passes the bank's
     review gate like an episode's, or the same lesson already stored (200)."""
-    result = orb_remember(bank=_open_bank(slug), actor=request.auth, **payload.dict())
+    result = orb_remember(bank=open_bank_or_409(slug), actor=request.auth, **payload.dict())
     return Status(201 if result.created else 200, result.orb)
 
 
@@ -257,7 +242,7 @@ def episode_status(request, ingest_id: int):
 @_review_errors
 def retrieve(request, slug: str, payload: RetrieveIn):
     """q' = rewrite(query ⊕ context), embedded, top-k Orbs by cosine similarity, plus a prompt block."""
-    bank = _open_bank(slug)
+    bank = open_bank_or_409(slug)
     asked = payload.dict()
     asked["approved_only"] = bank.approved_only if payload.approved_only is None else payload.approved_only
     result = orbs_retrieve(bank=bank, **asked)
@@ -284,7 +269,7 @@ def retrieval_outcome(request, retrieval_id: int, payload: RetrievalOutcomeIn):
 def orb_list(request, filters: Query[OrbListFilters]):
     """Pending first, oldest first; every filter optional. An unknown bank is a 404, not an empty list."""
     if filters.bank:
-        _bank(filters.bank)
+        bank_or_404(filters.bank)
     return orbs_queue(filters=filters.to_filters())
 
 
@@ -368,18 +353,18 @@ def orb_restore_view(request, orb_id: int, payload: RestoreIn):
 def bank_delete(request, slug: str, payload: BankDeleteIn | None = None):
     """Delete a bank by archiving it: hidden from the list, no new memories or retrievals (409), its
     pages and those of the runs that used it unchanged. Restorable; deleting it again answers the same."""
-    return bank_archive(bank=_bank(slug), actor=request.auth, reason=payload.reason if payload else "")
+    return bank_archive(bank=bank_or_404(slug), actor=request.auth, reason=payload.reason if payload else "")
 
 
 @router.post("/banks/{slug}/restore", response={200: BankOut, 404: ErrorOut, 422: ErrorOut}, auth=WRITE)
 def bank_restore_view(request, slug: str, payload: BankRestoreIn | None = None):
-    return bank_restore(bank=_bank(slug), actor=request.auth, note=payload.note if payload else "")
+    return bank_restore(bank=bank_or_404(slug), actor=request.auth, note=payload.note if payload else "")
 
 
 @router.get("/banks/{slug}/events", response={200: list[BankEventOut], 404: ErrorOut}, auth=WRITE)
 def bank_event_list(request, slug: str):
     """The bank's audit trail: archived, restored, customers erased (counts and a hash of the key)."""
-    return bank_events(bank=_bank(slug))
+    return bank_events(bank=bank_or_404(slug))
 
 
 @router.post("/banks/{slug}/erasures", response={201: ErasureOut, 404: ErrorOut, 422: ErrorOut}, auth=WRITE)
@@ -388,6 +373,6 @@ def customer_erasure_view(request, slug: str, payload: ErasureIn):
     """Erase one customer's data from the bank (and, with `every_bank`, from every bank): their Orbs and
     vectors, episodes, own retrievals, dialogues and the stored idempotent answers that quote them.
     Irreversible; an audit record without the content is kept per bank."""
-    records = customer_erasure(bank=_bank(slug), actor=request.auth, **payload.dict())
+    records = customer_erasure(bank=bank_or_404(slug), actor=request.auth, **payload.dict())
     return Status(201, {"customer_key_sha256": records[0].customer_key_sha256, "counts": erasure_totals(records),
                         "records": records})

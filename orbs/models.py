@@ -12,6 +12,7 @@ from pgvector.django import VectorField
 
 from memweb.embeddings import DIMENSIONS, MODELS
 from memweb.llm.backends import TextBackend
+from memweb.models import AppendOnly
 from memweb.vectors import vector_hnsw_indexes, vector_model_constraint
 from orbs.budget import DEFAULT_K, DEFAULT_PROMPT_TOKEN_BUDGET, MAX_PROMPT_TOKEN_BUDGET
 
@@ -310,7 +311,7 @@ def orb_document(*, obs: str, emotion: str, outcome: str, context: dict) -> str:
     return "\n".join([obs, emotion, outcome, json.dumps(context, sort_keys=True, ensure_ascii=False)])
 
 
-class ReviewEvent(models.Model):
+class ReviewEvent(AppendOnly):
     """Append-only audit of every decision and edit on an Orb."""
 
     class Action(models.TextChoices):
@@ -339,14 +340,6 @@ class ReviewEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} by {self.actor_name or 'system'}"
-
-    def save(self, *args, **kwargs):
-        if self.pk is not None:
-            raise ValueError("Review events are append-only")
-        super().save(*args, **kwargs)
-
-    def delete(self, *args, **kwargs):
-        raise ValueError("Review events are append-only")
 
 
 class RetrievalLog(models.Model):
@@ -393,7 +386,7 @@ class RetrievalHit(models.Model):
         constraints = [models.UniqueConstraint(fields=["retrieval", "orb"], name="retrieval_hit_unique")]
 
 
-class BankEvent(models.Model):
+class BankEvent(AppendOnly):
     """Append-only audit of what was done to a bank as a whole: archived, restored, a customer's
     data erased. An erasure keeps only counts and a hash of the customer key, never the content."""
 
@@ -421,11 +414,3 @@ class BankEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} of {self.bank_name} by {self.actor_name or 'system'}"
-
-    def save(self, *args, **kwargs):
-        if self.pk is not None:
-            raise ValueError("Bank events are append-only")
-        super().save(*args, **kwargs)
-
-    def delete(self, *args, **kwargs):
-        raise ValueError("Bank events are append-only")

@@ -17,6 +17,7 @@ from memweb.errors import field_errors
 from memweb.job_api import JobOut, job_accepted
 from memweb.roles import Role
 from memweb.schemas import StrictBody
+from orbs.api_banks import bank_or_404, open_bank_or_409
 from orbs.dmrm.forms import DOMAINS
 from orbs.dmrm.models import Experience
 from orbs.dmrm.services import (
@@ -34,10 +35,7 @@ from orbs.dmrm.services import (
     source_memory_build_start,
 )
 from orbs.dmrm.services.learning import Transition
-from orbs.errors import BankArchived, InvalidTransition, OrbsError, StaleVersion
-from orbs.models import MemoryBank
-from orbs.services import bank_resolve
-from orbs.services.deletion import bank_open_check
+from orbs.errors import InvalidTransition, OrbsError, StaleVersion
 
 router = Router(tags=["experience memory (DMRM)"])
 WRITE = api_auth(Role.OPERATOR)
@@ -204,21 +202,6 @@ class SourceMemoryBuildIn(StrictBody, Schema):
     min_q: float = Field(0.0, allow_inf_nan=False, description="Keep steps whose discounted return reaches this")
 
 
-def _bank(slug: str) -> MemoryBank:
-    try:
-        return bank_resolve(slug)
-    except MemoryBank.DoesNotExist:
-        raise HttpError(404, f"No memory bank {slug!r}") from None
-
-
-def _open_bank(slug: str) -> MemoryBank:
-    """The bank, if it takes memories and serves retrievals: a deleted (archived) one is a 409."""
-    bank = _bank(slug)
-    try:
-        bank_open_check(bank)
-    except BankArchived as archived:
-        raise HttpError(409, str(archived)) from None
-    return bank
 
 
 @router.post("/banks/{slug}/transitions", response={201: TransitionsOut, 404: dict, 409: dict, 422: dict},
@@ -226,7 +209,7 @@ def _open_bank(slug: str) -> MemoryBank:
 def transitions_write(request, slug: str, payload: TransitionsIn):
     """Append decision steps to the bank's target memory, each trajectory's steps last first (so the
     order they are posted in does not matter), updating their Q-values."""
-    bank = _open_bank(slug)
+    bank = open_bank_or_409(slug)
     transitions = [Transition(**t.dict()) for t in payload.transitions]
     try:
         entries = experiences_append_batch(bank=bank, transitions=transitions)
@@ -240,7 +223,7 @@ def transitions_write(request, slug: str, payload: TransitionsIn):
 @router.post("/banks/{slug}/retrieve", response={200: ExperienceRetrieveOut, 404: dict, 409: dict}, auth=WRITE)
 def retrieve(request, slug: str, payload: ExperienceRetrieveIn):
     """The prompt block for the agent's current step, and the trace of every candidate."""
-    result = experiences_retrieve(bank=_open_bank(slug), goal=payload.goal, observation=payload.observation,
+    result = experiences_retrieve(bank=open_bank_or_409(slug), goal=payload.goal, observation=payload.observation,
                                   recent_actions=payload.recent_actions, client=payload.client)
     return {**{k: getattr(result, k) for k in ("retrieval_id", "prompt_block", "suppressed",
                                                  "successful_trajectories", "budget_used", "c_max",
@@ -251,13 +234,13 @@ def retrieve(request, slug: str, payload: ExperienceRetrieveIn):
 @router.get("/banks/{slug}/settings", response={200: DMRMSettingsOut, 404: dict}, auth=READ)
 def settings_read(request, slug: str):
     """The bank's DMRM learning and retrieval parameters (the defaults until someone sets them)."""
-    return dmrm_settings_get(bank=_bank(slug))
+    return dmrm_settings_get(bank=bank_or_404(slug))
 
 
 @router.put("/banks/{slug}/settings", response={200: DMRMSettingsOut, 404: dict, 422: dict}, auth=WRITE)
 def settings_write(request, slug: str, payload: DMRMSettingsIn):
     """Change the given settings; a value out of range is a 422 naming it, and nothing changes."""
-    bank = _bank(slug)
+    bank = bank_or_404(slug)
     try:
         return dmrm_settings_update(bank=bank, params=payload.model_dump(exclude_none=True))
     except DMRMSettingsInvalid as invalid:
@@ -268,7 +251,7 @@ def settings_write(request, slug: str, payload: DMRMSettingsIn):
 @paginate(PageNumberPagination, page_size=50)
 def experience_list(request, slug: str, filters: Query[ExperienceListFilters]):
     """The bank's experiences of both memories, newest first; every filter optional."""
-    return experiences_filtered(bank=_bank(slug), filters=filters.to_filters())
+    return experiences_filtered(bank=bank_or_404(slug), filters=filters.to_filters())
 
 
 @router.get("/banks/{slug}/experiences/{experience_id}", response={200: ExperienceOut, 404: dict}, auth=READ)
@@ -290,7 +273,7 @@ class ExperienceRestoreIn(StrictBody, Schema):
 def _experience_of(slug: str, experience_id: int) -> Experience:
     """The bank's experience of any status, deleted ones included; 404 when the bank has none with that id."""
     experience = Experience.objects.select_related("source_memory", "reviewer").defer("vector").filter(
-        bank=_bank(slug), pk=experience_id).first()
+        bank=bank_or_404(slug), pk=experience_id).first()
     if experience is None:
         raise HttpError(404, f"No experience #{experience_id} in bank {slug!r}")
     return experience
@@ -302,7 +285,7 @@ def source_memory_create(request, response: HttpResponse, slug: str, payload: So
     pass the thresholds, approved by the build). The name and the thresholds are checked now (422);
     a worker embeds and writes: 202 with the job, whose `status_url` (also the Location header)
     says when the memory is there."""
-    bank = _bank(slug)
+    bank = bank_or_404(slug)
     try:
         job = source_memory_build_start(bank=bank, actor=request.auth, **payload.dict())
     except OrbsError as refused:

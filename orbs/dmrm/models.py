@@ -11,6 +11,7 @@ from django.db import models
 from django.utils import timezone
 from pgvector.django import VectorField
 
+from memweb.models import AppendOnly
 from memweb.vectors import vector_hnsw_indexes, vector_model_constraint
 
 __all__ = [
@@ -156,7 +157,7 @@ class Experience(models.Model):
         return f"{self.memory} experience {self.pk}: {self.action[:40]}"
 
 
-class ExperienceEvent(models.Model):
+class ExperienceEvent(AppendOnly):
     """Append-only audit of an experience's deletion and restoration: who, when, why."""
 
     class Action(models.TextChoices):
@@ -178,14 +179,6 @@ class ExperienceEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} by {self.actor_name or 'system'}"
-
-    def save(self, *args, **kwargs):
-        if self.pk is not None:
-            raise ValueError("Experience events are append-only")
-        super().save(*args, **kwargs)
-
-    def delete(self, *args, **kwargs):
-        raise ValueError("Experience events are append-only")
 
 
 class ExperienceTrajectory(models.Model):
