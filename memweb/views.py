@@ -102,8 +102,12 @@ def _keys_visible_to(user):
 
 def _api_keys_page(request, *, form, new_secret: str = "", status: int = 200):
     context = {"keys": _keys_visible_to(request.user), "form": form, "new_secret": new_secret}
-    response = render(request, "memweb/api_keys.html", context, status=status)
-    # The one response that carries a secret must not be kept by any cache.
+    return render_uncached(request, "memweb/api_keys.html", context, status=status)
+
+
+def render_uncached(request, template: str, context: dict, *, status: int = 200):
+    """A page that may show a secret once (a new API key, a webhook's signing secret): no cache keeps it."""
+    response = render(request, template, context, status=status)
     patch_cache_control(response, no_store=True)
     return response
 

@@ -2,12 +2,12 @@
 delete it; recent deliveries with their attempts, and redelivery."""
 from django import forms
 from django.contrib import messages
-from django.shortcuts import get_object_or_404, redirect, render
-from django.utils.cache import patch_cache_control
+from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_GET, require_POST
 
 from memweb.models import Webhook, WebhookDelivery
 from memweb.roles import Role, role_required
+from memweb.views import render_uncached
 from memweb.webhooks import (
     MAX_ATTEMPTS,
     WebhookInvalid,
@@ -39,9 +39,7 @@ class WebhookForm(forms.Form):
 def _page(request, *, form, new_secret: str = "", status: int = 200):
     context = {"webhooks": webhooks_list(), "deliveries": deliveries_recent(limit=DELIVERIES_SHOWN), "form": form,
                "new_secret": new_secret, "max_attempts": MAX_ATTEMPTS}
-    response = render(request, "memweb/webhooks.html", context, status=status)
-    patch_cache_control(response, no_store=True)  # it may carry a secret
-    return response
+    return render_uncached(request, "memweb/webhooks.html", context, status=status)
 
 
 @require_GET
