@@ -192,6 +192,10 @@ EMBEDDING_BATCH_WINDOW_MS = env_float("MEMWEB_EMBEDDING_BATCH_WINDOW_MS", 2.0, m
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"one_line_refusals": {"()": "memweb.logfilters.OneLineRefusals"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # Refused requests are logged where they are refused: django.request (pages and the API's
+    # session checks) and django.security.
+    "loggers": {name: {"filters": ["one_line_refusals"]} for name in ("django.request", "django.security")},
     "root": {"handlers": ["console"], "level": env_choice("LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR"))},
 }

@@ -47,6 +47,7 @@ INLINE = "inline"
 ADVANCING = (Status.RUNNING, Status.WAITING_FOR_REVIEW)
 MAX_CHUNK_EPISODES = 16  # per message; about a quarter of a second of offline episodes
 STORE_EVERY_SECONDS = 0.5  # a chunk's played episodes wait at most this long to be stored
+FINISH_RETRY_PAUSES = (0.5, 2.0, 5.0)  # seconds between a trial finish's attempts when the database fails
 
 
 def watch_interval() -> timedelta:
@@ -206,9 +207,14 @@ def trial_finish(*, trial_id: int, worker: str = INLINE) -> None:
         return
     trial = Trial.objects.select_related("run", "run__bank").get(pk=trial_id)
     try:
-        if trial.run.feedback_enabled:
-            _feedback_backfill(trial)
-        trial_memorise(trial=trial)
+        _trial_memorise_retrying(trial)
+    except DatabaseError:
+        # Still no database after the retries: the claim goes back and the run's watchdog sends
+        # the finish again; the run does not fail for an outage that its episodes would survive.
+        logger.warning("finishing trial %s of run %s: the database is still failing; the watchdog retries it",
+                       trial.number, trial.run_id)
+        Trial.objects.filter(pk=trial_id, claim_token=token).update(status=Trial.Status.RUNNING, claim_token=None)
+        return
     except Exception as exc:  # recorded on the run for the operator; resume retries the finish
         logger.exception("finishing trial %s of run %s failed", trial.number, trial.run_id)
         Trial.objects.filter(pk=trial_id, claim_token=token).update(status=Trial.Status.RUNNING, claim_token=None)
@@ -218,6 +224,32 @@ def trial_finish(*, trial_id: int, worker: str = INLINE) -> None:
     if Trial.objects.filter(pk=trial_id, claim_token=token, status=Trial.Status.REFLECTING).update(
             status=Trial.Status.DONE, finished_at=timezone.now(), claim_token=None):
         run_advance(run_id=trial.run_id)
+
+
+def _trial_memorise_retrying(trial: Trial) -> None:
+    """Write the trial's feedback and memories, retrying in place when the database fails (a
+    restart, a failover, a dropped connection), as a played episode's storage is retried: each
+    write skips what an earlier attempt stored, so a retry never writes twice."""
+    for attempt, pause in enumerate(FINISH_RETRY_PAUSES + (None,)):
+        try:
+            if trial.run.feedback_enabled:
+                _feedback_backfill(trial)
+            trial_memorise(trial=trial)
+            return
+        except DatabaseError:
+            if pause is None:
+                raise
+            logger.warning("finishing trial %s of run %s: database error on attempt %s; retrying in %ss",
+                           trial.number, trial.run_id, attempt + 1, pause, exc_info=True)
+            _connection_drop_if_broken()
+            time.sleep(pause)
+
+
+def _connection_drop_if_broken() -> None:
+    # Outside a transaction the next query opens a fresh connection; inside one (a caller's
+    # atomic block) closing would break the caller, which then sees the error itself.
+    if not connection.in_atomic_block:
+        connection.close()
 
 
 # --- episodes -------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ infrastructure errors, the review gate, cancel/resume and the sweeper."""
 from datetime import timedelta
 
 import pytest
+from django.db import OperationalError
 from django.utils import timezone
 
 from evaluation.models import Episode
@@ -270,3 +271,49 @@ def test_feedback_is_simulated_for_every_episode_when_enabled(launch):
     episodes = Episode.objects.filter(run_episode__run=run)
     assert episodes.count() == 3
     assert all(e.simulated_feedback.score >= 1 for e in episodes)
+
+
+# --- the trial finish meets a database error while it writes memories -------------------------
+
+def _memorise_failing(monkeypatch, failures: int):
+    """trial_memorise that writes, then fails as a dropped connection does, `failures` times."""
+    real, calls = protocol.trial_memorise, []
+
+    def flaky(*, trial):
+        calls.append(trial.pk)
+        real(trial=trial)
+        if len(calls) <= failures:
+            raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(protocol, "trial_memorise", flaky)
+    monkeypatch.setattr(protocol, "FINISH_RETRY_PAUSES", (0.0, 0.0))
+    return calls
+
+
+def test_a_database_error_while_writing_memories_is_retried_in_place(launch, monkeypatch):
+    calls = _memorise_failing(monkeypatch, failures=2)
+    run = run_drive(run=launch(trials=1))
+    assert run.status == Status.COMPLETED and run.status_message == ""
+    assert len(calls) == 3  # two failed attempts, then the one that finished
+    rows = list(run.run_episodes.all())
+    # The retries wrote nothing twice: one Orb per stored trajectory at most.
+    assert Orb.objects.filter(bank=run.bank).count() == len({r.orb_id for r in rows if r.orb_id})
+
+
+def test_a_database_that_stays_down_leaves_the_finish_to_the_watchdog_not_a_failed_run(launch, monkeypatch):
+    real = protocol.trial_memorise
+    _memorise_failing(monkeypatch, failures=99)
+    run = launch(trials=1)
+    with inline_work() as work:
+        run_start(run_id=run.pk)
+        inline_drain(work, HANDLERS)
+    run.refresh_from_db()
+    trial = run.trial_rows.get()
+    assert run.status == Status.RUNNING and trial.status == Trial.Status.RUNNING and trial.claim_token is None
+
+    monkeypatch.setattr(protocol, "trial_memorise", real)  # the database is back
+    with inline_work() as work:
+        run_sweep(run_id=run.pk)
+        inline_drain(work, HANDLERS)
+    run.refresh_from_db()
+    assert run.status == Status.COMPLETED
