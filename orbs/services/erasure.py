@@ -139,6 +139,8 @@ def customer_erase_everywhere(*, customer_key: str, actor, reason: str = "", fir
     customer_key = _named(customer_key)
     holding = MemoryBank.objects.filter(pk__in=_banks_holding(customer_key)).exclude(pk=first.pk).order_by("pk")
     with transaction.atomic():
+        for bank_id in sorted([first.pk, *(bank.pk for bank in holding)]):  # one order for every eraser
+            history_lock(bank_id=bank_id)
         return [customer_erase(bank=bank, customer_key=customer_key, actor=actor, reason=reason)
                 for bank in [first, *holding]]
 
