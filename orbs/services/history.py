@@ -40,9 +40,9 @@ VERIFY_JOB = "orbs.history_verify"
 # pg_advisory_xact_lock's first key: names this lock among the others memweb may take.
 _LOCK_CLASS = 0x6869  # "hi"
 PROGRESS_ENTRIES = 5000
-# The bank page checks a chain of up to this many entries while it renders (about 0.1 s, measured in
-# docs/SECURITY.md); a longer one is checked by a job.
-INLINE_ENTRIES = 5000
+# The bank page checks a chain of up to this many entries while it renders (about 0.3 s on the busy
+# 2-core build machine: docs/SECURITY.md); a longer one is checked by a job.
+INLINE_ENTRIES = 1000
 
 
 @dataclass(frozen=True)
@@ -100,14 +100,18 @@ def _kinds() -> dict[str, HistoryKind]:
 
 # --- writing ------------------------------------------------------------------------------------
 
-def _row_hashes(kind: HistoryKind, *, bank_id: int, pks: Iterable[int] | None = None, apps=installed_apps) -> dict:
-    """{row id: content hash} of the bank's rows of `kind` (only `pks` when given)."""
+def _rows(kind: HistoryKind, *, bank_id: int, pks: Iterable[int] | None = None, apps=installed_apps):
+    """(row id, time, content hash) of the bank's rows of `kind` (only `pks` when given)."""
     rows = apps.get_model(kind.model).objects.filter(**{kind.bank_path: bank_id})
     if pks is not None:
         rows = rows.filter(pk__in=list(pks))
-    paths = [path for _, path in kind.fields]
-    return {row["pk"]: content_hash({name: row[path] for name, path in kind.fields})
-            for row in rows.values("pk", *paths).order_by().iterator(chunk_size=2000)}
+    paths = {path for _, path in kind.fields} | {kind.time_path}
+    for row in rows.values("pk", *paths).order_by().iterator(chunk_size=2000):
+        yield row["pk"], row[kind.time_path], content_hash({name: row[path] for name, path in kind.fields})
+
+
+def _row_hashes(kind: HistoryKind, *, bank_id: int, pks: Iterable[int] | None = None) -> dict[int, str]:
+    return {pk: digest for pk, _, digest in _rows(kind, bank_id=bank_id, pks=pks)}
 
 
 def history_lock(*, bank_id: int) -> None:
@@ -133,7 +137,7 @@ def _link(bank_id: int, items: list[tuple[str, int | None, str, dict]], apps=ins
             entries.append(entry_model(bank_id=bank_id, sequence=sequence, kind=kind, object_id=object_id,
                                        content_hash=content, previous_hash=previous, entry_hash=digest, detail=detail))
             previous = digest
-        entry_model.objects.bulk_create(entries)
+        entry_model.objects.bulk_create(entries, batch_size=2000)
 
 
 def history_append(*, bank_id: int, rows: list[tuple[HistoryKind, int]]) -> None:
@@ -153,13 +157,15 @@ def history_chain_unchained(*, bank_id: int, apps=installed_apps) -> int:
     """Chain the bank's rows that have no entry yet, oldest first (rows written by an import or a
     copy, or before the chain existed). Returns how many."""
     entry_model = apps.get_model("orbs", "HistoryEntry")
-    pending = []
-    for order, kind in enumerate(history_kinds()):
-        chained = set(entry_model.objects.filter(bank_id=bank_id, kind=kind.name).values_list("object_id", flat=True))
-        hashes = _row_hashes(kind, bank_id=bank_id, apps=apps)
-        times = apps.get_model(kind.model).objects.filter(pk__in=set(hashes) - chained).values_list("pk", kind.time_path)
-        pending += [(at, order, pk, kind.name, hashes[pk]) for pk, at in times]
-    _link(bank_id, [(kind, pk, digest, {}) for _, _, pk, kind, digest in sorted(pending)], apps=apps)
+    with transaction.atomic():
+        history_lock(bank_id=bank_id)  # before reading what is chained, so no row is chained twice
+        pending = []
+        for order, kind in enumerate(history_kinds()):
+            chained = set(entry_model.objects.filter(bank_id=bank_id, kind=kind.name).values_list("object_id",
+                                                                                                 flat=True))
+            pending += [(at, order, pk, kind.name, digest)
+                        for pk, at, digest in _rows(kind, bank_id=bank_id, apps=apps) if pk not in chained]
+        _link(bank_id, [(kind, pk, digest, {}) for _, _, pk, kind, digest in sorted(pending)], apps=apps)
     return len(pending)
 
 
@@ -372,7 +378,9 @@ def history_status(*, bank: MemoryBank) -> dict:
     within a page's time (INLINE_ENTRIES), else the result of the latest check job (`job`, which may
     still run). `check` is HistoryCheck.as_dict(), None until a check finished."""
     entries = bank.history.count()
-    if entries <= INLINE_ENTRIES:
+    # The walk reads every row too: a bank whose rows were loaded around the chain (a bulk load) is
+    # as long to check as its rows say.
+    if entries <= INLINE_ENTRIES and bank.orbs.count() <= INLINE_ENTRIES:
         return {"entries": entries, "check": history_verify(bank_id=bank.pk).as_dict(), "checked_at": timezone.now(),
                 "job": None}
     job = history_last_check(bank=bank)
