@@ -12,6 +12,7 @@ from django.db import connection, connections, transaction
 from django.urls import reverse
 
 from memweb.jobs import job_execute
+from memweb.models import Job
 from orbs.dmrm.services import source_memory_build
 from orbs.models import HistoryEntry, MemoryBank, Orb, ReviewEvent
 from orbs.services import bank_export, bank_get_or_create, bank_import, orb_edit, orb_reject
@@ -239,6 +240,10 @@ def test_the_bank_page_and_api_show_the_check(bank, history, client, reviewer_us
     sequence = _sequence_of(bank, "review_event", event.pk)
     page = client.get(reverse("orbs:bank_detail", args=[bank.slug])).content.decode()
     assert f"Broken at entry {sequence} (content_changed)" in page and f"review_event #{event.pk}" in page
+
+    with django_capture_on_commit_callbacks():
+        started = client.post(reverse("orbs:bank_history_verify", args=[bank.slug]))
+    assert started["Location"] == reverse("job_detail", args=[Job.objects.get(kind="orbs.history_verify").pk])
 
     answer = client.get(f"{API}/banks/{bank.slug}/history").json()
     assert answer["check"]["ok"] is False and answer["check"]["problem"]["sequence"] == sequence
