@@ -267,8 +267,9 @@ def chain_walk(entries: list[dict], found: Callable[[dict], str | None], *, miss
 _ENTRY_FIELDS = ("sequence", "kind", "object_id", "content_hash", "previous_hash", "entry_hash", "detail")
 
 
-def history_entries(*, bank_id: int) -> list[dict]:
-    return list(HistoryEntry.objects.filter(bank_id=bank_id).order_by("sequence").values(*_ENTRY_FIELDS, "at"))
+def _entries(*, bank_id: int, fields: tuple[str, ...] = _ENTRY_FIELDS) -> list[dict]:
+    """The bank's entries by sequence, as dicts of `fields` (what a walk reads, unless more is asked for)."""
+    return list(HistoryEntry.objects.filter(bank_id=bank_id).order_by("sequence").values(*fields))
 
 
 def history_verify(*, bank_id: int, progress: Callable[[int], None] | None = None) -> HistoryCheck:
@@ -276,7 +277,7 @@ def history_verify(*, bank_id: int, progress: Callable[[int], None] | None = Non
     chain (a row of a chained kind that no entry names)."""
     kinds = _kinds()
     rows = {name: _row_hashes(kind, bank_id=bank_id) for name, kind in kinds.items()}
-    entries = history_entries(bank_id=bank_id)
+    entries = _entries(bank_id=bank_id)
 
     def found(entry: dict) -> str | None:
         return rows[entry["kind"]].get(entry["object_id"]) if entry["kind"] in rows else "unknown"
@@ -301,7 +302,7 @@ def _unchained(rows: dict[str, dict], entries: list[dict]) -> HistoryProblem | N
 
 def history_lines(*, bank_id: int) -> Iterable[dict]:
     """The chain as bank-file lines, after every other line."""
-    for entry in history_entries(bank_id=bank_id):
+    for entry in _entries(bank_id=bank_id, fields=(*_ENTRY_FIELDS, "at")):
         yield {"type": "history", **entry, "at": entry["at"].isoformat()}
 
 
