@@ -12,6 +12,7 @@ class attributes of its AppConfig and names functions by dotted path, resolved w
     bank_file_parts = ("orbs.dmrm.services.transfer",)
     job_kinds = (("orbs.bank_import", "orbs.services.transfer.bank_import_job"),)
     erasure_hooks = (("evaluation_episodes", "evaluation.services.erasure.episode_memories_scrub"),)
+    history_kinds = ("orbs.services.history.REVIEW_EVENT",)
 
 A worker beat is called on every worker heartbeat with no arguments. A trajectory source is
 called as `source(domain=..., limit=...)` and returns trajectory dicts (orbs.schemas.TrajectoryIn)
@@ -23,6 +24,8 @@ called as `function(job_context, **payload)` and returns the job's result.
 An erasure hook is called as `hook(bank=..., orb_ids=[...])` inside a customer's erasure
 (orbs.services.erasure) and removes the copies of those Orbs' text its app keeps; it returns how
 many rows it changed, which the erasure's audit record counts under the hook's name.
+A history kind names a table whose rows join their bank's hash chain (orbs.services.history.HistoryKind
+describes it), so a memory above orbs has its records chained with the bank's.
 """
 from collections.abc import Callable
 from importlib import import_module
@@ -91,3 +94,8 @@ def job_function(kind: str) -> Callable[..., dict]:
 def erasure_hooks() -> list[tuple[str, Callable[..., int]]]:
     """(name, function) of every erasure hook, in app order."""
     return [(name, import_string(path)) for name, path in declared_tuples("erasure_hooks", (2,))]
+
+
+def history_kinds() -> list:
+    """The chained tables' kinds (orbs.services.history.HistoryKind), in app order."""
+    return [import_string(path) for _, path in declared("history_kinds")]

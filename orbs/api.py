@@ -15,7 +15,7 @@ from ninja.pagination import PageNumberPagination, paginate
 from ninja.responses import Status
 
 from memweb.auth import api_auth
-from memweb.job_api import JobOut, job_accepted
+from memweb.job_api import JobOut, job_accepted, job_out
 from memweb.roles import Role
 from orbs.api_banks import bank_or_404, open_bank_or_409
 from orbs.dmrm.api import router as dmrm_router
@@ -27,6 +27,7 @@ from orbs.schemas import (
     BankCopyIn,
     BankDeleteIn,
     BankEventOut,
+    BankHistoryOut,
     BankIn,
     BankOut,
     BankRestoreIn,
@@ -76,6 +77,7 @@ from orbs.services import (
 )
 from orbs.services.deletion import bank_archive, bank_events, bank_restore, orb_delete, orb_restore
 from orbs.services.erasure import customer_erasure, erasure_totals
+from orbs.services.history import history_status, history_verify_start
 from orbs.services.queue import orbs_queue
 
 router = Router(tags=["orbs"])
@@ -170,6 +172,21 @@ def bank_copy_json(request, response: HttpResponse, slug: str, payload: BankCopy
     except OrbsError as refused:
         return Status(422, {"detail": str(refused)})
     return job_accepted(request, response, job)
+
+
+@router.get("/banks/{slug}/history", response=BankHistoryOut, auth=READ)
+def bank_history(request, slug: str):
+    """The bank's hash chain checked (review events, Orb revisions, source-memory builds): now for a
+    short chain, else the latest check job's result, with that job (`job.status_url`)."""
+    status = history_status(bank=bank_or_404(slug))
+    return status | {"job": job_out(request, status["job"]) if status["job"] else None}
+
+
+@router.post("/banks/{slug}/history/verify", response={202: JobOut, 404: ErrorOut}, auth=READ)
+def bank_history_verify(request, response: HttpResponse, slug: str):
+    """Check the bank's hash chain as a background job: 202 with its `status_url` (also the Location
+    header); the job's result is the check."""
+    return job_accepted(request, response, history_verify_start(bank=bank_or_404(slug), user=request.auth))
 
 
 @router.get("/banks/{slug}/export", auth=READ)

@@ -23,6 +23,14 @@ class OrbsConfig(AppConfig):
         ("orbs.bank_import", "orbs.services.transfer.bank_import_job"),
         ("orbs.bank_copy", "orbs.services.transfer.bank_copy_job"),
         ("orbs.dmrm_source_build", "orbs.dmrm.services.source.source_memory_build_job"),
+        ("orbs.history_verify", "orbs.services.history.history_verify_job"),
+    )
+    # Read by memweb.registry: the tables whose rows form each bank's hash chain (orbs.services.history),
+    # in the order rows written at one moment are chained.
+    history_kinds: tuple = (
+        "orbs.services.history.ORB_REVISION",
+        "orbs.services.history.REVIEW_EVENT",
+        "orbs.dmrm.services.history.SOURCE_MEMORY",
     )
     role_permissions: dict = {
         "reviewer": (

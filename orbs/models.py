@@ -414,3 +414,30 @@ class BankEvent(AppendOnly):
 
     def __str__(self) -> str:
         return f"{self.action} of {self.bank_name} by {self.actor_name or 'system'}"
+
+
+class HistoryEntry(AppendOnly):
+    """One link of a bank's hash chain (orbs.services.history): a chained row's kind, id and content
+    hash, the previous link's hash, and this link's hash over all of them. Markers (an import, an
+    erasure) are links whose content is their own `detail`."""
+
+    GENESIS = "0" * 64
+
+    bank = models.ForeignKey(MemoryBank, on_delete=models.CASCADE, related_name="history")
+    sequence = models.PositiveIntegerField(help_text="1, 2, … per bank, in the order the rows were chained.")
+    kind = models.CharField(max_length=32, help_text="A history kind (memweb.registry.history_kinds) or a marker.")
+    object_id = models.BigIntegerField(null=True, blank=True, help_text="The chained row's id; empty for markers.")
+    content_hash = models.CharField(max_length=64, help_text="SHA-256 of the row's canonical JSON.")
+    previous_hash = models.CharField(max_length=64)
+    entry_hash = models.CharField(max_length=64)
+    detail = models.JSONField(default=dict, blank=True, help_text="A marker's content.")
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["bank", "sequence"]
+        verbose_name_plural = "history entries"
+        constraints = [models.UniqueConstraint(fields=["bank", "sequence"], name="history_entry_unique_sequence")]
+        indexes = [models.Index(fields=["bank", "kind", "object_id"], name="history_entry_row_idx")]
+
+    def __str__(self) -> str:
+        return f"history {self.sequence} of bank {self.bank_id}: {self.kind} {self.object_id or ''}"

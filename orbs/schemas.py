@@ -6,6 +6,7 @@ from typing import Any, Literal
 from ninja import Schema
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
+from memweb.job_api import JobOut
 from memweb.schemas import StrictBody
 from orbs.backends.emotion import EmotionLabel
 from orbs.budget import MAX_PROMPT_TOKEN_BUDGET, REFLECTION_MAX_TOKENS
@@ -504,3 +505,27 @@ class ErasureOut(Schema):
     customer_key_sha256: str
     counts: dict[str, int] = Field(description="Rows removed, per kind, over every bank erased")
     records: list[BankEventOut]
+
+
+class HistoryProblemOut(Schema):
+    sequence: int | None = Field(description="The entry that breaks; empty for a row that no entry holds")
+    kind: str = Field(description="orb_revision, review_event, source_memory, or a marker (imported, erasure)")
+    object_id: int | None
+    reason: str = Field(description="entry_missing, link_broken, entry_changed, content_changed, row_missing, "
+                                    "unchained_row or unknown_kind")
+    message: str
+
+
+class HistoryCheckOut(Schema):
+    ok: bool
+    entries: int = Field(description="Entries verified (all of them when ok; those before the problem otherwise)")
+    head: str = Field(description="Hash of the last verified entry: record it elsewhere to pin the history")
+    problem: HistoryProblemOut | None
+
+
+class BankHistoryOut(Schema):
+    entries: int
+    check: HistoryCheckOut | None = Field(description="Made now for a short chain, else the latest check job's "
+                                                      "result (empty until one finished)")
+    checked_at: datetime | None
+    job: JobOut | None = Field(description="The latest check job of a long chain; poll its status_url")

@@ -22,6 +22,7 @@ urlpatterns = [
     path("banks/<slug:slug>/policy/", views.bank_policy, name="bank_policy"),
     path("banks/<slug:slug>/export/", views.bank_export_download, name="bank_export"),
     path("banks/<slug:slug>/copy/", views.bank_copy_page, name="bank_copy"),
+    path("banks/<slug:slug>/history/verify/", views.bank_history_verify, name="bank_history_verify"),
     path("banks/<slug:slug>/delete/", views.bank_delete, name="bank_delete"),
     path("banks/<slug:slug>/restore/", views.bank_restore_page, name="bank_restore"),
     path("banks/<slug:slug>/erase/", views.customer_erase_page, name="customer_erase"),

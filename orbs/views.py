@@ -48,6 +48,7 @@ from orbs.services import (
 from orbs.services.banks import SETTABLE_FIELDS
 from orbs.services.deletion import bank_archive, bank_events, bank_restore, orb_delete, orb_restore
 from orbs.services.erasure import customer_erasure, erasure_totals
+from orbs.services.history import history_status, history_verify_start
 from orbs.services.queue import orbs_filtered, orbs_queue
 
 SEMANTIC_LIMIT = 20
@@ -280,6 +281,7 @@ def _bank_page(request, bank: MemoryBank, form, status: int = 200, copy_form=Non
         "retrievals": RetrievalLog.objects.filter(bank=bank)[:20],
         "failed": bank.episodes.filter(status="failed")[:20],
         "delete_form": BankDeleteForm(bank=bank), "erasure_form": ErasureForm(), "events": bank_events(bank=bank)[:20],
+        "history": history_status(bank=bank),
     }
     return render(request, "orbs/bank_detail.html", context, status=status)
 
@@ -316,6 +318,14 @@ def bank_copy_page(request, slug: str):
         except OrbsError as refused:
             form.add_error("name", str(refused).partition(": ")[2] or str(refused))
     return _bank_page(request, bank, BankPolicyForm(instance=bank), status=422, copy_form=form)
+
+
+@require_POST
+@role_required(*READERS)
+def bank_history_verify(request, slug: str):
+    """A worker walks the bank's hash chain (its size is unbounded); the job's page follows it."""
+    bank = get_object_or_404(MemoryBank, slug=slug)
+    return redirect("job_detail", history_verify_start(bank=bank, user=request.user).pk)
 
 
 @require_GET

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from orbs.errors import BankArchived, InvalidTransition, OrbsError
 from orbs.models import BankEvent, MemoryBank, Orb, ReviewEvent
+from orbs.services.history import history_lock
 from orbs.services.review import _conditional_update, _conflict, _event
 
 
@@ -24,12 +25,18 @@ def _reason(reason: str, what: str) -> str:
     return reason.strip()
 
 
+def _locked(orb_id: int) -> Orb:
+    """The Orb, its row locked after its bank's history (the order every chain writer keeps)."""
+    history_lock(bank_id=Orb.objects.values_list("bank_id", flat=True).get(pk=orb_id))
+    return Orb.objects.select_for_update().select_related("bank").get(pk=orb_id)
+
+
 def orb_delete(*, orb_id: int, expected_version: int, actor, reason: str) -> Orb:
     """Soft-delete an Orb: it keeps its content and history but is never retrieved again. An Orb
     already deleted is returned as it is (whatever version the caller names)."""
     reason = _reason(reason, "an Orb")
     with transaction.atomic():
-        orb = Orb.objects.select_for_update().select_related("bank").get(pk=orb_id)
+        orb = _locked(orb_id)
         if orb.status == Orb.Status.DELETED:
             return orb
         if orb.version != expected_version:
@@ -49,7 +56,7 @@ def _status_before_deletion(orb: Orb) -> str:
 def orb_restore(*, orb_id: int, expected_version: int, actor, note: str = "") -> Orb:
     """Undo a soft delete: the Orb gets back the status it had when it was deleted."""
     with transaction.atomic():
-        orb = Orb.objects.select_for_update().select_related("bank").get(pk=orb_id)
+        orb = _locked(orb_id)
         if orb.version != expected_version:
             raise _conflict(orb, expected_version)
         if orb.status != Orb.Status.DELETED:

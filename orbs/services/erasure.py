@@ -26,8 +26,9 @@ from memweb.registry import erasure_hooks
 from memweb.services import idempotent_answers_forget
 from orbs.dialogues.models import Dialogue
 from orbs.errors import FieldRequired
-from orbs.models import BankEvent, EpisodeRecord, MemoryBank, Orb, RetrievalLog
+from orbs.models import BankEvent, EpisodeRecord, MemoryBank, Orb, RetrievalLog, ReviewEvent
 from orbs.services.deletion import bank_event
+from orbs.services.history import ORB_REVISION, REVIEW_EVENT, history_erase, history_lock
 from orbs.services.ingest import REMEMBERED_OBS
 
 # Shorter texts ("yes", "ok") could sit in any other customer's stored answer too; the key
@@ -108,8 +109,13 @@ def customer_erase(*, bank: MemoryBank, customer_key: str, actor, reason: str = 
     a customer with nothing left is recorded too, so a repeated request is on the record."""
     customer_key = _named(customer_key)
     with transaction.atomic():
+        history_lock(bank_id=bank.pk)
         found = _of_customer(bank, customer_key)
         texts = _texts(found)
+        # The chain keeps the erased rows' hashes (never their content) and expects them gone.
+        history_erase(bank_id=bank.pk, reason="customer erasure", rows=[
+            (ORB_REVISION, found.orbs.values_list("pk", flat=True)),
+            (REVIEW_EVENT, ReviewEvent.objects.filter(orb__in=found.orbs).values_list("pk", flat=True))])
         counts = _delete(found)
         counts["idempotent_answers"] = idempotent_answers_forget(values=[customer_key], texts=texts)
         return bank_event(bank, action=BankEvent.Action.CUSTOMER_ERASED, actor=actor, note=reason.strip(),
@@ -133,6 +139,8 @@ def customer_erase_everywhere(*, customer_key: str, actor, reason: str = "", fir
     customer_key = _named(customer_key)
     holding = MemoryBank.objects.filter(pk__in=_banks_holding(customer_key)).exclude(pk=first.pk).order_by("pk")
     with transaction.atomic():
+        for bank_id in sorted([first.pk, *(bank.pk for bank in holding)]):  # one order for every eraser
+            history_lock(bank_id=bank_id)
         return [customer_erase(bank=bank, customer_key=customer_key, actor=actor, reason=reason)
                 for bank in [first, *holding]]
 

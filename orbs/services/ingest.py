@@ -25,6 +25,7 @@ from orbs.models import EpisodeRecord, MemoryBank, Orb, ReviewEvent, Source, orb
 from orbs.schemas import TrajectoryIn
 from orbs.services.announce import episode_ingested_announce, orb_created_announce
 from orbs.services.banks import bank_embedder, bank_resolve
+from orbs.services.history import ORB_REVISION, REVIEW_EVENT, history_append
 from orbs.services.identity import orb_current
 from orbs.services.retrieval import retrieval_outcome_record
 from orbs.services.review import orb_snapshot
@@ -164,12 +165,13 @@ def _record_creation(orb: Orb, actor=None) -> None:
     """`actor`: the user whose request made the Orb (an API key's user), None for memweb's own work.
     An auto-approval names them too; its note says the bank's policy decided."""
     by = {"actor": actor, "actor_name": actor.get_username() if actor else ""}
-    ReviewEvent.objects.create(orb=orb, action=ReviewEvent.Action.CREATED, after=orb_snapshot(orb), **by)
+    events = [ReviewEvent.objects.create(orb=orb, action=ReviewEvent.Action.CREATED, after=orb_snapshot(orb), **by)]
     if orb.status == Orb.Status.APPROVED:
-        ReviewEvent.objects.create(
+        events.append(ReviewEvent.objects.create(
             orb=orb, action=ReviewEvent.Action.AUTO_APPROVED, before={"status": Orb.Status.PENDING},
             after={"status": orb.status}, note=orb.review_note, **by,
-        )
+        ))
+    history_append(bank_id=orb.bank_id, rows=[(ORB_REVISION, orb.pk), *((REVIEW_EVENT, e.pk) for e in events)])
     orb_created_announce(orb)
 
 

@@ -20,6 +20,7 @@ from orbs.models import EpisodeRecord, MemoryBank, Orb, ReviewEvent, Source, orb
 from orbs.schemas import TrajectoryIn
 from orbs.services.announce import episode_ingested_announce, orb_created_announce
 from orbs.services.banks import bank_embedder, bank_resolve
+from orbs.services.history import ORB_REVISION, REVIEW_EVENT, history_append
 from orbs.services.ingest import (
     RETRIEVAL_IDS_KEY,
     OrbDraft,
@@ -161,7 +162,10 @@ def _insert(bank: MemoryBank, items: list[_Item], *, source: str, source_label: 
         for record, orb in zip(records, orbs):
             record.orb = orb
         EpisodeRecord.objects.bulk_update(records, ["orb"])
-        ReviewEvent.objects.bulk_create([event for orb in orbs for event in _creation_events(orb)])
+        events = [_creation_events(orb) for orb in orbs]
+        ReviewEvent.objects.bulk_create([event for made in events for event in made])
+        history_append(bank_id=bank.pk, rows=[row for orb, made in zip(orbs, events)
+                                              for row in [(ORB_REVISION, orb.pk), *((REVIEW_EVENT, e.pk) for e in made)]])
         for record, orb in zip(records, orbs):  # webhooks, as the one-at-a-time path announces them
             orb_created_announce(orb)
             episode_ingested_announce(record, orb, created=True)

@@ -15,6 +15,7 @@ from orbs.content import content_normalise
 from orbs.errors import InvalidTransition, OrbConflict, OrbsError
 from orbs.models import Orb, ReviewEvent, orb_document
 from orbs.services.banks import bank_embedder
+from orbs.services.history import ORB_REVISION, REVIEW_EVENT, history_append, history_lock
 from orbs.services.identity import orb_current
 
 SNAPSHOT_FIELDS = ("status", "version", "revision", "content_hash", "obs", "emotion", "outcome", "context", "review_note")
@@ -36,9 +37,11 @@ def _actor_name(actor) -> str:
 
 
 def _event(orb: Orb, *, action: str, actor, before: dict, after: dict, note: str = "") -> ReviewEvent:
-    return ReviewEvent.objects.create(
+    event = ReviewEvent.objects.create(
         orb=orb, action=action, actor=actor, actor_name=_actor_name(actor), before=before, after=after, note=note
     )
+    history_append(bank_id=orb.bank_id, rows=[(REVIEW_EVENT, event.pk)])
+    return event
 
 
 def _conflict(orb: Orb, expected_version: int) -> OrbConflict:
@@ -57,6 +60,7 @@ def _checked(orb_id: int, expected_version: int, allowed: tuple[str, ...], actio
 
 
 def _conditional_update(orb: Orb, expected_version: int, **changes) -> Orb:
+    history_lock(bank_id=orb.bank_id)  # before the row's lock: the order every chain writer keeps
     updated = Orb.objects.filter(pk=orb.pk, version=expected_version).update(
         **changes, version=F("version") + 1
     )
@@ -131,7 +135,7 @@ def _revision_hash(old: Orb, fields: dict) -> str:
 def _new_revision(old: Orb, fields: dict, *, actor, vector, note: str, approve: bool) -> Orb:
     """The next revision of `old`'s Orb, at `old`'s version after it was superseded."""
     decision = {"status": Orb.Status.APPROVED, "reviewer": actor, "reviewed_at": timezone.now()} if approve else {}
-    return Orb.objects.create(
+    new = Orb.objects.create(
         bank=old.bank, **fields, content_hash=_revision_hash(old, fields),
         lineage_id=old.lineage_id, revision=old.revision + 1, version=old.version,
         timestamp=old.timestamp, customer_key=old.customer_key, domain=old.domain, source=old.source,
@@ -141,6 +145,8 @@ def _new_revision(old: Orb, fields: dict, *, actor, vector, note: str, approve: 
         reflector_backend=HUMAN if fields["outcome"] != old.outcome else old.reflector_backend,
         **decision,
     )
+    history_append(bank_id=new.bank_id, rows=[(ORB_REVISION, new.pk)])
+    return new
 
 
 def _supersede(old: Orb, expected_version: int, fields: dict, *, actor, vector, note: str, approve: bool) -> Orb:
@@ -210,6 +216,9 @@ def orbs_bulk_review(*, action: str, items: list[tuple[int, int]], actor, reason
     when any Orb is stale or cannot take the action."""
     selection = dict(items)
     with transaction.atomic():
+        # The banks' history locks first, then the Orbs' rows: every writer takes them in this order.
+        for bank_id in sorted(set(Orb.objects.filter(pk__in=selection).values_list("bank_id", flat=True))):
+            history_lock(bank_id=bank_id)
         if action == "approve":
             return [orb_approve(orb_id=i, expected_version=v, actor=actor, note=reason) for i, v in selection.items()]
         if action == "reject":
@@ -222,6 +231,7 @@ def orb_flag(*, orb_id: int, note: str) -> bool:
     a flag never deletes, rejects or stops serving it; only a reviewer decides. False when it was
     flagged already."""
     with transaction.atomic():
+        history_lock(bank_id=Orb.objects.values_list("bank_id", flat=True).get(pk=orb_id))
         if not Orb.objects.filter(pk=orb_id, flagged_at__isnull=True).update(flagged_at=timezone.now(),
                                                                             flag_note=note):
             return False

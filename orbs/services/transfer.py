@@ -7,6 +7,12 @@ file can be imported into another server; an Orb's stable id and revision number
 rebuilt from its revision chain (its ids are the importing server's). Import checks every line first and
 writes nothing unless all of them are valid.
 
+The last lines are the bank's hash chain (orbs.services.history), one "history" line per entry. Import
+checks the chain against the file's other lines and refuses a file whose chain breaks, naming the first
+entry that does; a file without a chain (exported before banks had one) is taken as it is. The
+imported bank starts its own chain with an "imported" entry naming the file's head hash, then chains
+the imported rows in the order they happened.
+
 The memories above orbs in the stack (DMRM) add lines of their own types after the Orbs through a
 bank file part (memweb.registry.bank_file_parts): a module providing
   LINE_TYPES                                   the "type" values of its lines;
@@ -18,19 +24,20 @@ bank file part (memweb.registry.bank_file_parts): a module providing
 """
 import json
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
 import pydantic
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import connection, transaction
 from django.urls import reverse
 
 from memweb.embeddings import DIMENSIONS, SUPPORTED_DIMENSIONS, VectorDimensionError, vector_dimension_check
 from memweb.errors import problems_of
 from memweb.jobs import JobContext, JobFailed, job_start
-from memweb.registry import bank_file_parts
+from memweb.registry import bank_file_parts, history_kinds
 from memweb.services import unstorable_problem
 from orbs.errors import OrbsError
 from orbs.models import (
@@ -42,6 +49,7 @@ from orbs.models import (
     content_hash_of,
 )
 from orbs.services.banks import SETTABLE_FIELDS, bank_slug_unique
+from orbs.services.history import HistoryCheck, history_file_check, history_import_record, history_lines
 from orbs.services.identity import orbs_lineages_rebuild
 
 FORMAT = "memweb.orbs"
@@ -96,17 +104,32 @@ def _bank_line(bank: MemoryBank) -> dict:
             "created_at": bank.created_at.isoformat(), **policy}
 
 
+@contextmanager
+def _snapshot():
+    """One view of the database for the whole file (rows written meanwhile are left out), so that the
+    chain at its end holds exactly its rows. Inside a transaction already, that transaction's view."""
+    if connection.in_atomic_block:
+        yield
+        return
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        yield
+
+
 def bank_export(*, bank: MemoryBank, with_parts: bool = True) -> Iterator[str]:
-    """The bank as JSON lines (each ending in a newline), oldest Orb first, then (`with_parts`)
-    the lines of the memories above orbs."""
-    yield json.dumps(_bank_line(bank), ensure_ascii=False) + "\n"
-    hashes = dict(Orb.objects.filter(bank=bank).values_list("pk", "content_hash"))
-    orbs = Orb.objects.filter(bank=bank).select_related("reviewer", "episode").prefetch_related("events")
-    for orb in orbs.order_by("created_at", "pk").iterator(chunk_size=200):
-        yield json.dumps(_orb_line(orb, hashes), ensure_ascii=False) + "\n"
-    for part in bank_file_parts() if with_parts else ():
-        for line in part.export_lines(bank):
-            yield json.dumps(line, ensure_ascii=False) + "\n"
+    """The bank as JSON lines (each ending in a newline), oldest Orb first, then (`with_parts`) the
+    lines of the memories above orbs and the bank's hash chain, which covers rows of both."""
+    with _snapshot():
+        yield json.dumps(_bank_line(bank), ensure_ascii=False) + "\n"
+        hashes = dict(Orb.objects.filter(bank=bank).values_list("pk", "content_hash"))
+        orbs = Orb.objects.filter(bank=bank).select_related("reviewer", "episode").prefetch_related("events")
+        for orb in orbs.order_by("created_at", "pk").iterator(chunk_size=200):
+            yield json.dumps(_orb_line(orb, hashes), ensure_ascii=False) + "\n"
+        if with_parts:
+            for part in bank_file_parts():
+                yield from (json.dumps(line, ensure_ascii=False) + "\n" for line in part.export_lines(bank))
+            yield from (json.dumps(line, ensure_ascii=False) + "\n" for line in history_lines(bank_id=bank.pk))
 
 
 # --- import: the shape of each line -------------------------------------------
@@ -194,6 +217,25 @@ class OrbLine(pydantic.BaseModel):
             raise ValueError(f"has {len(vector)} dimensions; stored vectors have "
                              f"{' or '.join(map(str, SUPPORTED_DIMENSIONS))}")
         return vector
+
+
+_HEX64 = pydantic.Field(pattern=r"^[0-9a-f]{64}$")
+
+
+class HistoryLine(pydantic.BaseModel):
+    """One entry of the exporting bank's chain; `object_id` is the exporting server's row id."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    type: Literal["history"]
+    sequence: int = pydantic.Field(ge=1)
+    kind: str = pydantic.Field(min_length=1, max_length=32)
+    object_id: int | None
+    content_hash: str = _HEX64
+    previous_hash: str = _HEX64
+    entry_hash: str = _HEX64
+    detail: dict[str, Any]
+    at: datetime
 
 
 # --- import: validation, then one transaction ------------------------------------
@@ -292,10 +334,14 @@ class _Read:
     header: BankLine | None = None
     orbs: list[tuple[int, OrbLine]] = field(default_factory=list)
     parts: dict = field(default_factory=dict)  # part module -> its (line number, text) pairs, then its state
+    history: list[tuple[int, str]] = field(default_factory=list)  # the chain's (line number, text) pairs
+    chained: dict = field(default_factory=dict)  # line type -> [(line number, line dict)] of chained rows' lines
+    chain: HistoryCheck | None = None  # the file's chain, checked; None when it has none
 
 
 def _read(lines: Iterable[str], name: str | None, model_name: str, progress=None) -> tuple[ImportReport, _Read]:
     report, read = ImportReport(), _Read(parts={part: [] for part in bank_file_parts()})
+    chained_types = {kind.line_type for kind in history_kinds()}  # the lines whose rows the chain covers
     for number, text in enumerate(lines, start=1):
         if progress is not None and number % PROGRESS_LINES == 0:
             progress(number, message=f"Checked {number} lines")
@@ -306,6 +352,11 @@ def _read(lines: Iterable[str], name: str | None, model_name: str, progress=None
             read.header = line_parse(report, 1, text.removeprefix("\ufeff"), BankLine)
             continue
         kind = _line_type(text)
+        if kind == "history":
+            read.history.append((number, text))
+            continue
+        if kind in chained_types:
+            read.chained.setdefault(kind, []).append((number, json.loads(text)))
         part = next((part for part in read.parts if kind in part.LINE_TYPES), None)
         if part is not None:
             read.parts[part].append((number, text))
@@ -318,7 +369,21 @@ def _read(lines: Iterable[str], name: str | None, model_name: str, progress=None
         _check_orbs(report, read.orbs, read.header)
         read.parts = {part: part.lines_read(part_lines, bank_name=report.bank, model_name=read.header.embedding_model,
                                             report=report) for part, part_lines in read.parts.items()}
+        _check_history(report, read)
     return report, read
+
+
+def _check_history(report: ImportReport, read: _Read) -> None:
+    """The file's chain against its other lines; the first entry that breaks is reported on its line."""
+    entries = [(number, line_parse(report, number, text, HistoryLine)) for number, text in read.history]
+    if not entries or not report.ok:
+        return
+    read.chain = history_file_check(entries=[line.model_dump(exclude={"type", "at"}) for _, line in entries],
+                                    lines=read.chained)
+    problem = read.chain.problem
+    if problem is not None:
+        at_line = next((number for number, line in entries if line.sequence == problem.sequence), problem.line or 0)
+        report.add(at_line, "history", f"the bank's history does not verify: {problem.message}")
 
 
 def _bank_from(header: BankLine, name: str | None) -> MemoryBank:
@@ -397,6 +462,7 @@ def bank_import(*, lines: Iterable[str], name: str | None = None, model_name: st
         _write(bank, read.orbs, report)
         for part, state in read.parts.items():
             part.lines_write(bank, state, report)
+        history_import_record(bank_id=bank.pk, check=read.chain, file_bank=read.header.name)
     return report
 
 

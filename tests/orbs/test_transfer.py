@@ -35,7 +35,7 @@ def busy_bank(bank, make_orb, reviewer_user):
 
 
 def _orb_lines(lines: list[str]) -> list[dict]:
-    orbs = [json.loads(line) for line in lines[1:]]
+    orbs = [line for line in map(json.loads, lines) if line["type"] == "orb"]  # the chain's lines follow them
     for orb in orbs:
         if orb["episode"]:
             orb["episode"].pop("key")  # database ids differ between banks; everything else must not

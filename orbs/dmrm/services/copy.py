@@ -3,6 +3,7 @@ from django.db import transaction
 
 from orbs.dmrm.models import DMRMSettings, Experience, ExperienceStep, ExperienceTrajectory, SourceMemory
 from orbs.dmrm.services.learning import SETTINGS_FIELDS
+from orbs.services.history import history_chain_unchained
 
 
 def dmrm_memory_copy(*, source, target) -> int:
@@ -26,6 +27,7 @@ def dmrm_memory_copy(*, source, target) -> int:
         ExperienceStep.objects.bulk_create(
             [_moved(s, target, experience_id=copied.get(s.experience_id))
              for s in ExperienceStep.objects.filter(bank=source)], batch_size=500)
+        history_chain_unchained(bank_id=target.pk)  # the copied source memories' builds
     return len(experiences)
 
 

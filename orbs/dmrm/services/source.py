@@ -27,9 +27,11 @@ from memweb.jobs import JobContext, JobFailed, job_start
 from memweb.registry import trajectory_source
 from orbs.dmrm.models import Experience, SourceMemory
 from orbs.dmrm.qlearning import discounted_returns, entry_text, state_key, text_key
+from orbs.dmrm.services.history import SOURCE_MEMORY
 from orbs.errors import OrbsError
 from orbs.models import MemoryBank
 from orbs.services.banks import bank_embedder
+from orbs.services.history import history_append
 
 TOOL_CONTEXT_CHARS = 300
 
@@ -153,6 +155,7 @@ def source_memory_build(*, bank, name: str, source_domain: str, trajectories: li
                                              approved_at=now, approval_note=_approval_note(actor, name, kept))
         Experience.objects.bulk_create([_experience(bank, memory, c, v.tolist(), n, model.model_name)
                                         for c, v, n in zip(kept, vectors, tokens)])
+        history_append(bank_id=bank.pk, rows=[(SOURCE_MEMORY, memory.pk)])
     return memory
 
 
