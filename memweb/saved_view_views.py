@@ -13,7 +13,8 @@ from memweb.saved_views import SavedViewForm, query_for_view, saved_view_create,
 
 
 class RenameForm(forms.Form):
-    name = forms.CharField(max_length=100, label="New name")
+    name = forms.CharField(max_length=100, label="New name",
+                           error_messages={"required": "give it a name (up to 100 characters)."})
 
 
 def _back(request, list_name: str):
@@ -46,17 +47,15 @@ def saved_view_save(request):
 @role_required()
 def saved_view_rename_page(request, view_id: int):
     view = get_object_or_404(SavedView, pk=view_id, user=request.user)
-    form = RenameForm(request.POST)
-    name = form.cleaned_data["name"].strip() if form.is_valid() else ""
-    old_name = view.name
+    form, old_name = RenameForm(request.POST), view.name
     try:
-        if not name:
-            raise ValueError("give it a name (up to 100 characters).")
-        saved_view_rename(view=view, name=name)
+        if not form.is_valid():
+            raise ValueError(" ".join(form.errors["name"]))
+        saved_view_rename(view=view, name=form.cleaned_data["name"])
     except ValueError as refused:
         messages.error(request, f"“{old_name}” was not renamed: {refused}")
     else:
-        messages.success(request, f"Renamed the view “{old_name}” to “{name}”.")
+        messages.success(request, f"Renamed the view “{old_name}” to “{view.name}”.")
     return _back(request, view.list_name)
 
 

@@ -12,7 +12,7 @@ from memweb.models import SavedView
 class SavedViewForm(forms.Form):
     list_name = forms.CharField(max_length=100, widget=forms.HiddenInput)
     query = forms.CharField(max_length=2000, required=False, widget=forms.HiddenInput)
-    name = forms.CharField(max_length=100, label="Name")
+    name = forms.CharField(max_length=100, label="Name", error_messages={"required": "Give the view a name."})
 
     def clean_list_name(self) -> str:
         list_name = self.cleaned_data["list_name"]
@@ -24,12 +24,6 @@ class SavedViewForm(forms.Form):
 
     def clean_query(self) -> str:
         return query_for_view(self.cleaned_data["query"])
-
-    def clean_name(self) -> str:
-        name = self.cleaned_data["name"].strip()
-        if not name:
-            raise forms.ValidationError("Give the view a name.")
-        return name
 
 
 def query_for_view(query: str) -> str:
