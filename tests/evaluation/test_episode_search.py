@@ -16,11 +16,15 @@ def operator(client, operator_user):
     return client
 
 
-@pytest.fixture
-def tasks(db):
+def two_tasks() -> list[Task]:
     task_set = TaskSet.objects.create(name="search")
     return [Task.objects.create(task_set=task_set, external_id=f"shop-{name}", domain="clothing", split="test",
                                 difficulty="easy", spec={}) for name in ("refund", "exchange")]
+
+
+@pytest.fixture
+def tasks(db):
+    return two_tasks()
 
 
 def episode(task, *, said: list[str], success=True, failed=(), memory="none", agent="scripted") -> Episode:
