@@ -2,8 +2,10 @@
 import pytest
 from django.contrib.auth.models import Group
 from django.test import RequestFactory
+from django.urls import reverse
 
-from memweb.listing import CappedPaginator, page_of
+from memweb.listing import CappedPaginator, Sorting, SortState, page_of, rows_sorted
+from memweb.models import Job
 
 
 def test_a_list_within_the_cap_is_counted_exactly():
@@ -34,15 +36,11 @@ def test_a_queryset_is_counted_no_further_than_the_cap(django_assert_num_queries
 
 @pytest.fixture
 def jobs(operator_user):
-    from memweb.models import Job
-
     titles = ["b export", "a import", "b export", "c copy"]
     return [Job.objects.create(kind="test", title=title, created_by=operator_user, done=i) for i, title in enumerate(titles)]
 
 
 def _listed(client, **params) -> list[str]:
-    from django.urls import reverse
-
     response = client.get(reverse("job_list"), params)
     assert response.status_code == 200
     return [f"{job.title}#{job.done}" for job in response.context["page"].object_list]
@@ -56,8 +54,6 @@ def test_a_list_sorts_by_a_whitelisted_column_both_ways_with_ties_in_id_order(cl
 
 
 def test_an_unknown_sort_key_is_ignored_with_a_page_message(client, operator_user, jobs):
-    from django.urls import reverse
-
     client.force_login(operator_user)
     usual = _listed(client)
     for asked in ("title", "-kind", "created_by__password"):
@@ -68,8 +64,6 @@ def test_an_unknown_sort_key_is_ignored_with_a_page_message(client, operator_use
 
 
 def test_the_headers_link_to_the_other_direction_keeping_the_filters(client, operator_user, jobs):
-    from django.urls import reverse
-
     client.force_login(operator_user)
     body = client.get(reverse("job_list"), {"sort": "job", "page": "1", "keep": "x"}).content.decode()
     assert 'aria-sort="ascending"><a href="?keep=x&amp;sort=-job"' in body
@@ -79,8 +73,6 @@ def test_the_headers_link_to_the_other_direction_keeping_the_filters(client, ope
 
 
 def test_a_list_of_rows_sorts_by_a_dotted_path_with_empty_values_last():
-    from memweb.listing import SortState, Sorting, rows_sorted
-
     rows = [{"bank": {"k": 3}}, {"bank": {"k": None}}, {"bank": {"k": 1}}]
     sorting = Sorting(columns={"k": "bank.k"})
     assert rows_sorted(rows, sorting=sorting, state=SortState(key="k")) == [rows[2], rows[0], rows[1]]

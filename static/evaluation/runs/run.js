@@ -57,7 +57,9 @@
     });
     const judged = row.cells.filter(function (cell) { return cell[0] === "success" || cell[0] === "failure"; }).length;
     const passed = row.cells.filter(function (cell) { return cell[0] === "success"; }).length;
-    const verdict = passed + "/" + judged + " passed" + (row.flips ? " · unstable (" + row.flips + " flip" + (row.flips > 1 ? "s" : "") + ")" : "");
+    const errors = row.cells.filter(function (cell) { return cell[0] === "error"; }).length;
+    const verdict = passed + "/" + judged + " passed" + (errors ? " · " + errors + " infrastructure error" + (errors > 1 ? "s" : "") : "") +
+      (row.flips ? " · unstable (" + row.flips + " flip" + (row.flips > 1 ? "s" : "") + ")" : "");
     line.append(element("td", "heatmap-verdict small", verdict));
     return line;
   }
