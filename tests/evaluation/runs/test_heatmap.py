@@ -83,3 +83,5 @@ def test_the_operator_orders_and_filters_the_grid(browser_page, live_server, ope
     page.reload()
     assert len(_row_labels(page)) == 10 and page.get_by_label("Order").input_value() == "unstable"
     assert reverse("evaluation:run_detail", args=[run.pk]) in page.url
+    link = page.get_by_role("link", name="Search this run's episodes")
+    assert link.get_attribute("href") == reverse("evaluation:episode_list") + f"?run={run.pk}"
