@@ -11,10 +11,14 @@ from annotation import services
 from annotation.forms import SCORE_CHOICES, CampaignFilterForm, CampaignForm, CampaignImportForm, UploadForm
 from annotation.models import Assignment, Campaign, FeedbackTask, Reaction
 from annotation.services.intake import FIELDS, REQUIRED
-from memweb.listing import list_page, page_of, query_without_page
+from memweb.listing import Sorting, list_page, page_of, sorted_page
 from memweb.roles import Role, has_role, role_required
 
 PAGE_SIZE = 20
+CAMPAIGN_SORTING = Sorting(columns={"campaign": "name", "status": "status", "items": "item_count",
+                                    "annotators": "annotators_per_item", "deadline": "deadline", "created": "created_at"})
+ITEM_SORTING = Sorting(columns={"id": "pk", "source": "source_ref", "language": "language", "format": "task_format",
+                                "domain": "domain", "judgments": "judged"})
 
 
 @require_GET
@@ -37,7 +41,7 @@ def campaign_list(request):
         if form.cleaned_data["status"]:
             campaigns = campaigns.filter(status=form.cleaned_data["status"])
     return list_page(request, rows=campaigns, template="annotation/campaign_list.html",
-                     partial="annotation/_campaign_rows.html", per_page=PAGE_SIZE,
+                     partial="annotation/_campaign_rows.html", per_page=PAGE_SIZE, sorting=CAMPAIGN_SORTING,
                      context={"form": form, "import_form": CampaignImportForm()})
 
 
@@ -81,8 +85,8 @@ def _detail_context(request, campaign: Campaign, **extra) -> dict:
         judged=Count("assignments", filter=Q(assignments__status=Assignment.Status.COMPLETED)))
     return {
         "campaign": campaign, "progress": services.campaign_progress(campaign=campaign),
-        "page": page_of(request, items, per_page=PAGE_SIZE), "filters": filters,
-        "facets": services.item_facets(campaign=campaign), "query": query_without_page(request),
+        **sorted_page(request, items, sorting=ITEM_SORTING, per_page=PAGE_SIZE), "filters": filters,
+        "facets": services.item_facets(campaign=campaign),
         "upload_form": UploadForm(), "fields": FIELDS, "required": REQUIRED, **extra,
     }
 

@@ -3,6 +3,7 @@ from django import forms
 
 from evaluation.configs import AgentBackend, CustomerBackend, MemoryKind
 from evaluation.models import Difficulty, Domain, ErrorKind, Split, TaskSet
+from evaluation.services.episode_search import REWARD_COMPONENTS, EpisodeFilters
 from evaluation.shop.episode import DEFAULT_MAX_TURNS
 from evaluation.shop.errors import ERROR_KINDS
 
@@ -30,6 +31,27 @@ class TaskFilterForm(forms.Form):
         data = self.cleaned_data
         return {"task_set": data["task_set"], "domain": data["domain"], "split": data["split"],
                 "difficulty": data["difficulty"], "error_kind": data["error_kind"], "q": data["q"]}
+
+
+class EpisodeFilterForm(forms.Form):
+    q = forms.CharField(required=False, max_length=200, label="Said in the transcript",
+                        widget=forms.TextInput(attrs={"type": "search", "placeholder": "e.g. refund \"wrong size\""}))
+    run = forms.IntegerField(required=False, min_value=1, label="Run #",
+                             widget=forms.NumberInput(attrs={"placeholder": "any run"}))
+    task = forms.CharField(required=False, max_length=100, label="Task id",
+                           widget=forms.TextInput(attrs={"placeholder": "any task"}))
+    outcome = forms.ChoiceField(required=False, choices=_choices((("success", "success"), ("failure", "failure")),
+                                                                 "any outcome"))
+    component = forms.ChoiceField(required=False, choices=_choices(REWARD_COMPONENTS, "any component"),
+                                  label="Failed reward component")
+    memory = forms.ChoiceField(required=False, choices=_choices(MemoryKind.choices, "any memory"), label="Memory mode")
+    backend = forms.ChoiceField(required=False, choices=_choices((("scripted", "scripted agent"), ("llm", "LLM agent")),
+                                                                 "any agent"), label="Agent backend")
+
+    def filters(self) -> EpisodeFilters:
+        """The valid filters (a field with an error filters nothing; the form shows why)."""
+        self.is_valid()
+        return EpisodeFilters(**{name: value for name, value in self.cleaned_data.items() if value not in (None, "")})
 
 
 class TaskImportForm(forms.Form):

@@ -6,7 +6,10 @@ Evaluation runs (issue 6) reference episodes from their own rows — one per (ru
 unique there — instead of Episode pointing back at a run: an ad-hoc episode played from the task
 page or the API needs no run, and nothing here has to be nullable for it.
 """
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
+from django.db.models.functions import Cast
 from django.urls import reverse
 from django.utils import timezone
 
@@ -75,6 +78,16 @@ class Task(models.Model):
         return reverse("evaluation:task_detail", args=[self.pk])
 
 
+SEARCH_CONFIG = "english"
+
+
+def transcript_texts():
+    """The transcript's message texts as one JSON array (no roles, turns or keys, so searching for
+    "user" or "content" does not match every episode)."""
+    return models.Func(models.F("transcript"), models.Value("$[*].content"), function="jsonb_path_query_array",
+                       output_field=models.JSONField())
+
+
 class Episode(models.Model):
     class Status(models.TextChoices):
         COMPLETED = "completed", "completed"
@@ -113,9 +126,15 @@ class Episode(models.Model):
     tokens_out = models.PositiveIntegerField(default=0)
     latency_ms = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    # Full-text search over what was said (the episode list's transcript search); PostgreSQL keeps
+    # it in step with the transcript, so no save path has to remember it.
+    transcript_search = models.GeneratedField(
+        expression=SearchVector(Cast(transcript_texts(), models.TextField()), config=SEARCH_CONFIG),
+        output_field=SearchVectorField(), db_persist=True)
 
     class Meta:
         ordering = ["-created_at", "-pk"]
+        indexes = [GinIndex(fields=["transcript_search"], name="episode_transcript_search")]
 
     def __str__(self) -> str:
         return f"episode {self.pk} on {self.task.external_id}"

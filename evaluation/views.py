@@ -1,5 +1,7 @@
 """Pages: the task list, a task, task import/export, episodes and their transcripts, and what each
 memory is worth."""
+from dataclasses import replace
+
 from django.contrib import messages
 from django.core.exceptions import ObjectDoesNotExist
 from django.http import Http404, HttpResponse
@@ -7,7 +9,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from pydantic import ValidationError
 
-from evaluation.forms import PlayForm, TaskFilterForm, TaskImportForm
+from evaluation.forms import EpisodeFilterForm, PlayForm, TaskFilterForm, TaskImportForm
 from evaluation.metrics import MIN_RETRIEVALS
 from evaluation.models import Episode, Task, TaskSet
 from evaluation.services import (
@@ -20,19 +22,24 @@ from evaluation.services import (
     tasks_import_jsonl,
     taskset_builtin_load,
 )
+from evaluation.services.episode_search import EpisodeFilters, episodes_filtered
 from evaluation.services.memory_effects import bank_experience_effects_rank, experience_effects_compute
-from memweb.listing import list_page
+from memweb.listing import CappedPaginator, Sorting, list_page
 from memweb.roles import Role, role_required
 from orbs.services import bank_resolve
 
 # --- tasks ---------------------------------------------------------------------------
+
+TASK_SORTING = Sorting(columns={"task": "external_id", "set": "task_set__name", "domain": "domain", "split": "split",
+                                "difficulty": "difficulty", "requests": "summary"})
+
 
 @require_GET
 @role_required(Role.OPERATOR)
 def task_list(request):
     form = TaskFilterForm(request.GET or None)
     return list_page(request, rows=tasks_filtered(**form.filters()), template="evaluation/task_list.html",
-                     partial="evaluation/_task_rows.html",
+                     partial="evaluation/_task_rows.html", sorting=TASK_SORTING,
                      context={"form": form, "has_sets": TaskSet.objects.exists()})
 
 
@@ -105,18 +112,35 @@ def task_export(request):
 
 # --- episodes ------------------------------------------------------------------------------
 
+EPISODE_SORTING = Sorting(columns={
+    "id": "pk", "task": "task__external_id", "outcome": "success", "reward": "reward", "agent": "agent_backend",
+    "memory": "memory_kind", "turns": "turns", "ended": "ended_by", "when": "created_at"})
+
+
 @require_GET
 @role_required(Role.OPERATOR)
 def episode_list(request):
-    episodes = Episode.objects.select_related("task", "task__task_set")
-    task_id = request.GET.get("task", "")
-    if task_id.isdigit():
-        episodes = episodes.filter(task_id=int(task_id))
-    outcome = request.GET.get("outcome", "")
-    if outcome in ("success", "failure"):
-        episodes = episodes.filter(success=outcome == "success")
-    return list_page(request, rows=episodes, template="evaluation/episode_list.html",
-                     partial="evaluation/_episode_rows.html", context={"outcome": outcome, "task_id": task_id})
+    form = EpisodeFilterForm(request.GET)
+    filters = form.filters()
+    return list_page(request, rows=episodes_filtered(filters=filters), template="evaluation/episode_list.html",
+                     partial="evaluation/_episode_rows.html", sorting=EPISODE_SORTING,
+                     context={"form": form, "filters": filters, "relax": _relaxations(request, form, filters)})
+
+
+def _relaxations(request, form: EpisodeFilterForm, filters: EpisodeFilters) -> list[dict]:
+    """Each filter in use with the link that drops it and how many episodes match without it (the
+    empty state's suggestions; a count is run only where the page shows it)."""
+    def count_without(name: str) -> int:
+        rows = episodes_filtered(filters=replace(filters, **{name: EpisodeFilters.__dataclass_fields__[name].default}))
+        return CappedPaginator(rows, 1).count
+
+    def query_without(name: str) -> str:
+        params = request.GET.copy()
+        for dropped in (name, "page"):
+            params.pop(dropped, None)
+        return params.urlencode()
+    return [{"label": form.fields[name].label or name.capitalize(), "value": value, "query": query_without(name),
+             "count": lambda name=name: count_without(name)} for name, value in filters.active().items()]
 
 
 @require_GET

@@ -6,11 +6,19 @@ Counting is capped: an exact COUNT(*) over a million Orbs or hundreds of thousan
 reads every matching row, and a page deep in such a list costs an OFFSET of as many. So a list
 counts no further than COUNT_CAP rows; past it, the page says "at least" (`count_capped`) and
 pages stop at the cap (people narrow a list that long with its filters, they do not page to its
-end). docs/PERFORMANCE.md, "Dashboard at scale (issue 17)"."""
+end). docs/PERFORMANCE.md, "Dashboard at scale (issue 17)".
+
+Sorting: a list names the columns it may be sorted by (`Sorting`, a whitelist of sort keys, each
+an ORM path for a queryset or an attribute path for a list of rows); `?sort=key` sorts ascending,
+`?sort=-key` descending, ties broken by id so pages never repeat or skip a row. A key the list
+does not know is ignored with a page message. Column headers link to the other direction with the
+`sort_header` tag (memweb_ui), keeping the filters."""
+from dataclasses import dataclass, field
 from functools import cached_property
 
+from django.contrib import messages
 from django.core.paginator import Page, Paginator
-from django.db.models import QuerySet
+from django.db.models import Expression, F, QuerySet
 from django.http import HttpResponse
 from django.shortcuts import render
 
@@ -47,13 +55,72 @@ def query_without_page(request) -> str:
     return params.urlencode()
 
 
+@dataclass(frozen=True)
+class Sorting:
+    """The sort keys a list accepts: key -> ORM path or expression (querysets), or dotted path of
+    keys and attributes (lists of rows)."""
+    columns: dict[str, str | Expression]
+    tiebreak: str = "pk"
+
+
+@dataclass
+class SortState:
+    """The sort a list page shows: `key` ("" for the list's own order), its direction, and the
+    query string without `sort` and `page` that header links build on."""
+    key: str = ""
+    descending: bool = False
+    query: str = ""
+    columns: frozenset = field(default_factory=frozenset)
+
+
+def sort_state(request, sorting: Sorting) -> SortState:
+    """The `?sort=` of the request if `sorting` knows it; an unknown key gets a page message."""
+    params = request.GET.copy()
+    params.pop("page", None)
+    asked = params.pop("sort", [""])[-1].strip()
+    key = asked.removeprefix("-")
+    state = SortState(query=params.urlencode(), columns=frozenset(sorting.columns))
+    if key in sorting.columns:
+        state.key, state.descending = key, asked.startswith("-")
+    elif key:
+        known = ", ".join(sorted(sorting.columns))
+        messages.warning(request, f"This list cannot be sorted by “{key}”; it is shown in its usual order "
+                                  f"(sortable columns: {known}).")
+    return state
+
+
+def rows_sorted(rows: QuerySet | list, *, sorting: Sorting, state: SortState) -> QuerySet | list:
+    """`rows` in the order `state` asks for (unchanged when it asks for none)."""
+    if not state.key:
+        return rows
+    path = sorting.columns[state.key]
+    if isinstance(rows, QuerySet):
+        column = F(path) if isinstance(path, str) else path
+        column = column.desc(nulls_last=True) if state.descending else column.asc(nulls_last=True)
+        tiebreak = f"-{sorting.tiebreak}" if state.descending else sorting.tiebreak
+        return rows.order_by(column, tiebreak)
+    def value(row):
+        for part in path.split("."):
+            row = row[part] if isinstance(row, dict) else getattr(row, part)
+        return row
+    present = [row for row in rows if value(row) is not None]
+    return (sorted(present, key=value, reverse=state.descending)
+            + [row for row in rows if value(row) is None])
+
+
 def page_of(request, rows: QuerySet | list, *, per_page: int = PAGE_SIZE) -> Page:
     return CappedPaginator(rows, per_page).get_page(request.GET.get("page"))
 
 
-def list_page(request, *, rows: QuerySet | list, template: str, partial: str, context: dict | None = None,
-              per_page: int = PAGE_SIZE) -> HttpResponse:
-    """Render `template` (or `partial` for htmx) with `page` and `query` added to `context`."""
-    context = {**(context or {}), "page": page_of(request, rows, per_page=per_page),
-               "query": query_without_page(request)}
+def sorted_page(request, rows: QuerySet | list, *, sorting: Sorting, per_page: int = PAGE_SIZE) -> dict:
+    """`page` (sorted as the request asks), `query` (for page links) and `sort` (for the headers)."""
+    state = sort_state(request, sorting)
+    return {"page": page_of(request, rows_sorted(rows, sorting=sorting, state=state), per_page=per_page),
+            "query": query_without_page(request), "sort": state}
+
+
+def list_page(request, *, rows: QuerySet | list, template: str, partial: str, sorting: Sorting,
+              context: dict | None = None, per_page: int = PAGE_SIZE) -> HttpResponse:
+    """Render `template` (or `partial` for htmx) with `page`, `query` and `sort` added to `context`."""
+    context = {**(context or {}), **sorted_page(request, rows, sorting=sorting, per_page=per_page)}
     return render(request, partial if request.htmx else template, context)

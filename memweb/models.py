@@ -254,3 +254,20 @@ class Job(models.Model):
         if self.status == self.Status.SUCCEEDED:
             return 100
         return min(100, round(100 * self.done / self.total)) if self.total else 0
+
+
+class SavedView(models.Model):
+    """A named filter of a list page (its URL name and query string), kept for one user only."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="saved_views")
+    list_name = models.CharField(max_length=100, help_text="The list page's URL name, e.g. evaluation:episode_list.")
+    name = models.CharField(max_length=100)
+    query = models.CharField(max_length=2000, blank=True, help_text="The list's query string, without the page.")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name", "pk"]
+        constraints = [models.UniqueConstraint(fields=["user", "list_name", "name"], name="saved_view_unique_name")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.list_name})"

@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from memweb import views, webhook_views
+from memweb import saved_view_views, views, webhook_views
 from memweb.api import api
 
 urlpatterns = [
@@ -21,6 +21,9 @@ urlpatterns = [
     path("webhooks/<int:webhook_id>/delete/", webhook_views.webhook_remove, name="webhook_remove"),
     path("webhooks/deliveries/<int:delivery_id>/redeliver/", webhook_views.delivery_resend,
          name="webhook_delivery_resend"),
+    path("views/save/", saved_view_views.saved_view_save, name="saved_view_save"),
+    path("views/<int:view_id>/rename/", saved_view_views.saved_view_rename_page, name="saved_view_rename"),
+    path("views/<int:view_id>/delete/", saved_view_views.saved_view_delete, name="saved_view_delete"),
     path("jobs/", views.job_list, name="job_list"),
     path("jobs/<int:job_id>/", views.job_detail, name="job_detail"),
     path("admin/", admin.site.urls),

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from memweb.auth import auth_failure_record, auth_failures_exceeded, auth_failures_reset, client_ip
 from memweb.health import health_report
 from memweb.jobs import jobs_visible_to
-from memweb.listing import list_page
+from memweb.listing import Sorting, list_page
 from memweb.models import ApiKey, Job, TaskProbe
 from memweb.navigation import home_counts_for, nav_for
 from memweb.roles import Role, has_role, role_required
@@ -22,6 +22,7 @@ from memweb.services import probe_queue, workers_live
 
 # After this long without a worker the probe partial says so (and keeps polling, slower).
 PROBE_PATIENCE = timedelta(seconds=30)
+JOB_SORTING = Sorting(columns={"job": "title", "status": "status", "progress": "done", "asked": "created_at"})
 _login_page = LoginView.as_view(template_name="registration/login.html", redirect_authenticated_user=True)
 
 
@@ -142,7 +143,7 @@ def api_key_revoke(request, key_id: int):
 @role_required()
 def job_list(request):
     return list_page(request, rows=jobs_visible_to(request.user), template="memweb/job_list.html",
-                     partial="memweb/_job_rows.html")
+                     partial="memweb/_job_rows.html", sorting=JOB_SORTING)
 
 
 @require_GET

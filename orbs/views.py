@@ -6,7 +6,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from memweb.listing import page_of, query_without_page
+from memweb.listing import Sorting, query_without_page, rows_sorted, sort_state, sorted_page
 from memweb.roles import Role, has_role, role_required
 from orbs.errors import OrbConflict, OrbsError
 from orbs.forms import (
@@ -54,6 +54,12 @@ from orbs.services.queue import orbs_filtered, orbs_queue
 SEMANTIC_LIMIT = 20
 READERS = (Role.REVIEWER, Role.OPERATOR)
 PAST_TENSE = {"approve": "approved", "reject": "rejected"}
+BANK_SORTING = Sorting(columns={
+    "bank": "bank.name", "orbs": "stats.total", "pending": "stats.by_status.pending",
+    "approved": "stats.by_status.approved", "k": "bank.retrieval_k", "serves": "bank.approved_only",
+    "auto": "bank.auto_approve", "retrievals": "stats.retrievals"})
+QUEUE_SORTING = Sorting(columns={"orb": "lineage_id", "situation": "obs", "lesson": "outcome", "decision": "status",
+                                 "created": "created_at"})
 
 
 # --- the queue -------------------------------------------------------------------
@@ -66,8 +72,8 @@ def _queue_context(request) -> dict:
     if semantic:
         context["results"] = orbs_search(text=semantic, queryset=orbs_filtered(filters=filters), limit=SEMANTIC_LIMIT)
         return context
-    page = page_of(request, orbs_queue(filters=filters))
-    context.update(page=page, results=[(orb, None) for orb in page.object_list])
+    listed = sorted_page(request, orbs_queue(filters=filters), sorting=QUEUE_SORTING)
+    context.update(listed, results=[(orb, None) for orb in listed["page"].object_list])
     return context
 
 
@@ -242,8 +248,9 @@ def _bank_rows(*, archived: bool = False) -> list[dict]:
 def bank_list(request):
     """The banks in use; `?archived=1` the deleted (archived) ones."""
     archived = request.GET.get("archived") == "1"
-    context = {"rows": _bank_rows(archived=archived), "archived": archived, "create_form": BankCreateForm(),
-               "import_form": ImportForm()}
+    state = sort_state(request, BANK_SORTING)
+    context = {"rows": rows_sorted(_bank_rows(archived=archived), sorting=BANK_SORTING, state=state), "sort": state,
+               "archived": archived, "create_form": BankCreateForm(), "import_form": ImportForm()}
     return render(request, "orbs/bank_list.html", context)
 
 

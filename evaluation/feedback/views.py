@@ -24,7 +24,7 @@ from evaluation.feedback.services import (
     profiles_ensure_defaults,
 )
 from evaluation.models import Episode
-from memweb.listing import list_page
+from memweb.listing import Sorting, list_page
 from memweb.roles import Role, role_required
 
 # --- calibration ---------------------------------------------------------------------------------
@@ -144,13 +144,18 @@ def feedback_profile_edit(request, profile_id: int | None = None):
 
 # --- browser and generation ----------------------------------------------------------------------
 
+FEEDBACK_SORTING = Sorting(columns={"episode": "episode_id", "task": "episode__task__external_id", "score": "score",
+                                    "action": "action", "when": "created_at"})
+
+
 @require_GET
 @role_required(Role.OPERATOR)
 def feedback_browser(request):
     form = BrowserForm(request.GET or None)
     rows = feedback_browse(**form.filters())
     return list_page(request, rows=rows, template="evaluation/feedback/browser.html",
-                     partial="evaluation/feedback/_feedback_rows.html", context={"form": form})
+                     partial="evaluation/feedback/_feedback_rows.html", sorting=FEEDBACK_SORTING,
+                     context={"form": form})
 
 
 @require_POST

@@ -5,6 +5,8 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.core.paginator import Paginator
+from django.db.models import F, FloatField
+from django.db.models.functions import Cast, NullIf
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -45,10 +47,15 @@ from evaluation.runs.services import (
     runs_filtered,
     runs_plan_trials,
 )
-from memweb.listing import list_page
+from memweb.listing import Sorting, list_page
 from memweb.roles import Role, role_required
 
 MAX_COMPARED = 6
+RUN_SORTING = Sorting(columns={
+    "run": "pk", "name": "name", "status": "status", "memory": "memory_mode", "agent": "agent_backend",
+    "progress": Cast("episodes_finished", FloatField()) / NullIf(F("episodes_total"), 0),
+    "success": Cast("successes", FloatField()) / NullIf(F("episodes_finished") - F("episodes_error"), 0),
+    "created": "created_at"})
 
 
 @require_GET
@@ -56,7 +63,7 @@ MAX_COMPARED = 6
 def run_list(request):
     form = RunFilterForm(request.GET or None)
     return list_page(request, rows=runs_filtered(**form.filters()), template="evaluation/runs/list.html",
-                     partial="evaluation/runs/_rows.html", context={"form": form})
+                     partial="evaluation/runs/_rows.html", sorting=RUN_SORTING, context={"form": form})
 
 
 @require_http_methods(["GET", "POST"])

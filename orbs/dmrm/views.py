@@ -4,7 +4,7 @@ from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from memweb.listing import page_of, query_without_page
+from memweb.listing import Sorting, sorted_page
 from memweb.roles import Role, has_role, role_required
 from orbs.dmrm.forms import DMRMSettingsForm, ExperienceFilterForm, ReviewForm, SourceBuildForm
 from orbs.dmrm.models import Experience
@@ -27,15 +27,18 @@ PREVIEW_ROWS = 100
 CHART_SAMPLE = 5000
 RECENT_RETRIEVALS = 10
 READERS = (Role.REVIEWER, Role.OPERATOR)
+EXPERIENCE_SORTING = Sorting(columns={"id": "pk", "memory": "memory", "goal": "goal", "action": "action",
+                                      "reward": "reward", "q": "q_value", "visits": "visits", "trajectory": "trajectory_id",
+                                      "status": "status"})
 
 
 def _browser_context(request) -> dict:
     form = ExperienceFilterForm(request.GET or None)
     queryset = form.filtered(Experience.objects.select_related("bank", "source_memory").defer("vector"))
-    page = page_of(request, queryset)
+    listed = sorted_page(request, queryset, sorting=EXPERIENCE_SORTING)
     q_values = list(queryset.order_by().values_list("q_value", flat=True)[:CHART_SAMPLE])
-    return {"form": form, "page": page, "query": query_without_page(request), "chart": histogram(q_values),
-            "total": page.paginator.count, "can_review": has_role(request.user, Role.REVIEWER),
+    return {**listed, "form": form, "chart": histogram(q_values), "total": listed["page"].paginator.count,
+            "can_review": has_role(request.user, Role.REVIEWER),
             "updates": experiences_updates(queryset=queryset)}
 
 

@@ -46,13 +46,27 @@ def run_charts(*, run: EvaluationRun) -> dict:
 
 
 def run_heatmap(*, run: EvaluationRun) -> dict:
-    """Compact task x trial grid for the page script: per task, one [state, episode id] per trial."""
+    """Compact task x trial grid for the page script: per task, one [state, episode id] per trial,
+    and what the page sorts and filters the tasks by: the task's request (`summaries`), its failed
+    trials (failures and infrastructure errors) and how often its outcome flips between trials."""
     grid: dict[str, list] = {}
-    for key, number, status, success, episode_id in run.run_episodes.order_by("task_key").values_list(
-            "task_key", "trial__number", "status", "success", "episode_id"):
+    summaries: dict[str, str] = {}
+    for key, summary, number, status, success, episode_id in run.run_episodes.order_by("task_key").values_list(
+            "task_key", "task__summary", "trial__number", "status", "success", "episode_id"):
         state = ("success" if success else "failure") if status == RunEpisode.Status.DONE else status
         grid.setdefault(key, [["", None] for _ in range(run.trials)])[number - 1] = [state, episode_id]
-    return {"trials": run.trials, "tasks": list(grid), "cells": list(grid.values())}
+        summaries[key] = summary or ""
+    states = [[state for state, _ in cells] for cells in grid.values()]
+    return {"trials": run.trials, "tasks": list(grid), "cells": list(grid.values()), "summaries": list(summaries.values()),
+            "failures": [sum(state in ("failure", "error") for state in row) for row in states],
+            "flips": [outcome_flips(row) for row in states]}
+
+
+def outcome_flips(states: list[str]) -> int:
+    """How often a task's verdict changes from one judged trial to the next (success <-> failure;
+    unplayed trials and infrastructure errors have no verdict): more than 0 is an unstable task."""
+    verdicts = [state for state in states if state in ("success", "failure")]
+    return sum(before != after for before, after in zip(verdicts, verdicts[1:]))
 
 
 def run_progress(*, run: EvaluationRun) -> list[Trial]:
