@@ -17,3 +17,11 @@ def main_nav(context) -> list[dict]:
 @register.filter
 def sorted_list(values) -> list:
     return sorted(values)
+
+
+@register.filter
+def dollars(value) -> str:
+    """A cost in US dollars; a dash when unknown (a model without a configured price)."""
+    if value is None:
+        return "—"
+    return "$0" if value == 0 else f"${value:.4f}" if value < 1 else f"${value:,.2f}"
