@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 @dataclass
 class LLMTrace:
-    trace_id: uuid.UUID = field(default_factory=uuid.uuid4)
+    trace_id: uuid.UUID | None = field(default_factory=uuid.uuid4)  # None: calls recorded untraced
     turn: int | None = None  # None: outside any turn (feedback on the finished episode, say)
 
     def at_turn(self, turn: int | None) -> None:
