@@ -79,7 +79,9 @@ def llm_cost_per_day(*, days: int = 30) -> dict:
     labels = sorted({day for day, _ in cost})
     roles = sorted({role for _, role in cost})
     series = [{"label": role, "values": [round(cost.get((day, role), 0.0), 6) for day in labels]} for role in roles]
-    return {"labels": labels, "series": series, "unpriced_calls": unpriced}
+    note = f"{unpriced} call{'s' if unpriced != 1 else ''} of models without a price (MEMWEB_LLM_PRICES) left out" \
+        if unpriced else ""
+    return {"labels": labels, "series": series, "unit": "$", "kind": "bar", "note": note}
 
 
 def llm_calls_traced(*, trace_id) -> list[dict]:
