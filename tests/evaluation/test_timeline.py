@@ -11,6 +11,7 @@ from evaluation.services import episode_run, episode_trajectory
 from memweb.llm.config import ModelPrice
 from memweb.models import LLMCall
 from orbs.services import bank_get_or_create, orb_from_episode
+from tests.browser import login
 
 RATES = {"wrong_tool": 0.6, "wrong_arguments": 0.6, "result_unused": 0.6}
 
@@ -104,3 +105,26 @@ def test_an_episode_cut_short_by_the_llm_counts_the_turns_it_drew(builtin, fake_
     assert episode.turns == len(_drawn_turns(page)) == 1
     failed = LLMCall.objects.get(trace_id=episode.trace_id, status=LLMCall.Status.ERROR)
     assert failed.turn == 1 and 'class="badge badge-failed"' in page
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_timeline_page_in_a_browser(browser_page, live_server, operator_user, builtin):
+    episode = episode_run(task=_task(builtin, "track_order_no_id"), seed=5)
+    page = browser_page
+    login(page, live_server, operator_user)
+    page.goto(live_server.url + reverse("evaluation:episode_detail", args=[episode.pk]))
+    timeline = page.locator("ol.timeline")
+    # Every step is a span with its time; offline steps say they are scripted.
+    assert timeline.locator('[data-span="agent"]').count() == episode.turns
+    assert timeline.locator('[data-span="agent"] .badge-scripted').count() == episode.turns
+    # Turn counts agree: the number on the page is the number of turns drawn.
+    assert page.locator("#episode-turns").inner_text() == str(episode.turns)
+    assert timeline.get_by_text("Turn", exact=False).count() == episode.turns
+    # The stop token is hidden; a marker says the customer ended the conversation.
+    assert "###STOP###" not in page.content()
+    assert timeline.get_by_role("note").inner_text() == "Conversation ended by the customer"
+    # A tool call opens onto its result.
+    first_tool = timeline.locator('[data-span="tool"]').first
+    first_tool.locator("summary").click()
+    assert first_tool.locator("pre").is_visible()
