@@ -33,7 +33,7 @@ def _drawn_turns(page: str) -> list[str]:
 def test_an_offline_episode_records_its_steps_as_scripted_spans(builtin, operator):
     bank = bank_get_or_create(name="traces", auto_approve="always", approved_only=False, retrieval_k=3,
                               prompt_token_budget=120)
-    for task in list(builtin.tasks.order_by("external_id"))[:4]:
+    for task in list(builtin.tasks.order_by("external_id"))[:3]:
         orb_from_episode(bank=bank, trajectory=episode_trajectory(episode_run(task=task, agent_config={
             "error_rates": RATES}, seed=1)), source_label="seed")
     task = _task(builtin, "track_order_no_id")
