@@ -12,6 +12,8 @@ class AnnotationConfig(AppConfig):
     home_counts: tuple = (
         ("Open annotation campaigns", "annotation.services.campaigns.campaigns_open_count", ("operator", "annotator"),
          "annotation:index"),
+        ("Campaigns short of annotators", "annotation.services.staffing.campaigns_short_count", ("operator",),
+         "annotation:campaign_list"),
     )
     # Annotators work through the pages only: no admin permissions, so the
     # admin site can never show them which side of a pair is human.

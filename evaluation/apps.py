@@ -18,6 +18,12 @@ class EvaluationConfig(AppConfig):
     )
     home_counts: tuple = (
         ("Runs in progress", "evaluation.runs.services.runs_count_active", ("operator",), "evaluation:run_list"),
+        ("Runs failed in the last 7 days", "evaluation.runs.services.dashboard.runs_count_failed_recently",
+         ("operator",), "evaluation:run_list?status=failed"),
+    )
+    home_charts: tuple = (
+        ("Success rate by memory mode", "evaluation.runs.services.dashboard.success_by_memory_mode", ("operator",)),
+        ("Success rate by model", "evaluation.runs.services.dashboard.success_by_model", ("operator",)),
     )
     # Called on every worker heartbeat: re-arms run watchdogs whose countdown messages were lost.
     worker_beats: tuple = ("evaluation.runs.services.runs_watch_overdue",)

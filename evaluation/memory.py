@@ -72,6 +72,7 @@ class MemOrbHook(_Hook):
         self.retrieval_ids.append(result.retrieval_id)
         return result.prompt_block, {
             "retrieval_id": result.retrieval_id, "rewritten_query": result.rewritten_query,
+            "rewriter_backend": result.rewriter_backend, "timings": result.timings,
             "prompt_block": result.prompt_block, "retrieved": len(result.hits), "injected": result.injected_count,
             "served_ids": [hit.orb.pk for hit in result.hits if not hit.withheld],
             "withheld_ids": [hit.orb.pk for hit in result.hits if hit.withheld],

@@ -125,6 +125,10 @@ class Episode(models.Model):
     tokens_in = models.PositiveIntegerField(default=0)
     tokens_out = models.PositiveIntegerField(default=0)
     latency_ms = models.PositiveIntegerField(default=0)
+    # The LLM calls made while it played carry the same id (memweb.llm.trace); empty for episodes
+    # stored before calls were traced.
+    trace_id = models.UUIDField(null=True, blank=True, unique=True)
+    spans = models.JSONField(default=list, help_text="Each step's turn, kind (customer, memory, agent) and ms.")
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     # Full-text search over what was said (the episode list's transcript search); PostgreSQL keeps
     # it in step with the transcript, so no save path has to remember it.

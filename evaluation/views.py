@@ -24,6 +24,7 @@ from evaluation.services import (
 )
 from evaluation.services.episode_search import EpisodeFilters, episodes_filtered
 from evaluation.services.memory_effects import bank_experience_effects_rank, experience_effects_compute
+from evaluation.services.timeline import episode_timeline
 from memweb.listing import CappedPaginator, Sorting, list_page
 from memweb.roles import Role, role_required
 from orbs.services import bank_resolve
@@ -147,19 +148,8 @@ def _relaxations(request, form: EpisodeFilterForm, filters: EpisodeFilters) -> l
 @role_required(Role.OPERATOR)
 def episode_detail(request, episode_id: int):
     episode = get_object_or_404(Episode.objects.select_related("task", "task__task_set"), pk=episode_id)
-    context = {"episode": episode, "spec": episode.task_snapshot, "turns": _turns(episode)}
+    context = {"episode": episode, "spec": episode.task_snapshot, "timeline": episode_timeline(episode=episode)}
     return render(request, "evaluation/episode_detail.html", context)
-
-
-def _turns(episode: Episode) -> list[dict]:
-    """The transcript grouped by turn, each with the memories retrieved before the agent answered."""
-    memories = {m["turn"]: m for m in episode.memories}
-    turns: dict[int, dict] = {}
-    for message in episode.transcript:
-        number = message.get("turn", 0)
-        turn = turns.setdefault(number, {"number": number, "messages": [], "memory": memories.get(number)})
-        turn["messages"].append(message)
-    return list(turns.values())
 
 
 # --- what each memory is worth (randomised withholding) -----------------------------------------

@@ -25,6 +25,9 @@ class LLMCall(models.Model):
     attempts = models.PositiveSmallIntegerField(default=1)
     status = models.CharField(max_length=16, choices=Status.choices, db_index=True)
     error = models.TextField(blank=True)
+    # The episode (and its turn) the call was made for; see memweb.llm.trace.
+    trace_id = models.UUIDField(null=True, blank=True, db_index=True)
+    turn = models.PositiveSmallIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
 
     class Meta:

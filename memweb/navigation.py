@@ -6,7 +6,10 @@ Apps contribute both through class attributes of their AppConfig (see memweb.reg
     home_counts = (("Orbs awaiting review", "orbs.services.orbs_count_pending", ("reviewer",), "orbs:review_queue"),)
 
 A nav item is (label, url name, roles). A home count is (label, dotted path of a
-function taking no arguments and returning an int, roles[, url name to link]).
+function taking no arguments and returning an int, roles[, url name to link, optionally
+followed by a query string: "evaluation:run_list?status=failed"]). A home chart is (title,
+dotted path of a function taking no arguments and returning chart data, roles); chart data is
+{"labels": [...], "series": [{"label", "values"}], "unit", "kind": "line" | "bar"}.
 An entry is shown to users holding one of its roles; no roles means every
 signed-in user; admins see everything.
 """
@@ -34,6 +37,14 @@ class HomeCount:
     url_name: str = ""
 
 
+@dataclass(frozen=True)
+class HomeChart:
+    title: str
+    function: str
+    roles: tuple[str, ...] = ()
+
+
+CORE_CHARTS = (HomeChart("LLM cost by role per day", "memweb.llm.usage.llm_cost_per_day", (Role.OPERATOR,)),)
 CORE_NAV_BEFORE = (NavItem("Home", "home"),)
 CORE_NAV_AFTER = (
     NavItem("Jobs", "job_list", (Role.OPERATOR,)),
@@ -56,6 +67,10 @@ def nav_items_declared() -> list[NavItem]:
 
 def home_counts_declared() -> list[HomeCount]:
     return _declared("home_counts", HomeCount, (3, 4))
+
+
+def home_charts_declared() -> list[HomeChart]:
+    return [*_declared("home_charts", HomeChart, (3,)), *CORE_CHARTS]
 
 
 def _visible(user, roles: tuple[str, ...]) -> bool:
@@ -81,8 +96,21 @@ def home_counts_for(*, user) -> list[dict]:
         {
             "label": count.label,
             "value": import_string(count.function)(),
-            "url": reverse(count.url_name) if count.url_name else "",
+            "url": _url(count.url_name),
         }
         for count in home_counts_declared()
         if _visible(user, count.roles)
     ]
+
+
+def _url(target: str) -> str:
+    """A url name, with the query string that may follow it."""
+    if not target:
+        return ""
+    name, _, query = target.partition("?")
+    return f"{reverse(name)}?{query}" if query else reverse(name)
+
+
+def home_charts_for(*, user) -> list[dict]:
+    return [{"id": f"home-chart-{number}", "title": chart.title, "data": import_string(chart.function)()}
+            for number, chart in enumerate(home_charts_declared(), start=1) if _visible(user, chart.roles)]

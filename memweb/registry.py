@@ -6,6 +6,7 @@ class attributes of its AppConfig and names functions by dotted path, resolved w
 
     nav_items = (("Runs", "evaluation:run_list", ("operator",)),)
     home_counts = (("Runs in progress", "evaluation.runs.services.runs_count_active", ("operator",), url_name),)
+    home_charts = (("Success rate by model", "evaluation.runs.services.dashboard.success_by_model", ("operator",)),)
     worker_beats = ("evaluation.runs.services.runs_watch_overdue",)
     trajectory_sources = (("episodes", "evaluation.services.trajectories_of_domain"),)
     role_permissions = {"operator": ("evaluation.view_task", ...)}

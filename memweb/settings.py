@@ -7,7 +7,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from memweb import embedded_db
 from memweb.env import env_bool, env_choice, env_float, env_int, env_list, env_str
-from memweb.llm.config import read_all_roles
+from memweb.llm.config import read_all_roles, read_prices
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("MEMWEB_DATA_DIR", str(BASE_DIR / ".data")))
@@ -179,6 +179,8 @@ RUN_CHUNK_EPISODES = env_int("MEMWEB_RUN_CHUNK_EPISODES", 0, minimum=0, maximum=
 LLM_ROLES = read_all_roles()
 LLM_BACKOFF_SECONDS = env_float("MEMWEB_LLM_BACKOFF_SECONDS", 0.5, minimum=0.0)
 LLM_BACKOFF_MAX_SECONDS = env_float("MEMWEB_LLM_BACKOFF_MAX_SECONDS", 20.0, minimum=0.0)
+# Dollars per million tokens by model name; a model left out shows its cost as unknown, not 0.
+LLM_PRICES = read_prices(env_str("MEMWEB_LLM_PRICES"))
 EMBEDDING_MODEL = env_choice("MEMWEB_EMBEDDING_MODEL", "all-MiniLM-L6-v2", ("all-MiniLM-L6-v2", "bge-m3"))
 EMBEDDING_MODEL_PATH = env_str("MEMWEB_EMBEDDING_MODEL_PATH")
 if EMBEDDING_MODEL == "bge-m3" and not EMBEDDING_MODEL_PATH:

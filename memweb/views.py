@@ -16,7 +16,7 @@ from memweb.health import health_report
 from memweb.jobs import jobs_visible_to
 from memweb.listing import Sorting, list_page
 from memweb.models import ApiKey, Job, TaskProbe
-from memweb.navigation import home_counts_for, nav_for
+from memweb.navigation import home_charts_for, home_counts_for, nav_for
 from memweb.roles import Role, has_role, role_required
 from memweb.services import probe_queue, workers_live
 
@@ -56,6 +56,7 @@ def home(request):
     if request.htmx:
         return render(request, "memweb/_counts.html", context)
     context["shortcuts"] = [link for link in nav_for(user=request.user, current_path="") if link["url"] != "/"]
+    context["charts"] = home_charts_for(user=request.user)
     return render(request, "memweb/home.html", context)
 
 

@@ -47,6 +47,7 @@ from evaluation.runs.services import (
     runs_filtered,
     runs_plan_trials,
 )
+from evaluation.runs.services.usage import run_usage
 from memweb.listing import Sorting, list_page
 from memweb.roles import Role, role_required
 
@@ -125,7 +126,7 @@ def run_detail(request, run_id: int):
     context = {**_live_context(run), "curves": run.feedback_curves.all() if run.feedback_enabled else []}
     if request.htmx:
         return render(request, "evaluation/runs/_live.html", context)
-    return render(request, "evaluation/runs/detail.html", context)
+    return render(request, "evaluation/runs/detail.html", {**context, "usage": run_usage(run=run)})
 
 
 @require_POST

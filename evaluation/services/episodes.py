@@ -6,6 +6,7 @@ runs call the two separately, so an LLM conversation never holds a transaction o
 episode together with its own (run, trial, task) row, and its retrievals' outcome (the run's
 memory module writes those). `episode_run` does all three for an ad-hoc episode.
 """
+import uuid
 from dataclasses import dataclass
 
 from django.core.exceptions import ObjectDoesNotExist
@@ -19,6 +20,7 @@ from evaluation.shop.customers import STOP, AgendaCustomer
 from evaluation.shop.episode import DEFAULT_MAX_TURNS, EpisodeOutcome, episode_play
 from evaluation.shop.scripted_agent import ScriptedAgent
 from memweb.llm import LLMError, role_config
+from memweb.llm.trace import LLMTrace, llm_traced
 from orbs.services import retrieval_outcome_record
 
 TOOL_CONTENT_CHARS = 4000  # per tool message in a trajectory (the Orbs schema caps messages at 20k)
@@ -44,6 +46,7 @@ class EpisodePlay:
     customer_backend: str
     outcome: EpisodeOutcome
     retrieval_ids: list[int]
+    trace_id: uuid.UUID | None = None
 
 
 def _parsed(model, value):
@@ -65,12 +68,13 @@ def episode_simulate(*, task: Task, agent_config: AgentConfig | dict | None = No
     agent = _agent(agent_config, spec, seed)
     customer = _customer(customer_config, spec, seed)
     memory = _memory(memory_config, spec, bank)
-    outcome = episode_play(task=spec, agent=agent, customer=customer, memory=memory, max_turns=max_turns,
-                           infra_errors=(LLMError,))
+    with llm_traced(LLMTrace()) as trace:
+        outcome = episode_play(task=spec, agent=agent, customer=customer, memory=memory, max_turns=max_turns,
+                               infra_errors=(LLMError,), on_turn=trace.at_turn)
     return EpisodePlay(task=task, seed=seed, max_turns=max_turns, agent_config=agent_config,
                        customer_config=customer_config, memory_config=memory_config, agent_backend=agent.label,
                        customer_backend=customer.label, outcome=outcome,
-                       retrieval_ids=memory.retrieval_ids if memory else [])
+                       retrieval_ids=memory.retrieval_ids if memory else [], trace_id=trace.trace_id)
 
 
 def _require_online(role: str) -> None:
@@ -121,7 +125,8 @@ def _episode_row(play: EpisodePlay) -> Episode:
         reward_breakdown=reward.breakdown, reward_details=_details(reward), transcript=outcome.messages,
         memories=outcome.memories, errors=outcome.errors, committed_errors=outcome.committed,
         infra_error=outcome.infra_error, turns=outcome.turns, tool_calls=len(outcome.calls),
-        tokens_in=outcome.tokens_in, tokens_out=outcome.tokens_out, latency_ms=outcome.latency_ms)
+        tokens_in=outcome.tokens_in, tokens_out=outcome.tokens_out, latency_ms=outcome.latency_ms,
+        trace_id=play.trace_id, spans=outcome.spans)
 
 
 def _details(reward) -> dict:

@@ -1,4 +1,6 @@
-"""The shop an episode acts on: tool calls go through here and are recorded."""
+"""The shop an episode acts on: tool calls go through here and are recorded, each with its time."""
+import time
+
 from evaluation.shop.tools import ToolResult, tool_execute
 
 
@@ -9,6 +11,7 @@ class ShopEnv:
         self.state = state
         self.calls: list[dict] = []
         self.pending_messages: list[dict] = []
+        self.tool_spans: list[dict] = []  # each call's time, kept out of the transcript (which replays identically)
         self._ids = 0
 
     def use(self, name: str, **arguments) -> ToolResult:
@@ -21,8 +24,10 @@ class ShopEnv:
         for call_id, name, arguments, argument_error in calls:
             self._ids += 1
             call_id = call_id or f"call_{self._ids}"
+            start = time.perf_counter()
             result = tool_execute(self.state, name, arguments) if not argument_error else \
                 ToolResult(ok=False, content=f"Error: invalid arguments: {argument_error}", data=None)
+            self.tool_spans.append({"kind": "tool", "call_id": call_id, "ms": round((time.perf_counter() - start) * 1000, 3)})
             self.calls.append({"id": call_id, "name": name, "arguments": arguments, "ok": result.ok,
                                "content": result.content})
             entry = {"id": call_id, "name": name, "arguments": arguments}
@@ -38,6 +43,10 @@ class ShopEnv:
     def drain(self) -> list[dict]:
         messages, self.pending_messages = self.pending_messages, []
         return messages
+
+    def drain_tool_spans(self) -> list[dict]:
+        spans, self.tool_spans = self.tool_spans, []
+        return spans
 
     def transferred(self) -> bool:
         return any(c["name"] == "transfer_to_human" and c["ok"] for c in self.calls)

@@ -9,6 +9,8 @@ record)`; `dialogue` is the episode's messages before the current customer turn.
 import functools
 import json
 import time
+from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from evaluation.shop.customers import STOP
@@ -34,6 +36,7 @@ class EpisodeOutcome:
     tokens_in: int = 0
     tokens_out: int = 0
     latency_ms: int = 0
+    spans: list[dict] = field(default_factory=list)  # {"turn", "kind", "ms", ...} per step, in order
 
 
 @functools.lru_cache(maxsize=1024)
@@ -47,44 +50,88 @@ def gold_state_hash(task: dict) -> str:
     return _gold_hash(task["shop_seed"], json.dumps(task["gold_actions"], sort_keys=True))
 
 
+def exchanges_count(messages: list[dict]) -> int:
+    """An episode's turns: the customer turns the agent answered (a reply or a tool call). The one
+    definition every page and the API show; a closing customer message (the stop token) or one the
+    agent never got to answer is not a turn."""
+    return len({m.get("turn") for m in messages if m["role"] == "assistant"})
+
+
+class _Timeline:
+    """The spans of an episode as it plays: each step's kind, turn and milliseconds. `on_turn` is
+    told the turn each step belongs to (the LLM call log files its calls under it)."""
+
+    def __init__(self, on_turn: Callable[[int], None] | None):
+        self.turn, self.spans, self._on_turn = 1, [], on_turn
+
+    def enter(self, turn: int) -> None:
+        self.turn = turn
+        if self._on_turn:
+            self._on_turn(turn)
+
+    def add(self, spans: list[dict]) -> None:
+        self.spans += [{"turn": self.turn, **span} for span in spans]
+
+    @contextmanager
+    def span(self, kind: str, **facts):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.spans.append({"turn": self.turn, "kind": kind, "ms": round((time.perf_counter() - start) * 1000, 3),
+                               **facts})
+
+
 def episode_play(*, task: dict, agent, customer, memory=None, max_turns: int = DEFAULT_MAX_TURNS,
-                 infra_errors: tuple[type[Exception], ...] = ()) -> EpisodeOutcome:
+                 infra_errors: tuple[type[Exception], ...] = (),
+                 on_turn: Callable[[int], None] | None = None) -> EpisodeOutcome:
     """Play one episode and score it. Exceptions in `infra_errors` (an LLM endpoint that failed
     for good) end the episode with ended_by="error" instead of propagating."""
     started = time.monotonic()
     env = ShopEnv(shop_fresh(task["shop_seed"]))
-    messages, memories, turns, ended_by, infra_error = [], [], 0, "max_turns", ""
+    messages, memories, ended_by, infra_error = [], [], "max_turns", ""
+    timeline = _Timeline(on_turn)
     try:
-        turns, ended_by = _converse(agent, customer, memory, env, messages, memories, max_turns)
+        ended_by = _converse(agent, customer, memory, env, messages, memories, max_turns, timeline)
     except infra_errors as exc:
-        messages += env.drain()
+        messages += [{**m, "turn": timeline.turn} for m in env.drain()]
+        timeline.add(env.drain_tool_spans())
         ended_by, infra_error = "error", str(exc)
     replies = [m["content"] for m in messages if m["role"] == "assistant" and m.get("content")]
     reward = reward_compute(task=task, final_state=env.state, calls=env.calls, replies=replies,
                             gold_state_hash=gold_state_hash(task))
     return EpisodeOutcome(
-        messages=messages, memories=memories, calls=env.calls, turns=turns, ended_by=ended_by, reward=reward,
-        errors=errors_diagnose(task=task, calls=env.calls, reward=reward),
+        messages=messages, memories=memories, calls=env.calls, turns=exchanges_count(messages), ended_by=ended_by,
+        reward=reward, errors=errors_diagnose(task=task, calls=env.calls, reward=reward),
         committed=sorted(getattr(agent, "committed", ())), infra_error=infra_error,
         tokens_in=agent.tokens_in + customer.tokens_in, tokens_out=agent.tokens_out + customer.tokens_out,
-        latency_ms=round((time.monotonic() - started) * 1000))
+        latency_ms=round((time.monotonic() - started) * 1000), spans=timeline.spans)
 
 
-def _converse(agent, customer, memory, env: ShopEnv, messages: list, memories: list, max_turns: int):
-    text = customer.opening()
+def _converse(agent, customer, memory, env: ShopEnv, messages: list, memories: list, max_turns: int,
+              timeline: _Timeline) -> str:
+    timeline.enter(1)
+    with timeline.span("customer", backend=customer.label):
+        text = customer.opening()
     for turn in range(1, max_turns + 1):
         messages.append({"role": "user", "content": text, "turn": turn})
         if STOP in text:
-            return turn - 1, "stop"
+            return "stop"
         block = ""
         if memory is not None:
-            block, record = memory.before_turn(turn=turn, query=text, calls=env.calls, dialogue=messages[:-1])
+            with timeline.span("memory"):
+                block, record = memory.before_turn(turn=turn, query=text, calls=env.calls, dialogue=messages[:-1])
             if record is not None:
                 memories.append(record)
-        reply = agent.respond(text=text, memory=block, env=env)
+        with timeline.span("agent", backend=agent.label):
+            reply = agent.respond(text=text, memory=block, env=env)
+        timeline.add(env.drain_tool_spans())
         messages += [{**m, "turn": turn} for m in env.drain()]
         messages.append({"role": "assistant", "content": reply, "turn": turn})
         if env.transferred():
-            return turn, "transfer"
-        text = customer.respond(reply)
-    return max_turns, "max_turns"
+            return "transfer"
+        if turn < max_turns:
+            timeline.enter(turn + 1)  # the customer's answer opens the next turn
+            with timeline.span("customer", backend=customer.label):
+                text = customer.respond(reply)
+    return "max_turns"

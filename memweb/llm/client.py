@@ -33,6 +33,7 @@ from memweb.llm.structured import (
     server_schema,
     structured_params,
 )
+from memweb.llm.trace import llm_trace_current
 from memweb.models import LLMCall
 
 logger = logging.getLogger(__name__)
@@ -241,10 +242,12 @@ class _CallLog:
         self.tokens_out += usage[1]
 
     def write(self, status: str, error: str = "") -> LLMCall:
+        trace = llm_trace_current()
         return LLMCall.objects.create(
             role=self.config.role, model=self.config.model, base_url=self.config.base_url,
             tokens_in=self.tokens_in, tokens_out=self.tokens_out, attempts=self.attempts,
             latency_ms=round((time.monotonic() - self.started) * 1000), status=status, error=error,
+            trace_id=trace.trace_id if trace else None, turn=trace.turn if trace else None,
         )
 
 

@@ -104,3 +104,30 @@ def read_role_config(role: str) -> RoleConfig:
 
 def read_all_roles() -> dict[str, RoleConfig]:
     return {role: read_role_config(role) for role in ROLES}
+
+
+@dataclass(frozen=True)
+class ModelPrice:
+    """US dollars per million tokens."""
+    prompt: float
+    completion: float
+
+    def cost(self, tokens_in: int, tokens_out: int) -> float:
+        return (tokens_in * self.prompt + tokens_out * self.completion) / 1_000_000
+
+
+def read_prices(text: str) -> dict[str, ModelPrice]:
+    """MEMWEB_LLM_PRICES: `model=prompt:completion` pairs, comma-separated, in dollars per million
+    tokens (`gpt-4o-mini=0.15:0.6,local=0:0`). A model left out has no known price."""
+    prices = {}
+    for pair in filter(None, (part.strip() for part in text.split(","))):
+        model, _, figures = pair.rpartition("=")
+        try:
+            prompt, completion = (float(figure) for figure in figures.split(":"))
+        except ValueError:
+            prompt = completion = -1.0
+        if not model or min(prompt, completion) < 0:
+            raise ImproperlyConfigured(f"MEMWEB_LLM_PRICES: {pair!r} is not model=prompt:completion with two "
+                                       "non-negative dollar figures per million tokens")
+        prices[model.strip()] = ModelPrice(prompt, completion)
+    return prices

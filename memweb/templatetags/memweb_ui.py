@@ -47,3 +47,11 @@ def saved_views(context, list_name: str) -> dict:
     views = [{"view": view, "url": saved_view_url(view)} for view in saved_views_of(user=request.user, list_name=list_name)]
     return {"views": views, "list_name": list_name, "query": query_for_view(request.GET.urlencode()),
             "csrf_token": context.get("csrf_token")}
+
+
+@register.filter
+def dollars(value) -> str:
+    """A cost in US dollars; a dash when unknown (a model without a configured price)."""
+    if value is None:
+        return "—"
+    return "$0" if value == 0 else f"${value:.4f}" if value < 1 else f"${value:,.2f}"

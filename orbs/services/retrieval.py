@@ -3,7 +3,7 @@ cosine similarity, a token-bounded prompt block, and a log of every call."""
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from django.db import transaction
 from django.db.models import F
@@ -37,6 +37,7 @@ class RetrievalResult:
     prompt_block: str
     rewritten_query: str = ""
     rewriter_backend: str = ""
+    timings: dict = field(default_factory=dict)  # rewrite_ms, embed_ms, search_ms
 
     @property
     def injected_count(self) -> int:
@@ -161,10 +162,10 @@ def orbs_retrieve(*, bank: MemoryBank | str, query: str, context: dict, k: int |
     hits, block, tokens = _served_and_rendered(hits, withhold, bank, model)
     filters = {"approved_only": approved_only or bank.approved_only, "domain": domain, "customer_key": customer_key,
                "min_score": min_score} | _cross_customer_note(bank, customer_key, client)
+    timings = {"rewrite_ms": rewrite_ms, "embed_ms": embed_ms, "search_ms": search_ms}
     log = _log(bank=bank, query=query, context=context, rewrite=rewrite, k=k, filters=filters, hits=hits,
-               prompt_tokens=tokens, client=client,
-               timings={"rewrite_ms": rewrite_ms, "embed_ms": embed_ms, "search_ms": search_ms})
-    return RetrievalResult(log.pk, hits, block, rewrite.value, rewrite.backend)
+               prompt_tokens=tokens, client=client, timings=timings)
+    return RetrievalResult(log.pk, hits, block, rewrite.value, rewrite.backend, timings)
 
 
 def orb_retrieval_outcomes(*, orb_ids) -> list[tuple[int, str, bool, bool]]:

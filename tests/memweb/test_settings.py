@@ -8,7 +8,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from memweb.env import env_bool, env_choice, env_float, env_int, env_list
-from memweb.llm.config import read_role_config
+from memweb.llm.config import ModelPrice, read_prices, read_role_config
 from tests.support.processes import subprocess_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,6 +57,15 @@ def test_it_lets_a_role_override_the_shared_llm_settings(monkeypatch):
 def _manage(*args, **env):
     return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=subprocess_env(**env),
                           capture_output=True, text=True, timeout=120)
+
+
+def test_it_reads_model_prices_and_names_a_bad_pair():
+    prices = read_prices("gpt-4o-mini=0.15:0.6, qwen2.5:7b=0:0")
+    assert prices == {"gpt-4o-mini": ModelPrice(0.15, 0.6), "qwen2.5:7b": ModelPrice(0.0, 0.0)}
+    assert prices["gpt-4o-mini"].cost(1_000_000, 500_000) == pytest.approx(0.45)
+    for bad in ("gpt-4o=cheap", "=1:2", "m=1:-2", "m=1"):
+        with pytest.raises(ImproperlyConfigured, match="MEMWEB_LLM_PRICES"):
+            read_prices(bad)
 
 
 def test_it_refuses_to_start_with_a_bad_value():

@@ -39,6 +39,7 @@ from evaluation.runs.services.memory import (
 from evaluation.runs.services.results import run_metrics_compute
 from evaluation.runs.services.spec import DMRMWriteTiming
 from evaluation.services import EpisodeConfigError, EpisodePlay, episode_simulate, episodes_save
+from memweb.llm.trace import LLMTrace, llm_traced
 from memweb.services import worker_liveness_window
 
 logger = logging.getLogger(__name__)
@@ -435,7 +436,8 @@ def _feedback(episode: Episode, seed: int, *, rounds: int) -> None:
     from evaluation.feedback.services import feedback_for_episode
 
     try:
-        feedback_for_episode(episode=episode, seed=seed, rounds=rounds)
+        with llm_traced(LLMTrace(trace_id=episode.trace_id)):  # its scorer's calls count as the episode's
+            feedback_for_episode(episode=episode, seed=seed, rounds=rounds)
     except Exception:
         logger.exception("simulated feedback for episode %s failed", episode.pk)
 

@@ -1,0 +1,48 @@
+"""The home page's share of the runs: failed runs to look at, and success over time by memory mode
+and by model, one point a day from the runs' stored counters (no episode is read)."""
+from datetime import timedelta
+
+from django.db.models import F, OuterRef, Subquery, Sum
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+
+from evaluation.models import Episode
+from evaluation.runs.models import EvaluationRun
+
+RECENT_FAILURES = timedelta(days=7)
+TREND_DAYS = 90
+
+
+def runs_count_failed_recently() -> int:
+    since = timezone.now() - RECENT_FAILURES
+    return EvaluationRun.objects.filter(status=EvaluationRun.Status.FAILED, created_at__gte=since).count()
+
+
+def _runs_with_verdicts():
+    since = timezone.now() - timedelta(days=TREND_DAYS)
+    return (EvaluationRun.objects.filter(created_at__gte=since, imported=False)
+            .filter(episodes_finished__gt=F("episodes_error")).annotate(day=TruncDate("created_at")))
+
+
+def _daily_success(runs, group: str, label) -> dict:
+    """Chart data: success % a day per value of `group`, over the episodes that got a verdict."""
+    rows = runs.order_by().values("day", group).annotate(
+        successes=Sum("successes"), judged=Sum("episodes_finished") - Sum("episodes_error"))
+    days = sorted({row["day"].isoformat() for row in rows})
+    rates: dict[str, dict[str, float]] = {}
+    for row in rows:
+        rates.setdefault(label(row[group]), {})[row["day"].isoformat()] = round(100 * row["successes"] / row["judged"], 1)
+    return {"labels": days, "unit": "%", "kind": "line",
+            "series": [{"label": name, "values": [by_day.get(day) for day in days]} for name, by_day in sorted(rates.items())]}
+
+
+def success_by_memory_mode() -> dict:
+    modes = dict(EvaluationRun._meta.get_field("memory_mode").choices)
+    return _daily_success(_runs_with_verdicts(), "memory_mode", lambda mode: modes.get(mode, mode))
+
+
+def success_by_model() -> dict:
+    """The model is the agent backend its episodes record ("scripted" or "llm:<model>")."""
+    model = Episode.objects.filter(run_episode__run=OuterRef("pk")).values("agent_backend")[:1]
+    return _daily_success(_runs_with_verdicts().annotate(model=Subquery(model)), "model",
+                          lambda name: name or "unknown")
