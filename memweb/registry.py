@@ -12,6 +12,7 @@ class attributes of its AppConfig and names functions by dotted path, resolved w
     bank_file_parts = ("orbs.dmrm.services.transfer",)
     job_kinds = (("orbs.bank_import", "orbs.services.transfer.bank_import_job"),)
     erasure_hooks = (("evaluation_episodes", "evaluation.services.erasure.episode_memories_scrub"),)
+    study_sources = (("Evaluation runs", "evaluation:run_list"),)
 
 A worker beat is called on every worker heartbeat with no arguments. A trajectory source is
 called as `source(domain=..., limit=...)` and returns trajectory dicts (orbs.schemas.TrajectoryIn)
@@ -23,6 +24,8 @@ called as `function(job_context, **payload)` and returns the job's result.
 An erasure hook is called as `hook(bank=..., orb_ids=[...])` inside a customer's erasure
 (orbs.services.erasure) and removes the copies of those Orbs' text its app keeps; it returns how
 many rows it changed, which the erasure's audit record counts under the hook's name.
+A study source is a page (label, URL name) from which conversations are added to annotation
+campaigns; annotation links to it without knowing the app behind it.
 """
 from collections.abc import Callable
 from importlib import import_module
@@ -30,6 +33,7 @@ from types import ModuleType
 
 from django.apps import apps
 from django.core.exceptions import ImproperlyConfigured
+from django.urls import reverse
 from django.utils.module_loading import import_string
 
 
@@ -91,3 +95,8 @@ def job_function(kind: str) -> Callable[..., dict]:
 def erasure_hooks() -> list[tuple[str, Callable[..., int]]]:
     """(name, function) of every erasure hook, in app order."""
     return [(name, import_string(path)) for name, path in declared_tuples("erasure_hooks", (2,))]
+
+
+def study_sources() -> list[tuple[str, str]]:
+    """(label, URL) of every page that adds conversations to annotation campaigns."""
+    return [(label, reverse(url_name)) for label, url_name in declared_tuples("study_sources", (2,))]
