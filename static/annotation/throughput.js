@@ -1,4 +1,4 @@
-// Throughput page: one line per annotator, judgments per day, from the page's json_script block.
+// Throughput page: judgments per day, one bar per annotator in each day, from the page's json_script block.
 (function () {
   "use strict";
   const source = document.getElementById("throughput-data");
@@ -7,12 +7,11 @@
   const data = JSON.parse(source.textContent);
   const palette = ["#3949ab", "#ef8f00", "#2e7d32", "#8e24aa", "#00838f", "#c62828", "#6d4c41", "#546e7a"];
   new Chart(canvas, {
-    type: "line",
+    type: "bar",
     data: {
       labels: data.days,
       datasets: data.annotators.map((person, index) => ({
-        label: person.annotator, data: person.counts, tension: 0.2,
-        borderColor: palette[index % palette.length], backgroundColor: palette[index % palette.length],
+        label: person.annotator, data: person.counts, backgroundColor: palette[index % palette.length],
       })),
     },
     options: {

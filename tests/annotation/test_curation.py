@@ -1,7 +1,7 @@
 """Campaign data management: conversations added from elsewhere (duplicates refused), the
 feedback-writing step before pairwise judging, browsing, edit/withdraw before judging, the
 disagreement view's selection, throughput per annotator and day, and the short-pool warning."""
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.urls import reverse
@@ -32,7 +32,7 @@ def judged(item, annotator, when=None, **preferences):
     assignment = Assignment.objects.create(campaign=item.campaign, item=item, annotator=annotator,
                                            side_a_is_human=True, status=Assignment.Status.COMPLETED)
     return Judgment.objects.create(assignment=assignment, preferences=prefs, created_at=when or datetime.now(
-        timezone.utc), choices={key: "A" if value == "human" else "B" for key, value in prefs.items()})
+        UTC), choices={key: "A" if value == "human" else "B" for key, value in prefs.items()})
 
 
 def test_it_adds_conversations_once_and_sends_them_to_the_writers_before_pairwise_judging(
@@ -120,7 +120,7 @@ def test_it_counts_judgments_per_annotator_and_day_with_quiet_days(make_campaign
     campaign = make_campaign()
     items = make_items(campaign, 3)
     ann, bob = annotators(2)
-    monday = datetime(2026, 11, 16, 12, tzinfo=timezone.utc)
+    monday = datetime(2026, 11, 16, 12, tzinfo=UTC)
     judged(items[0], ann, when=monday)
     judged(items[1], ann, when=monday)
     judged(items[0], bob, when=monday + timedelta(days=2))
