@@ -1,6 +1,7 @@
 """From runs to studies: the run page's and the episode page's "add to an annotation campaign"
 and "add to a task set" (operators only). The forms load into those pages with htmx."""
 from django.contrib import messages
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -43,32 +44,34 @@ def _forms(request, context: dict):
 
 @require_POST
 @role_required(Role.OPERATOR)
-def run_to_campaign(request, run_id: int):
+def run_keep(request, run_id: int, target: str):
+    """The run's selected episodes into a campaign or a task set (`target`)."""
     run = get_object_or_404(EvaluationRun, pk=run_id)
-    return _to_campaign(request, run, lambda form: run_episodes_select(
-        run=run, which=form.cleaned_data["which"] or "failing", trial=form.cleaned_data["trial"]))
+    return _keeper(target)(request, run, _of_run(run))
 
 
 @require_POST
 @role_required(Role.OPERATOR)
-def episode_to_campaign(request, episode_id: int):
+def episode_keep(request, episode_id: int, target: str):
     episode = get_object_or_404(Episode, pk=episode_id)
-    return _to_campaign(request, episode, lambda form: Episode.objects.filter(pk=episode.pk))
+    return _keeper(target)(request, episode, _of_episode(episode))
 
 
-@require_POST
-@role_required(Role.OPERATOR)
-def run_to_task_set(request, run_id: int):
-    run = get_object_or_404(EvaluationRun, pk=run_id)
-    return _to_task_set(request, run, lambda form: run_episodes_select(
-        run=run, which=form.cleaned_data["which"] or "failing", trial=form.cleaned_data["trial"]))
+def _keeper(target: str):
+    keepers = {"campaign": _to_campaign, "task-set": _to_task_set}
+    if target not in keepers:
+        raise Http404(f"nothing to add episodes to called {target!r}")
+    return keepers[target]
 
 
-@require_POST
-@role_required(Role.OPERATOR)
-def episode_to_task_set(request, episode_id: int):
-    episode = get_object_or_404(Episode, pk=episode_id)
-    return _to_task_set(request, episode, lambda form: Episode.objects.filter(pk=episode.pk))
+def _of_run(run: EvaluationRun):
+    """The run's episodes the posted form selects (failing ones unless it says otherwise)."""
+    return lambda form: run_episodes_select(run=run, which=form.cleaned_data["which"] or "failing",
+                                            trial=form.cleaned_data["trial"])
+
+
+def _of_episode(episode: Episode):
+    return lambda form: Episode.objects.filter(pk=episode.pk)
 
 
 def _to_campaign(request, source, episodes_of):

@@ -16,11 +16,9 @@ urlpatterns = [
     path("runs/<int:run_id>/feedback-curves/", views.feedback_curve_launch_view, name="feedback_curve_launch"),
     path("runs/feedback-curves/<int:curve_id>/", views.feedback_curve_detail, name="feedback_curve"),
     path("runs/<int:run_id>/to-study/", study_views.run_study_forms, name="run_study_forms"),
-    path("runs/<int:run_id>/to-campaign/", study_views.run_to_campaign, name="run_to_campaign"),
-    path("runs/<int:run_id>/to-task-set/", study_views.run_to_task_set, name="run_to_task_set"),
+    path("runs/<int:run_id>/keep/<slug:target>/", study_views.run_keep, name="run_keep"),
     path("episodes/<int:episode_id>/to-study/", study_views.episode_study_forms, name="episode_study_forms"),
-    path("episodes/<int:episode_id>/to-campaign/", study_views.episode_to_campaign, name="episode_to_campaign"),
-    path("episodes/<int:episode_id>/to-task-set/", study_views.episode_to_task_set, name="episode_to_task_set"),
+    path("episodes/<int:episode_id>/keep/<slug:target>/", study_views.episode_keep, name="episode_keep"),
     path("runs/<int:run_id>/export.json", views.run_export_json_view, name="run_export_json"),
     path("runs/<int:run_id>/export.csv", views.run_export_csv_view, name="run_export_csv"),
 ]

@@ -164,3 +164,9 @@ def test_it_asks_before_closing_and_before_opening_a_campaign_that_cannot_finish
     client.post(url, {"status": "closed", "confirmed": "yes"})
     campaign.refresh_from_db()
     assert campaign.status == Campaign.Status.CLOSED
+
+
+def test_it_links_the_empty_state_to_the_runs_it_promises_conversations_from(client, operator_user):
+    client.force_login(operator_user)
+    page = client.get(reverse("annotation:campaign_list")).content.decode()
+    assert f'<a href="{reverse("evaluation:run_list")}">evaluation runs</a>' in page

@@ -24,7 +24,7 @@ def test_it_adds_the_failing_episodes_of_a_run_to_a_new_campaign_once(client, op
     client.force_login(operator_user)
     failing = Episode.objects.filter(run_episode__run=feedback_run, success=False).order_by("pk")
     assert failing.exists()
-    url = reverse("evaluation:run_to_campaign", args=[feedback_run.pk])
+    url = reverse("evaluation:run_keep", args=[feedback_run.pk, "campaign"])
     added = client.post(url, {"which": "failing", "new_campaign": "Failing study"})
     campaign = Campaign.objects.get(name="Failing study")
     assert added["Location"] == reverse("annotation:campaign_detail", args=[campaign.pk])
@@ -47,14 +47,14 @@ def test_it_names_an_episode_without_simulated_feedback_and_adds_nothing(
     episode = Episode.objects.filter(run_episode__run=run).first()
     campaign = make_campaign()
     client.force_login(operator_user)
-    answer = client.post(reverse("evaluation:episode_to_campaign", args=[episode.pk]), {"campaign": campaign.pk})
+    answer = client.post(reverse("evaluation:episode_keep", args=[episode.pk, "campaign"]), {"campaign": campaign.pk})
     assert f"No simulated feedback to compare with, not added: episode #{episode.pk}" in _said(answer)
     assert not campaign.items.exists()
 
 
 def test_it_copies_failing_tasks_into_a_task_set_with_their_provenance_once(client, operator_user, feedback_run):
     client.force_login(operator_user)
-    url = reverse("evaluation:run_to_task_set", args=[feedback_run.pk])
+    url = reverse("evaluation:run_keep", args=[feedback_run.pk, "task-set"])
     failing = Episode.objects.filter(run_episode__run=feedback_run, success=False).select_related("run_episode")
     client.post(url, {"which": "failing", "new_task_set": "Keepers"})
     kept = Task.objects.filter(task_set__name="Keepers")
