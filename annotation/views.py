@@ -170,7 +170,8 @@ def item_withdraw(request, pk: int, item_id: int):
         messages.error(request, f"Not withdrawn: {locked}.")
     else:
         messages.success(request, f"Item #{item_id} withdrawn from the campaign.")
-    return redirect(f"{reverse('annotation:campaign_detail', args=[pk])}?{request.POST.get('back', '')}")
+    back = request.POST.get("back", "")  # the list's filters and page, kept across the withdrawal
+    return redirect(reverse("annotation:campaign_detail", args=[pk]) + (f"?{back}" if back else ""))
 
 
 @require_GET
