@@ -154,6 +154,7 @@ def test_it_warns_of_a_short_pool_browses_withdraws_and_confirms_closing(browser
     # Defect: closing acted at once; now a confirmation page comes first.
     page.get_by_role("button", name="Close campaign").click()
     expect(page.locator("h1")).to_contain_text(f"Close “{campaign.name}”?")
+    _shots(page, "close-confirm")
     campaign.refresh_from_db()
     assert campaign.status == "open"
     page.get_by_role("button", name="Close the campaign").click()

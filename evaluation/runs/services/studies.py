@@ -5,6 +5,7 @@ with where it came from."""
 import json
 from dataclasses import dataclass, field
 
+from django.db import transaction
 from django.db.models import QuerySet
 from django.urls import reverse
 
@@ -65,12 +66,16 @@ def episodes_to_campaign(*, episodes: QuerySet[Episode], campaign_id: int | None
     episodes = list(episodes.select_related("task", "simulated_feedback", "run_episode__trial")[:MAX_EPISODES + 1])
     if len(episodes) > MAX_EPISODES:
         raise StudyError(f"more than {MAX_EPISODES} episodes at once; add one trial at a time")
-    campaign = _campaign_target(campaign_id, new_name, user)
     with_feedback = [episode for episode in episodes if _feedback_of(episode) is not None]
     without = [episode.pk for episode in episodes if _feedback_of(episode) is None]
-    added = conversations_add(campaign=campaign, conversations=[_conversation(e) for e in with_feedback]) \
-        if with_feedback else None
-    return StudyAdded(campaign=campaign, added=added, without_feedback=without)
+    with transaction.atomic():
+        campaign = _campaign_target(campaign_id, new_name, user)
+        added = conversations_add(campaign=campaign, conversations=[_conversation(e) for e in with_feedback]) \
+            if with_feedback else None
+        result = StudyAdded(campaign=campaign, added=added, without_feedback=without)
+        if not result.created and new_name.strip():
+            transaction.set_rollback(True)  # nothing added: no empty campaign left behind either
+    return result
 
 
 def _campaign_target(campaign_id: int | None, new_name: str, user):

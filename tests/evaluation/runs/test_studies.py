@@ -50,6 +50,8 @@ def test_it_names_an_episode_without_simulated_feedback_and_adds_nothing(
     answer = client.post(reverse("evaluation:episode_keep", args=[episode.pk, "campaign"]), {"campaign": campaign.pk})
     assert f"No simulated feedback to compare with, not added: episode #{episode.pk}" in _said(answer)
     assert not campaign.items.exists()
+    client.post(reverse("evaluation:episode_keep", args=[episode.pk, "campaign"]), {"new_campaign": "Empty"})
+    assert not Campaign.objects.filter(name="Empty").exists()  # nothing added, so no campaign made either
 
 
 def test_it_copies_failing_tasks_into_a_task_set_with_their_provenance_once(client, operator_user, feedback_run):
@@ -101,6 +103,7 @@ def test_it_adds_a_runs_failing_episodes_to_a_campaign_in_the_browser(browser_pa
     source = rows.first.get_by_role("link", name=re.compile(rf"run #{feedback_run.pk} · trial \d+ · episode #"))
     expect(rows.first.locator(".badge-scripted")).to_have_text("scripted feedback")
     expect(rows.first).to_contain_text("needs human feedback")
+    page.locator("#item-rows").screenshot(path="/tmp/annotation-shots/items-from-run-1280.png")
     source.click()  # the item's source: the episode it came from
     expect(page.locator("h1")).to_contain_text("Episode #")
     expect(page.locator("#study-forms")).to_be_visible()  # the episode page offers the same, for itself
