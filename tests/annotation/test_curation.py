@@ -170,3 +170,22 @@ def test_it_links_the_empty_state_to_the_runs_it_promises_conversations_from(cli
     client.force_login(operator_user)
     page = client.get(reverse("annotation:campaign_list")).content.decode()
     assert f'<a href="{reverse("evaluation:run_list")}">evaluation runs</a>' in page
+
+
+def test_it_edits_an_item_on_its_page_and_refuses_a_judged_one_with_the_reason(
+        client, operator_user, make_campaign, make_items, annotators):
+    campaign = make_campaign()
+    free, done = make_items(campaign, 2)
+    judged(done, annotators(1)[0])
+    client.force_login(operator_user)
+    edit = reverse("annotation:item_edit", args=[campaign.pk, free.pk])
+    form = {"simulated_feedback": "Reworded.", "language": "en", "task_format": "LiLo", "domain": "appliances"}
+    bad = client.post(edit, form | {"language": "english!"})
+    assert bad.status_code == 400 and "is not a language code" in bad.content.decode()
+    assert client.post(edit, form).status_code == 302
+    free.refresh_from_db()
+    assert (free.simulated_feedback, free.task_format) == ("Reworded.", "LiLo")
+    refused = client.get(reverse("annotation:item_edit", args=[campaign.pk, done.pk]), follow=True)
+    assert f"Not editable: item #{done.pk} has been judged by 1 annotator." in refused.content.decode()
+    refused = client.post(reverse("annotation:item_withdraw", args=[campaign.pk, done.pk]), follow=True)
+    assert f"Not withdrawn: item #{done.pk} has been judged" in refused.content.decode()
