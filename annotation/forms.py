@@ -2,7 +2,7 @@
 from django import forms
 from django.utils.text import slugify
 
-from annotation.models import Campaign
+from annotation.models import Campaign, Item
 from annotation.services import campaign_has_judgments, criteria_problem
 
 FROZEN_ONCE_JUDGED = ("criteria_text", "annotators_per_item", "allow_ties")
@@ -83,3 +83,13 @@ class CampaignFilterForm(forms.Form):
 class CampaignImportForm(forms.Form):
     file = forms.FileField(help_text="A campaign file exported from memweb (.jsonl).")
     name = forms.CharField(required=False, max_length=200, help_text="Optional: import under another name.")
+
+
+class ItemEditForm(forms.Form):
+    """An item's corrections before judging; services.item_update checks them as an upload row."""
+    task_description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    evaluation_context = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    simulated_feedback = forms.CharField(widget=forms.Textarea(attrs={"rows": 5}))
+    language = forms.CharField(max_length=16, help_text="A code such as en, zh or pt-BR.")
+    task_format = forms.ChoiceField(choices=Item.TaskFormat.choices)
+    domain = forms.CharField(max_length=64)

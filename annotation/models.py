@@ -140,6 +140,9 @@ class Item(models.Model):
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="items")
     source_ref = models.CharField(max_length=200, blank=True,
                                   help_text="Where the item came from (file row id, episode).")
+    # Set by the app that added the item (e.g. an evaluation run): annotation links back without knowing it.
+    source_label = models.CharField(max_length=200, blank=True, help_text="Readable origin, e.g. run and episode.")
+    source_url = models.CharField(max_length=500, blank=True, help_text="memweb page the item came from.")
     conversation = models.JSONField(default=list, help_text="[{role, content}, ...]")
     task_description = models.TextField(blank=True)
     evaluation_context = models.TextField(blank=True)
@@ -147,6 +150,9 @@ class Item(models.Model):
     human_feedback_author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                               on_delete=models.SET_NULL, related_name="+")
     simulated_feedback = models.TextField()
+    simulated_scripted = models.BooleanField(
+        default=False, help_text="The simulated feedback came from an offline (scripted/heuristic) backend; "
+        "shown to operators only, never to annotators.")
     language = models.CharField(max_length=16, db_index=True)
     task_format = models.CharField(max_length=4, choices=TaskFormat.choices, db_index=True)
     domain = models.CharField(max_length=64, db_index=True)

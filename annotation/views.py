@@ -2,16 +2,25 @@
 write feedback and judge blind pairs, addressed only by opaque tokens."""
 from django.contrib import messages
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Q
+from django.db.models import Count
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation import services
-from annotation.forms import SCORE_CHOICES, CampaignFilterForm, CampaignForm, CampaignImportForm, UploadForm
-from annotation.models import Assignment, Campaign, FeedbackTask, Reaction
+from annotation.forms import (
+    SCORE_CHOICES,
+    CampaignFilterForm,
+    CampaignForm,
+    CampaignImportForm,
+    ItemEditForm,
+    UploadForm,
+)
+from annotation.models import Assignment, Campaign, FeedbackTask, Item, Reaction
 from annotation.services.intake import FIELDS, REQUIRED
 from memweb.listing import Sorting, list_page, page_of, sorted_page
+from memweb.registry import study_sources
 from memweb.roles import Role, has_role, role_required
 
 PAGE_SIZE = 20
@@ -42,7 +51,7 @@ def campaign_list(request):
             campaigns = campaigns.filter(status=form.cleaned_data["status"])
     return list_page(request, rows=campaigns, template="annotation/campaign_list.html",
                      partial="annotation/_campaign_rows.html", per_page=PAGE_SIZE, sorting=CAMPAIGN_SORTING,
-                     context={"form": form, "import_form": CampaignImportForm()})
+                     context={"form": form, "import_form": CampaignImportForm(), "study_sources": study_sources()})
 
 
 @require_http_methods(["GET", "POST"])
@@ -79,16 +88,24 @@ def campaign_detail(request, pk: int):
     return render(request, "annotation/campaign_detail.html", context)
 
 
+ITEM_FILTERS = ("q", "language", "task_format", "domain", "stage")
+
+
 def _detail_context(request, campaign: Campaign, **extra) -> dict:
-    filters = {name: request.GET.get(name, "") for name in ("language", "task_format", "domain", "stage")}
-    items = services.items_filter(campaign=campaign, **filters).annotate(
-        judged=Count("assignments", filter=Q(assignments__status=Assignment.Status.COMPLETED)))
+    filters = {name: request.GET.get(name, "").strip() for name in ITEM_FILTERS}
+    items = services.items_browse(campaign=campaign, **filters)
     return {
-        "campaign": campaign, "progress": services.campaign_progress(campaign=campaign),
+        **_progress_context(campaign),
         **sorted_page(request, items, sorting=ITEM_SORTING, per_page=PAGE_SIZE), "filters": filters,
-        "facets": services.item_facets(campaign=campaign),
-        "upload_form": UploadForm(), "fields": FIELDS, "required": REQUIRED, **extra,
+        "stages": services.STAGES, "facets": services.item_facets(campaign=campaign),
+        "upload_form": UploadForm(), "fields": FIELDS, "required": REQUIRED, "study_sources": study_sources(),
+        **extra,
     }
+
+
+def _progress_context(campaign: Campaign) -> dict:
+    return {"campaign": campaign, "progress": services.campaign_progress(campaign=campaign),
+            "shortfall": services.campaign_shortfall(campaign=campaign)}
 
 
 @require_GET
@@ -96,21 +113,86 @@ def _detail_context(request, campaign: Campaign, **extra) -> dict:
 def campaign_progress(request, pk: int):
     """Polled by the detail page while the campaign is open."""
     campaign = get_object_or_404(Campaign, pk=pk)
-    context = {"campaign": campaign, "progress": services.campaign_progress(campaign=campaign)}
-    return render(request, "annotation/_progress.html", context)
+    return render(request, "annotation/_progress.html", _progress_context(campaign))
 
 
 @require_POST
 @role_required(Role.OPERATOR)
 def campaign_status(request, pk: int):
+    """Closing always asks first; opening asks first when the pool cannot finish the campaign."""
     campaign = get_object_or_404(Campaign, pk=pk)
+    status = request.POST.get("status", "")
+    if not request.POST.get("confirmed") and _needs_confirmation(campaign, status):
+        return render(request, "annotation/status_confirm.html", {**_progress_context(campaign), "status": status})
     try:
-        services.campaign_status_change(campaign=campaign, status=request.POST.get("status", ""))
+        services.campaign_status_change(campaign=campaign, status=status)
     except services.CampaignStateError as error:
         messages.error(request, f"Status: {error}")
     else:
         messages.success(request, f"The campaign is now {campaign.get_status_display().lower()}.")
     return redirect("annotation:campaign_detail", pk=campaign.pk)
+
+
+def _needs_confirmation(campaign: Campaign, status: str) -> bool:
+    if status == Campaign.Status.CLOSED:
+        return campaign.status == Campaign.Status.OPEN
+    return (status == Campaign.Status.OPEN and campaign.status != Campaign.Status.OPEN
+            and campaign.items.exists() and bool(services.campaign_shortfall(campaign=campaign)))
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(Role.OPERATOR)
+def item_edit(request, pk: int, item_id: int):
+    item = get_object_or_404(Item, pk=item_id, campaign_id=pk)
+    reason = services.item_lock_reason(item=item)
+    if reason:
+        messages.error(request, f"Not editable: {reason}.")
+        return redirect("annotation:campaign_detail", pk=pk)
+    form = ItemEditForm(request.POST or None, initial={name: getattr(item, name) for name in services.EDITABLE})
+    if request.method == "POST" and form.is_valid():
+        try:
+            problems = services.item_update(item=item, values=form.cleaned_data)
+        except services.ItemLocked as locked:
+            messages.error(request, f"Not saved: {locked}.")
+            return redirect("annotation:campaign_detail", pk=pk)
+        for name, problem in problems.items():
+            form.add_error(name if name in form.fields else None, problem)
+        if not problems:
+            messages.success(request, f"Item #{item.pk} saved.")
+            return redirect("annotation:campaign_detail", pk=pk)
+    context = {"campaign": item.campaign, "item": item, "form": form}
+    return render(request, "annotation/item_edit.html", context, status=400 if form.errors else 200)
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def item_withdraw(request, pk: int, item_id: int):
+    item = get_object_or_404(Item, pk=item_id, campaign_id=pk)
+    try:
+        services.item_withdraw(item=item)
+    except services.ItemLocked as locked:
+        messages.error(request, f"Not withdrawn: {locked}.")
+    else:
+        messages.success(request, f"Item #{item_id} withdrawn from the campaign.")
+    back = request.POST.get("back", "")  # the list's filters and page, kept across the withdrawal
+    return redirect(reverse("annotation:campaign_detail", args=[pk]) + (f"?{back}" if back else ""))
+
+
+@require_GET
+@role_required(Role.OPERATOR)
+def campaign_disagreements(request, pk: int):
+    campaign = get_object_or_404(Campaign, pk=pk)
+    rows = services.disagreements_list(campaign=campaign)
+    return render(request, "annotation/disagreements.html",
+                  {"campaign": campaign, "page": page_of(request, rows, per_page=PAGE_SIZE), "query": ""})
+
+
+@require_GET
+@role_required(Role.OPERATOR)
+def campaign_throughput(request, pk: int):
+    campaign = get_object_or_404(Campaign, pk=pk)
+    throughput = services.annotator_throughput(campaign=campaign)
+    return render(request, "annotation/throughput.html", {"campaign": campaign, "throughput": throughput})
 
 
 @require_POST

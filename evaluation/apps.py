@@ -32,6 +32,8 @@ class EvaluationConfig(AppConfig):
     erasure_hooks: tuple = (("evaluation_episodes", "evaluation.services.erasure.episode_memories_scrub"),)
     # A finished run's stored verdicts, for the A/A calibration command (evaluation core) to read.
     outcome_sources: tuple = (("runs", "evaluation.runs.services.run_outcomes"),)
+    # Linked from annotation campaigns: runs and episodes add their conversations to a campaign.
+    study_sources: tuple = (("Evaluation runs", "evaluation:run_list"),)
     # Read by memweb's load_demo: the runs' demo, which loads the core's (evaluation.demo) first.
     demo_module = "evaluation.runs.demo"
     role_permissions: dict = {

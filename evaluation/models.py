@@ -65,6 +65,8 @@ class Task(models.Model):
     error_kinds = models.JSONField(default=list, blank=True)
     summary = models.CharField(max_length=300, blank=True)
     spec = models.JSONField()
+    provenance = models.JSONField(default=dict, blank=True,
+                                  help_text="Where a copied task came from: {run, trial, episode, task}.")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

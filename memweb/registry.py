@@ -14,6 +14,7 @@ class attributes of its AppConfig and names functions by dotted path, resolved w
     job_kinds = (("orbs.bank_import", "orbs.services.transfer.bank_import_job"),)
     erasure_hooks = (("evaluation_episodes", "evaluation.services.erasure.episode_memories_scrub"),)
     history_kinds = ("orbs.services.history.REVIEW_EVENT",)
+    study_sources = (("Evaluation runs", "evaluation:run_list"),)
 
 A worker beat is called on every worker heartbeat with no arguments. A trajectory source is
 called as `source(domain=..., limit=...)` and returns trajectory dicts (orbs.schemas.TrajectoryIn)
@@ -27,6 +28,8 @@ An erasure hook is called as `hook(bank=..., orb_ids=[...])` inside a customer's
 many rows it changed, which the erasure's audit record counts under the hook's name.
 A history kind names a table whose rows join their bank's hash chain (orbs.services.history.HistoryKind
 describes it), so a memory above orbs has its records chained with the bank's.
+A study source is a page (label, URL name) from which conversations are added to annotation
+campaigns; annotation links to it without knowing the app behind it.
 """
 from collections.abc import Callable
 from importlib import import_module
@@ -34,6 +37,7 @@ from types import ModuleType
 
 from django.apps import apps
 from django.core.exceptions import ImproperlyConfigured
+from django.urls import reverse
 from django.utils.module_loading import import_string
 
 
@@ -100,3 +104,8 @@ def erasure_hooks() -> list[tuple[str, Callable[..., int]]]:
 def history_kinds() -> list:
     """The chained tables' kinds (orbs.services.history.HistoryKind), in app order."""
     return [import_string(path) for _, path in declared("history_kinds")]
+
+
+def study_sources() -> list[tuple[str, str]]:
+    """(label, URL) of every page that adds conversations to annotation campaigns."""
+    return [(label, reverse(url_name)) for label, url_name in declared_tuples("study_sources", (2,))]

@@ -11,14 +11,27 @@ from annotation.services.allocation import (
 )
 from annotation.services.campaigns import (
     CampaignStateError,
+    campaign_create_named,
     campaign_find,
     campaign_has_judgments,
     campaign_status_change,
+    campaigns_addable,
     criteria_problem,
     item_facets,
-    items_filter,
+)
+from annotation.services.curation import (
+    EDITABLE,
+    STAGES,
+    ConversationsAdded,
+    ItemLocked,
+    conversations_add,
+    item_lock_reason,
+    item_update,
+    item_withdraw,
+    items_browse,
 )
 from annotation.services.exports import judgment_records, records_render, result_records
+from annotation.services.insight import annotator_throughput, disagreements_list
 from annotation.services.intake import (
     ImportReport,
     RowProblem,
@@ -35,6 +48,7 @@ from annotation.services.judging import (
     judgment_submit,
     side_options,
 )
+from annotation.services.pool import Shortfall, annotator_pool, campaign_shortfall
 from annotation.services.quality import (
     OPERATOR_DECISIONS,
     attention_due,
@@ -54,12 +68,19 @@ from annotation.services.results import (
 from annotation.services.transfer import campaign_export_lines, campaign_export_render, campaign_import
 
 __all__ = [
+    "EDITABLE",
     "OPERATOR_DECISIONS",
+    "STAGES",
     "CampaignStateError",
+    "ConversationsAdded",
     "ImportReport",
+    "ItemLocked",
     "RowProblem",
+    "Shortfall",
     "SubmitError",
     "Submitted",
+    "annotator_pool",
+    "annotator_throughput",
     "assignment_active",
     "assignment_next",
     "assignment_open",
@@ -67,24 +88,32 @@ __all__ = [
     "attention_due",
     "campaign_action_fit",
     "campaign_action_pairs",
+    "campaign_create_named",
     "campaign_export_lines",
     "campaign_export_render",
     "campaign_find",
+    "campaigns_addable",
     "campaign_has_judgments",
     "campaign_import",
     "campaign_progress",
     "campaign_results",
+    "campaign_shortfall",
     "campaign_status_change",
     "campaigns_with_action_pairs",
+    "conversations_add",
     "conversations_compared",
     "criteria_problem",
+    "disagreements_list",
     "feedback_task_active",
     "feedback_task_next",
     "feedback_task_submit",
     "feedback_tasks_reclaim",
     "item_facets",
+    "item_lock_reason",
+    "item_update",
+    "item_withdraw",
     "items_available",
-    "items_filter",
+    "items_browse",
     "items_from_conversations",
     "items_import",
     "judgment_records",

@@ -47,19 +47,6 @@ def campaign_has_judgments(*, campaign: Campaign) -> bool:
     return campaign.assignments.filter(judgment__isnull=False).exists()
 
 
-def items_filter(*, campaign: Campaign, language: str = "", task_format: str = "", domain: str = "",
-                 stage: str = ""):
-    items = campaign.items.all()
-    for name, value in (("language", language), ("task_format", task_format), ("domain", domain)):
-        if value:
-            items = items.filter(**{name: value})
-    if stage == "needs_feedback":
-        items = items.filter(human_feedback="")
-    elif stage == "ready":
-        items = items.exclude(human_feedback="")
-    return items.order_by("pk")
-
-
 def item_facets(*, campaign: Campaign) -> dict[str, list[str]]:
     """The distinct values for the item filters."""
     items = campaign.items.all()
@@ -75,3 +62,19 @@ def campaign_find(*, campaign_id: int) -> Campaign | None:
 def campaigns_open_count() -> int:
     """For the home page's live counts."""
     return Campaign.objects.filter(status=Campaign.Status.OPEN).count()
+
+
+def campaigns_addable():
+    """Campaigns that take new items (draft or open), for other apps' pickers."""
+    return Campaign.objects.exclude(status=Campaign.Status.CLOSED).order_by("name")
+
+
+def campaign_create_named(*, name: str, user) -> Campaign:
+    """A draft campaign with the study's default settings, for other apps' "new campaign" choice."""
+    name = name.strip()
+    max_length = Campaign._meta.get_field("name").max_length
+    if not name or len(name) > max_length:
+        raise CampaignStateError(f"give the new campaign a name of 1 to {max_length} characters")
+    if Campaign.objects.filter(name=name).exists():
+        raise CampaignStateError(f"a campaign named “{name}” exists already; choose it from the list")
+    return Campaign.objects.create(name=name, created_by=user if getattr(user, "is_authenticated", False) else None)

@@ -23,7 +23,8 @@ MAX_MESSAGES = 500
 FIELDS = (
     "source_ref", "conversation", "task_description", "evaluation_context", "human_feedback",
     "simulated_feedback", "language", "task_format", "domain", "is_gold", "gold_expected", "is_attention",
-    "simulated_score", "simulated_action", "simulated_like_probability",
+    "simulated_score", "simulated_action", "simulated_like_probability", "simulated_scripted",
+    "source_label", "source_url",
 )
 REQUIRED = ("conversation", "simulated_feedback", "language", "task_format", "domain")
 _LANGUAGE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
@@ -196,6 +197,9 @@ def _row_values(campaign: Campaign, row: int, record: dict, errors: _RowErrors) 
         "simulated_score": _score(row, record.get("simulated_score"), errors),
         "simulated_action": _reaction(row, record.get("simulated_action"), errors),
         "simulated_like_probability": _probability(row, record.get("simulated_like_probability"), errors),
+        "simulated_scripted": _boolean(row, record.get("simulated_scripted"), errors, name="simulated_scripted"),
+        "source_label": _text(row, record, "source_label", errors, limit=200),
+        "source_url": _local_url(row, record, errors),
     }
     checked = values["is_gold"] or values["is_attention"]
     values["gold_expected"] = _gold_expected(campaign, row, record.get("gold_expected"), checked, errors)
@@ -250,6 +254,15 @@ def _text(row: int, record: dict, name: str, errors: _RowErrors, limit: int = MA
     if len(value) > limit:
         errors.add(row, name, f"longer than {limit} characters")
     return value.strip()
+
+
+def _local_url(row: int, record: dict, errors: _RowErrors) -> str:
+    """Only a path on this memweb: the page links it, so another scheme (javascript:) or host is refused."""
+    url = _text(row, record, "source_url", errors, limit=500)
+    if url and (not url.startswith("/") or url.startswith("//") or any(char.isspace() for char in url)):
+        errors.add(row, "source_url", "must be a path on this memweb, starting with a single /")
+        return ""
+    return url
 
 
 def _conversation(row: int, value, errors: _RowErrors) -> list:

@@ -4,11 +4,13 @@ import json
 
 from django import forms
 
+from annotation.services import campaigns_addable
 from evaluation.configs import AgentBackend, AgentConfig, CustomerBackend, CustomerConfig, MemoryKind
 from evaluation.models import Domain, Split, TaskSet
 from evaluation.runs.models import EvaluationRun, FeedbackMemory, ReviewGate, RunPreset
 from evaluation.runs.services import MAX_CONCURRENCY, MAX_TRIALS, DMRMParams, RunLaunchError, RunSpec
 from evaluation.runs.services.spec import PRESETS, DMRMWriteTiming
+from evaluation.runs.services.studies import SELECTIONS
 from evaluation.services import BUILTIN_SET
 from evaluation.shop.errors import ERROR_KINDS
 from orbs.dmrm.services import StateMatch, Suppression
@@ -225,3 +227,53 @@ class FeedbackCurveForm(forms.Form):
 
     batch_size = forms.IntegerField(min_value=1, required=False, label="Feedback logs per batch",
                                     help_text="Empty: the run's task count (one trial's logs per batch).")
+
+
+class _EpisodeTargetForm(forms.Form):
+    """Where a run's (or an episode's) episodes go: an existing target or a new one by name, not both."""
+
+    which = forms.ChoiceField(choices=SELECTIONS, required=False, initial="failing", label="Episodes")
+    trial = forms.IntegerField(min_value=1, required=False, label="Trial")
+    existing_field, new_field, noun = "", "", ""
+
+    def clean(self):
+        cleaned = super().clean()
+        existing, new = cleaned.get(self.existing_field), (cleaned.get(self.new_field) or "").strip()
+        if not existing and not new:
+            self.add_error(self.existing_field, f"choose a {self.noun}, or name a new one")
+        elif existing and new:
+            self.add_error(self.new_field, f"either choose a {self.noun} or name a new one, not both")
+        if cleaned.get("which") == "trial" and cleaned.get("trial") is None:
+            self.add_error("trial", "give the trial's number")
+        return cleaned
+
+    def problems(self) -> str:
+        return "; ".join(f"{self.fields[name].label if name in self.fields else name}: {' '.join(errors)}"
+                         for name, errors in self.errors.items())
+
+
+class CampaignTargetForm(_EpisodeTargetForm):
+    campaign = forms.TypedChoiceField(coerce=int, required=False, empty_value=None, label="Campaign")
+    new_campaign = forms.CharField(required=False, max_length=200, label="or a new campaign")
+    existing_field, new_field, noun = "campaign", "new_campaign", "campaign"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["campaign"].choices = [("", "choose…"), *(
+            (campaign.pk, f"{campaign.name} ({campaign.get_status_display().lower()})")
+            for campaign in campaigns_addable())]
+
+
+class TaskSetTargetForm(_EpisodeTargetForm):
+    task_set = forms.ChoiceField(required=False, label="Task set")
+    new_task_set = forms.CharField(required=False, max_length=100, label="or a new task set")
+    existing_field, new_field, noun = "task_set", "new_task_set", "task set"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["task_set"].choices = [("", "choose…"), *(
+            (name, name) for name in TaskSet.objects.filter(is_builtin=False).values_list("name", flat=True))]
+
+    @property
+    def task_set_name(self) -> str:
+        return self.cleaned_data["task_set"] or self.cleaned_data["new_task_set"].strip()

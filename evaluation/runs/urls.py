@@ -1,7 +1,7 @@
 """Pages of evaluation runs, appended to evaluation/urls.py (app_name "evaluation")."""
 from django.urls import path
 
-from evaluation.runs import views
+from evaluation.runs import study_views, views
 
 urlpatterns = [
     path("runs/", views.run_list, name="run_list"),
@@ -15,6 +15,10 @@ urlpatterns = [
     path("runs/<int:run_id>/retry/", views.run_retry_view, name="run_retry"),
     path("runs/<int:run_id>/feedback-curves/", views.feedback_curve_launch_view, name="feedback_curve_launch"),
     path("runs/feedback-curves/<int:curve_id>/", views.feedback_curve_detail, name="feedback_curve"),
+    path("runs/<int:run_id>/to-study/", study_views.run_study_forms, name="run_study_forms"),
+    path("runs/<int:run_id>/keep/<slug:target>/", study_views.run_keep, name="run_keep"),
+    path("episodes/<int:episode_id>/to-study/", study_views.episode_study_forms, name="episode_study_forms"),
+    path("episodes/<int:episode_id>/keep/<slug:target>/", study_views.episode_keep, name="episode_keep"),
     path("runs/<int:run_id>/export.json", views.run_export_json_view, name="run_export_json"),
     path("runs/<int:run_id>/export.csv", views.run_export_csv_view, name="run_export_csv"),
 ]

@@ -13,7 +13,10 @@ from evaluation.services.memory_effects import bank_effects_rank, bank_harmful_f
 from evaluation.services.task_sets import (
     BUILTIN_SET,
     ImportReport,
+    TaskCopyError,
+    TasksCopied,
     task_summary,
+    tasks_copy_into,
     tasks_export_jsonl,
     tasks_filtered,
     tasks_fingerprint,
@@ -26,4 +29,5 @@ __all__ = [
     "episode_ref", "episode_run", "episode_save", "episodes_save",
     "episode_simulate", "episode_trajectory", "task_summary", "taskset_builtin_load", "tasks_export_jsonl",
     "orb_effects_compute", "tasks_filtered", "tasks_fingerprint", "tasks_import_jsonl",
+    "TaskCopyError", "TasksCopied", "tasks_copy_into",
 ]

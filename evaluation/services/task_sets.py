@@ -168,3 +168,42 @@ def _upsert(task_set: TaskSet, found: Task | None, spec: dict, report: ImportRep
         setattr(found, name, value)
     found.save(update_fields=list(fields))
     report.updated += 1
+
+
+@dataclass
+class TasksCopied:
+    task_set: TaskSet
+    created: list[str] = field(default_factory=list)
+    duplicates: list[str] = field(default_factory=list)
+
+
+class TaskCopyError(ValueError):
+    pass
+
+
+@transaction.atomic
+def tasks_copy_into(*, task_set_name: str, copies: list[tuple[dict, dict]]) -> TasksCopied:
+    """Each (spec, provenance) becomes a task of the set named, which is created when new. A task
+    whose id the set holds already is refused (named in `duplicates`), never overwritten."""
+    task_set = _copy_target(task_set_name)
+    copied = TasksCopied(task_set=task_set)
+    held = set(task_set.tasks.values_list("external_id", flat=True))
+    for spec, provenance in copies:
+        if spec["id"] in held:
+            copied.duplicates.append(spec["id"])
+            continue
+        Task.objects.create(task_set=task_set, external_id=spec["id"], provenance=provenance, **_task_fields(spec))
+        held.add(spec["id"])
+        copied.created.append(spec["id"])
+    return copied
+
+
+def _copy_target(name: str) -> TaskSet:
+    name = name.strip()
+    max_length = TaskSet._meta.get_field("name").max_length
+    if not name or len(name) > max_length:
+        raise TaskCopyError(f"give the task set a name of 1 to {max_length} characters")
+    task_set, _ = TaskSet.objects.get_or_create(name=name, defaults={"description": "Tasks kept from evaluation runs."})
+    if task_set.is_builtin:
+        raise TaskCopyError(f"{name} is the built-in set and stays as shipped; choose another set")
+    return task_set

@@ -19,6 +19,7 @@ def item_fields(**overrides) -> dict:
         "simulated_feedback": "The answer ignored the warranty coverage.",
         "language": "en", "task_format": "SiSo", "domain": "appliances",
         "is_attention": False, "simulated_score": None, "simulated_action": "", "simulated_like_probability": None,
+        "simulated_scripted": False, "source_label": "", "source_url": "",
     }
     return fields | overrides
 

@@ -116,3 +116,73 @@ def test_it_excludes_an_annotator_and_takes_it_back(browser_page, live_server, o
     page.wait_for_function("!document.querySelector(\"tr[data-annotator='demo-always-a']\").classList.contains('row-excluded')")
     after = page.get_by_role("table", name="Agreement per criterion").locator("tbody tr").first.inner_text()
     assert after == before  # the same judgments count again
+
+
+def _shots(page, name: str) -> None:
+    """Desktop and phone screenshots for a person to look at; the page must not scroll sideways."""
+    for width in (1440, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.wait_for_timeout(200)
+        page.screenshot(path=f"/tmp/annotation-shots/{name}-{width}.png", full_page=True)
+        assert page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth") <= 0, \
+            f"{name} scrolls sideways at {width}px"
+    page.set_viewport_size({"width": 1280, "height": 860})
+
+
+def test_it_warns_of_a_short_pool_browses_withdraws_and_confirms_closing(browser_page, live_server, make_campaign,
+                                                                      make_items, annotators, operator_user):
+    from playwright.sync_api import expect
+
+    ann, bob, cy = annotators(3)
+    campaign = make_campaign(annotators_per_item=3)
+    leaking, broken = make_items(campaign, 2, human_feedback_author=ann)
+    from annotation.models import Item
+    Item.objects.filter(pk=broken.pk).update(conversation=[{"role": "user", "content": "The dryer is broken."}])
+    page = browser_page
+    login(page, live_server, operator_user)
+    page.goto(live_server.url + reverse("annotation:campaign_detail", args=[campaign.pk]))
+    # Defect: writer exclusion with N = the pool left items short with no explanation.
+    warning = page.locator("#campaign-progress #shortfall")
+    expect(warning).to_contain_text("cannot finish with the annotators it has")
+    expect(warning.locator(f"li[data-item='{leaking.pk}']")).to_contain_text(f"{bob.username}, {cy.username}")
+    _shots(page, "campaign-shortfall")
+    page.get_by_label("Search").fill("dryer")  # browse/search over the conversation text
+    expect(page.locator("#item-rows tbody tr")).to_have_count(1)
+    page.get_by_role("button", name=f"Withdraw item {broken.pk}").click()
+    expect(page.locator(".messages")).to_contain_text(f"Item #{broken.pk} withdrawn")
+    assert list(campaign.items.values_list("pk", flat=True)) == [leaking.pk]
+    # Defect: closing acted at once; now a confirmation page comes first.
+    page.get_by_role("button", name="Close campaign").click()
+    expect(page.locator("h1")).to_contain_text(f"Close “{campaign.name}”?")
+    _shots(page, "close-confirm")
+    campaign.refresh_from_db()
+    assert campaign.status == "open"
+    page.get_by_role("button", name="Close the campaign").click()
+    expect(page.locator(".messages")).to_contain_text("The campaign is now closed")
+
+
+def test_it_shows_disagreements_with_votes_and_throughput_per_annotator(browser_page, live_server, make_campaign,
+                                                                       make_items, annotators, operator_user):
+    from playwright.sync_api import expect
+
+    from tests.annotation.test_curation import judged
+
+    campaign = make_campaign()
+    unanimous, split = make_items(campaign, 2)
+    ann, bob = annotators(2)
+    for person in (ann, bob):
+        judged(unanimous, person)
+    judged(split, ann)
+    judged(split, bob, overall_quality="simulated")
+    page = browser_page
+    login(page, live_server, operator_user)
+    page.goto(live_server.url + reverse("annotation:campaign_disagreements", args=[campaign.pk]))
+    cards = page.locator("section[data-item]")
+    expect(cards).to_have_count(1)
+    expect(cards.first.locator("tr.split")).to_contain_text(f"{ann.username}: human, {bob.username}: simulated")
+    _shots(page, "disagreements")
+    page.goto(live_server.url + reverse("annotation:campaign_throughput", args=[campaign.pk]))
+    expect(page.locator(f"tr[data-annotator='{bob.username}']")).to_contain_text("2")
+    lines = page.evaluate("Chart.getChart(document.getElementById('throughput-chart')).data.datasets.map(d => d.label)")
+    assert lines == sorted([ann.username, bob.username])
+    _shots(page, "throughput")

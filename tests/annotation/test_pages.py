@@ -119,10 +119,10 @@ def test_it_opens_and_closes_a_campaign(client, make_campaign, make_items, opera
     campaign.refresh_from_db()
     assert campaign.status == Campaign.Status.DRAFT  # no items yet
     make_items(campaign, 1)
-    client.post(url, {"status": "open"})
+    client.post(url, {"status": "open", "confirmed": "yes"})  # confirmed: no annotator exists yet
     campaign.refresh_from_db()
     assert campaign.status == Campaign.Status.OPEN
-    client.post(url, {"status": "closed"})
+    client.post(url, {"status": "closed", "confirmed": "yes"})
     campaign.refresh_from_db()
     assert campaign.status == Campaign.Status.CLOSED
 

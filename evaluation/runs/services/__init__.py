@@ -52,6 +52,15 @@ from evaluation.runs.services.spec import (
     RunSpec,
     run_spec_parse,
 )
+from evaluation.runs.services.studies import (
+    MAX_EPISODES,
+    SELECTIONS,
+    StudyAdded,
+    StudyError,
+    episodes_to_campaign,
+    episodes_to_task_set,
+    run_episodes_select,
+)
 from evaluation.runs.services.transfer import (
     RunImportError,
     run_export_csv,
@@ -72,4 +81,6 @@ __all__ = [
     "run_retry_errors", "run_spec_parse", "run_start", "run_sweep", "run_watch", "runs_comparable_check",
     "runs_compare", "runs_count_active", "runs_filtered", "runs_plan_trials", "runs_sweep", "runs_watch_overdue", "trial_finish",
     "watch_interval", "window_fill",
+    "MAX_EPISODES", "SELECTIONS", "StudyAdded", "StudyError", "episodes_to_campaign", "episodes_to_task_set",
+    "run_episodes_select",
 ]

@@ -1,0 +1,134 @@
+"""From runs to studies: the run page's and the episode page's "add to an annotation campaign"
+and "add to a task set" (operators only). The forms load into those pages with htmx."""
+from django.contrib import messages
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from evaluation.models import Episode
+from evaluation.runs.forms import CampaignTargetForm, TaskSetTargetForm
+from evaluation.runs.models import EvaluationRun
+from evaluation.runs.services import (
+    MAX_EPISODES,
+    StudyAdded,
+    StudyError,
+    episodes_to_campaign,
+    episodes_to_task_set,
+    run_episodes_select,
+)
+from evaluation.services import TaskCopyError
+from memweb.roles import Role, role_required
+
+SHOWN_IDS = 10  # ids named in a message; the count covers the rest
+
+
+@require_GET
+@role_required(Role.OPERATOR)
+def run_study_forms(request, run_id: int):
+    run = get_object_or_404(EvaluationRun, pk=run_id)
+    return _forms(request, {"run": run, "trials": range(1, run.trials + 1)})
+
+
+@require_GET
+@role_required(Role.OPERATOR)
+def episode_study_forms(request, episode_id: int):
+    return _forms(request, {"episode": get_object_or_404(Episode, pk=episode_id)})
+
+
+def _forms(request, context: dict):
+    context |= {"campaign_form": CampaignTargetForm(auto_id="campaign-%s"),
+                "task_set_form": TaskSetTargetForm(auto_id="task-set-%s"),
+                "max_episodes": MAX_EPISODES}
+    return render(request, "evaluation/runs/_to_study.html", context)
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def run_keep(request, run_id: int, target: str):
+    """The run's selected episodes into a campaign or a task set (`target`)."""
+    run = get_object_or_404(EvaluationRun, pk=run_id)
+    return _keeper(target)(request, run, _of_run(run))
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def episode_keep(request, episode_id: int, target: str):
+    episode = get_object_or_404(Episode, pk=episode_id)
+    return _keeper(target)(request, episode, _of_episode(episode))
+
+
+def _keeper(target: str):
+    keepers = {"campaign": _to_campaign, "task-set": _to_task_set}
+    if target not in keepers:
+        raise Http404(f"nothing to add episodes to called {target!r}")
+    return keepers[target]
+
+
+def _of_run(run: EvaluationRun):
+    """The run's episodes the posted form selects (failing ones unless it says otherwise)."""
+    return lambda form: run_episodes_select(run=run, which=form.cleaned_data["which"] or "failing",
+                                            trial=form.cleaned_data["trial"])
+
+
+def _of_episode(episode: Episode):
+    return lambda form: Episode.objects.filter(pk=episode.pk)
+
+
+def _to_campaign(request, source, episodes_of):
+    """Back to the source page with the reason on any refusal; to the campaign once items were added."""
+    form = CampaignTargetForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"Nothing added to a campaign: {form.problems()}")
+        return redirect(source)
+    try:
+        result = episodes_to_campaign(episodes=episodes_of(form), campaign_id=form.cleaned_data["campaign"],
+                                      new_name=form.cleaned_data["new_campaign"], user=request.user)
+    except StudyError as error:
+        messages.error(request, f"Nothing added to a campaign: {error}")
+        return redirect(source)
+    _campaign_messages(request, result)
+    if result.created:
+        return redirect("annotation:campaign_detail", pk=result.campaign.pk)
+    return redirect(source)
+
+
+def _campaign_messages(request, result: StudyAdded) -> None:
+    name = result.campaign.name
+    report = result.added.report if result.added else None
+    if report and not report.ok:
+        problems = "; ".join(f"row {p.row} {p.field}: {p.reason}" for p in report.problems[:SHOWN_IDS])
+        messages.error(request, f"Nothing added to “{name}”: {problems}")
+    elif result.created:
+        messages.success(request, f"Added {result.created} conversation{'s' if result.created != 1 else ''} to "
+                                  f"“{name}”. Annotators write their human feedback first; each then goes to "
+                                  "pairwise judging against the episode's simulated feedback.")
+    if result.added and result.added.duplicates:
+        messages.warning(request, f"Already in “{name}”, not added again: {_named(result.added.duplicates)}.")
+    if result.without_feedback:
+        messages.warning(request, "No simulated feedback to compare with, not added: episode "
+                                  f"{_named([f'#{pk}' for pk in result.without_feedback])}. Generate it on the "
+                                  "episode's page, or run with simulated feedback on.")
+
+
+def _to_task_set(request, source, episodes_of):
+    form = TaskSetTargetForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"No task copied: {form.problems()}")
+        return redirect(source)
+    try:
+        copied = episodes_to_task_set(episodes=episodes_of(form), task_set_name=form.task_set_name)
+    except (StudyError, TaskCopyError) as error:
+        messages.error(request, f"No task copied: {error}")
+        return redirect(source)
+    if copied.created:
+        messages.success(request, f"Copied {len(copied.created)} task{'s' if len(copied.created) != 1 else ''} into "
+                                  f"the task set “{copied.task_set.name}”: {_named(copied.created)}.")
+    if copied.duplicates:
+        level = messages.warning if copied.created else messages.error
+        level(request, f"Already in “{copied.task_set.name}”, not copied again: {_named(copied.duplicates)}.")
+    return redirect(source)
+
+
+def _named(names: list[str]) -> str:
+    shown = ", ".join(names[:SHOWN_IDS])
+    return shown + (f" and {len(names) - SHOWN_IDS} more" if len(names) > SHOWN_IDS else "")
