@@ -25,14 +25,14 @@ _BOUNDS = {"greater than or equal to": "at least", "less than or equal to": "at 
 
 @dataclass(frozen=True)
 class Problem:
-    """A sentence about one field: `before` + the field (shown as code) + `after`."""
+    """A sentence about fields: `before` + the fields (shown as code) + `after`."""
 
     before: str
-    field: str
+    fields: tuple[str, ...]
     after: str
 
     def __str__(self) -> str:
-        return f"{self.before}`{self.field}`{self.after}" if self.field else self.before + self.after
+        return self.before + ", ".join(f"`{name}`" for name in self.fields) + self.after
 
 
 @dataclass(frozen=True)
@@ -81,23 +81,43 @@ def _reworded(message: str) -> tuple[str, str] | None:
 def problem_sentence(field: str, message: str) -> Problem:
     """A validator's (field, message) as one sentence about the field."""
     if field in WHOLE_RECORD:
-        return Problem(message, "", "")
+        return Problem(message, (), "")
     reworded = _reworded(message)
     if reworded is not None:
-        return Problem(reworded[0], field_path(field), reworded[1])
+        return Problem(reworded[0], (field_path(field),), reworded[1])
     text = message.removeprefix("Value error, ")
     # Many checks word their message to follow the field's name ("is not the Orb's id").
     joint = " " if re.match(r"(is|are|does|do|must|has|have|refers|cannot|should)\b", text) else ": "
-    return Problem("", field_path(field), joint + text)
+    return Problem("", (field_path(field),), joint + text)
+
+
+_LISTS = {"missing field ": "missing fields ", "unknown field ": "unknown fields "}
+
+
+def _merged(problems: list[Problem]) -> list[Problem]:
+    """A record's missing (or unknown) fields as one problem naming them all, where the first was."""
+    merged: list[Problem] = []
+    for problem in problems:
+        same = next((i for i, seen in enumerate(merged) if problem.before in _LISTS and not problem.after
+                     and seen.before in (problem.before, _LISTS[problem.before]) and not seen.after), None)
+        if same is None:
+            merged.append(problem)
+        else:
+            merged[same] = Problem(_LISTS[problem.before], merged[same].fields + problem.fields, "")
+    return merged
 
 
 def problem_report(problems: Iterable[tuple[str, str, str]], *, max_records: int = MAX_RECORDS,
                    max_per_record: int = MAX_PER_RECORD) -> ProblemReport:
     """(record, field, message) triples grouped by record in the order first seen, capped."""
     grouped: dict[str, list[Problem]] = {}
+    total = 0
     for record, field, message in problems:
         grouped.setdefault(record, []).append(problem_sentence(field, message))
-    shown = tuple(RecordProblems(record, tuple(found[:max_per_record]), max(len(found) - max_per_record, 0))
-                  for record, found in list(grouped.items())[:max_records])
-    return ProblemReport(records=shown, more_records=max(len(grouped) - max_records, 0),
-                         total=sum(map(len, grouped.values())), record_count=len(grouped))
+        total += 1
+    shown = []
+    for record, found in list(grouped.items())[:max_records]:
+        found = _merged(found)
+        shown.append(RecordProblems(record, tuple(found[:max_per_record]), max(len(found) - max_per_record, 0)))
+    return ProblemReport(records=tuple(shown), more_records=max(len(grouped) - max_records, 0), total=total,
+                         record_count=len(grouped))
