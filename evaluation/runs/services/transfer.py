@@ -199,7 +199,7 @@ def _episode_label(index: int, data: dict) -> str:
     episodes = data.get("episodes")
     line = episodes[index] if isinstance(episodes, list) and index < len(episodes) else None
     given = line if isinstance(line, dict) else {}
-    about = ", ".join(f"{name} {given[name]}" for name in ("task_id", "trial")
+    about = ", ".join(f"{word} {given[name]}" for name, word in (("task_id", "task"), ("trial", "trial"))
                       if isinstance(given.get(name), str | int))
     return f"episode {index + 1}" + (f" ({about})" if about else "")
 

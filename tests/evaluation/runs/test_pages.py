@@ -202,7 +202,8 @@ def test_a_bad_run_file_is_reported_per_episode(operator, two_runs):
     upload.name = "run.json"
     page = operator.post(reverse("evaluation:run_import"), {"file": upload}).content.decode()
     second = data["episodes"][1]
-    assert f"<strong>episode 2 (task_id {second['task_id']})</strong>: <code>trial</code> must be a whole number" in page
+    assert (f"<strong>episode 2 (task {second['task_id']}, trial x)</strong>: <code>trial</code> must be a whole number"
+            in page)
     assert "<strong>episode 3 (trial 1)</strong>: missing field <code>task_id</code>" in page
 
 
