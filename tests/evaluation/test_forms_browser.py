@@ -14,79 +14,59 @@ from tests.browser import login
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def _task_import(page, url):
-    page.goto(url(reverse("evaluation:task_import")))
-    page.get_by_label("Task set name").fill("mine")
-    page.get_by_label("…or paste JSONL").fill("not json")
-    page.get_by_role("button", name="Validate and import").click()
-    return page.locator(".problem-report"), "task on line 1: not valid JSON"
+def _task_page() -> str:
+    return reverse("evaluation:task_detail", args=[Task.objects.order_by("pk").first().pk])
 
 
-def _task_play(page, url):
-    page.goto(url(reverse("evaluation:task_detail", args=[Task.objects.order_by("pk").first().pk])))
-    page.get_by_label("Max turns").fill("0")
-    page.get_by_role("button", name="Play episode").click()
-    return page.locator(".field-error"), "greater than or equal to 1"
-
-
-def _run_launch(page, url):
-    page.goto(url(reverse("evaluation:run_new")))
-    page.get_by_label("Name", exact=True).fill("")
-    page.get_by_label("Task ids").fill("no-such-task")
-    page.get_by_role("button", name="Launch run").click()
-    # Both at once: the form's own check (name) and the launch's check (task ids), not in two rounds.
-    expect(page.locator(".field-error", has_text="Name")).to_contain_text("This field is required")
-    return page.locator(".field-error", has_text="Task ids"), "no-such-task"
-
-
-def _run_import(page, url):
-    page.goto(url(reverse("evaluation:run_import")))
-    page.get_by_label("Run JSON").set_input_files(files=[{"name": "run.json", "mimeType": "application/json",
-                                                          "buffer": b"{not json"}])
-    page.get_by_role("button", name="Import").click()
-    return page.locator(".field-error"), "The file is not JSON"
-
-
-def _run_plan(page, url):
-    page.goto(url(reverse("evaluation:run_plan")))
-    page.get_by_label("Effect to detect (points)").fill("0")
-    page.get_by_role("button", name="Plan").click()
-    return page.locator("#plan-result"), "greater than or equal to 0.1"
-
-
-def _learning_curve(page, url):
+def _finished_feedback_run() -> str:
     run = EvaluationRun.objects.create(name="finished", status=EvaluationRun.Status.COMPLETED, feedback_enabled=True,
                                        trials=1, task_pks=[1])
-    page.goto(url(run.get_absolute_url()))
-    page.get_by_label("Feedback logs per batch").fill("0")
-    page.get_by_role("button", name="Measure a learning curve").click()
-    return page.locator(".flash-error"), "greater than or equal to 1"
+    return run.get_absolute_url()
 
 
-def _calibration(page, url):
-    page.goto(url(reverse("evaluation:feedback_calibration")))
-    page.get_by_label("Score distribution p(S), S = 1..10").fill("1, 2")
-    page.get_by_role("button", name="Save parameters").click()
-    return page.locator(".field-error"), "Give exactly 10 weights"
+NOT_JSON = {"name": "run.json", "mimeType": "application/json", "buffer": b"{not json"}
+# form: (its page, what is typed (a file for a file field), the button, where the message shows, what it says).
+FORMS = {
+    "task import": (lambda: reverse("evaluation:task_import"), {"Task set name": "mine", "…or paste JSONL": "not json"},
+                    "Validate and import", ".problem-report", ["task on line 1: not valid JSON"]),
+    "task play": (_task_page, {"Max turns": "0"}, "Play episode", ".field-error", ["greater than or equal to 1"]),
+    # Both at once: the form's own check (name) and the launch's (task ids), not in two rounds.
+    "run launch": (lambda: reverse("evaluation:run_new"), {"Name": "", "Task ids": "no-such-task"}, "Launch run",
+                   ".field-error", ["This field is required", "no-such-task"]),
+    "run import": (lambda: reverse("evaluation:run_import"), {"Run JSON": NOT_JSON}, "Import", ".field-error",
+                   ["The file is not JSON"]),
+    "run planner": (lambda: reverse("evaluation:run_plan"), {"Effect to detect (points)": "0"}, "Plan",
+                    "#plan-result", ["greater than or equal to 0.1"]),
+    "learning curve": (_finished_feedback_run, {"Feedback logs per batch": "0"}, "Measure a learning curve",
+                       ".flash-error", ["greater than or equal to 1"]),
+    "calibration": (lambda: reverse("evaluation:feedback_calibration"),
+                    {"Score distribution p(S), S = 1..10": "1, 2"}, "Save parameters", ".field-error",
+                    ["Give exactly 10 weights"]),
+    "feedback profile": (lambda: reverse("evaluation:feedback_profile_new"), {}, "Create profile", ".field-error",
+                         ["This field is required"]),
+}
 
 
-def _profile(page, url):
-    page.goto(url(reverse("evaluation:feedback_profile_new")))
-    page.get_by_role("button", name="Create profile").click()
-    return page.locator(".field-error").first, "This field is required"
-
-
-FORMS = {"task import": _task_import, "task play": _task_play, "run launch": _run_launch, "run import": _run_import,
-         "run planner": _run_plan, "learning curve": _learning_curve, "calibration": _calibration,
-         "feedback profile": _profile}
+NEEDS_TASKS = {"task play", "run launch"}
 
 
 @pytest.mark.parametrize("form", list(FORMS))
-def test_it_answers_bad_input_on_every_form_with_a_message(form, browser_page, live_server, builtin, operator_user):
-    login(browser_page, live_server, operator_user)
-    message, text = FORMS[form](browser_page, lambda path: live_server.url + path)
-    expect(message).to_be_visible()
-    expect(message).to_contain_text(text)
+def test_it_answers_bad_input_on_every_form_with_a_message(form, request, browser_page, live_server, operator_user):
+    if form in NEEDS_TASKS:
+        request.getfixturevalue("builtin")
+    page_of, typed, button, where, says = FORMS[form]
+    page = browser_page
+    login(page, live_server, operator_user)
+    page.goto(live_server.url + page_of())
+    for label, value in typed.items():
+        field = page.get_by_label(label, exact=True)
+        if isinstance(value, dict):
+            field.set_input_files(files=[value])
+        else:
+            field.fill(value)
+    page.get_by_role("button", name=button).click()
+    expect(page.locator(where).first).to_be_visible()
+    expect(page.locator(where)).to_contain_text(says)
 
 
 def _bad_tasks(shop_tasks) -> bytes:
@@ -95,8 +75,8 @@ def _bad_tasks(shop_tasks) -> bytes:
     return "\n".join([json.dumps({"id": "foo", "domain": "clothing"}), json.dumps(wrong_tool), "{oops"]).encode()
 
 
-def test_it_shows_a_bad_task_files_report_beside_the_form_grouped_per_task(browser_page, live_server, builtin,
-                                                                          operator_user, shop_tasks):
+def test_it_shows_a_bad_task_files_report_beside_the_form_grouped_per_task(browser_page, live_server, operator_user,
+                                                                          shop_tasks):
     page = browser_page
     login(page, live_server, operator_user)
     for width in (1440, 390):
