@@ -80,12 +80,12 @@ def _reworded(message: str) -> tuple[str, str] | None:
 
 def problem_sentence(field: str, message: str) -> Problem:
     """A validator's (field, message) as one sentence about the field."""
+    text = message.removeprefix("Value error, ")  # pydantic's prefix to a model check's own sentence
     if field in WHOLE_RECORD:
-        return Problem(message, (), "")
+        return Problem(text, (), "")
     reworded = _reworded(message)
     if reworded is not None:
         return Problem(reworded[0], (field_path(field),), reworded[1])
-    text = message.removeprefix("Value error, ")
     # Many checks word their message to follow the field's name ("is not the Orb's id").
     joint = " " if re.match(r"(is|are|does|do|must|has|have|refers|cannot|should)\b", text) else ": "
     return Problem("", (field_path(field),), joint + text)

@@ -11,7 +11,8 @@ def test_it_words_validator_messages_as_sentences_about_the_field():
              ("name", "String should have at least 1 character"): "`name` must not be empty",
              ("content_hash", "is not the Orb's id"): "`content_hash` is not the Orb's id",
              ("episodes.3", "Value error, success must be null"): "`episodes[3]`: success must be null",
-             ("(line)", "not valid JSON"): "not valid JSON"}
+             ("(line)", "not valid JSON"): "not valid JSON",
+             ("", "Value error, success must be true"): "success must be true"}
     assert {case: str(problem_sentence(*case)) for case in cases} == cases
 
 
