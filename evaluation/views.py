@@ -89,8 +89,6 @@ def task_import(request):
     if request.method == "POST":
         report, status = _import(form)
     context = {"form": form, "report": report, "task_sets": TaskSet.objects.all()}
-    if request.htmx:
-        return render(request, "evaluation/_import_report.html", context, status=status)
     return render(request, "evaluation/task_import.html", context, status=status)
 
 

@@ -14,6 +14,7 @@ from django.db import IntegrityError, transaction
 
 from annotation.metrics import HUMAN, SIMULATED, TIE
 from annotation.models import Campaign, FeedbackTask, Item, Reaction
+from memweb.problem_report import ProblemReport, problem_report
 from memweb.services import unstorable_problem
 
 MAX_UPLOAD_BYTES = 10 * 1024 * 1024
@@ -49,6 +50,10 @@ class ImportReport:
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    def problem_report(self) -> ProblemReport:
+        return problem_report((f"row {problem.row}" if problem.row else "the file", problem.field, problem.reason)
+                              for problem in self.problems)
 
     def as_dict(self) -> dict:
         return {"ok": self.ok, "rows": self.rows, "created": self.created, "needs_feedback": self.needs_feedback,

@@ -130,31 +130,41 @@ class RunLaunchForm(forms.Form):
                                             "the user judges the answer.")
 
     def spec(self) -> dict:
+        """The run spec from the fields that cleaned: a field in error is left out (its default stands
+        in), so the launch checks still look at the rest and every problem shows in one answer."""
         data = self.cleaned_data
-        rates = {kind: data[kind] for kind in ERROR_KINDS if data[kind]}
-        ids = [part for part in data["task_ids"].replace(",", " ").split() if part]
         plain = ("name", "domain", "split", "memory_mode", "memory_k", "approved_only", "same_customer_only",
                  "per_turn", "trials", "pass_k", "seed", "max_turns", "concurrency", "review_gate", "feedback_enabled")
         # Left empty, the spec's default applies (as for a field an older page did not post).
-        optional = {name: data[name] for name in ("withhold_probability", "reflection_style", "preset",
-                                                  "feedback_memory", "feedback_rounds")
-                    if data[name] not in (None, "")}
+        optional = ("withhold_probability", "reflection_style", "preset", "feedback_memory", "feedback_rounds")
+        given = {**{name: data[name] for name in plain if name in data},
+                 **{name: data[name] for name in optional if data.get(name) not in (None, "")}}
         # A preset sets its own fields: the page's values for them are left out rather than refused.
-        given = {name: value for name, value in {**{name: data[name] for name in plain}, **optional}.items()
-                 if name not in PRESETS.get(data["preset"], {})}
-        return {**given, **self._dmrm(data),
-                "task_set": data["task_set"].name if data["task_set"] else "", "task_ids": ids,
-                "agent": {"backend": data["agent"], **_capped(data["agent_max_tokens"]),
-                          **_windowed(data["agent_context_tokens"]),
-                          **({"error_rates": rates} if data["agent"] == AgentBackend.SCRIPTED else {})},
-                "customer": {"backend": data["customer"], **_capped(data["customer_max_tokens"])},
-                "bank_source": data["bank_source"].slug if data["bank_source"] else ""}
+        preset_fields = PRESETS.get(data.get("preset"), {})
+        return {**{name: value for name, value in given.items() if name not in preset_fields}, **self._dmrm(data),
+                "task_set": data["task_set"].name if data.get("task_set") else "",
+                "task_ids": [part for part in data.get("task_ids", "").replace(",", " ").split() if part],
+                "agent": self._agent(data), "customer": self._customer(data),
+                "bank_source": data["bank_source"].slug if data.get("bank_source") else ""}
+
+    @staticmethod
+    def _agent(data: dict) -> dict:
+        backend = data.get("agent", AgentBackend.SCRIPTED)
+        rates = {kind: data[kind] for kind in ERROR_KINDS if data.get(kind)}
+        return {"backend": backend, **_capped(data.get("agent_max_tokens")),
+                **_windowed(data.get("agent_context_tokens")),
+                **({"error_rates": rates} if backend == AgentBackend.SCRIPTED else {})}
+
+    @staticmethod
+    def _customer(data: dict) -> dict:
+        return {**({"backend": data["customer"]} if "customer" in data else {}),
+                **_capped(data.get("customer_max_tokens"))}
 
     @staticmethod
     def _dmrm(data: dict) -> dict:
-        if data["memory_mode"] not in (MemoryKind.DMRM, MemoryKind.BOTH):
+        if data.get("memory_mode") not in (MemoryKind.DMRM, MemoryKind.BOTH):
             return {}
-        given = {name: data[f"dmrm_{name}"] for name in DMRMParams.model_fields}
+        given = {name: data.get(f"dmrm_{name}") for name in DMRMParams.model_fields}
         return {"dmrm": {name: value for name, value in given.items() if value not in (None, "")}}
 
     @staticmethod
@@ -168,8 +178,11 @@ class RunLaunchForm(forms.Form):
         return problem_field.split(".")[0]
 
     def add_launch_errors(self, error: RunLaunchError) -> None:
+        """Each launch problem on its field; a field with an error of its own keeps only that one."""
         for field, message in error.problems:
             name = self._field_of(field)
+            if name in self.fields and name in self.errors:
+                continue
             self.add_error(name if name in self.fields else None, message if name in self.fields
                            else f"{field}: {message}")
 

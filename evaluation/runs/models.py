@@ -168,6 +168,7 @@ class Trial(models.Model):
         RUNNING = "running", "running"
         REFLECTING = "reflecting", "writing memories"
         DONE = "done", "done"
+        CANCELLED = "cancelled", "cancelled"
 
     run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="trial_rows")
     number = models.PositiveSmallIntegerField()
@@ -198,6 +199,7 @@ class RunEpisode(models.Model):
         RUNNING = "running", "running"
         DONE = "done", "done"
         ERROR = "error", "infrastructure error"
+        CANCELLED = "cancelled", "cancelled"
 
     UNFINISHED = (Status.PENDING, Status.RUNNING)
 
@@ -207,7 +209,7 @@ class RunEpisode(models.Model):
                              related_name="run_episodes", help_text="Empty for an imported run.")
     task_key = models.CharField(max_length=100, help_text="The task's external id.")
     seed = models.BigIntegerField(default=0)
-    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING, db_index=True)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING, db_index=True)
     episode = models.OneToOneField("evaluation.Episode", null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="run_episode")
     orb = models.ForeignKey("orbs.Orb", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
@@ -217,6 +219,9 @@ class RunEpisode(models.Model):
     tokens = models.PositiveIntegerField(null=True, blank=True)
     latency_ms = models.PositiveIntegerField(null=True, blank=True)
     error = models.TextField(blank=True)
+    imported_feedback = models.JSONField(
+        null=True, blank=True, help_text="An imported episode's simulated user feedback, as the run file gave it "
+                                         "(a played episode's is on its Episode).")
     attempts = models.PositiveSmallIntegerField(default=0)
     claim_token = models.UUIDField(null=True, blank=True)
     claimed_by = models.CharField(max_length=255, blank=True)

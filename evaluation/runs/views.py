@@ -10,6 +10,7 @@ from django.db.models.functions import Cast, NullIf
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from evaluation.feedback.models import CalibrationSetting
 from evaluation.feedback.services import (
@@ -38,7 +39,9 @@ from evaluation.runs.services import (
     run_export_json,
     run_heatmap,
     run_import,
+    run_imported_feedback,
     run_launch,
+    run_launch_validate,
     run_pending_memories,
     run_progress,
     run_resume,
@@ -71,16 +74,25 @@ def run_list(request):
 @role_required(Role.OPERATOR)
 def run_new(request):
     form = RunLaunchForm(request.POST or None, initial={"name": "Evaluation run"})
-    if request.method == "POST" and form.is_valid():
-        try:
-            run = run_launch(spec=form.spec(), user=request.user)
-        except RunLaunchError as exc:
-            form.add_launch_errors(exc)
-        else:
-            messages.success(request, f"Run #{run.pk} queued: {run.episodes_total} episodes over {run.trials} trials.")
-            return redirect(run)
+    run = _launched(form, request.user) if request.method == "POST" else None
+    if run is not None:
+        messages.success(request, f"Run #{run.pk} queued: {run.episodes_total} episodes over {run.trials} trials.")
+        return redirect(run)
     status = 422 if form.errors else 200
     return render(request, "evaluation/runs/launch.html", {"form": form}, status=status)
+
+
+def _launched(form: RunLaunchForm, user) -> EvaluationRun | None:
+    """The run a valid form launches. An invalid form is still checked on the fields that cleaned,
+    so the page names every problem at once instead of in rounds."""
+    valid = form.is_valid()
+    try:
+        if valid:
+            return run_launch(spec=form.spec(), user=user)
+        run_launch_validate(spec=form.spec())
+    except RunLaunchError as exc:
+        form.add_launch_errors(exc)
+    return None
 
 
 DEFAULT_PLAN_EFFECT = 10.0  # points: what the planner shows before the operator types an effect
@@ -104,7 +116,8 @@ FEEDBACK_ROWS = 10  # the newest on the run page; the feedback browser pages thr
 def _feedback_context(run: EvaluationRun) -> dict:
     """The run's score histogram, realised action rates against the targets, and newest feedback."""
     episodes, params = run_episodes(run=run), CalibrationSetting.current().params()
-    rates = feedback_rates(episodes=episodes, params=params)
+    rates = (feedback_rates(rows=run_imported_feedback(run=run), params=params) if run.imported
+             else feedback_rates(episodes=episodes, params=params))
     histogram = calibration_histogram(table=calibration_table(params=params), rates=rates)
     return {"rates": rates, "histogram_chart": histogram,
             "page": Paginator(feedback_browse(episodes=episodes), FEEDBACK_ROWS).get_page(1),
@@ -166,6 +179,8 @@ def _action(request, run_id: int, act, done: str):
         messages.error(request, str(exc))
     else:
         messages.success(request, done.format(result=result))
+    if request.htmx:  # a confirmed button (hx-confirm): the browser loads the run page with the message
+        return HttpResponseClientRedirect(run.get_absolute_url())
     return redirect(run)
 
 
@@ -214,12 +229,12 @@ def run_export_csv_view(request, run_id: int):
 @role_required(Role.OPERATOR)
 def run_import_view(request):
     form = RunImportForm(request.POST or None, request.FILES or None)
-    problems = []
+    problems = None
     if request.method == "POST" and form.is_valid():
         try:
             run = run_import(data=form.cleaned_data["file"], user=request.user)
         except RunImportError as exc:
-            problems = exc.problems
+            problems = exc.problem_report(data=form.cleaned_data["file"])
         else:
             messages.success(request, f"Imported run #{run.pk} ({run.episodes_total} episodes).")
             return redirect(run)

@@ -2,6 +2,7 @@
 the fingerprint that pins what a run was scored against."""
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 
 from django.db import transaction
@@ -10,6 +11,7 @@ from django.db.models import Q, QuerySet
 from evaluation.models import Task, TaskSet
 from evaluation.shop.task_specs import tasks_generate
 from evaluation.shop.validate import spec_errors
+from memweb.problem_report import ProblemReport, problem_report
 from memweb.services import unstorable_problem
 
 BUILTIN_SET = "shop-130"
@@ -85,10 +87,30 @@ class ImportReport:
     updated: int = 0
     total_lines: int = 0
     errors: list[tuple[int, str]] = field(default_factory=list)  # (line number, reason)
+    ids: dict[int, str] = field(default_factory=dict)  # line number -> the task id it gives, for the report
 
     @property
     def ok(self) -> bool:
         return not self.errors
+
+    def problem_report(self) -> ProblemReport:
+        return problem_report((self._record(line), *_field_reason(reason)) for line, reason in self.errors)
+
+    def _record(self, line: int) -> str:
+        if not line:
+            return "the file"
+        task_id = self.ids.get(line)
+        return f"task on line {line}" + (f" (id: {task_id})" if task_id else "")
+
+
+# A structural problem reads "persona.name: Field required" (see evaluation.shop.validate); the
+# others are sentences about the whole task.
+_FIELD_REASON = re.compile(r"([A-Za-z_]\w*(?:\.\w+)*): (.+)", re.DOTALL)
+
+
+def _field_reason(reason: str) -> tuple[str, str]:
+    found = _FIELD_REASON.fullmatch(reason)
+    return (found[1], found[2]) if found else ("", reason)
 
 
 def tasks_import_jsonl(*, text: str, task_set_name: str, description: str = "") -> ImportReport:
@@ -121,6 +143,7 @@ def _checked_lines(text: str, name: str, report: ImportReport) -> list[dict]:
             continue
         report.total_lines += 1
         spec, problems = _line_spec(line)
+        report.ids[number] = _given_id(line)
         if spec is not None and spec["id"] in first_line:
             problems.append(f"duplicate id {spec['id']!r} (first on line {first_line[spec['id']]})")
         report.errors += [(number, reason) for reason in problems]
@@ -142,6 +165,16 @@ def _file_problem(text: str, name: str) -> str:
     if text.count("\n") > MAX_IMPORT_LINES:
         return f"the file has more than {MAX_IMPORT_LINES} lines"
     return ""
+
+
+def _given_id(line: str) -> str:
+    """The id a line gives, however broken the rest of it is ("" when it gives none)."""
+    try:
+        raw = json.loads(line)
+    except json.JSONDecodeError:
+        return ""
+    task_id = raw.get("id") if isinstance(raw, dict) else None
+    return str(task_id)[:100] if isinstance(task_id, str | int) else ""
 
 
 def _line_spec(line: str) -> tuple[dict | None, list[str]]:

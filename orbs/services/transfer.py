@@ -37,6 +37,7 @@ from django.urls import reverse
 from memweb.embeddings import DIMENSIONS, SUPPORTED_DIMENSIONS, VectorDimensionError, vector_dimension_check
 from memweb.errors import problems_of
 from memweb.jobs import JobContext, JobFailed, job_start
+from memweb.problem_report import ProblemReport, problem_report
 from memweb.registry import bank_file_parts, history_kinds
 from memweb.services import unstorable_problem
 from orbs.errors import OrbsError
@@ -254,6 +255,9 @@ class ImportReport:
 
     def add(self, line: int, field_name: str, message: str) -> None:
         self.errors.append({"line": line, "field": field_name, "message": message})
+
+    def problem_report(self) -> ProblemReport:
+        return problem_report((f"line {error['line']}", error["field"], error["message"]) for error in self.errors)
 
 
 def line_parse(report: ImportReport, number: int, text: str, model):

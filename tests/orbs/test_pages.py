@@ -169,7 +169,8 @@ def test_it_reports_a_bad_import_file_by_line(operator, db):
     response = operator.post(reverse("orbs:bank_import"), {"file": upload, "name": ""})
     page = response.content.decode()
     assert response.status_code == 422 and "Nothing was imported" in page
-    assert "line 1, <code>format</code>" in page and "line 2, <code>content_hash</code>" in page
+    assert "<strong>line 1</strong>: missing fields <code>format</code>, <code>format_version</code>" in page
+    assert "<strong>line 2</strong>: missing fields <code>content_hash</code>, <code>obs</code>" in page
 
 
 def test_it_counts_pending_orbs_on_the_home_page(reviewer, make_orb):

@@ -69,12 +69,16 @@ class FeedbackRates:
     expected: dict | None  # like, dislike under the current model and these episodes' sampled scores
 
 
-def feedback_rates(*, episodes, params: FeedbackParams | None = None) -> FeedbackRates:
-    """Score histogram and realised action rates of `episodes` against the targets. `expected` is
-    what the calibrated model predicts for these very scores; it equals the targets after
-    recalibrating on them."""
+RATE_FIELDS = ("score", "sampled_score", "score_method", "action", "copied")
+
+
+def feedback_rates(*, episodes=None, params: FeedbackParams | None = None,
+                   rows: list[dict] | None = None) -> FeedbackRates:
+    """Score histogram and realised action rates of `episodes` (or of feedback `rows` holding
+    RATE_FIELDS, as an imported run keeps them) against the targets. `expected` is what the
+    calibrated model predicts for these very scores; it equals the targets after recalibrating on them."""
     params = params or CalibrationSetting.current().params()
-    rows = list(feedback_of(episodes).values("score", "sampled_score", "score_method", "action", "copied"))
+    rows = list(feedback_of(episodes).values(*RATE_FIELDS)) if rows is None else rows
     n = len(rows)
     counts = {a: sum(r["action"] == a for r in rows) for a in EpisodeFeedback.Action.values}
     counts["copy"] = sum(r["copied"] for r in rows)

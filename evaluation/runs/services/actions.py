@@ -7,7 +7,7 @@ from evaluation.models import Episode
 from evaluation.runs.models import EvaluationRun, RunEpisode, Trial
 from evaluation.runs.services.announce import run_finished_announce
 from evaluation.runs.services.dispatch import work_send
-from evaluation.runs.services.protocol import run_counts_add
+from evaluation.runs.services.protocol import run_cancelled_settle, run_counts_add
 
 Status = EvaluationRun.Status
 
@@ -18,10 +18,13 @@ class RunActionError(ValueError):
 
 def run_cancel(*, run: EvaluationRun, user=None) -> None:
     who = f" by {user.get_username()}" if user else ""
-    if not EvaluationRun.objects.filter(pk=run.pk, status__in=EvaluationRun.ACTIVE).update(
-            status=Status.CANCELLED, status_message=f"cancelled{who}", finished_at=timezone.now(), watch_until=None):
-        raise RunActionError(f"run #{run.pk} is {run.get_status_display()}; only a queued, running or waiting run "
-                             "can be cancelled")
+    with transaction.atomic():
+        if not EvaluationRun.objects.filter(pk=run.pk, status__in=EvaluationRun.ACTIVE).update(
+                status=Status.CANCELLED, status_message=f"cancelled{who}", finished_at=timezone.now(),
+                watch_until=None):
+            raise RunActionError(f"run #{run.pk} is {run.get_status_display()}; only a queued, running or waiting "
+                                 "run can be cancelled")
+        run_cancelled_settle(run_id=run.pk)
     run_finished_announce(run_id=run.pk)
 
 
@@ -38,7 +41,11 @@ def run_resume(*, run: EvaluationRun) -> None:
         target = Status.QUEUED if run.started_at is None else Status.RUNNING
         EvaluationRun.objects.filter(pk=run.pk).update(status=target, status_message="", finished_at=None,
                                                        executor=EvaluationRun.Executor.CELERY, watch_until=None)
-        run.run_episodes.filter(status=RunEpisode.Status.PENDING).update(queued_at=None)
+        run.run_episodes.filter(status__in=(RunEpisode.Status.PENDING, RunEpisode.Status.CANCELLED)).update(
+            status=RunEpisode.Status.PENDING, queued_at=None)
+        cancelled = run.trial_rows.filter(status=Trial.Status.CANCELLED)
+        cancelled.filter(started_at__isnull=True).update(status=Trial.Status.PENDING)
+        cancelled.update(status=Trial.Status.RUNNING)
         work_send("sweep", run_id=run.pk)
 
 

@@ -93,6 +93,37 @@ def run_launch_check(spec: RunSpec) -> _Checked:
     return _Checked(task_set, task_pks, bank_source)
 
 
+def _parsed_for_checks(data: dict | RunSpec) -> tuple[RunSpec | None, list[tuple[str, str]]]:
+    """The spec and its own problems. With problems, the spec is parsed again without the fields at
+    fault (their defaults stand in) so the database checks still run on the rest and a launch names
+    every problem in one answer, not in rounds."""
+    try:
+        return run_spec_parse(data), []
+    except RunLaunchError as exc:
+        problems = exc.problems
+    faulty = {field.split(".")[0] for field, _ in problems}
+    rest = {name: value for name, value in data.items() if name not in faulty}
+    rest.setdefault("name", "checked")  # a missing or bad name is reported already; the checks do not read it
+    try:
+        return run_spec_parse(rest), problems
+    except RunLaunchError:
+        return None, problems
+
+
+def run_launch_validate(*, spec: RunSpec | dict) -> tuple[RunSpec, _Checked]:
+    """Every problem of a launch at once, as one RunLaunchError; nothing is written."""
+    parsed, problems = _parsed_for_checks(spec)
+    checked = None
+    if parsed is not None:
+        try:
+            checked = run_launch_check(parsed)
+        except RunLaunchError as exc:
+            problems = problems + exc.problems
+    if problems:
+        raise RunLaunchError(problems)
+    return parsed, checked
+
+
 def _scripted(spec: RunSpec) -> bool:
     return spec.agent.backend == AgentBackend.SCRIPTED or spec.customer.backend == CustomerBackend.AGENDA
 
@@ -115,8 +146,7 @@ def _withhold_probability(spec: RunSpec) -> float:
 def run_launch(*, spec: RunSpec | dict, user=None, executor: str = EvaluationRun.Executor.CELERY) -> EvaluationRun:
     """Validate, create the run with its bank and trials in one transaction, and queue its start.
     Raises RunLaunchError naming each bad field; nothing is written then."""
-    spec = run_spec_parse(spec)
-    checked = run_launch_check(spec)
+    spec, checked = run_launch_validate(spec=spec)
     with transaction.atomic():
         run = EvaluationRun.objects.create(
             name=spec.name, task_set=checked.task_set, task_domain=spec.domain, task_split=spec.split,

@@ -130,6 +130,16 @@ def run_fail(*, run_id: int, message: str) -> None:
         run_finished_announce(run_id=run_id)
 
 
+def run_cancelled_settle(*, run_id: int) -> None:
+    """A cancelled run's trials and episodes that were still to play say so; episodes that were
+    playing finish and keep their verdicts (and a trial writing its memories finishes that)."""
+    cancelled = {"run_id": run_id, "run__status": Status.CANCELLED}
+    RunEpisode.objects.filter(**cancelled, status=RunEpisode.Status.PENDING).update(
+        status=RunEpisode.Status.CANCELLED, queued_at=None)
+    Trial.objects.filter(**cancelled, status__in=(Trial.Status.PENDING, Trial.Status.RUNNING)).update(
+        status=Trial.Status.CANCELLED)
+
+
 def run_watch(*, run_id: int) -> None:
     """Arm the run's next sweep unless one is already due (one chain of sweeps per run)."""
     now, interval = timezone.now(), watch_interval()
@@ -333,6 +343,7 @@ def _chunk_play(chunk: _Chunk) -> list[RunEpisode]:
         raise
     if started < len(chunk.rows):
         _claims_release(chunk.token, unplayed=chunk.rows[started:])
+        run_cancelled_settle(run_id=run.pk)  # the rows given back are cancelled if the run is
     return stored
 
 

@@ -9,10 +9,12 @@ import pydantic
 from django.db import transaction
 from django.utils import timezone
 
+from evaluation.feedback.models import EpisodeFeedback
 from evaluation.feedback.services import MAX_FEEDBACK_ROUNDS
 from evaluation.runs.models import EvaluationRun, FeedbackMemory, MemoryMode, ReviewGate, RunEpisode, RunPreset, Trial
 from evaluation.runs.services.results import CHART_SERIES, run_metrics_compute
 from memweb.errors import problems_of
+from memweb.problem_report import ProblemReport, problem_report
 from orbs.services import ReflectionStyle
 
 FORMAT = "memweb.evaluation-run"
@@ -22,10 +24,23 @@ EPISODE_COLUMNS = ("task_id", "trial", "status", "success", "reward", "turns", "
 MAX_IMPORT_EPISODES = 100_000
 
 
+FEEDBACK_FIELDS = ("score", "sampled_score", "score_method", "action", "copied", "behavior", "reasoning", "response",
+                   "critique_backend", "score_backend", "rounds")
+
+
+def _feedback_line(row: RunEpisode) -> dict | None:
+    """The episode's simulated user feedback: its row's on a played episode, the file's on an imported one."""
+    if row.imported_feedback is not None:
+        return row.imported_feedback
+    feedback = getattr(row.episode, "simulated_feedback", None) if row.episode_id else None
+    return {name: getattr(feedback, name) for name in FEEDBACK_FIELDS} if feedback else None
+
+
 def _episode_line(row: RunEpisode) -> dict:
     return {"task_id": row.task_key, "trial": row.trial.number, "status": row.status, "success": row.success,
             "reward": row.reward, "turns": row.turns, "tokens": row.tokens, "latency_ms": row.latency_ms,
-            "error": row.error, "episode_id": row.episode_id, "seed": row.seed}
+            "error": row.error, "episode_id": row.episode_id, "seed": row.seed,
+            "finished_at": row.finished_at.isoformat() if row.finished_at else None, "feedback": _feedback_line(row)}
 
 
 def _run_header(run: EvaluationRun) -> dict:
@@ -47,7 +62,7 @@ def _run_header(run: EvaluationRun) -> dict:
 
 
 def _episode_rows(run: EvaluationRun):
-    return run.run_episodes.select_related("trial").order_by("trial__number", "task_key")
+    return run.run_episodes.select_related("trial", "episode__simulated_feedback").order_by("trial__number", "task_key")
 
 
 def run_export_json(*, run: EvaluationRun) -> dict:
@@ -81,6 +96,20 @@ class _Line(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="ignore")
 
 
+class ImportedFeedback(_Line):
+    score: int = pydantic.Field(ge=1, le=10)
+    sampled_score: int = pydantic.Field(ge=1, le=10)
+    score_method: Literal[tuple(EpisodeFeedback.ScoreMethod.values)]
+    action: Literal[tuple(EpisodeFeedback.Action.values)]
+    copied: bool = False
+    behavior: Literal["", *EpisodeFeedback.Behavior.values] = ""
+    reasoning: str = ""
+    response: str = ""
+    critique_backend: str = pydantic.Field(default="", max_length=200)
+    score_backend: str = pydantic.Field(default="", max_length=200)
+    rounds: list[dict] = pydantic.Field(default_factory=list)
+
+
 class ImportedEpisode(_Line):
     task_id: str = pydantic.Field(min_length=1, max_length=100)
     trial: int = pydantic.Field(ge=1)
@@ -92,6 +121,8 @@ class ImportedEpisode(_Line):
     latency_ms: int | None = pydantic.Field(default=None, ge=0)
     error: str = ""
     seed: int = pydantic.Field(default=0, ge=0, le=2**63 - 1)
+    finished_at: datetime | None = None
+    feedback: ImportedFeedback | None = None
 
     @pydantic.model_validator(mode="after")
     def _verdict_matches_status(self):
@@ -147,6 +178,30 @@ class RunImportError(ValueError):
     def __init__(self, problems: list[tuple[str, str]]):
         self.problems = problems
         super().__init__("; ".join(f"{field}: {message}" for field, message in problems[:10]))
+
+    def problem_report(self, *, data: dict) -> ProblemReport:
+        """The problems grouped by the episode line (or header) of `data`, the file as uploaded."""
+        return problem_report((*_record_of(path, data), message) for path, message in self.problems)
+
+
+def _record_of(path: str, data: dict) -> tuple[str, str]:
+    """(record, field within it) of a problem's dotted path: an episode line, the run header or the file."""
+    head, _, rest = path.partition(".")
+    index, _, field_name = rest.partition(".")
+    if head == "episodes" and index.isdigit():
+        return _episode_label(int(index), data), field_name
+    if head == "run" and rest:
+        return "the run header (\"run\")", rest
+    return "the file", path
+
+
+def _episode_label(index: int, data: dict) -> str:
+    episodes = data.get("episodes")
+    line = episodes[index] if isinstance(episodes, list) and index < len(episodes) else None
+    given = line if isinstance(line, dict) else {}
+    about = ", ".join(f"{word} {given[name]}" for name, word in (("task_id", "task"), ("trial", "trial"))
+                      if isinstance(given.get(name), str | int))
+    return f"episode {index + 1}" + (f" ({about})" if about else "")
 
 
 def _grid_problems(data: ImportedFile) -> list[tuple[str, str]]:
@@ -220,8 +275,14 @@ def run_import(*, data: dict, user=None) -> EvaluationRun:
         RunEpisode.objects.bulk_create([
             RunEpisode(run=run, trial=trials[e.trial], task_key=e.task_id, status=e.status, success=e.success,
                        reward=e.reward, turns=e.turns, tokens=e.tokens, latency_ms=e.latency_ms, error=e.error,
-                       seed=e.seed, finished_at=run.finished_at) for e in parsed.episodes])
+                       seed=e.seed, finished_at=e.finished_at or run.finished_at,
+                       imported_feedback=e.feedback.model_dump() if e.feedback else None) for e in parsed.episodes])
         EvaluationRun.objects.filter(pk=run.pk).update(metrics=run_metrics_compute(run=run, trials=run.trials),
                                                        metrics_trials=run.trials)
     run.refresh_from_db()
     return run
+
+
+def run_imported_feedback(*, run: EvaluationRun) -> list[dict]:
+    """The simulated feedback an imported run's file gave, one dict per episode that had some."""
+    return list(run.run_episodes.filter(imported_feedback__isnull=False).values_list("imported_feedback", flat=True))

@@ -41,6 +41,14 @@ def test_a_bad_launch_names_the_field_and_writes_nothing(builtin, overrides, fie
     assert MemoryBank.objects.count() == banks
 
 
+def test_a_bad_launch_names_every_problem_at_once(builtin):
+    """The spec's own problems and the database checks of the other fields come in one answer."""
+    with pytest.raises(RunLaunchError) as caught:
+        run_launch(spec=spec(name="", trials=0, task_ids=["nope-1"], bank_source="no-such-bank"))
+    assert {field for field, _ in caught.value.problems} == {"name", "trials", "task_ids", "bank_source"}
+    assert not EvaluationRun.objects.exists()
+
+
 def test_a_launch_writes_the_run_its_bank_and_trials(builtin, operator_user):
     run = run_launch(spec=spec(trials=4, pass_k=4), user=operator_user)
     assert run.status == EvaluationRun.Status.QUEUED and run.created_by == operator_user

@@ -194,6 +194,19 @@ def test_exports_download_and_the_import_page_takes_them_back(operator, two_runs
     assert EvaluationRun.objects.filter(imported=True).count() == 1
 
 
+def test_a_bad_run_file_is_reported_per_episode(operator, two_runs):
+    data = run_export_json(run=two_runs[0])
+    data["episodes"][1] |= {"trial": "x", "success": None}
+    del data["episodes"][2]["task_id"]
+    upload = io.BytesIO(json.dumps(data).encode())
+    upload.name = "run.json"
+    page = operator.post(reverse("evaluation:run_import"), {"file": upload}).content.decode()
+    second = data["episodes"][1]
+    assert (f"<strong>episode 2 (task {second['task_id']}, trial x)</strong>: <code>trial</code> must be a whole number"
+            in page)
+    assert "<strong>episode 3 (trial 1)</strong>: missing field <code>task_id</code>" in page
+
+
 def test_an_imported_run_pages_without_transcripts(operator, two_runs):
     copy = run_import(data=run_export_json(run=two_runs[0]))
     page = operator.get(copy.get_absolute_url()).content.decode()

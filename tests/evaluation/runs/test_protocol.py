@@ -146,7 +146,7 @@ def test_cancelling_mid_chunk_stops_before_the_next_episode(launch, settings, mo
     assert len(played) == 1 and [row.task_key for row in stored] == played  # the episode it played is kept
     unplayed = run.run_episodes.exclude(pk=stored[0].pk)
     assert unplayed.count() == 2
-    assert all(r.status == RunEpisode.Status.PENDING and r.claim_token is None and r.claimed_by == ""
+    assert all(r.status == RunEpisode.Status.CANCELLED and r.claim_token is None and r.claimed_by == ""
                and r.queued_at is None and r.attempts == 0 for r in unplayed)  # given back, never attempted
     run.refresh_from_db()
     assert run.status == Status.CANCELLED and run.episodes_finished == 1
@@ -225,13 +225,17 @@ def test_cancel_stops_the_run_and_resume_finishes_it(launch, settings):
         inline_drain(work, HANDLERS)
     run.refresh_from_db()
     assert run.status == Status.CANCELLED and run.episodes_finished == 1
-    assert run.run_episodes.filter(status=RunEpisode.Status.PENDING).count() == 2
-    with pytest.raises(RunActionError, match="only a queued, running or waiting run"):
+    # Nothing is left "running": the unplayed episodes and both trials say cancelled.
+    assert run.run_episodes.filter(status=RunEpisode.Status.CANCELLED).count() == 2
+    assert list(run.trial_rows.values_list("status", flat=True)) == [Trial.Status.CANCELLED] * 2
+    with pytest.raises(RunActionError, match="only a queued, running or waiting"):
         run_cancel(run=run)
 
     run_resume(run=run)
     run.refresh_from_db()
     assert run.status == Status.RUNNING and run.status_message == ""
+    assert list(run.trial_rows.values_list("status", flat=True)) == [Trial.Status.RUNNING, Trial.Status.PENDING]
+    assert run.run_episodes.filter(status=RunEpisode.Status.PENDING).count() == 2
     run = run_drive(run=run)
     assert run.status == Status.COMPLETED and run.episodes_finished == 6 and Episode.objects.count() == 6
     with pytest.raises(RunActionError, match="nothing to resume"):
