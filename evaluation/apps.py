@@ -26,6 +26,8 @@ class EvaluationConfig(AppConfig):
     erasure_hooks: tuple = (("evaluation_episodes", "evaluation.services.erasure.episode_memories_scrub"),)
     # A finished run's stored verdicts, for the A/A calibration command (evaluation core) to read.
     outcome_sources: tuple = (("runs", "evaluation.runs.services.run_outcomes"),)
+    # Read by memweb.registry: the functions background jobs of these kinds run (memweb.jobs).
+    job_kinds: tuple = (("evaluation.run_regrade", "evaluation.runs.services.regrade.run_regrade_job"),)
     # Read by memweb's load_demo: the runs' demo, which loads the core's (evaluation.demo) first.
     demo_module = "evaluation.runs.demo"
     role_permissions: dict = {

@@ -13,6 +13,8 @@ from evaluation.services.memory_effects import bank_effects_rank, bank_harmful_f
 from evaluation.services.task_sets import (
     BUILTIN_SET,
     ImportReport,
+    task_create,
+    task_spec_update,
     task_summary,
     tasks_export_jsonl,
     tasks_filtered,
@@ -24,6 +26,7 @@ from evaluation.services.task_sets import (
 __all__ = [
     "BUILTIN_SET", "EpisodeConfigError", "EpisodePlay", "ImportReport", "bank_effects_rank", "bank_harmful_flag",
     "episode_ref", "episode_run", "episode_save", "episodes_save",
-    "episode_simulate", "episode_trajectory", "task_summary", "taskset_builtin_load", "tasks_export_jsonl",
+    "episode_simulate", "episode_trajectory", "task_create", "task_spec_update",
+    "task_summary", "taskset_builtin_load", "tasks_export_jsonl",
     "orb_effects_compute", "tasks_filtered", "tasks_fingerprint", "tasks_import_jsonl",
 ]
