@@ -3,8 +3,7 @@
 Errors are `{"detail": ...}`: 404 unknown run; 409 an action that does not apply to the run's
 status, or runs that may not be compared (also runs scored against different task or reward versions,
 unless `allow_stale=true` or `scores=regraded` makes them alike); 422 invalid input, as a list of
-`{"loc": [...], "msg": ...}` naming each field (the
-shape django-ninja uses for its own validation errors).
+`{"loc": [...], "msg": ...}` naming each field (the shape django-ninja uses for its own validation errors).
 """
 from datetime import datetime
 from typing import Any, Literal

@@ -135,9 +135,9 @@ def _scoring_context(run: EvaluationRun) -> dict:
 def run_detail(request, run_id: int):
     run = get_object_or_404(EvaluationRun.objects.select_related("bank", "task_set", "created_by"), pk=run_id)
     context = {**_live_context(run), "curves": run.feedback_curves.all() if run.feedback_enabled else []}
-    context["scoring"] = _scoring_context(run)
     if request.htmx:
         return render(request, "evaluation/runs/_live.html", context)
+    context["scoring"] = _scoring_context(run)
     return render(request, "evaluation/runs/detail.html", context)
 
 

@@ -79,7 +79,8 @@ def run_regrade_job(context: JobContext, *, run_id: int) -> dict:
         if done % PROGRESS_EVERY == 0:
             context.progress(done, total, f"{done} of {total} trajectories scored again.")
     regrade = _regrade_write(run, tasks, scores, context.user)
-    return {"url": run.get_absolute_url(), "link_text": "Open the run", "regrade": regrade.pk,
+    link_text = f"Open run #{run.pk}: {regrade.changed} of {regrade.episodes} verdicts changed"
+    return {"url": run.get_absolute_url(), "link_text": link_text, "regrade": regrade.pk,
             "episodes": regrade.episodes, "changed": regrade.changed}
 
 

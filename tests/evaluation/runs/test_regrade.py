@@ -7,11 +7,11 @@ from django.urls import reverse
 
 from evaluation.models import Task
 from evaluation.runs.models import RegradeScore, RunEpisode, RunRegrade
-from evaluation.runs.services import run_drive, run_export_json, run_regrade_start, run_staleness
+from evaluation.runs.services import run_drive, run_export_json, run_staleness
 from evaluation.services import BUILTIN_SET, task_spec_update
 from evaluation.shop.episode import transcript_rescore
 from evaluation.shop.reward import REWARD_VERSION, reward_source_hash
-from memweb.models import ApiKey
+from memweb.models import ApiKey, Job
 from tests.evaluation.conftest import play
 from tests.evaluation.runs.conftest import RATES, TASK_IDS
 
@@ -112,7 +112,7 @@ def test_the_regrade_job_stores_new_scores_beside_the_originals(operator, api, s
 
 
 def test_comparing_a_stale_run_with_a_fresh_one_says_so_and_offers_the_regrade(
-        operator, api, launch, solved, operator_user, django_capture_on_commit_callbacks):
+        operator, api, launch, solved, django_capture_on_commit_callbacks):
     _gold_output_added()
     fresh = run_drive(run=launch(memory_mode="none", trials=2, agent={"error_rates": {}}, name="after the fix"))
     query = {"runs": [solved.pk, fresh.pk]}
@@ -125,8 +125,11 @@ def test_comparing_a_stale_run_with_a_fresh_one_says_so_and_offers_the_regrade(
     assert anyway["mixed"] and [entry["run"] for entry in anyway["stale"]] == [solved.pk]
     assert anyway["pairs"][0]["success"]["estimate"] == pytest.approx(-1 / 3)  # partly the gold's change
 
-    with django_capture_on_commit_callbacks(execute=True):
-        run_regrade_start(run=solved, user=operator_user)
+    with django_capture_on_commit_callbacks(execute=True):  # the run page's button
+        clicked = operator.post(reverse("evaluation:run_regrade", args=[solved.pk]))
+    job = Job.objects.get(kind="evaluation.run_regrade")
+    assert clicked.status_code == 302 and clicked["Location"] == reverse("job_detail", args=[job.pk])
+    assert job.status == "succeeded" and solved.get_absolute_url() in operator.get(clicked["Location"]).content.decode()
     assert 'id="compare-regraded"' in operator.get(reverse("evaluation:run_compare"), query).content.decode()
     regraded = operator.get(reverse("evaluation:run_compare"), {**query, "scores": "regraded"}).content.decode()
     assert "Not scored alike" not in regraded and "Comparing re-graded scores" in regraded
