@@ -109,7 +109,9 @@ def runs_staleness_annotate(runs: QuerySet) -> QuerySet:
     regrade_moved = RunTaskPin.objects.filter(run=OuterRef("pk")).exclude(regraded_version=F("task__version"))
     regrade_now = RunRegrade.objects.filter(run=OuterRef("pk"), reward_version=REWARD_VERSION)
     return runs.annotate(
-        stale=ExpressionWrapper(Q(Exists(task_moved)) | Q(reward_version__lt=REWARD_VERSION),
+        # Unpinned runs (reward_version null) are not stale: the null test keeps the OR from being NULL.
+        stale=ExpressionWrapper(Q(Exists(task_moved)) | Q(reward_version__isnull=False,
+                                                          reward_version__lt=REWARD_VERSION),
                                 output_field=BooleanField()),
         regraded=ExpressionWrapper(Q(Exists(regrade_now)) & ~Q(Exists(regrade_moved)), output_field=BooleanField()))
 
