@@ -83,9 +83,9 @@ DEFAULT_SORT = "difference"
 
 
 def _scored_against(staleness: dict) -> tuple:
-    """The older versions a stale run's scores answer to; () for the current ones."""
-    reward = staleness["reward"]["pinned"] if staleness["reward"] else None
-    return tuple((change["task"], change["pinned"]) for change in staleness["tasks"]) + (reward,) * bool(reward)
+    """The older task and reward versions a run's scores answer to: ((), None) for the current ones."""
+    tasks = tuple((change["task"], change["pinned"]) for change in staleness["tasks"])
+    return tasks, staleness["reward"]["pinned"] if staleness["reward"] else None
 
 
 def runs_scoring(*, runs: list[EvaluationRun], scores: str = "original") -> dict:
