@@ -1,6 +1,7 @@
 from django.contrib import admin
 
 from evaluation.models import Episode, Task, TaskSet
+from evaluation.services import task_spec_update
 
 
 @admin.register(TaskSet)
@@ -14,6 +15,14 @@ class TaskAdmin(admin.ModelAdmin):
     list_display = ("external_id", "task_set", "domain", "split", "difficulty", "summary")
     list_filter = ("task_set", "domain", "split", "difficulty")
     search_fields = ("external_id", "summary")
+    readonly_fields = ("version", "content_hash")
+
+    def has_add_permission(self, request) -> bool:
+        return False  # tasks come from the built-in set and validated imports
+
+    def save_model(self, request, obj, form, change):
+        """Through the task service, so that a change of gradable content makes a new version."""
+        task_spec_update(task=obj, spec=obj.spec)
 
 
 @admin.register(Episode)

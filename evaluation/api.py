@@ -45,7 +45,7 @@ OPERATOR = api_auth(Role.OPERATOR)
 def _task_out(task: Task) -> dict:
     return {"id": task.pk, "task_set": task.task_set.name, "external_id": task.external_id, "domain": task.domain,
             "split": task.split, "difficulty": task.difficulty, "error_kinds": task.error_kinds,
-            "summary": task.summary, "spec": task.spec}
+            "summary": task.summary, "version": task.version, "content_hash": task.content_hash, "spec": task.spec}
 
 
 def _task_set(name: str) -> TaskSet:
@@ -77,7 +77,8 @@ def task_import(request, payload: TaskImportIn):
     report = tasks_import_jsonl(text=payload.jsonl, task_set_name=payload.task_set, description=payload.description)
     if not report.ok:
         return Status(422, {"detail": [{"line": line, "reason": reason} for line, reason in report.errors]})
-    return Status(201, {"task_set": report.task_set_name, "created": report.created, "updated": report.updated})
+    return Status(201, {"task_set": report.task_set_name, "created": report.created, "updated": report.updated,
+                        "new_versions": report.new_versions})
 
 
 @router.get("/tasks/{task_id}", response={200: TaskDetailOut, 404: ErrorOut}, auth=OPERATOR)

@@ -8,6 +8,7 @@ besides, uncounted: that tokenizer makes 2,895 tokens of their JSON, which would
 the dialogue (docs/FIDELITY.md). The agent's tool calls run on the episode's shop through the same `ShopEnv` the scripted
 agent uses, so scoring cannot tell the two apart.
 """
+import hashlib
 import json
 
 from evaluation.shop import catalogue as cat
@@ -41,6 +42,13 @@ CUSTOMER_RULES = (
 
 def _policies() -> str:
     return "\n".join(f"- {title}: {text}" for _, title, text in cat.POLICIES)
+
+
+def prompt_template_hash(role: str) -> str:
+    """SHA-256 of the fixed text an LLM agent ("actor") or LLM customer ("user_simulator") is
+    prompted with (rules and shop policies; the task's own text is covered by its content hash)."""
+    template = AGENT_RULES + _policies() if role == "actor" else CUSTOMER_RULES
+    return hashlib.sha256(template.encode()).hexdigest()
 
 
 def message_tokens(message: dict) -> int:

@@ -67,6 +67,10 @@ class Task(models.Model):
     spec = models.JSONField()
     provenance = models.JSONField(default=dict, blank=True,
                                   help_text="Where a copied task came from: {run, trial, episode, task}.")
+    # The current version of the spec's gradable content (evaluation.shop.task_content); every
+    # version's spec is kept in TaskVersion, so runs scored against an older one can be explained.
+    version = models.PositiveIntegerField(default=1)
+    content_hash = models.CharField(max_length=64, help_text="SHA-256 of the gradable content of the current version.")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -88,6 +92,18 @@ def transcript_texts():
     "user" or "content" does not match every episode)."""
     return models.Func(models.F("transcript"), models.Value("$[*].content"), function="jsonb_path_query_array",
                        output_field=models.JSONField())
+class TaskVersion(models.Model):
+    """One version of a task's gradable content, kept when a later edit or re-import replaces it."""
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    content_hash = models.CharField(max_length=64)
+    spec = models.JSONField(help_text="The whole spec as this version had it.")
+    created_at = models.DateTimeField(default=timezone.now)
+    class Meta:
+        ordering = ["task", "number"]
+        constraints = [models.UniqueConstraint(fields=["task", "number"], name="task_version_unique_number")]
+    def __str__(self) -> str:
+        return f"{self.task} v{self.number}"
 
 
 class Episode(models.Model):

@@ -25,6 +25,8 @@ class TaskOut(Schema):
     difficulty: str
     error_kinds: list[str]
     summary: str
+    version: int = Field(description="Bumped when the instruction, gold actions, look-ups or outputs change")
+    content_hash: str = Field(description="SHA-256 of the gradable content (docs/REGRADING.md)")
 
 
 class TaskDetailOut(TaskOut):
@@ -62,6 +64,7 @@ class TaskImportOut(Schema):
     task_set: str
     created: int
     updated: int
+    new_versions: int = Field(description="Updated tasks whose gradable content changed (a new version each)")
 
 
 class TaskImportErrorOut(Schema):

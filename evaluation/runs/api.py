@@ -1,8 +1,9 @@
 """The runs JSON API (mounted at /api/evaluation/runs), for operators (session or API key).
 
 Errors are `{"detail": ...}`: 404 unknown run; 409 an action that does not apply to the run's
-status, or runs that may not be compared; 422 invalid input, as a list of `{"loc": [...], "msg": ...}` naming each field (the
-shape django-ninja uses for its own validation errors).
+status, or runs that may not be compared (also runs scored against different task or reward versions,
+unless `allow_stale=true` or `scores=regraded` makes them alike); 422 invalid input, as a list of
+`{"loc": [...], "msg": ...}` naming each field (the shape django-ninja uses for its own validation errors).
 """
 from datetime import datetime
 from typing import Any, Literal
@@ -18,6 +19,7 @@ from evaluation.runs.services import (
     DEFAULT_SORT,
     FLIP_SORTS,
     CurveLaunchError,
+    RegradeRefused,
     RunActionError,
     RunImportError,
     RunLaunchError,
@@ -29,12 +31,19 @@ from evaluation.runs.services import (
     run_export_json,
     run_import,
     run_launch,
+    run_pins_out,
+    run_regrade_current,
+    run_regrade_latest,
+    run_regrade_start,
     run_resume,
     run_retry_errors,
+    run_staleness,
     runs_compare,
     runs_filtered,
+    runs_staleness_annotate,
 )
 from memweb.auth import api_auth
+from memweb.job_api import JobOut, job_accepted
 from memweb.roles import Role
 from memweb.schemas import StrictBody
 
@@ -72,10 +81,44 @@ class RunSummaryOut(Schema):
     episodes_error: int
     successes: int
     bank: str | None
+    stale: bool = Field(description="Scored against an older version of a task or of the reward code than today's")
+    regraded: bool = Field(description="A re-grade against every current version exists (see `regrade`)")
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
     url: str
+
+
+class TaskChangeOut(Schema):
+    task: str
+    task_id: int
+    pinned: int | None
+    current: int
+    fields: list[str] = Field(description="What changed: instruction, gold actions, look-ups, outputs")
+
+
+class VersionChangeOut(Schema):
+    pinned: int | None
+    current: int
+
+
+class StalenessOut(Schema):
+    stale: bool
+    pinned: bool = Field(description="False for runs launched before pins existed, and imported runs: unknown")
+    tasks: list[TaskChangeOut]
+    reward: VersionChangeOut | None
+
+
+class RegradeOut(Schema):
+    id: int
+    created_at: datetime
+    current: bool = Field(description="Scored against every current task and reward version")
+    episodes: int
+    changed: int = Field(description="Episodes whose success verdict the re-grade changed")
+    task_versions: dict[str, int]
+    reward_version: int
+    metrics: dict | None
+    metrics_trials: int
 
 
 class RunOut(RunSummaryOut):
@@ -99,6 +142,10 @@ class RunOut(RunSummaryOut):
     progress: list[TrialOut]
     metrics: dict | None
     metrics_trials: int
+    pins: dict = Field(description="What the run was scored against: task versions and hashes, reward version, "
+                                   "agent and customer configuration, starting memory")
+    staleness: StalenessOut
+    regrade: RegradeOut | None = Field(description="The latest re-grade: new scores beside the original ones")
 
 
 class RunListOut(Schema):
@@ -120,15 +167,27 @@ def _summary(run: EvaluationRun) -> dict:
     return {**out, "id": run.pk, "bank": run.bank.slug if run.bank else None, "url": run.get_absolute_url()}
 
 
+def _regrade(run: EvaluationRun) -> dict | None:
+    regrade = run_regrade_latest(run=run)
+    if regrade is None:
+        return None
+    fields = ("id", "created_at", "episodes", "changed", "task_versions", "reward_version", "metrics", "metrics_trials")
+    return {**{name: getattr(regrade, name) for name in fields}, "current": run_regrade_current(run=run) == regrade}
+
+
+_DERIVED = ("progress", "pins", "staleness", "regrade")
+
+
 def _detail(run: EvaluationRun) -> dict:
     extra = {name: getattr(run, name) for name in RunOut.model_fields
-             if name not in RunSummaryOut.model_fields and name != "progress"}
+             if name not in RunSummaryOut.model_fields and name not in _DERIVED}
     progress = [{name: getattr(t, name) for name in TrialOut.model_fields} for t in run.trial_rows.order_by("number")]
-    return {**_summary(run), **extra, "progress": progress}
+    return {**_summary(run), **extra, "progress": progress, "pins": run_pins_out(run=run),
+            "staleness": run_staleness(run=run), "regrade": _regrade(run)}
 
 
 def _run(run_id: int) -> EvaluationRun:
-    run = EvaluationRun.objects.select_related("bank").filter(pk=run_id).first()
+    run = runs_staleness_annotate(EvaluationRun.objects.select_related("bank")).filter(pk=run_id).first()
     if run is None:
         raise HttpError(404, f"No evaluation run #{run_id}")
     return run
@@ -210,16 +269,32 @@ class RunPairOut(Schema):
     flips: list[FlipOut]
 
 
+class StaleRunOut(Schema):
+    run: int
+    name: str
+    changes: str = Field(description="What changed since the run was scored, in one line")
+    tasks: list[TaskChangeOut]
+    reward: VersionChangeOut | None
+    regrade_available: bool = Field(description="A re-grade against the current versions exists: scores=regraded")
+
+
 class CompareOut(Schema):
     runs: list[int]
     baseline: int
     sort: str
+    scores: str = Field(description="original, or regraded: stale runs compared by their current re-grade")
+    mixed: bool = Field(description="The compared scores answer to different task or reward versions")
+    stale: list[StaleRunOut] = Field(description="Runs whose compared scores are against older versions")
     pairs: list[RunPairOut]
 
 
 class CompareQuery(Schema):
     runs: list[int] = Field(min_length=2, max_length=6, description="Run ids; the oldest is the baseline")
     sort: Literal[tuple(FLIP_SORTS)] = DEFAULT_SORT
+    scores: Literal["original", "regraded"] = Field(
+        default="original", description="regraded: a stale run's current re-grade instead of its original scores")
+    allow_stale: bool = Field(default=False, description="Compare runs scored against different task or reward "
+                                                         "versions anyway (refused with 409 otherwise)")
 
 
 def _flip(row: dict) -> dict:
@@ -236,16 +311,31 @@ def _pair(pair: dict) -> dict:
             auth=OPERATOR)
 def run_compare(request, query: Query[CompareQuery]):
     """Each run against the oldest (the baseline): paired intervals, p-values, verdict and the flip table.
-    409 when the runs may not be compared (different tasks, agents, customers; no finished trial)."""
+    409 when the runs may not be compared (different tasks, agents, customers; no finished trial), and
+    when their scores answer to different task or reward versions (a stale run beside a fresh one):
+    the detail names the stale runs and what changed; `scores=regraded` compares their re-grades,
+    `allow_stale=true` compares anyway (`stale` still lists them)."""
     runs = [_run(run_id) for run_id in sorted(set(query.runs))]
     if len(runs) < 2:
         raise HttpError(422, "compare needs two different runs")
     try:
-        comparison = runs_compare(runs=runs, sort=query.sort)
+        comparison = runs_compare(runs=runs, sort=query.sort, scores=query.scores)
     except RunsNotComparable as exc:
         raise HttpError(409, f"These runs cannot be compared: {exc}") from None
+    scoring = comparison["scoring"]
+    if scoring["mixed"] and not query.allow_stale:
+        raise HttpError(409, _stale_refusal(scoring))
     return {"runs": [run.pk for run in runs], "baseline": runs[0].pk, "sort": comparison["sort"],
+            "scores": scoring["scores"], "mixed": scoring["mixed"], "stale": scoring["stale"],
             "pairs": [_pair(pair) for pair in comparison["pairs"]]}
+
+
+def _stale_refusal(scoring: dict) -> str:
+    named = "; ".join(f"run #{entry['run']} ({entry['changes']})" for entry in scoring["stale"])
+    remedy = "Compare their re-grades with scores=regraded" if scoring["regraded_available"] else \
+        "Re-grade them (POST /api/evaluation/runs/{id}/regrade)"
+    return (f"These runs were scored against different versions of their tasks or reward: stale {named}. "
+            f"{remedy}, or compare the original scores anyway with allow_stale=true.")
 
 
 @router.post("/import", response={201: RunOut, 422: RunErrorOut}, auth=OPERATOR)
@@ -355,6 +445,20 @@ def run_resume_op(request, run_id: int):
 def run_retry_op(request, run_id: int):
     """Play the episodes that hit an infrastructure error again."""
     return _act(run_id, lambda run: run_retry_errors(run=run))
+
+
+@router.post("/{run_id}/regrade", response={202: JobOut, 404: RunErrorOut, 409: RunErrorOut}, auth=OPERATOR)
+def run_regrade_op(request, response: HttpResponse, run_id: int):
+    """Re-grade a stale run: a background job scores its stored trajectories again against the current
+    gold (nothing is played again; the memory it wrote is not re-played) and stores the new scores beside
+    the originals. 202 with the job, whose `status_url` (also the Location header) says when it is done;
+    the same job while one is queued or running; 409 when the run is not stale, still active, imported
+    or already re-graded against the current versions."""
+    try:
+        job = run_regrade_start(run=_run(run_id), user=request.auth)
+    except RegradeRefused as exc:
+        raise HttpError(409, str(exc)) from None
+    return job_accepted(request, response, job)
 
 
 @router.get("/{run_id}/export", response={200: dict, 404: RunErrorOut}, auth=OPERATOR)

@@ -12,8 +12,8 @@ from django.utils import timezone
 
 from evaluation.configs import NAIVE_RAG_KINDS, AgentBackend, MemoryKind
 
-__all__ = ["EvaluationRun", "FeedbackCurve", "FeedbackMemory", "MemoryMode", "ReviewGate", "RunEpisode", "RunPreset",
-           "Trial"]
+__all__ = ["EvaluationRun", "FeedbackCurve", "FeedbackMemory", "MemoryMode", "RegradeScore", "ReviewGate", "RunEpisode",
+           "RunPreset", "RunRegrade", "RunTaskPin", "Trial"]
 
 MemoryMode = MemoryKind  # a run's memory is the kind its episodes retrieve with
 
@@ -66,6 +66,12 @@ class EvaluationRun(models.Model):
                                              "are not compared.")
     agent_config = models.JSONField(default=dict)
     customer_config = models.JSONField(default=dict)
+    # What the run was scored against, recorded at launch (evaluation.runs.services.pins); empty for
+    # runs launched before pins existed and for imported runs: unknown, never guessed.
+    pins = models.JSONField(default=dict, blank=True,
+                            help_text="Agent and customer configuration, reward code and starting memory at launch.")
+    reward_version = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="evaluation.shop.reward.REWARD_VERSION the run was scored with.")
     memory_mode = models.CharField(max_length=16, choices=MemoryMode.choices, default=MemoryMode.NONE, db_index=True)
     memory_k = models.PositiveSmallIntegerField(default=5)
     memory_approved_only = models.BooleanField(default=True)
@@ -246,6 +252,60 @@ class RunEpisode(models.Model):
         if self.status == self.Status.DONE:
             return "success" if self.success else "failure"
         return self.status
+
+
+class RunTaskPin(models.Model):
+    """The version of one task a run was scored against, and the version its latest re-grade used."""
+
+    run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="task_pins")
+    task = models.ForeignKey("evaluation.Task", on_delete=models.PROTECT, related_name="run_pins")
+    version = models.PositiveIntegerField()
+    content_hash = models.CharField(max_length=64)
+    regraded_version = models.PositiveIntegerField(null=True, blank=True,
+                                                   help_text="The version the run's latest re-grade scored against.")
+
+    class Meta:
+        ordering = ["run", "task"]
+        constraints = [models.UniqueConstraint(fields=["run", "task"], name="run_task_pin_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.run} · task #{self.task_id} v{self.version}"
+
+
+class RunRegrade(models.Model):
+    """A finished re-grade: the run's stored trajectories scored again against the gold of its tasks'
+    versions then (the original verdicts stay on RunEpisode). Written whole by the re-grade job."""
+
+    run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="regrades")
+    task_versions = models.JSONField(default=dict, help_text="Task external id -> the version scored against.")
+    reward_version = models.PositiveSmallIntegerField()
+    episodes = models.PositiveIntegerField(default=0, help_text="Episodes scored again.")
+    changed = models.PositiveIntegerField(default=0, help_text="Episodes whose success verdict changed.")
+    metrics = models.JSONField(null=True, blank=True, help_text="evaluation.metrics.run_metrics of the new verdicts.")
+    metrics_trials = models.PositiveSmallIntegerField(default=0)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"re-grade #{self.pk} of {self.run}"
+
+
+class RegradeScore(models.Model):
+    """One episode's new verdict in a re-grade, beside its original on the RunEpisode."""
+
+    regrade = models.ForeignKey(RunRegrade, on_delete=models.CASCADE, related_name="scores")
+    run_episode = models.ForeignKey(RunEpisode, on_delete=models.CASCADE, related_name="+")
+    success = models.BooleanField()
+    reward = models.FloatField()
+    reward_breakdown = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["regrade", "run_episode"]
+        constraints = [models.UniqueConstraint(fields=["regrade", "run_episode"], name="regrade_score_unique")]
 
 
 class FeedbackCurve(models.Model):

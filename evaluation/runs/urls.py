@@ -13,6 +13,7 @@ urlpatterns = [
     path("runs/<int:run_id>/cancel/", views.run_cancel_view, name="run_cancel"),
     path("runs/<int:run_id>/resume/", views.run_resume_view, name="run_resume"),
     path("runs/<int:run_id>/retry/", views.run_retry_view, name="run_retry"),
+    path("runs/<int:run_id>/regrade/", views.run_regrade_view, name="run_regrade"),
     path("runs/<int:run_id>/feedback-curves/", views.feedback_curve_launch_view, name="feedback_curve_launch"),
     path("runs/feedback-curves/<int:curve_id>/", views.feedback_curve_detail, name="feedback_curve"),
     path("runs/<int:run_id>/to-study/", study_views.run_study_forms, name="run_study_forms"),

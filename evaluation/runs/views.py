@@ -25,12 +25,15 @@ from evaluation.runs.models import EvaluationRun, FeedbackCurve
 from evaluation.runs.services import (
     FLIP_SORTS,
     CurveLaunchError,
+    RegradeRefused,
     RunActionError,
     RunImportError,
     RunLaunchError,
     RunsNotComparable,
     curve_chart,
     curve_launch,
+    regrade_flips,
+    regrade_side_by_side,
     run_cancel,
     run_charts,
     run_detectable_effect,
@@ -43,9 +46,15 @@ from evaluation.runs.services import (
     run_launch,
     run_launch_validate,
     run_pending_memories,
+    run_pins_out,
     run_progress,
+    run_regrade_current,
+    run_regrade_job_active,
+    run_regrade_latest,
+    run_regrade_start,
     run_resume,
     run_retry_errors,
+    run_staleness,
     runs_compare,
     runs_filtered,
     runs_plan_trials,
@@ -132,6 +141,16 @@ def _live_context(run: EvaluationRun) -> dict:
             "live": {"charts": run_charts(run=run), "heatmap": run_heatmap(run=run), "active": run.is_active}}
 
 
+def _scoring_context(run: EvaluationRun) -> dict:
+    """The run's pins, whether it is stale, and its latest re-grade beside the original scores."""
+    regrade = run_regrade_latest(run=run)
+    return {"pinned": run_pins_out(run=run), "staleness": run_staleness(run=run), "regrade": regrade,
+            "regrade_current": regrade is not None and run_regrade_current(run=run) == regrade,
+            "regrade_job": run_regrade_job_active(run=run),
+            "side_by_side": regrade_side_by_side(run=run, regrade=regrade) if regrade else None,
+            "regrade_flips": regrade_flips(regrade=regrade) if regrade else []}
+
+
 @require_GET
 @role_required(Role.OPERATOR)
 def run_detail(request, run_id: int):
@@ -139,6 +158,7 @@ def run_detail(request, run_id: int):
     context = {**_live_context(run), "curves": run.feedback_curves.all() if run.feedback_enabled else []}
     if request.htmx:
         return render(request, "evaluation/runs/_live.html", context)
+    context["scoring"] = _scoring_context(run)
     return render(request, "evaluation/runs/detail.html", {**context, "usage": run_usage(run=run)})
 
 
@@ -199,6 +219,21 @@ def run_resume_view(request, run_id: int):
 
 @require_POST
 @role_required(Role.OPERATOR)
+def run_regrade_view(request, run_id: int):
+    """Re-grade a stale run in the background: its job page shows the progress."""
+    run = get_object_or_404(EvaluationRun, pk=run_id)
+    try:
+        job = run_regrade_start(run=run, user=request.user)
+    except RegradeRefused as exc:
+        messages.error(request, f"No re-grade: {exc}.")
+        return redirect(run)
+    messages.success(request, f"Re-grade of run #{run.pk} queued: its stored trajectories are scored again against "
+                              "the current gold; the original scores are kept.")
+    return redirect("job_detail", job.pk)
+
+
+@require_POST
+@role_required(Role.OPERATOR)
 def run_retry_view(request, run_id: int):
     return _action(request, run_id, lambda run: run_retry_errors(run=run),
                    "{result} episode(s) with an infrastructure error queued again.")
@@ -251,6 +286,11 @@ def _compared_runs(request) -> list[EvaluationRun]:
     return list(EvaluationRun.objects.select_related("task_set").filter(pk__in=ids).order_by("pk"))
 
 
+def _scores_param(comparison: dict | None) -> list[tuple[str, str]]:
+    """Links within a comparison of re-graded scores (sorting) keep comparing them."""
+    return [("scores", "regraded")] if comparison and comparison["scoring"]["regrades"] else []
+
+
 @require_GET
 @role_required(Role.OPERATOR)
 def run_compare(request):
@@ -258,10 +298,10 @@ def run_compare(request):
     runs, comparison, refusal = _compared_runs(request), None, ""
     if len(runs) >= 2:
         try:
-            comparison = runs_compare(runs=runs, sort=request.GET.get("sort", ""))
+            comparison = runs_compare(runs=runs, sort=request.GET.get("sort", ""), scores=request.GET.get("scores", ""))
         except RunsNotComparable as exc:
             refusal = str(exc)
     context = {"runs": runs, "choices": EvaluationRun.objects.filter(metrics__isnull=False)[:100],
                "comparison": comparison, "refusal": refusal, "sorts": FLIP_SORTS, "flip_columns": FLIP_COLUMNS,
-               "runs_query": urlencode([("runs", run.pk) for run in runs])}
+               "runs_query": urlencode([("runs", run.pk) for run in runs] + _scores_param(comparison))}
     return render(request, "evaluation/runs/compare.html", context, status=409 if refusal else 200)

@@ -15,6 +15,8 @@ from evaluation.services.task_sets import (
     ImportReport,
     TaskCopyError,
     TasksCopied,
+    task_create,
+    task_spec_update,
     task_summary,
     tasks_copy_into,
     tasks_export_jsonl,
@@ -27,7 +29,8 @@ from evaluation.services.task_sets import (
 __all__ = [
     "BUILTIN_SET", "EpisodeConfigError", "EpisodePlay", "ImportReport", "bank_effects_rank", "bank_harmful_flag",
     "episode_ref", "episode_run", "episode_save", "episodes_save",
-    "episode_simulate", "episode_trajectory", "task_summary", "taskset_builtin_load", "tasks_export_jsonl",
+    "episode_simulate", "episode_trajectory", "task_create", "task_spec_update",
+    "task_summary", "taskset_builtin_load", "tasks_export_jsonl",
     "orb_effects_compute", "tasks_filtered", "tasks_fingerprint", "tasks_import_jsonl",
     "TaskCopyError", "TasksCopied", "tasks_copy_into",
 ]

@@ -1,5 +1,5 @@
-"""Task sets in the database: the built-in 130, JSONL export, validated all-or-nothing import, and
-the fingerprint that pins what a run was scored against."""
+"""Task sets in the database: the built-in 130, JSONL export, validated all-or-nothing import, task
+versions (a change of a task's gradable content makes a new one) and the fingerprint of a selection."""
 import hashlib
 import json
 import re
@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.db.models import Q, QuerySet
 
-from evaluation.models import Task, TaskSet
+from evaluation.models import Task, TaskSet, TaskVersion
+from evaluation.shop.task_content import task_content_hash
 from evaluation.shop.task_specs import tasks_generate
 from evaluation.shop.validate import spec_errors
 from memweb.problem_report import ProblemReport, problem_report
@@ -38,6 +39,31 @@ def _task_fields(spec: dict) -> dict:
             "error_kinds": spec["error_kinds"], "summary": task_summary(spec)[:300], "spec": spec}
 
 
+def task_create(*, task_set: TaskSet, spec: dict, provenance: dict | None = None) -> Task:
+    """A new task at version 1; `provenance` names the run episode a copied task came from."""
+    content_hash = task_content_hash(spec)
+    task = Task.objects.create(task_set=task_set, external_id=spec["id"], content_hash=content_hash,
+                               provenance=provenance or {}, **_task_fields(spec))
+    TaskVersion.objects.create(task=task, number=1, content_hash=content_hash, spec=spec)
+    return task
+
+
+def task_spec_update(*, task: Task, spec: dict) -> bool:
+    """Replace a task's spec (an edit or a re-import). When its gradable content changed, the task gets
+    a new version and the old version's spec stays in TaskVersion; a change of labels only (split,
+    difficulty...) or identical content keeps the version. Returns whether a version was made."""
+    content_hash = task_content_hash(spec)
+    new_version = content_hash != task.content_hash
+    if new_version:
+        task.version, task.content_hash = task.version + 1, content_hash
+        TaskVersion.objects.create(task=task, number=task.version, content_hash=content_hash, spec=spec)
+    fields = _task_fields(spec)
+    for name, value in fields.items():
+        setattr(task, name, value)
+    task.save(update_fields=[*fields, "version", "content_hash"])
+    return new_version
+
+
 @transaction.atomic
 def taskset_builtin_load() -> TaskSet:
     """Create or refresh the built-in task set (idempotent; tasks are updated in place, never deleted,
@@ -48,11 +74,9 @@ def taskset_builtin_load() -> TaskSet:
     for spec in tasks_generate():
         found = existing.get(spec["id"])
         if found is None:
-            Task.objects.create(task_set=task_set, external_id=spec["id"], **_task_fields(spec))
+            task_create(task_set=task_set, spec=spec)
         elif found.spec != spec:
-            for name, value in _task_fields(spec).items():
-                setattr(found, name, value)
-            found.save(update_fields=list(_task_fields(spec)))
+            task_spec_update(task=found, spec=spec)
     return task_set
 
 
@@ -85,6 +109,7 @@ class ImportReport:
     task_set_name: str
     created: int = 0
     updated: int = 0
+    new_versions: int = 0  # updated tasks whose gradable content changed
     total_lines: int = 0
     errors: list[tuple[int, str]] = field(default_factory=list)  # (line number, reason)
     ids: dict[int, str] = field(default_factory=dict)  # line number -> the task id it gives, for the report
@@ -117,7 +142,7 @@ def tasks_import_jsonl(*, text: str, task_set_name: str, description: str = "") 
     """Validate every line (JSON, structure, solvability, unique ids) and import only when all pass.
 
     Lines go into the named set, which is created when missing; tasks with an id already in the
-    set are updated. The built-in set is never written by an import."""
+    set are updated, and get a new version when their gradable content changed. The built-in set is never written by an import."""
     name = task_set_name.strip()
     report = ImportReport(task_set_name=name)
     # Editors on Windows start UTF-8 files with a byte-order mark; it is not part of line 1's JSON.
@@ -192,14 +217,11 @@ def _line_spec(line: str) -> tuple[dict | None, list[str]]:
 
 
 def _upsert(task_set: TaskSet, found: Task | None, spec: dict, report: ImportReport) -> None:
-    fields = _task_fields(spec)
     if found is None:
-        Task.objects.create(task_set=task_set, external_id=spec["id"], **fields)
+        task_create(task_set=task_set, spec=spec)
         report.created += 1
         return
-    for name, value in fields.items():
-        setattr(found, name, value)
-    found.save(update_fields=list(fields))
+    report.new_versions += task_spec_update(task=found, spec=spec)
     report.updated += 1
 
 
@@ -225,7 +247,7 @@ def tasks_copy_into(*, task_set_name: str, copies: list[tuple[dict, dict]]) -> T
         if spec["id"] in held:
             copied.duplicates.append(spec["id"])
             continue
-        Task.objects.create(task_set=task_set, external_id=spec["id"], provenance=provenance, **_task_fields(spec))
+        task_create(task_set=task_set, spec=spec, provenance=provenance)
         held.add(spec["id"])
         copied.created.append(spec["id"])
     return copied

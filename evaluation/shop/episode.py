@@ -108,6 +108,21 @@ def episode_play(*, task: dict, agent, customer, memory=None, max_turns: int = D
         latency_ms=round((time.monotonic() - started) * 1000), spans=timeline.spans)
 
 
+def transcript_rescore(*, task: dict, transcript: list[dict], shop_seed: int) -> RewardResult:
+    """Score a stored episode again against `task` (a newer gold): its tool calls are replayed in
+    order on a fresh copy of the shop it was played on (`shop_seed`), which rebuilds its final state
+    (tools are deterministic), and its replies are read from the transcript. Nothing is played again:
+    neither customer nor agent is asked anything."""
+    env = ShopEnv(shop_fresh(shop_seed))
+    for message in transcript:
+        if message["role"] == "assistant" and message.get("tool_calls"):
+            env.execute([(call.get("id"), call["name"], call.get("arguments"), call.get("argument_error", ""))
+                         for call in message["tool_calls"]])
+    replies = [m["content"] for m in transcript if m["role"] == "assistant" and m.get("content")]
+    return reward_compute(task=task, final_state=env.state, calls=env.calls, replies=replies,
+                          gold_state_hash=gold_state_hash(task))
+
+
 def _converse(agent, customer, memory, env: ShopEnv, messages: list, memories: list, max_turns: int,
               timeline: _Timeline) -> str:
     timeline.enter(1)

@@ -1,15 +1,28 @@
 """τ-bench style reward: replay the task's gold actions on a fresh shop and compare final states,
 check the gold look-ups were made and the required facts were told to the customer, and fail any
 episode that mentions an order id the shop does not have."""
+import functools
 import hashlib
 import json
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from evaluation.shop.generator import shop_fresh
 from evaluation.shop.tools import ORDER_ID_RE, tool_execute
 
 _RECORDS = ("invoices", "refunds", "returns", "exchanges", "appointments")
+
+# Bump it with every change to this module that changes what an episode earns: runs scored with an
+# older version are marked stale (evaluation.runs) until they are re-graded.
+REWARD_VERSION = 1
+
+
+@functools.cache
+def reward_source_hash() -> str:
+    """SHA-256 of this module's source, pinned by runs beside REWARD_VERSION. It names the exact code;
+    since any edit (a comment too) changes it, staleness follows REWARD_VERSION only."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 
 
 def state_fingerprint(state: dict) -> str:

@@ -40,6 +40,7 @@ from orbs.services.review import (
     orbs_pending_approve,
     orbs_pending_count,
 )
+from orbs.services.snapshot import bank_snapshot
 from orbs.services.transfer import (
     ImportReport,
     bank_copy,
@@ -57,5 +58,5 @@ __all__ = [
     "orb_current", "orb_provenance", "orb_remember", "orb_revision", "orb_revisions", "orbs_current_only",
     "orb_merge", "orb_reject", "orbs_bulk_review", "orbs_pending_approve", "orbs_pending_count", "orbs_retrievable",
     "orb_retrieval_outcomes", "orbs_retrieve", "orbs_search", "retrieval_outcome_record", "trajectory_parse",
-    "EpisodeToRemember", "orbs_from_episodes",
+    "EpisodeToRemember", "orbs_from_episodes", "bank_snapshot",
 ]

@@ -44,7 +44,8 @@ def test_it_exports_and_imports_jsonl(agent, builtin):
     assert exported.status_code == 200 and exported["Content-Type"].startswith("application/x-ndjson")
     lines = exported.content.decode().splitlines()
     created = post(agent, f"{API}/tasks/import", {"task_set": "api-copy", "jsonl": "\n".join(lines[:3])})
-    assert created.status_code == 201 and created.json() == {"task_set": "api-copy", "created": 3, "updated": 0}
+    assert created.status_code == 201 and created.json() == {"task_set": "api-copy", "created": 3, "updated": 0,
+                                                             "new_versions": 0}
     bad = post(agent, f"{API}/tasks/import", {"task_set": "api-bad", "jsonl": lines[0] + "\n{oops"})
     assert bad.status_code == 422
     assert bad.json()["detail"][0]["line"] == 2 and "not valid JSON" in bad.json()["detail"][0]["reason"]

@@ -21,6 +21,15 @@ from evaluation.runs.services.curve import (
 from evaluation.runs.services.drive import run_drive
 from evaluation.runs.services.launch import run_launch, run_launch_check, run_launch_validate
 from evaluation.runs.services.memory import run_memory_config, run_pending_memories
+from evaluation.runs.services.pins import (
+    change_summary,
+    run_pins_out,
+    run_pins_record,
+    run_regrade_current,
+    run_regrade_latest,
+    run_staleness,
+    runs_staleness_annotate,
+)
 from evaluation.runs.services.planner import run_outcomes, runs_plan_trials
 from evaluation.runs.services.protocol import (
     chunk_size,
@@ -32,6 +41,13 @@ from evaluation.runs.services.protocol import (
     trial_finish,
     watch_interval,
     window_fill,
+)
+from evaluation.runs.services.regrade import (
+    RegradeRefused,
+    regrade_flips,
+    regrade_side_by_side,
+    run_regrade_job_active,
+    run_regrade_start,
 )
 from evaluation.runs.services.results import (
     run_charts,
@@ -85,4 +101,7 @@ __all__ = [
     "watch_interval", "window_fill",
     "MAX_EPISODES", "SELECTIONS", "StudyAdded", "StudyError", "episodes_to_campaign", "episodes_to_task_set",
     "run_episodes_select",
+    "RegradeRefused", "change_summary", "regrade_flips", "regrade_side_by_side", "run_pins_out", "run_pins_record",
+    "run_regrade_current", "run_regrade_job_active", "run_regrade_latest", "run_regrade_start", "run_staleness",
+    "runs_staleness_annotate",
 ]

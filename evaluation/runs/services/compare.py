@@ -1,9 +1,18 @@
 """Comparing runs: whether they may be compared at all, then each run against the baseline (the
 oldest) with evaluation.metrics.paired_metrics over their finished trials, and the per-task flip
-table sorted on the server, every task's trials linked to their transcripts."""
+table sorted on the server, every task's trials linked to their transcripts.
+
+Runs scored against different versions of their tasks (or of the reward code) are compared only
+with that said: `runs_scoring` names the stale runs and what changed, and `scores="regraded"`
+compares the stale runs' current re-grades instead of their original scores.
+"""
 from evaluation.metrics import paired_metrics
-from evaluation.runs.models import EvaluationRun
-from evaluation.runs.services.results import run_charts, run_heatmap, run_matrix
+from evaluation.runs.models import EvaluationRun, RunRegrade
+from evaluation.runs.services.pins import change_summary, run_regrade_current, run_staleness
+from evaluation.runs.services.regrade import regrade_verdicts
+from evaluation.runs.services.results import CHART_SERIES, Verdicts, run_charts, run_heatmap, run_matrix
+
+SCORES = ("original", "regraded")
 
 
 class RunsNotComparable(ValueError):
@@ -26,9 +35,18 @@ def _identity(run: EvaluationRun) -> dict[str, object]:
     }
 
 
+def _pinned_versions(run: EvaluationRun) -> set[tuple[int, int]]:
+    return set(run.task_pins.values_list("task_id", "version"))
+
+
 def _same_task_versions(run: EvaluationRun, baseline: EvaluationRun) -> None:
-    """Same task ids can hide edited tasks (a re-import updates them in place); an imported run
-    from elsewhere has no fingerprint and is taken at its task ids."""
+    """Same task ids can hide edited tasks. Runs whose pinned task versions differ are compared with
+    that said (`runs_scoring`); otherwise differing fingerprints mean a task was changed without a
+    new version (runs launched before versions, or a direct database edit). An imported run from
+    elsewhere has no fingerprint and is taken at its task ids."""
+    pinned = _pinned_versions(run), _pinned_versions(baseline)
+    if all(pinned) and pinned[0] != pinned[1]:
+        return
     fingerprints = (run.tasks_fingerprint, baseline.tasks_fingerprint)
     if all(fingerprints) and fingerprints[0] != fingerprints[1]:
         raise RunsNotComparable(f"run #{run.pk} and run #{baseline.pk} were scored against different versions of "
@@ -64,15 +82,55 @@ FLIP_SORTS = {
 DEFAULT_SORT = "difference"
 
 
-def _cells(run: EvaluationRun) -> dict[str, list]:
+def _scored_against(staleness: dict) -> tuple:
+    """The older task and reward versions a run's scores answer to: ((), None) for the current ones."""
+    tasks = tuple((change["task"], change["pinned"]) for change in staleness["tasks"])
+    return tasks, staleness["reward"]["pinned"] if staleness["reward"] else None
+
+
+def runs_scoring(*, runs: list[EvaluationRun], scores: str = "original") -> dict:
+    """What the compared scores were graded against. `stale`: each run whose compared scores are
+    against older task or reward versions, with what changed and whether a current re-grade exists;
+    `mixed`: the runs' scores answer to different versions (a stale run beside a fresh one);
+    `regrades`: run id -> the re-grade used for it (with `scores="regraded"`)."""
+    stale, versions, regrades = [], set(), {}
+    for run in runs:
+        staleness = run_staleness(run=run)
+        regrade = run_regrade_current(run=run) if staleness["stale"] else None
+        if scores == "regraded" and regrade is not None:
+            regrades[run.pk], staleness = regrade, {**staleness, "stale": False, "tasks": [], "reward": None}
+        versions.add(_scored_against(staleness))
+        if staleness["stale"]:
+            stale.append({"run": run.pk, "name": run.name, "changes": change_summary(staleness),
+                          "tasks": staleness["tasks"], "reward": staleness["reward"],
+                          "regrade_available": regrade is not None})
+    return {"scores": scores, "stale": stale, "mixed": len(versions) > 1, "regrades": regrades,
+            "regraded_available": bool(stale) and all(entry["regrade_available"] for entry in stale)}
+
+
+def _cells(run: EvaluationRun, regrade: RunRegrade | None) -> dict[str, list]:
+    """The run's task x trial cells; a re-grade's verdicts recolour the cells it scored again."""
     heatmap = run_heatmap(run=run)
-    return dict(zip(heatmap["tasks"], heatmap["cells"]))
+    cells = dict(zip(heatmap["tasks"], heatmap["cells"]))
+    if regrade is not None:
+        for key, number, success in regrade.scores.values_list("run_episode__task_key", "run_episode__trial__number",
+                                                               "success"):
+            cells[key][number - 1][0] = "success" if success else "failure"
+    return cells
 
 
-def _pair(run: EvaluationRun, baseline: EvaluationRun, cells: dict[int, dict], sort: str) -> dict:
+def _charts(run: EvaluationRun, regrade: RunRegrade | None) -> dict:
+    chart = run_charts(run=run)
+    if regrade is None or not regrade.metrics:
+        return chart
+    return {**chart, "name": f"{run.name} (re-graded)", **{name: regrade.metrics[name] for name in CHART_SERIES}}
+
+
+def _pair(run: EvaluationRun, baseline: EvaluationRun, cells: dict[int, dict], verdicts: dict[int, Verdicts],
+          sort: str) -> dict:
     """`run` (A) against the baseline (B): paired_metrics with each flip row's transcript links."""
-    metrics = paired_metrics(run_matrix(run=run, trials=run.metrics_trials),
-                             run_matrix(run=baseline, trials=baseline.metrics_trials),
+    metrics = paired_metrics(run_matrix(run=run, trials=run.metrics_trials, verdicts=verdicts.get(run.pk)),
+                             run_matrix(run=baseline, trials=baseline.metrics_trials, verdicts=verdicts.get(baseline.pk)),
                              a_name=f"#{run.pk} {run.name}", b_name=f"#{baseline.pk} {baseline.name}",
                              seed=baseline.seed)
     for row in metrics["flips"]:
@@ -82,11 +140,15 @@ def _pair(run: EvaluationRun, baseline: EvaluationRun, cells: dict[int, dict], s
     return {"run": run, "baseline": baseline, **metrics}
 
 
-def runs_compare(*, runs: list[EvaluationRun], sort: str = DEFAULT_SORT) -> dict:
-    """Each run's chart series and every later run against the first (the baseline); raises
-    RunsNotComparable first when the runs may not be compared."""
+def runs_compare(*, runs: list[EvaluationRun], sort: str = DEFAULT_SORT, scores: str = "original") -> dict:
+    """Each run's chart series and every later run against the first (the baseline), with `scoring`
+    (runs_scoring: stale runs and what changed); raises RunsNotComparable first when the runs may
+    not be compared. `scores="regraded"` uses each stale run's current re-grade where it has one."""
     runs_comparable_check(runs=runs)
     sort = sort if sort in FLIP_SORTS else DEFAULT_SORT
-    cells = {run.pk: _cells(run) for run in runs}
-    return {"charts": [run_charts(run=run) for run in runs], "sort": sort,
-            "pairs": [_pair(run, runs[0], cells, sort) for run in runs[1:]]}
+    scoring = runs_scoring(runs=runs, scores=scores if scores in SCORES else "original")
+    regrades = scoring["regrades"]
+    verdicts = {pk: regrade_verdicts(regrade=regrade) for pk, regrade in regrades.items()}
+    cells = {run.pk: _cells(run, regrades.get(run.pk)) for run in runs}
+    return {"charts": [_charts(run, regrades.get(run.pk)) for run in runs], "sort": sort, "scoring": scoring,
+            "pairs": [_pair(run, runs[0], cells, verdicts, sort) for run in runs[1:]]}

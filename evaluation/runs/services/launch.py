@@ -10,6 +10,7 @@ from evaluation.models import Domain, Split, Task, TaskSet
 from evaluation.runs.models import EvaluationRun, MemoryMode, Trial
 from evaluation.runs.services.dispatch import work_send
 from evaluation.runs.services.memory import run_memory_prepare
+from evaluation.runs.services.pins import run_pins_record
 from evaluation.runs.services.spec import NO_MEMORY_CONTEXT_TOKENS, RunLaunchError, RunSpec, run_spec_parse
 from evaluation.services import BUILTIN_SET, tasks_fingerprint
 from memweb.llm import role_config
@@ -163,6 +164,7 @@ def run_launch(*, spec: RunSpec | dict, user=None, executor: str = EvaluationRun
             episodes_total=len(checked.task_pks) * spec.trials, scripted=_scripted(spec),
             agent_backend=spec.agent.backend, created_by=user, executor=executor)
         run_memory_prepare(run=run, spec=spec, source=checked.bank_source)
+        run_pins_record(run=run)
         Trial.objects.bulk_create([Trial(run=run, number=n) for n in range(1, spec.trials + 1)])
         work_send("start", run_id=run.pk)
     return run

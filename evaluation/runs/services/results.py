@@ -4,6 +4,7 @@ from django.db.models import Q, QuerySet
 
 from evaluation.metrics import run_metrics, run_minimum_detectable_effect
 from evaluation.runs.models import EvaluationRun, RunEpisode, Trial
+from evaluation.runs.services.pins import runs_staleness_annotate
 
 CHART_SERIES = ("per_trial", "cumulative", "pass_k")
 
@@ -12,23 +13,29 @@ def _rows(run: EvaluationRun, trials: int) -> QuerySet:
     return run.run_episodes.filter(trial__number__lte=trials).order_by("task_key", "trial__number")
 
 
-def run_matrix(*, run: EvaluationRun, trials: int) -> dict[str, list[bool | None]]:
+# A re-grade's new verdicts: run episode id -> (success, reward), used instead of the stored ones.
+Verdicts = dict[int, tuple[bool, float]]
+
+
+def run_matrix(*, run: EvaluationRun, trials: int, verdicts: Verdicts | None = None) -> dict[str, list[bool | None]]:
     """task id -> results of trials 1..`trials`: True / False, None for an infrastructure error
     (or a row that never got a verdict)."""
     matrix: dict[str, list[bool | None]] = {}
-    for key, number, status, success in _rows(run, trials).values_list("task_key", "trial__number", "status",
-                                                                          "success"):
+    verdicts = verdicts or {}
+    for pk, key, number, status, success in _rows(run, trials).values_list("pk", "task_key", "trial__number",
+                                                                              "status", "success"):
         results = matrix.setdefault(key, [None] * trials)
-        results[number - 1] = success if status == RunEpisode.Status.DONE else None
+        results[number - 1] = verdicts.get(pk, (success,))[0] if status == RunEpisode.Status.DONE else None
     return matrix
 
 
-def run_metrics_compute(*, run: EvaluationRun, trials: int) -> dict:
+def run_metrics_compute(*, run: EvaluationRun, trials: int, verdicts: Verdicts | None = None) -> dict:
     """evaluation.metrics.run_metrics over trials 1..`trials` of the run (JSON-ready)."""
     done = _rows(run, trials).filter(status=RunEpisode.Status.DONE)
-    columns = {name: list(done.values_list(name, flat=True)) for name in ("reward", "turns", "tokens", "latency_ms")}
-    return run_metrics(run_matrix(run=run, trials=trials), rewards=columns["reward"], turns=columns["turns"],
-                       tokens=columns["tokens"], latency=columns["latency_ms"], seed=run.seed)
+    columns = {name: list(done.values_list(name, flat=True)) for name in ("turns", "tokens", "latency_ms")}
+    rewards = [(verdicts or {}).get(pk, (None, reward))[1] for pk, reward in done.values_list("pk", "reward")]
+    return run_metrics(run_matrix(run=run, trials=trials, verdicts=verdicts), rewards=rewards,
+                       turns=columns["turns"], tokens=columns["tokens"], latency=columns["latency_ms"], seed=run.seed)
 
 
 def run_detectable_effect(*, run: EvaluationRun) -> dict:
@@ -84,7 +91,7 @@ def runs_count_active() -> int:
 
 
 def runs_filtered(*, status: str = "", memory_mode: str = "", agent_backend: str = "", q: str = "") -> QuerySet:
-    runs = EvaluationRun.objects.select_related("created_by", "bank", "task_set")
+    runs = runs_staleness_annotate(EvaluationRun.objects.select_related("created_by", "bank", "task_set"))
     for field, value in (("status", status), ("memory_mode", memory_mode), ("agent_backend", agent_backend)):
         if value:
             runs = runs.filter(**{field: value})

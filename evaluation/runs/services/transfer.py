@@ -12,6 +12,7 @@ from django.utils import timezone
 from evaluation.feedback.models import EpisodeFeedback
 from evaluation.feedback.services import MAX_FEEDBACK_ROUNDS
 from evaluation.runs.models import EvaluationRun, FeedbackMemory, MemoryMode, ReviewGate, RunEpisode, RunPreset, Trial
+from evaluation.runs.services.pins import run_pins_out, run_staleness
 from evaluation.runs.services.results import CHART_SERIES, run_metrics_compute
 from memweb.errors import problems_of
 from memweb.problem_report import ProblemReport, problem_report
@@ -66,8 +67,11 @@ def _episode_rows(run: EvaluationRun):
 
 
 def run_export_json(*, run: EvaluationRun) -> dict:
-    """Everything needed to chart the run elsewhere: settings, one line per episode, metrics."""
-    return {"format": FORMAT, "format_version": FORMAT_VERSION, "run": _run_header(run),
+    """Everything needed to chart the run elsewhere: settings, one line per episode, metrics; and what
+    it was scored against (`pins`, `staleness`), which an import does not carry over (its task
+    versions are this server's)."""
+    header = {**_run_header(run), "pins": run_pins_out(run=run), "staleness": run_staleness(run=run)}
+    return {"format": FORMAT, "format_version": FORMAT_VERSION, "run": header,
             "episodes": [_episode_line(row) for row in _episode_rows(run)], "metrics": run.metrics}
 
 

@@ -1,0 +1,124 @@
+"""What a run was scored against, pinned at launch, and whether it still is what its tasks and the
+reward code say today.
+
+A run pins the version and content hash of each of its tasks (RunTaskPin), the reward code version
+(evaluation.shop.reward.REWARD_VERSION, with a hash of its source), the agent's and customer's
+configuration (backend, model, a hash of their prompt templates) and its starting memory
+(orbs.services.bank_snapshot). A run is *stale* when a task it was scored against has a newer
+version now, or the reward code a newer version: its scores answer an older question. A re-grade
+(regrade.py) scores its stored trajectories again; it is *current* while nothing changed since.
+"""
+import hashlib
+
+from django.db.models import BooleanField, Exists, ExpressionWrapper, F, OuterRef, Q, QuerySet
+
+from evaluation.configs import AgentBackend
+from evaluation.llm_backends import prompt_template_hash
+from evaluation.models import Task, TaskVersion
+from evaluation.runs.models import EvaluationRun, RunRegrade, RunTaskPin
+from evaluation.shop.reward import REWARD_VERSION, reward_source_hash
+from evaluation.shop.task_content import canonical_json, task_content_changes
+from memweb.llm import role_config
+from orbs.services import bank_snapshot
+
+# How each gradable part of a task (evaluation.shop.task_content.CONTENT_GROUPS) is named to people.
+CHANGE_NAMES = {"instruction": "instruction", "gold_actions": "gold actions", "gold_lookups": "look-ups",
+                "required_outputs": "outputs"}
+
+
+def _backend_pin(config: dict, role: str) -> dict:
+    """An LLM backend's model and prompt-template hash; a scripted one has neither."""
+    llm = config.get("backend") == AgentBackend.LLM
+    return {"backend": config.get("backend"), "model": role_config(role).model if llm else None,
+            "prompt_hash": prompt_template_hash(role) if llm else None,
+            "config_hash": hashlib.sha256(canonical_json(config).encode()).hexdigest()}
+
+
+def run_pins_record(*, run: EvaluationRun) -> None:
+    """Pin what the run is scored against (at launch, once its bank is prepared)."""
+    tasks = Task.objects.filter(pk__in=run.task_pks).values_list("pk", "version", "content_hash")
+    RunTaskPin.objects.bulk_create([RunTaskPin(run=run, task_id=pk, version=version, content_hash=content_hash)
+                                    for pk, version, content_hash in tasks])
+    run.reward_version = REWARD_VERSION
+    run.pins = {"agent": _backend_pin(run.agent_config, "actor"),
+                "customer": _backend_pin(run.customer_config, "user_simulator"),
+                "reward": {"version": REWARD_VERSION, "source_hash": reward_source_hash()},
+                "memory": bank_snapshot(bank=run.bank) if run.bank_id else None}
+    run.save(update_fields=["pins", "reward_version"])
+
+
+def _task_changes(pairs: list[tuple[RunTaskPin, int | None]]) -> list[dict]:
+    """Per (pin, version scored against) whose task has moved on: the versions and what changed."""
+    moved = [(pin, version) for pin, version in pairs if version != pin.task.version]
+    specs = dict(((task_id, number), spec) for task_id, number, spec in TaskVersion.objects.filter(
+        task_id__in=[pin.task_id for pin, _ in moved]).values_list("task_id", "number", "spec"))
+    return [{"task": pin.task.external_id, "task_id": pin.task_id, "pinned": version, "current": pin.task.version,
+             "fields": [CHANGE_NAMES[group] for group in task_content_changes(specs.get((pin.task_id, version), {}),
+                                                                             pin.task.spec)]}
+            for pin, version in sorted(moved, key=lambda item: item[0].task.external_id)]
+
+
+def _reward_change(version: int | None) -> dict | None:
+    return {"pinned": version, "current": REWARD_VERSION} if version is not None and version < REWARD_VERSION else None
+
+
+def _staleness(pairs, reward_version: int | None) -> dict:
+    tasks, reward = _task_changes(pairs), _reward_change(reward_version)
+    return {"stale": bool(tasks or reward), "tasks": tasks, "reward": reward}
+
+
+def _pins(run: EvaluationRun) -> list[RunTaskPin]:
+    return list(run.task_pins.select_related("task").order_by("task__external_id"))
+
+
+def run_staleness(*, run: EvaluationRun) -> dict:
+    """Whether the run's own scores are stale: `tasks` lists each task with a newer version (task,
+    pinned and current version, the `fields` that changed: instruction, gold actions, look-ups,
+    outputs), `reward` the reward versions when the reward code moved on. A run without pins
+    (launched before them, or imported) is never called stale: `pinned` says so."""
+    pins = _pins(run)
+    return {**_staleness([(pin, pin.version) for pin in pins], run.reward_version), "pinned": bool(pins)}
+
+
+def run_regrade_latest(*, run: EvaluationRun) -> RunRegrade | None:
+    return run.regrades.order_by("-created_at", "-pk").first()
+
+
+def run_regrade_current(*, run: EvaluationRun) -> RunRegrade | None:
+    """The run's latest re-grade when it scored against the current versions of every task and reward."""
+    regrade = run_regrade_latest(run=run)
+    if regrade is None:
+        return None
+    moved = _staleness([(pin, pin.regraded_version) for pin in _pins(run)], regrade.reward_version)
+    return None if moved["stale"] else regrade
+
+
+def change_summary(staleness: dict) -> str:
+    """One line for people: "shop-app-001 v1 → v2 (gold actions); reward code v1 → v2"."""
+    parts = [f"{change['task']} v{change['pinned']} → v{change['current']} ({', '.join(change['fields']) or 'content'})"
+             for change in staleness["tasks"]]
+    if staleness["reward"]:
+        parts.append(f"reward code v{staleness['reward']['pinned']} → v{staleness['reward']['current']}")
+    return "; ".join(parts)
+
+
+def runs_staleness_annotate(runs: QuerySet) -> QuerySet:
+    """Each run with `stale` (its own scores are against an older task or reward version) and
+    `regraded` (a re-grade against every current version exists), for lists."""
+    task_moved = RunTaskPin.objects.filter(run=OuterRef("pk")).exclude(version=F("task__version"))
+    regrade_moved = RunTaskPin.objects.filter(run=OuterRef("pk")).exclude(regraded_version=F("task__version"))
+    regrade_now = RunRegrade.objects.filter(run=OuterRef("pk"), reward_version=REWARD_VERSION)
+    return runs.annotate(
+        # Unpinned runs (reward_version null) are not stale: the null test keeps the OR from being NULL.
+        stale=ExpressionWrapper(Q(Exists(task_moved)) | Q(reward_version__isnull=False,
+                                                          reward_version__lt=REWARD_VERSION),
+                                output_field=BooleanField()),
+        regraded=ExpressionWrapper(Q(Exists(regrade_now)) & ~Q(Exists(regrade_moved)), output_field=BooleanField()))
+
+
+def run_pins_out(*, run: EvaluationRun) -> dict:
+    """The pins as the API and the export show them: each task's version and hash (and the version its
+    latest re-grade used), the reward version, configuration and memory pins."""
+    tasks = [{"task": pin.task.external_id, "version": pin.version, "content_hash": pin.content_hash,
+              "regraded_version": pin.regraded_version} for pin in _pins(run)]
+    return {"tasks": tasks, "reward_version": run.reward_version, **run.pins}
