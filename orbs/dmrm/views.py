@@ -43,9 +43,10 @@ def _browser_context(request) -> dict:
 @role_required(*READERS)
 def experience_list(request):
     context = _browser_context(request)
+    status = 422 if context["form"].errors else 200
     if request.htmx:
-        return render(request, "orbs/dmrm/_experience_results.html", context)
-    return render(request, "orbs/dmrm/experience_list.html", context)
+        return render(request, "orbs/dmrm/_experience_results.html", context, status=status)
+    return render(request, "orbs/dmrm/experience_list.html", context, status=status)
 
 
 def _decide(pk: int, data: dict, actor) -> Experience:
