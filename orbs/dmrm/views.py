@@ -36,6 +36,7 @@ def _browser_context(request) -> dict:
     q_values = list(queryset.order_by().values_list("q_value", flat=True)[:CHART_SAMPLE])
     return {"form": form, "page": page, "query": query_without_page(request), "chart": histogram(q_values),
             "total": page.paginator.count, "can_review": has_role(request.user, Role.REVIEWER),
+            "can_build": has_role(request.user, Role.OPERATOR),
             "updates": experiences_updates(queryset=queryset)}
 
 
