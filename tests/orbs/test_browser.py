@@ -58,6 +58,7 @@ def test_it_edits_an_orb_without_phantom_revisions_and_shows_its_history_as_a_di
     page.goto(live_server.url + reverse("orbs:detail", args=[orb.pk]))
     edit = page.locator("#history-title + .table-wrap tr", has_text="edited")
     assert edit.locator(".orbs-changes dt").all_inner_texts() == ["context", "version"]
-    assert "DW-450-B" in edit.locator(".orbs-diff ins").first.inner_text()
+    assert edit.locator(".orbs-diff ins").all_inner_texts() == ["-B"]  # "sku": "DW-450" became "DW-450-B"
+    assert '"sku": "DW-450-B"' in edit.locator(".orbs-diff").inner_text()
     # Issue 18, emotion tagger: the offline tag is labelled as a heuristic.
     assert page.locator("#orb-title ~ dl .badge-scripted").first.inner_text() == "heuristic"
