@@ -36,8 +36,11 @@ FEEDBACK_DEMO_TRIALS = 3
 DMRM_SOURCE_BANK = "Demo: DMRM source memory (appliances)"
 DMRM_SOURCE_MEMORY = "Appliance episodes of the demo runs"
 DMRM_DEMO_RUN = "Demo: scripted agent + DMRM, source memory from appliances"
-DMRM_DEMO_TASKS = 12  # clothing tasks; few, so the first start stays quick
-DMRM_DEMO_TRIALS = 3
+# Few, so the first start stays quick: embedding a step (observations hold tool results of hundreds of
+# tokens) costs far more than a short query, and every step of the source memory is embedded.
+DMRM_SOURCE_EPISODES = 20
+DMRM_DEMO_TASKS = 8  # clothing tasks
+DMRM_DEMO_TRIALS = 2
 
 
 def _demo_run(name: str, memory: dict, stdout, *, task_ids: list[str], trials: int) -> None:
@@ -69,10 +72,10 @@ def _dmrm_source(stdout) -> dict:
     played so far; none when no step of them passes (a demo shrunk for tests may have no success)."""
     bank = bank_get_or_create(name=DMRM_SOURCE_BANK, description="A DMRM source memory built by the demo loader.")
     if not bank.source_memories.filter(name=DMRM_SOURCE_MEMORY).exists():
+        episodes = source_trajectories_from_episodes(domain="appliances", limit=DMRM_SOURCE_EPISODES)
         try:
             memory = source_memory_build(bank=bank, name=DMRM_SOURCE_MEMORY, source_domain="appliances",
-                                         trajectories=source_trajectories_from_episodes(domain="appliances"),
-                                         gamma=0.9, min_reward=1.0, min_q=0.0)
+                                         trajectories=episodes, gamma=0.9, min_reward=1.0, min_q=0.0)
         except OrbsError as nothing_kept:
             stdout.write(f"evaluation: no demo DMRM source memory ({nothing_kept})")
             return {}

@@ -25,6 +25,15 @@ def _sees(page, text: str) -> None:
     page.locator('[role="alert"], .errorlist').filter(has_text=text).first.wait_for()
 
 
+def _refused(page, live_server, path: str, button: str, expected: str, values: dict | None = None) -> None:
+    """Open the page, put bad values in, press the form's button, and see the message."""
+    _open(page, live_server, path)
+    for selector, value in (values or {}).items():
+        _set(page, selector, value)
+    page.get_by_role("button", name=button).click()
+    _sees(page, expected)
+
+
 def _queue(page, live_server, orb, bank):
     # The defect: an over-long semantic query silently listed every Orb. Now: the limit, and the query kept.
     _open(page, live_server, reverse("orbs:queue"))
@@ -45,26 +54,20 @@ def _orb_page(page, live_server, orb, bank):
     _open(page, live_server, reverse("orbs:detail", args=[orb.pk]))
     page.locator("#detail-reason").locator("xpath=ancestor::form").get_by_role("button", name="Reject").click()
     _sees(page, "Give a reason to reject this Orb")
-    _open(page, live_server, reverse("orbs:detail", args=[orb.pk]))
-    _set(page, "#merge-into", "999999")
-    page.get_by_role("button", name="Merge").click()
-    _sees(page, "merge target #999999")
+    _refused(page, live_server, reverse("orbs:detail", args=[orb.pk]), "Merge", "merge target #999999",
+             {"#merge-into": "999999"})
     _open(page, live_server, reverse("orbs:detail", args=[orb.pk]))
     page.locator("#delete-orb").get_by_role("button", name="Delete").click()
     _sees(page, "Give a reason to delete this Orb")
 
 
 def _orb_edit(page, live_server, orb, bank):
-    _open(page, live_server, reverse("orbs:edit", args=[orb.pk]))
-    _set(page, "#id_context", "[1, 2]")
-    page.get_by_role("button", name="Save").click()
-    _sees(page, "Context must be a JSON object")
+    _refused(page, live_server, reverse("orbs:edit", args=[orb.pk]), "Save", "Context must be a JSON object",
+             {"#id_context": "[1, 2]"})
 
 
 def _bank_list(page, live_server, orb, bank):
-    _open(page, live_server, reverse("orbs:bank_list"))
-    page.get_by_role("button", name="Create bank").click()
-    _sees(page, "This field is required")
+    _refused(page, live_server, reverse("orbs:bank_list"), "Create bank", "This field is required")
     _open(page, live_server, reverse("orbs:bank_list"))
     page.get_by_label("JSONL file").set_input_files(
         files=[{"name": "bank.jsonl", "mimeType": "application/x-ndjson", "buffer": b'{"type": "orb"}\n'}])
@@ -74,23 +77,15 @@ def _bank_list(page, live_server, orb, bank):
 
 def _bank_page(page, live_server, orb, bank):
     url = reverse("orbs:bank_detail", args=[bank.slug])
-    _open(page, live_server, url)
-    _set(page, "#id_retrieval_k", "0")
-    page.get_by_role("button", name="Save policy").click()
-    _sees(page, "greater than or equal to 1")
+    _refused(page, live_server, url, "Save policy", "greater than or equal to 1", {"#id_retrieval_k": "0"})
     _open(page, live_server, url)
     page.get_by_text("Copy this bank").click()
     page.get_by_role("button", name="Copy (runs in the background)").click()
     _sees(page, "This field is required")
-    _open(page, live_server, url)
-    _set(page, "#id_delete-confirm_slug", "not-this-bank")
-    page.get_by_role("button", name="Delete bank").click()
-    _sees(page, f"type {bank.slug} exactly")
-    _open(page, live_server, url)
-    _set(page, "#id_erase-customer_key", "cust-1")
-    _set(page, "#id_erase-confirm_customer_key", "cust-2")
-    page.get_by_role("button", name="Erase this customer").click()
-    _sees(page, "does not match the customer key")
+    _refused(page, live_server, url, "Delete bank", f"type {bank.slug} exactly",
+             {"#id_delete-confirm_slug": "not-this-bank"})
+    _refused(page, live_server, url, "Erase this customer", "does not match the customer key",
+             {"#id_erase-customer_key": "cust-1", "#id_erase-confirm_customer_key": "cust-2"})
 
 
 def _experiences(page, live_server, orb, bank):
@@ -106,33 +101,24 @@ def _experiences(page, live_server, orb, bank):
 
 
 def _dmrm_settings(page, live_server, orb, bank):
-    _open(page, live_server, reverse("orbs:dmrm_settings", args=[bank.slug]))
-    _set(page, "#id_alpha", "5")
-    page.get_by_role("button", name="Save settings").click()
-    _sees(page, "less than or equal to 1")
+    _refused(page, live_server, reverse("orbs:dmrm_settings", args=[bank.slug]), "Save settings",
+             "less than or equal to 1", {"#id_alpha": "5"})
 
 
 def _source_builder(page, live_server, orb, bank):
-    _open(page, live_server, reverse("orbs:dmrm_source", args=[bank.slug]))
-    _set(page, "#id_gamma", "5")
-    page.get_by_role("button", name="Preview").click()
-    _sees(page, "less than or equal to 1")
-    _open(page, live_server, reverse("orbs:dmrm_source", args=[bank.slug]))
-    page.get_by_role("button", name="Build (read-only once built)").click()
-    _sees(page, "needs a name")
+    url = reverse("orbs:dmrm_source", args=[bank.slug])
+    _refused(page, live_server, url, "Preview", "less than or equal to 1", {"#id_gamma": "5"})
+    _refused(page, live_server, url, "Build (read-only once built)", "needs a name")
 
 
 def _api_keys(page, live_server, orb, bank):
-    _open(page, live_server, reverse("api_keys"))
-    page.get_by_role("button", name="Create key").click()
-    _sees(page, "This field is required")
+    _refused(page, live_server, reverse("api_keys"), "Create key", "This field is required")
 
 
 def _webhooks(page, live_server, orb, bank):
-    _open(page, live_server, reverse("webhooks"))
-    _set(page, "#id_url", "https://hooks.example.com/memweb")
-    page.get_by_role("button", name="Add webhook").click()  # no event chosen
-    _sees(page, "This field is required")
+    # No event chosen.
+    _refused(page, live_server, reverse("webhooks"), "Add webhook", "This field is required",
+             {"#id_url": "https://hooks.example.com/memweb"})
 
 
 PAGES = {
