@@ -66,9 +66,11 @@ QUEUE_SORTING = Sorting(columns={"orb": "lineage_id", "situation": "obs", "lesso
 
 def _queue_context(request) -> dict:
     form = QueueFilterForm(request.GET or None)
+    context = {"form": form, "semantic": "", "query": query_without_page(request)}
+    if form.errors:  # the results say which filter was refused; an unfiltered list would pass for a match
+        return context
     filters = form.filters()
-    semantic = form.cleaned_data.get("semantic", "").strip() if form.is_valid() else ""
-    context = {"form": form, "semantic": semantic, "query": query_without_page(request)}
+    semantic = context["semantic"] = form.cleaned_data.get("semantic", "").strip() if form.is_bound else ""
     if semantic:
         context["results"] = orbs_search(text=semantic, queryset=orbs_filtered(filters=filters), limit=SEMANTIC_LIMIT)
         return context
@@ -81,9 +83,10 @@ def _queue_context(request) -> dict:
 @role_required(Role.REVIEWER)
 def queue(request):
     context = _queue_context(request)
+    status = 422 if context["form"].errors else 200
     if request.htmx:
-        return render(request, "orbs/_queue_results.html", context)
-    return render(request, "orbs/queue.html", context)
+        return render(request, "orbs/_queue_results.html", context, status=status)
+    return render(request, "orbs/queue.html", context, status=status)
 
 
 # --- one Orb ----------------------------------------------------------------------

@@ -2,7 +2,9 @@
 
 Offline: weighted lexical cues (a small lexicon in the spirit of rule-based
 sentiment taggers such as VADER), with negated praise counted as frustration
-and shouting (a run of all-caps words) as anger.
+and shouting (a run of all-caps words) as anger. Courtesy inside a complaint
+("thanks, but this is useless", "thanks for nothing", "oh great, late again")
+is not gratitude: once a message complains, its thanks and praise count for nothing.
 """
 import re
 from typing import Literal
@@ -21,6 +23,8 @@ _CUES: dict[str, tuple[str, ...]] = {
         r"unacceptable", r"ridiculous", r"outrageous", r"furious", r"angry", r"worst", r"scam", r"disgust\w*",
         r"useless", r"terrible", r"awful", r"incompetent", r"(?:speak|talk) to (?:a|your) (?:manager|supervisor)",
         r"i demand", r"what the hell", r"pathetic", r"never (?:again|shop)", r"rip[- ]?off", r"lawyer",
+        r"(?:i want|give me) my money back", r"a joke", r"right now", r"(?:really|so|very) annoyed",
+        r"not good enough",
     ),
     "frustrated": (
         r"frustrat\w*", r"annoy\w*", r"still (?:not|no|hasn'?t|haven'?t|doesn'?t|isn'?t|waiting)",
@@ -28,6 +32,10 @@ _CUES: dict[str, tuple[str, ...]] = {
         r"already (?:told|said|gave|sent)", r"(?:second|third|fourth) time", r"how many times", r"waste of time",
         r"(?:doesn'?t|does not|isn'?t|is not|won'?t|not) work\w*", r"keeps? (?:failing|breaking|happening)",
         r"seriously", r"ugh+", r"fed up", r"come on", r"not (?:happy|good|great|helpful|ok)", r"disappoint\w*",
+        # sarcasm: thanks and praise said about a failure
+        r"thanks? (?:a lot )?for nothing", r"thank you for (?:nothing|wasting)", r"wast\w* (?:my|of)",
+        r"(?:oh|just|how) (?:great|perfect|wonderful|lovely|brilliant)", r"yeah,? right",
+        r"(?:lost|late|wrong|missing|broken) again",
     ),
     "anxious": (
         r"worried", r"worry", r"nervous", r"anxious", r"urgent\w*", r"asap", r"as soon as possible", r"afraid",
@@ -49,7 +57,12 @@ _CUES: dict[str, tuple[str, ...]] = {
 _PATTERNS = {label: re.compile(r"\b(?:" + "|".join(cues) + r")\b") for label, cues in _CUES.items()}
 _NEGATED_PRAISE = re.compile(r"\bnot (?:\w+ )?(?:great|good|happy|perfect|fine|nice|helpful)\b")
 _SHOUTED_RUN = re.compile(r"\b[A-Z]{2,}(?:[ ,]+[A-Z]{2,}){2,}\b")  # "THIS IS RIDICULOUS", not "the USB SKU"
+_SHOUTED_WORD = re.compile(r"\b(?:NOW|NEVER|STILL|AGAIN|WHY|WHERE)\b")  # one shouted word of impatience
 _GREETING = re.compile(r"\bgood (?:morning|afternoon|evening|day)\b")
+# A conversation's polite last line ("Thank you. ###STOP###") says nothing of how the customer felt.
+_CLOSING = re.compile(r"^(?:(?:thanks?|thank you|ok(?:ay)?|fine|never mind(?: then)?|goodbye|bye|that'?s all"
+                      r"(?: i needed)?)[\s,.!]*)+$")
+_STOP_TOKEN = re.compile(r"#+\s*STOP\s*#+")
 
 
 def emotion_scores(text: str) -> dict[str, float]:
@@ -57,8 +70,10 @@ def emotion_scores(text: str) -> dict[str, float]:
     scores = {label: float(len(pattern.findall(lowered))) for label, pattern in _PATTERNS.items()}
     negated = len(_NEGATED_PRAISE.findall(lowered))
     scores["satisfied"] = max(0.0, scores["satisfied"] - negated)
-    if _SHOUTED_RUN.search(text) or ("!!" in text and scores["frustrated"]):
+    if _SHOUTED_RUN.search(text) or _SHOUTED_WORD.search(text) or ("!!" in text and scores["frustrated"]):
         scores["angry"] += 1.5
+    if scores["angry"] or scores["frustrated"]:
+        scores["grateful"] = scores["satisfied"] = 0.0
     return scores
 
 
@@ -68,6 +83,18 @@ def tag_offline(text: str) -> str:
     if best <= 0:
         return "neutral"
     return next(label for label in _CUES if scores[label] == best)
+
+
+def emotion_text(utterances: list[str]) -> str:
+    """The customer utterance whose emotion the Orb records: the last one, unless it is only a closing
+    formula after earlier lines that carried a feeling (an angry customer who ends with "Thank you."
+    when transferred is not grateful); then the latest line that did."""
+    spoken = [_STOP_TOKEN.sub("", utterance).strip() for utterance in utterances]
+    last = spoken[-1] if spoken else ""
+    if not _CLOSING.match(last.lower()):
+        return last
+    felt = [utterance for utterance in spoken[:-1] if any(emotion_scores(utterance).values())]
+    return felt[-1] if felt else last
 
 
 class EmotionOut(BaseModel):

@@ -27,8 +27,11 @@ class ExperienceFilterForm(forms.Form):
                "min_q": "q_value__gte", "max_q": "q_value__lte"}
 
     def filtered(self, queryset):
-        """The experiences matching the filters; deleted ones only when the status filter asks for them."""
-        if not self.is_valid():
+        """The experiences matching the filters; deleted ones only when the status filter asks for them.
+        Refused filters match nothing (the page says why) rather than everything."""
+        if self.errors:
+            return queryset.none()
+        if not self.is_bound:
             return queryset.exclude(status=Experience.Status.DELETED)
         for name, lookup in self.LOOKUPS.items():
             value = self.cleaned_data.get(name)

@@ -38,7 +38,7 @@ def _browser_context(request) -> dict:
     listed = sorted_page(request, queryset, sorting=EXPERIENCE_SORTING)
     q_values = list(queryset.order_by().values_list("q_value", flat=True)[:CHART_SAMPLE])
     return {**listed, "form": form, "chart": histogram(q_values), "total": listed["page"].paginator.count,
-            "can_review": has_role(request.user, Role.REVIEWER),
+            "can_review": has_role(request.user, Role.REVIEWER), "can_build": has_role(request.user, Role.OPERATOR),
             "updates": experiences_updates(queryset=queryset)}
 
 
@@ -46,9 +46,10 @@ def _browser_context(request) -> dict:
 @role_required(*READERS)
 def experience_list(request):
     context = _browser_context(request)
+    status = 422 if context["form"].errors else 200
     if request.htmx:
-        return render(request, "orbs/dmrm/_experience_results.html", context)
-    return render(request, "orbs/dmrm/experience_list.html", context)
+        return render(request, "orbs/dmrm/_experience_results.html", context, status=status)
+    return render(request, "orbs/dmrm/experience_list.html", context, status=status)
 
 
 def _decide(pk: int, data: dict, actor) -> Experience:

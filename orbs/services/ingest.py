@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from memweb.errors import problems_of
 from orbs.backends import BackendResult
-from orbs.backends.emotion import emotion_tag
+from orbs.backends.emotion import emotion_tag, emotion_text
 from orbs.backends.reflector import RECENT_REFLECTIONS_M, ReflectionStyle, reflection_write
 from orbs.content import content_normalise
 from orbs.errors import FieldRequired, InvalidTrajectory
@@ -95,7 +95,7 @@ def orb_draft(*, trajectory: TrajectoryIn, recent: list[str] = (),
               style: str = ReflectionStyle.SIMPLE) -> OrbDraft:
     utterances = trajectory.user_utterances
     metadata = {key: value for key, value in trajectory.metadata.items() if key != RETRIEVAL_IDS_KEY}
-    emotion = emotion_tag(text=utterances[-1])  # before the reflection: the order the LLM is asked in
+    emotion = emotion_tag(text=emotion_text(utterances))  # before the reflection: the order the LLM is asked in
     outcome = reflection_write(trajectory=trajectory, recent=recent, style=style)
     return OrbDraft(
         obs=content_normalise("\n".join(utterances)),

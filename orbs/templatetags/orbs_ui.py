@@ -4,6 +4,7 @@ import json
 from django import template
 
 from memweb.llm.backends import TextBackend
+from orbs.history import event_changes
 
 register = template.Library()
 
@@ -24,3 +25,9 @@ def status_badge(status: str) -> str:
 @register.filter
 def is_scripted(backend: str) -> bool:
     return TextBackend.is_scripted(backend)
+
+
+@register.filter
+def field_changes(event) -> list:
+    """A review event's changes, field by field (orbs.history)."""
+    return event_changes(event.before or {}, event.after or {})

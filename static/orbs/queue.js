@@ -65,15 +65,8 @@
     }
   });
 
-  // A stale decision (409) or a missing reason (422) comes back as the row with its message: show it.
-  document.body.addEventListener("htmx:beforeSwap", (event) => {
-    const status = event.detail.xhr.status;
-    if (status === 409 || status === 422) {
-      event.detail.shouldSwap = true;
-      event.detail.isError = false;
-    }
-  });
-
+  // A stale decision (409) or a missing reason (422) comes back as the row with its message, which
+  // the page frame's script (static/memweb/page.js) swaps in like any failed htmx fragment.
   // New content (a swapped row, a new page of results): keep the cursor if its Orb is still listed.
   document.body.addEventListener("htmx:load", mark);
 })();

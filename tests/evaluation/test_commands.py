@@ -37,6 +37,7 @@ def test_the_demo_loads_tasks_scripted_episodes_and_runs_once(db):
     load_demo(stdout=out, run_tasks=3, run_trials=2)
     assert Task.objects.count() == 130
     episodes = Episode.objects.all()
-    # core demo 4; two runs of 3 tasks x 2 trials; the feedback run (3 x 2) and its curve (3 points x 3 tasks)
-    assert episodes.count() == 4 + 2 * 3 * 2 + 3 * 2 + 3 * 3 and all(e.agent_scripted for e in episodes)
+    # core demo 4; two runs of 3 tasks x 2 trials; the feedback run (3 x 2) and its curve (3 points x 3 tasks);
+    # the DMRM run (3 clothing tasks x 2)
+    assert episodes.count() == 4 + 2 * 3 * 2 + 3 * 2 + 3 * 3 + 3 * 2 and all(e.agent_scripted for e in episodes)
     assert "0 scripted demo episode(s) played" in out.getvalue()

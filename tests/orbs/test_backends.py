@@ -2,7 +2,7 @@
 import pytest
 
 from memweb.models import LLMCall
-from orbs.backends.emotion import emotion_tag, tag_offline
+from orbs.backends.emotion import emotion_tag, emotion_text, tag_offline
 from orbs.backends.reflector import reflect_offline, reflection_write
 from orbs.backends.rewriter import query_rewrite, rewrite_offline
 from orbs.schemas import TrajectoryIn
@@ -24,6 +24,29 @@ from tests.orbs.conftest import success_trajectory, trajectory
 ])
 def test_it_tags_the_emotion_of_an_utterance(text, label):
     assert tag_offline(text) == label
+
+
+# Issue 18: angry customers were labelled "grateful" (courtesy and sarcasm counted as thanks).
+@pytest.mark.parametrize(("text", "label"), [
+    ("Thanks for the help, but I want my money back NOW.", "angry"),
+    ("I appreciate nothing about this service, it is a joke.", "angry"),
+    ("Thanks, but my order is still not here. This is useless.", "angry"),
+    ("I'm really annoyed. Where is my fridge?", "angry"),
+    ("Thank you so much for wasting my afternoon!", "frustrated"),
+    ("Oh great, thanks a lot, another week of waiting. Just perfect.", "frustrated"),
+    ("Thanks for nothing. This is the third time I'm asking.", "frustrated"),
+    ("Wow, thanks. Really helpful. My package is lost again.", "frustrated"),
+    ("Thanks a lot, that was quick!", "grateful"),
+])
+def test_it_does_not_take_an_angry_or_sarcastic_customer_for_a_grateful_one(text, label):
+    assert tag_offline(text) == label
+
+
+def test_it_reads_the_feeling_before_a_closing_thank_you():
+    angry = ["I'm really annoyed. My order O1 never came.", "It is O1.", "Thank you. ###STOP###"]
+    assert tag_offline(emotion_text(angry)) == "angry"
+    pleased = ["Hi. Where is order O1?", "Thank you, that's all I needed. ###STOP###"]
+    assert tag_offline(emotion_text(pleased)) == "grateful"
 
 
 def test_it_names_the_right_tool_after_a_wrong_tool_error():

@@ -1,9 +1,13 @@
-"""A reviewer works the queue with the keyboard in a real browser."""
+"""A reviewer works the queue with the keyboard, and edits an Orb, in a real browser."""
+import json
+
 import pytest
 from django.urls import reverse
 
 from orbs.models import Orb
+from orbs.services import orb_from_episode
 from tests.browser import login
+from tests.orbs.conftest import trajectory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -31,3 +35,30 @@ def test_it_approves_an_orb_from_the_queue_with_the_keyboard(browser_page, live_
     page.keyboard.press("Enter")
     page.locator(f'#orb-row-{first.pk} [data-status="rejected"]').wait_for()
     assert Orb.objects.get(pk=first.pk).review_note == "Too vague to act on"
+
+
+def test_it_edits_an_orb_without_phantom_revisions_and_shows_its_history_as_a_diff(
+        browser_page, live_server, reviewer_user, bank):
+    orb = orb_from_episode(bank=bank, trajectory=trajectory()).orb
+    assert "\n" in orb.obs  # two customer turns: the browser sends the line break back as \r\n
+    page = browser_page
+    login(page, live_server, reviewer_user)
+    # Issue 18, line endings: a context-only edit keeps the revision and its content id ...
+    page.goto(live_server.url + reverse("orbs:edit", args=[orb.pk]))
+    page.get_by_label("Context (JSON)").fill(json.dumps({**orb.context, "sku": "DW-450-B"}))
+    page.get_by_role("button", name="Save revision").click()
+    page.get_by_text("same content id").wait_for()
+    # ... and saving it unchanged makes no revision at all.
+    page.goto(live_server.url + reverse("orbs:edit", args=[orb.pk]))
+    page.get_by_role("button", name="Save revision").click()
+    page.get_by_role("alert").filter(has_text="the edit changes nothing").wait_for()
+    assert list(Orb.objects.filter(lineage_id=orb.lineage_id).values_list("revision", "content_hash")) == [
+        (1, orb.content_hash)]
+    # Issue 18, review history: per field, old → new, the changed words of the context marked.
+    page.goto(live_server.url + reverse("orbs:detail", args=[orb.pk]))
+    edit = page.locator("#history-title + .table-wrap tr", has_text="edited")
+    assert edit.locator(".orbs-changes dt").all_inner_texts() == ["context", "version"]
+    assert edit.locator(".orbs-diff ins").all_inner_texts() == ["-B"]  # "sku": "DW-450" became "DW-450-B"
+    assert '"sku": "DW-450-B"' in edit.locator(".orbs-diff").inner_text()
+    # Issue 18, emotion tagger: the offline tag is labelled as a heuristic.
+    assert page.locator("#orb-title ~ dl .badge-scripted").first.inner_text() == "heuristic"

@@ -1,15 +1,16 @@
-"""The demo's two runs are really played (through the run services, in-process), labelled scripted,
+"""The demo's runs are really played (through the run services, in-process), labelled scripted,
 and loaded once."""
 import io
 
 from django.db.models import F
 
 from evaluation.models import Episode
-from evaluation.runs.demo import DEMO_RUNS, load_demo
+from evaluation.runs.demo import DEMO_RUNS, DMRM_DEMO_RUN, DMRM_SOURCE_BANK, load_demo
 from evaluation.runs.models import EvaluationRun
+from orbs.dmrm.models import SourceMemory
 
 
-def test_the_demo_plays_two_scripted_runs_once(db):
+def test_the_demo_plays_its_scripted_runs_once(db):
     out = io.StringIO()
     load_demo(stdout=out, run_tasks=4, run_trials=2)
     runs = {run.name: run for run in EvaluationRun.objects.filter(name__in=[name for name, _ in DEMO_RUNS])}
@@ -24,8 +25,15 @@ def test_the_demo_plays_two_scripted_runs_once(db):
     assert seeds(baseline) == seeds(memory)
     episodes = Episode.objects.count()
     load_demo(stdout=out, run_tasks=4, run_trials=2)
-    assert EvaluationRun.objects.count() == len(DEMO_RUNS) + 1 and Episode.objects.count() == episodes
+    assert EvaluationRun.objects.count() == len(DEMO_RUNS) + 2 and Episode.objects.count() == episodes
     assert "demo run" in out.getvalue()
+    # Issue 18: the first start's demo had no DMRM memory at all; now a DMRM run with a source memory.
+    run = EvaluationRun.objects.get(name=DMRM_DEMO_RUN)
+    assert run.status == "completed" and run.memory_mode == "dmrm" and run.bank_copied_from == DMRM_SOURCE_BANK
+    assert run.bank.experiences.filter(memory="target").exists()
+    assert run.bank.experiences.filter(memory="source").exists()  # copied with the source bank
+    source = SourceMemory.objects.get(bank__name=DMRM_SOURCE_BANK)
+    assert source.source_domain == "appliances" and source.experiences.exists()
 
 
 def test_an_interrupted_demo_run_is_continued(db):
