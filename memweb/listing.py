@@ -21,6 +21,8 @@ from django.core.paginator import Page, Paginator
 from django.db.models import Expression, F, QuerySet
 from django.http import HttpResponse
 from django.shortcuts import render
+from ninja import Field, Schema
+from ninja.pagination import PageNumberPagination
 
 PAGE_SIZE = 25
 COUNT_CAP = 10_000
@@ -124,3 +126,16 @@ def list_page(request, *, rows: QuerySet | list, template: str, partial: str, so
     """Render `template` (or `partial` for htmx) with `page`, `query` and `sort` added to `context`."""
     context = {**(context or {}), **sorted_page(request, rows, sorting=sorting, per_page=per_page)}
     return render(request, partial if request.htmx else template, context)
+
+
+# The API's page numbers: a page past this would ask the database for an OFFSET beyond a bigint (a
+# 500) instead of an empty page; no list is that long.
+MAX_API_PAGE = 1_000_000_000
+
+
+class ApiPagination(PageNumberPagination):
+    """django-ninja's page-number pagination with a bounded page number (a 422 naming `page`)."""
+
+    class Input(Schema):
+        page: int = Field(1, ge=1, le=MAX_API_PAGE)
+        page_size: int | None = Field(None, ge=1)

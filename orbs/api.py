@@ -11,11 +11,12 @@ from django.urls import reverse
 from ninja import File, Form, Query, Router
 from ninja.errors import HttpError
 from ninja.files import UploadedFile
-from ninja.pagination import PageNumberPagination, paginate
+from ninja.pagination import paginate
 from ninja.responses import Status
 
 from memweb.auth import api_auth
 from memweb.job_api import JobOut, job_accepted, job_out
+from memweb.listing import ApiPagination
 from memweb.roles import Role
 from orbs.api_banks import bank_or_404, open_bank_or_409
 from orbs.dmrm.api import router as dmrm_router
@@ -282,7 +283,7 @@ def retrieval_outcome(request, retrieval_id: int, payload: RetrievalOutcomeIn):
 # --- reading Orbs --------------------------------------------------------------------
 
 @router.get("/orbs", response=list[OrbOut], auth=READ)
-@paginate(PageNumberPagination, page_size=50)
+@paginate(ApiPagination, page_size=50)
 def orb_list(request, filters: Query[OrbListFilters]):
     """Pending first, oldest first; every filter optional. An unknown bank is a 404, not an empty list."""
     if filters.bank:

@@ -9,12 +9,13 @@ from typing import Literal
 from django.http import HttpResponse
 from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
-from ninja.pagination import PageNumberPagination, paginate
+from ninja.pagination import paginate
 from ninja.responses import Status
 
 from memweb.auth import api_auth
 from memweb.errors import field_errors
 from memweb.job_api import JobOut, job_accepted
+from memweb.listing import ApiPagination
 from memweb.roles import Role
 from memweb.schemas import StrictBody
 from orbs.api_banks import bank_or_404, open_bank_or_409
@@ -248,7 +249,7 @@ def settings_write(request, slug: str, payload: DMRMSettingsIn):
 
 
 @router.get("/banks/{slug}/experiences", response=list[ExperienceOut], auth=READ)
-@paginate(PageNumberPagination, page_size=50)
+@paginate(ApiPagination, page_size=50)
 def experience_list(request, slug: str, filters: Query[ExperienceListFilters]):
     """The bank's experiences of both memories, newest first; every filter optional."""
     return experiences_filtered(bank=bank_or_404(slug), filters=filters.to_filters())

@@ -99,6 +99,14 @@ def test_it_lists_orbs_with_filters_and_pages(reviewer, make_orb):
     assert detail["history"][0]["action"] == "created" and "shrank" in detail["document"]
 
 
+def test_a_page_number_past_any_list_is_refused_naming_it_not_a_500(reviewer):
+    # Found by the schemathesis property test: the offset of such a page overflowed a bigint.
+    response = reviewer.get(f"{API}/orbs", {"page": 184467440737095518})
+    assert response.status_code == 422
+    assert [error["loc"][-1] for error in response.json()["detail"]] == ["page"]
+    assert reviewer.get(f"{API}/orbs", {"page": 1000}).json() == {"items": [], "count": 0}
+
+
 def test_it_reviews_through_the_api_with_conflicts_as_409(client, make_orb, user_for_role):
     orb = make_orb("My microwave door will not close.", approve=False)
     alice, bob = user_for_role("reviewer"), user_for_role("reviewer")
