@@ -18,12 +18,13 @@ from ninja.responses import Status
 from annotation import services
 from annotation.models import Assignment, Campaign, FeedbackTask, Participant, Reaction, default_criteria
 from memweb.auth import api_auth
+from memweb.models import ApiKey
 from memweb.roles import Role
 from memweb.schemas import StrictBody
 
 router = Router(tags=["annotation"])
-OPERATORS = api_auth(Role.OPERATOR)
-ANNOTATORS = api_auth(Role.ANNOTATOR)
+OPERATORS = api_auth(Role.OPERATOR, scope=ApiKey.Scope.ANNOTATION)
+ANNOTATORS = api_auth(Role.ANNOTATOR, scope=ApiKey.Scope.ANNOTATION)
 
 
 class ErrorOut(Schema):

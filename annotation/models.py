@@ -11,6 +11,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotation.metrics import HUMAN, SIMULATED, TIE
+from memweb.models import workspace_field
 
 # The MemoryBench study's three criteria, worded for memweb's annotators.
 DEFAULT_CRITERIA = [
@@ -67,6 +68,7 @@ class Campaign(models.Model):
         LEAST_ANNOTATED = "least_annotated", "Least annotated first"
         MAX_DISAGREEMENT = "max_disagreement", "Least annotated first, then extra annotators on split items"
 
+    workspace = workspace_field("campaigns")
     name = models.CharField(max_length=200, unique=True)
     instructions = models.TextField(blank=True, help_text="Markdown, shown to annotators.")
     criteria = models.JSONField(default=default_criteria)

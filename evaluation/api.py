@@ -34,12 +34,14 @@ from evaluation.services import (
     tasks_import_jsonl,
 )
 from memweb.auth import api_auth
+from memweb.models import ApiKey
 from memweb.roles import Role
 
 router = Router(tags=["evaluation"])
 router.add_router("/runs", runs_router)
 router.add_router("/feedback", feedback_router)
-OPERATOR = api_auth(Role.OPERATOR)
+TASKS_READ = api_auth(Role.OPERATOR, scope=ApiKey.Scope.TASKS_READ)
+TASKS_WRITE = api_auth(Role.OPERATOR, scope=ApiKey.Scope.TASKS_WRITE)
 
 
 def _task_out(task: Task) -> dict:
@@ -55,7 +57,7 @@ def _task_set(name: str) -> TaskSet:
     return found
 
 
-@router.get("/tasks", response=TaskListOut, auth=OPERATOR)
+@router.get("/tasks", response=TaskListOut, auth=TASKS_READ)
 def task_list(request, filters: Query[TaskFilters]):
     task_set = _task_set(filters.task_set) if filters.task_set else None
     tasks = tasks_filtered(task_set=task_set, domain=filters.domain, split=filters.split,
@@ -64,7 +66,7 @@ def task_list(request, filters: Query[TaskFilters]):
     return {"count": tasks.count(), "items": [_task_out(t) for t in page]}
 
 
-@router.get("/tasks/export", auth=OPERATOR, response={404: ErrorOut})
+@router.get("/tasks/export", auth=TASKS_READ, response={404: ErrorOut})
 def task_export(request, task_set: str):
     found = _task_set(task_set)
     response = HttpResponse(tasks_export_jsonl(task_set=found), content_type="application/x-ndjson; charset=utf-8")
@@ -72,7 +74,7 @@ def task_export(request, task_set: str):
     return response
 
 
-@router.post("/tasks/import", response={201: TaskImportOut, 422: TaskImportErrorOut}, auth=OPERATOR)
+@router.post("/tasks/import", response={201: TaskImportOut, 422: TaskImportErrorOut}, auth=TASKS_WRITE)
 def task_import(request, payload: TaskImportIn):
     report = tasks_import_jsonl(text=payload.jsonl, task_set_name=payload.task_set, description=payload.description)
     if not report.ok:
@@ -80,7 +82,7 @@ def task_import(request, payload: TaskImportIn):
     return Status(201, {"task_set": report.task_set_name, "created": report.created, "updated": report.updated})
 
 
-@router.get("/tasks/{task_id}", response={200: TaskDetailOut, 404: ErrorOut}, auth=OPERATOR)
+@router.get("/tasks/{task_id}", response={200: TaskDetailOut, 404: ErrorOut}, auth=TASKS_READ)
 def task_detail(request, task_id: int):
     task = Task.objects.select_related("task_set").filter(pk=task_id).first()
     if task is None:
@@ -96,7 +98,7 @@ def _episode_out(episode: Episode) -> dict:
     return out
 
 
-@router.post("/episodes", response={201: EpisodeOut, 404: ErrorOut, 422: ErrorOut}, auth=OPERATOR)
+@router.post("/episodes", response={201: EpisodeOut, 404: ErrorOut, 422: ErrorOut}, auth=TASKS_WRITE)
 def episode_create(request, payload: EpisodePlayIn):
     """Play one episode synchronously and return it (offline backends answer in milliseconds)."""
     task = Task.objects.filter(pk=payload.task_id).first()
@@ -110,7 +112,7 @@ def episode_create(request, payload: EpisodePlayIn):
     return Status(201, _episode_out(episode))
 
 
-@router.get("/episodes", response=list[EpisodeSummaryOut], auth=OPERATOR)
+@router.get("/episodes", response=list[EpisodeSummaryOut], auth=TASKS_READ)
 def episode_list(request, filters: Query[EpisodeFilters]):
     """The latest episodes, newest first."""
     episodes = Episode.objects.select_related("task")
@@ -119,12 +121,12 @@ def episode_list(request, filters: Query[EpisodeFilters]):
     return [_episode_out(e) for e in episodes[:filters.limit]]
 
 
-@router.get("/episodes/{episode_id}", response={200: EpisodeOut, 404: ErrorOut}, auth=OPERATOR)
+@router.get("/episodes/{episode_id}", response={200: EpisodeOut, 404: ErrorOut}, auth=TASKS_READ)
 def episode_detail(request, episode_id: int):
     return _episode_out(_episode(episode_id))
 
 
-@router.get("/episodes/{episode_id}/trajectory", response={200: dict, 404: ErrorOut}, auth=OPERATOR)
+@router.get("/episodes/{episode_id}/trajectory", response={200: dict, 404: ErrorOut}, auth=TASKS_READ)
 def episode_trajectory_get(request, episode_id: int):
     """The episode in the shared trajectory shape that POST /api/orbs/banks/{slug}/episodes accepts."""
     return episode_trajectory(_episode(episode_id))

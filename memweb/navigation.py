@@ -41,6 +41,7 @@ CORE_NAV_AFTER = (
     NavItem("API keys", "api_keys", (Role.OPERATOR,)),
     NavItem("Webhooks", "webhooks", (Role.OPERATOR,)),
     NavItem("API docs", "api:openapi-view"),
+    NavItem("Workspaces", "workspaces", (Role.ADMIN,)),
     NavItem("Admin", "admin:index", (Role.ADMIN,)),
 )
 

@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from memweb import views, webhook_views
+from memweb import views, webhook_views, workspace_views
 from memweb.api import api
 
 urlpatterns = [
@@ -21,6 +21,12 @@ urlpatterns = [
     path("webhooks/<int:webhook_id>/delete/", webhook_views.webhook_remove, name="webhook_remove"),
     path("webhooks/deliveries/<int:delivery_id>/redeliver/", webhook_views.delivery_resend,
          name="webhook_delivery_resend"),
+    path("workspaces/", workspace_views.workspaces, name="workspaces"),
+    path("workspaces/new/", workspace_views.workspace_create, name="workspace_create"),
+    path("workspaces/switch/", workspace_views.workspace_switch, name="workspace_switch"),
+    path("workspaces/members/new/", workspace_views.membership_add, name="membership_add"),
+    path("workspaces/members/<int:membership_id>/remove/", workspace_views.membership_remove,
+         name="membership_remove"),
     path("jobs/", views.job_list, name="job_list"),
     path("jobs/<int:job_id>/", views.job_detail, name="job_detail"),
     path("admin/", admin.site.urls),

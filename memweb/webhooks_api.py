@@ -9,7 +9,7 @@ from ninja.responses import Status
 
 from memweb.auth import api_auth
 from memweb.errors import field_errors
-from memweb.models import Webhook, WebhookDelivery
+from memweb.models import ApiKey, Webhook, WebhookDelivery
 from memweb.roles import Role
 from memweb.schemas import StrictBody
 from memweb.webhooks import (
@@ -23,7 +23,7 @@ from memweb.webhooks import (
 )
 
 router = Router(tags=["webhooks"])
-OPERATORS = api_auth(Role.OPERATOR)
+OPERATORS = api_auth(Role.OPERATOR, scope=ApiKey.Scope.WEBHOOKS)
 DELIVERIES_SHOWN = 50
 
 

@@ -16,6 +16,7 @@ from ninja.responses import Status
 
 from memweb.auth import api_auth
 from memweb.job_api import JobOut, job_accepted
+from memweb.models import ApiKey
 from memweb.roles import Role
 from orbs.api_banks import bank_or_404, open_bank_or_409
 from orbs.dmrm.api import router as dmrm_router
@@ -80,9 +81,11 @@ from orbs.services.queue import orbs_queue
 
 router = Router(tags=["orbs"])
 router.add_router("/experiences", dmrm_router)
-WRITE = api_auth(Role.OPERATOR)
-READ = api_auth(Role.OPERATOR, Role.REVIEWER)
-REVIEW = api_auth(Role.REVIEWER)
+WRITE = api_auth(Role.OPERATOR, scope=ApiKey.Scope.MEMORY_WRITE)
+READ = api_auth(Role.OPERATOR, Role.REVIEWER, scope=ApiKey.Scope.MEMORY_READ)
+# An agent's retrieval, and how it went: operators' routes that only read memories.
+RETRIEVE = api_auth(Role.OPERATOR, scope=ApiKey.Scope.MEMORY_READ)
+REVIEW = api_auth(Role.REVIEWER, review=True)
 REVIEW_RESPONSES = {200: OrbOut, 404: ErrorOut, 409: ConflictOut, 422: ErrorOut}
 
 
@@ -238,7 +241,7 @@ def episode_status(request, ingest_id: int):
 # --- retrieval --------------------------------------------------------------------
 
 @router.post("/banks/{slug}/retrieve", response={200: RetrieveOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut},
-             auth=WRITE)
+             auth=RETRIEVE)
 @_review_errors
 def retrieve(request, slug: str, payload: RetrieveIn):
     """q' = rewrite(query ⊕ context), embedded, top-k Orbs by cosine similarity, plus a prompt block."""
@@ -254,7 +257,7 @@ def retrieve(request, slug: str, payload: RetrieveIn):
     }
 
 
-@router.post("/retrievals/{retrieval_id}/outcome", response={200: ErrorOut, 404: ErrorOut}, auth=WRITE)
+@router.post("/retrievals/{retrieval_id}/outcome", response={200: ErrorOut, 404: ErrorOut}, auth=RETRIEVE)
 def retrieval_outcome(request, retrieval_id: int, payload: RetrievalOutcomeIn):
     """Tell memweb how the episode that used this retrieval ended (shown on each hit Orb's page)."""
     if not retrieval_outcome_record(retrieval_ids=[retrieval_id], **payload.dict()):
@@ -361,7 +364,7 @@ def bank_restore_view(request, slug: str, payload: BankRestoreIn | None = None):
     return bank_restore(bank=bank_or_404(slug), actor=request.auth, note=payload.note if payload else "")
 
 
-@router.get("/banks/{slug}/events", response={200: list[BankEventOut], 404: ErrorOut}, auth=WRITE)
+@router.get("/banks/{slug}/events", response={200: list[BankEventOut], 404: ErrorOut}, auth=RETRIEVE)
 def bank_event_list(request, slug: str):
     """The bank's audit trail: archived, restored, customers erased (counts and a hash of the key)."""
     return bank_events(bank=bank_or_404(slug))

@@ -12,7 +12,7 @@ from pgvector.django import VectorField
 
 from memweb.embeddings import DIMENSIONS, MODELS
 from memweb.llm.backends import TextBackend
-from memweb.models import AppendOnly
+from memweb.models import AppendOnly, workspace_field
 from memweb.vectors import vector_hnsw_indexes, vector_model_constraint
 from orbs.budget import DEFAULT_K, DEFAULT_PROMPT_TOKEN_BUDGET, MAX_PROMPT_TOKEN_BUDGET
 
@@ -55,6 +55,8 @@ class MemoryBank(models.Model):
         SHARED = "shared", "shared: every customer's Orbs serve every customer"
         PER_CUSTOMER = "per_customer", "per customer: an Orb belongs to its customer"
 
+    # Names and slugs stay unique across workspaces: agents and run settings name a bank by its slug.
+    workspace = workspace_field("banks")
     name = models.CharField(max_length=100, unique=True)
     slug = models.SlugField(max_length=100, unique=True)
     description = models.TextField(blank=True)

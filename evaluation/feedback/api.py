@@ -30,11 +30,13 @@ from evaluation.feedback.services import (
 from evaluation.models import Domain, Episode
 from evaluation.schemas import MAX_SEED
 from memweb.auth import api_auth
+from memweb.models import ApiKey
 from memweb.roles import Role
 from memweb.schemas import StrictBody
 
 router = Router(tags=["evaluation feedback"])
-OPERATOR = api_auth(Role.OPERATOR)
+RUNS_READ = api_auth(Role.OPERATOR, scope=ApiKey.Scope.RUNS_READ)
+RUNS_LAUNCH = api_auth(Role.OPERATOR, scope=ApiKey.Scope.RUNS_LAUNCH)
 
 
 class ErrorOut(Schema):
@@ -189,7 +191,7 @@ def _selection(payload: RecalibrateIn) -> tuple:
     return _latest(payload.latest), f"latest {payload.latest}"
 
 
-@router.get("/episodes/{episode_id}", response={200: FeedbackOut, 404: ErrorOut}, auth=OPERATOR)
+@router.get("/episodes/{episode_id}", response={200: FeedbackOut, 404: ErrorOut}, auth=RUNS_READ)
 def feedback_get(request, episode_id: int):
     feedback = EpisodeFeedback.objects.filter(episode=_episode(episode_id)).first()
     if feedback is None:
@@ -198,7 +200,7 @@ def feedback_get(request, episode_id: int):
 
 
 @router.post("/episodes/{episode_id}", response={200: FeedbackOut, 201: FeedbackOut, 404: ErrorOut,
-                                                      422: ErrorOut}, auth=OPERATOR)
+                                                      422: ErrorOut}, auth=RUNS_LAUNCH)
 def feedback_generate(request, episode_id: int, payload: GenerateIn):
     """Generate the episode's feedback (201), or return the existing one unchanged (200)."""
     episode = _episode(episode_id)
@@ -210,14 +212,14 @@ def feedback_generate(request, episode_id: int, payload: GenerateIn):
     return Status(200 if existed else 201, _feedback_out(feedback))
 
 
-@router.get("/calibration", response=CalibrationOut, auth=OPERATOR)
+@router.get("/calibration", response=CalibrationOut, auth=RUNS_READ)
 def calibration_get(request):
     setting = CalibrationSetting.current()
     return _calibration_out(calibration_table(params=setting.params()), setting)
 
 
 @router.post("/calibration/recalibrate", response={200: CalibrationOut, 404: ErrorOut, 422: ErrorOut},
-             auth=OPERATOR)
+             auth=RUNS_LAUNCH)
 def calibration_recalibrate_post(request, payload: RecalibrateIn):
     episodes, label = _selection(payload)
     try:
@@ -228,7 +230,7 @@ def calibration_recalibrate_post(request, payload: RecalibrateIn):
 
 
 @router.post("/calibration/recalibrate-from-campaign",
-             response={200: RefitOut, 404: ErrorOut, 422: ErrorOut}, auth=OPERATOR)
+             response={200: RefitOut, 404: ErrorOut, 422: ErrorOut}, auth=RUNS_LAUNCH)
 def calibration_refit_post(request, payload: RefitIn):
     """The action model refitted to a campaign's people beside the active one, per score; with
     `apply`, also made the active calibration (applying again changes nothing more)."""
@@ -244,7 +246,7 @@ def calibration_refit_post(request, payload: RefitIn):
     return _refit_out(fit, applied=payload.apply)
 
 
-@router.get("/calibration/rates", response={200: RatesOut, 404: ErrorOut}, auth=OPERATOR)
+@router.get("/calibration/rates", response={200: RatesOut, 404: ErrorOut}, auth=RUNS_READ)
 def calibration_rates(request, query: Query[RatesQuery]):
     """Score histogram and realised action rates of a run's episodes, or of the latest ones."""
     if query.run_id is not None:

@@ -35,11 +35,13 @@ from evaluation.runs.services import (
     runs_filtered,
 )
 from memweb.auth import api_auth
+from memweb.models import ApiKey
 from memweb.roles import Role
 from memweb.schemas import StrictBody
 
 router = Router(tags=["evaluation runs"])
-OPERATOR = api_auth(Role.OPERATOR)
+RUNS_READ = api_auth(Role.OPERATOR, scope=ApiKey.Scope.RUNS_READ)
+RUNS_LAUNCH = api_auth(Role.OPERATOR, scope=ApiKey.Scope.RUNS_LAUNCH)
 
 
 class RunErrorOut(Schema):
@@ -138,7 +140,7 @@ def _problems(problems: list[tuple[str, str]], where: tuple[str, ...]) -> dict:
     return {"detail": [{"loc": [*where, *field.split(".")], "msg": message} for field, message in problems]}
 
 
-@router.post("/", response={201: RunOut, 422: RunErrorOut}, auth=OPERATOR)
+@router.post("/", response={201: RunOut, 422: RunErrorOut}, auth=RUNS_LAUNCH)
 def run_create(request, payload: RunSpec):
     """Launch a run: validated, written in one transaction and queued for the workers."""
     try:
@@ -148,7 +150,7 @@ def run_create(request, payload: RunSpec):
     return Status(201, _detail(_run(run.pk)))
 
 
-@router.get("/", response=RunListOut, auth=OPERATOR)
+@router.get("/", response=RunListOut, auth=RUNS_READ)
 def run_list(request, filters: Query[RunFilters]):
     runs = runs_filtered(status=filters.status, memory_mode=filters.memory_mode,
                          agent_backend=filters.agent_backend, q=filters.q)
@@ -233,7 +235,7 @@ def _pair(pair: dict) -> dict:
 
 # Declared before /{run_id}, whose pattern would otherwise take the path.
 @router.get("/compare", response={200: CompareOut, 404: RunErrorOut, 409: RunErrorOut, 422: RunErrorOut},
-            auth=OPERATOR)
+            auth=RUNS_READ)
 def run_compare(request, query: Query[CompareQuery]):
     """Each run against the oldest (the baseline): paired intervals, p-values, verdict and the flip table.
     409 when the runs may not be compared (different tasks, agents, customers; no finished trial)."""
@@ -248,7 +250,7 @@ def run_compare(request, query: Query[CompareQuery]):
             "pairs": [_pair(pair) for pair in comparison["pairs"]]}
 
 
-@router.post("/import", response={201: RunOut, 422: RunErrorOut}, auth=OPERATOR)
+@router.post("/import", response={201: RunOut, 422: RunErrorOut}, auth=RUNS_LAUNCH)
 def run_import_op(request, payload: dict = Body(...)):
     """Import a run exported as JSON (here or elsewhere); all or nothing, marked imported."""
     try:
@@ -300,7 +302,7 @@ def _curve_out(curve: FeedbackCurve) -> dict:
 
 
 # Declared before /{run_id}.
-@router.get("/feedback-curves/{curve_id}", response={200: FeedbackCurveOut, 404: RunErrorOut}, auth=OPERATOR)
+@router.get("/feedback-curves/{curve_id}", response={200: FeedbackCurveOut, 404: RunErrorOut}, auth=RUNS_READ)
 def feedback_curve_get(request, curve_id: int):
     """An off-policy learning curve: its status and the points measured so far."""
     curve = FeedbackCurve.objects.select_related("bank").filter(pk=curve_id).first()
@@ -310,7 +312,7 @@ def feedback_curve_get(request, curve_id: int):
 
 
 @router.post("/{run_id}/feedback-curves",
-             response={201: FeedbackCurveOut, 404: RunErrorOut, 409: RunErrorOut, 422: RunErrorOut}, auth=OPERATOR)
+             response={201: FeedbackCurveOut, 404: RunErrorOut, 409: RunErrorOut, 422: RunErrorOut}, auth=RUNS_LAUNCH)
 def feedback_curve_create(request, run_id: int, payload: FeedbackCurveIn):
     """Off-policy feedback: write the finished run's feedback logs into a fresh bank in batches and
     play its tasks after each batch (Celery work; poll `status_url`). 409 when the run is not a
@@ -325,7 +327,7 @@ def feedback_curve_create(request, run_id: int, payload: FeedbackCurveIn):
     return Status(201, _curve_out(curve))
 
 
-@router.get("/{run_id}", response={200: RunOut, 404: RunErrorOut}, auth=OPERATOR)
+@router.get("/{run_id}", response={200: RunOut, 404: RunErrorOut}, auth=RUNS_READ)
 def run_get(request, run_id: int):
     """A run with its per-trial progress and the metrics of its finished trials."""
     return _detail(_run(run_id))
@@ -340,24 +342,24 @@ def _act(run_id: int, act) -> dict:
     return _detail(_run(run_id))
 
 
-@router.post("/{run_id}/cancel", response={200: RunOut, 404: RunErrorOut, 409: RunErrorOut}, auth=OPERATOR)
+@router.post("/{run_id}/cancel", response={200: RunOut, 404: RunErrorOut, 409: RunErrorOut}, auth=RUNS_LAUNCH)
 def run_cancel_op(request, run_id: int):
     return _act(run_id, lambda run: run_cancel(run=run, user=request.auth))
 
 
-@router.post("/{run_id}/resume", response={200: RunOut, 404: RunErrorOut, 409: RunErrorOut}, auth=OPERATOR)
+@router.post("/{run_id}/resume", response={200: RunOut, 404: RunErrorOut, 409: RunErrorOut}, auth=RUNS_LAUNCH)
 def run_resume_op(request, run_id: int):
     """Continue a cancelled or failed run, or re-check a waiting one."""
     return _act(run_id, lambda run: run_resume(run=run))
 
 
-@router.post("/{run_id}/retry", response={200: RunOut, 404: RunErrorOut, 409: RunErrorOut}, auth=OPERATOR)
+@router.post("/{run_id}/retry", response={200: RunOut, 404: RunErrorOut, 409: RunErrorOut}, auth=RUNS_LAUNCH)
 def run_retry_op(request, run_id: int):
     """Play the episodes that hit an infrastructure error again."""
     return _act(run_id, lambda run: run_retry_errors(run=run))
 
 
-@router.get("/{run_id}/export", response={200: dict, 404: RunErrorOut}, auth=OPERATOR)
+@router.get("/{run_id}/export", response={200: dict, 404: RunErrorOut}, auth=RUNS_READ)
 def run_export(request, run_id: int, format: Literal["json", "csv"] = "json",
                part: Literal["episodes", "metrics"] = "episodes"):
     """The run as JSON (settings, episodes, metrics: what import takes) or CSV (episodes or metrics)."""

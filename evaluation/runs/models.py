@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from evaluation.configs import NAIVE_RAG_KINDS, AgentBackend, MemoryKind
+from memweb.models import workspace_field
 
 __all__ = ["EvaluationRun", "FeedbackCurve", "FeedbackMemory", "MemoryMode", "ReviewGate", "RunEpisode", "RunPreset",
            "Trial"]
@@ -51,6 +52,7 @@ class EvaluationRun(models.Model):
 
     ACTIVE = (Status.QUEUED, Status.RUNNING, Status.WAITING_FOR_REVIEW)
 
+    workspace = workspace_field("runs")
     name = models.CharField(max_length=200)
     # The task selection as asked for, and the tasks it resolved to at launch (fixed for the run).
     task_set = models.ForeignKey("evaluation.TaskSet", null=True, blank=True, on_delete=models.SET_NULL,

@@ -15,6 +15,7 @@ from ninja.responses import Status
 from memweb.auth import api_auth
 from memweb.errors import field_errors
 from memweb.job_api import JobOut, job_accepted
+from memweb.models import ApiKey
 from memweb.roles import Role
 from memweb.schemas import StrictBody
 from orbs.api_banks import bank_or_404, open_bank_or_409
@@ -38,9 +39,11 @@ from orbs.dmrm.services.learning import Transition
 from orbs.errors import InvalidTransition, OrbsError, StaleVersion
 
 router = Router(tags=["experience memory (DMRM)"])
-WRITE = api_auth(Role.OPERATOR)
-READ = api_auth(Role.REVIEWER, Role.OPERATOR)  # who may open the experience browser and settings pages
-REVIEW = api_auth(Role.REVIEWER)
+WRITE = api_auth(Role.OPERATOR, scope=ApiKey.Scope.MEMORY_WRITE)
+RETRIEVE = api_auth(Role.OPERATOR, scope=ApiKey.Scope.MEMORY_READ)
+# Who may open the experience browser and settings pages.
+READ = api_auth(Role.REVIEWER, Role.OPERATOR, scope=ApiKey.Scope.MEMORY_READ)
+REVIEW = api_auth(Role.REVIEWER, review=True)
 
 
 class TransitionIn(StrictBody, Schema):
@@ -220,7 +223,7 @@ def transitions_write(request, slug: str, payload: TransitionsIn):
     return Status(201, {"written": len(entries), "entries": entries})
 
 
-@router.post("/banks/{slug}/retrieve", response={200: ExperienceRetrieveOut, 404: dict, 409: dict}, auth=WRITE)
+@router.post("/banks/{slug}/retrieve", response={200: ExperienceRetrieveOut, 404: dict, 409: dict}, auth=RETRIEVE)
 def retrieve(request, slug: str, payload: ExperienceRetrieveIn):
     """The prompt block for the agent's current step, and the trace of every candidate."""
     result = experiences_retrieve(bank=open_bank_or_409(slug), goal=payload.goal, observation=payload.observation,
