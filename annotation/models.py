@@ -132,6 +132,9 @@ class Campaign(models.Model):
 
 
 class Item(models.Model):
+
+    WORKSPACE_PATH = "campaign__workspace"  # memweb.workspaces
+
     class TaskFormat(models.TextChoices):
         # MemoryBench's input/output length formats: Long/Short input, Long/Short output.
         LISO = "LiSo", "LiSo (long input, short output)"
@@ -197,6 +200,8 @@ def _coin_flip() -> bool:
 class FeedbackTask(models.Model):
     """The study's first step: an annotator writes the human feedback for an item."""
 
+    WORKSPACE_PATH = "campaign__workspace"  # memweb.workspaces
+
     class Status(models.TextChoices):
         OPEN = "open", "Open"
         ASSIGNED = "assigned", "Assigned"
@@ -230,6 +235,8 @@ class FeedbackTask(models.Model):
 class Assignment(models.Model):
     """One annotator's turn at judging one item. `side_a_is_human` is drawn per
     assignment and never leaves the server."""
+
+    WORKSPACE_PATH = "campaign__workspace"  # memweb.workspaces
 
     class Status(models.TextChoices):
         ASSIGNED = "assigned", "Assigned"

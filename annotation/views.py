@@ -13,6 +13,7 @@ from annotation.models import Assignment, Campaign, FeedbackTask, Reaction
 from annotation.services.intake import FIELDS, REQUIRED
 from memweb.listing import list_page, page_of, query_without_page
 from memweb.roles import Role, has_role, role_required
+from memweb.workspaces import get_in_workspace_or_404, in_workspace
 
 PAGE_SIZE = 20
 
@@ -30,7 +31,8 @@ def index(request):
 @role_required(Role.OPERATOR)
 def campaign_list(request):
     form = CampaignFilterForm(request.GET or None)
-    campaigns = Campaign.objects.annotate(item_count=Count("items")).order_by("-created_at", "-pk")
+    campaigns = in_workspace(Campaign, request.workspace).annotate(item_count=Count("items"))
+    campaigns = campaigns.order_by("-created_at", "-pk")
     if form.is_valid():
         if form.cleaned_data["q"]:
             campaigns = campaigns.filter(name__icontains=form.cleaned_data["q"])
@@ -44,7 +46,7 @@ def campaign_list(request):
 @require_http_methods(["GET", "POST"])
 @role_required(Role.OPERATOR)
 def campaign_create(request):
-    form = CampaignForm(request.POST or None, instance=Campaign(created_by=request.user))
+    form = CampaignForm(request.POST or None, instance=Campaign(created_by=request.user, workspace=request.workspace))
     if request.method == "POST" and form.is_valid():
         campaign = form.save()
         messages.success(request, f"Campaign “{campaign.name}” created as a draft. Add items, then open it.")
@@ -55,7 +57,7 @@ def campaign_create(request):
 @require_http_methods(["GET", "POST"])
 @role_required(Role.OPERATOR)
 def campaign_edit(request, pk: int):
-    campaign = get_object_or_404(Campaign, pk=pk)
+    campaign = get_in_workspace_or_404(Campaign, request.workspace, pk=pk)
     form = CampaignForm(request.POST or None, instance=campaign)
     if request.method == "POST" and form.is_valid():
         form.save()
@@ -68,7 +70,7 @@ def campaign_edit(request, pk: int):
 @require_GET
 @role_required(Role.OPERATOR)
 def campaign_detail(request, pk: int):
-    campaign = get_object_or_404(Campaign, pk=pk)
+    campaign = get_in_workspace_or_404(Campaign, request.workspace, pk=pk)
     context = _detail_context(request, campaign)
     if request.htmx:
         return render(request, "annotation/_items.html", context)
@@ -91,7 +93,7 @@ def _detail_context(request, campaign: Campaign, **extra) -> dict:
 @role_required(Role.OPERATOR)
 def campaign_progress(request, pk: int):
     """Polled by the detail page while the campaign is open."""
-    campaign = get_object_or_404(Campaign, pk=pk)
+    campaign = get_in_workspace_or_404(Campaign, request.workspace, pk=pk)
     context = {"campaign": campaign, "progress": services.campaign_progress(campaign=campaign)}
     return render(request, "annotation/_progress.html", context)
 
@@ -99,7 +101,7 @@ def campaign_progress(request, pk: int):
 @require_POST
 @role_required(Role.OPERATOR)
 def campaign_status(request, pk: int):
-    campaign = get_object_or_404(Campaign, pk=pk)
+    campaign = get_in_workspace_or_404(Campaign, request.workspace, pk=pk)
     try:
         services.campaign_status_change(campaign=campaign, status=request.POST.get("status", ""))
     except services.CampaignStateError as error:
@@ -113,7 +115,7 @@ def campaign_status(request, pk: int):
 @role_required(Role.OPERATOR)
 def campaign_upload(request, pk: int):
     """All-or-nothing: any bad row stores nothing and the report lists every problem."""
-    campaign = get_object_or_404(Campaign, pk=pk)
+    campaign = get_in_workspace_or_404(Campaign, request.workspace, pk=pk)
     form = UploadForm(request.POST, request.FILES)
     if not form.is_valid():
         return _upload_answer(request, campaign, form, None, status=400)
@@ -142,7 +144,8 @@ def campaign_import(request):
     report = None
     if form.is_valid():
         text = form.cleaned_data["file"].read().decode("utf-8", errors="replace")
-        report, campaign = services.campaign_import(text=text, name=form.cleaned_data["name"].strip())
+        report, campaign = services.campaign_import(text=text, name=form.cleaned_data["name"].strip(),
+                                                    workspace=request.workspace)
         if campaign is not None:
             messages.success(request, f"Imported “{campaign.name}” ({report.created} records).")
             return redirect("annotation:campaign_detail", pk=campaign.pk)
@@ -154,7 +157,7 @@ def campaign_import(request):
 @require_GET
 @role_required(Role.OPERATOR)
 def campaign_results(request, pk: int):
-    campaign = get_object_or_404(Campaign, pk=pk)
+    campaign = get_in_workspace_or_404(Campaign, request.workspace, pk=pk)
     results = services.campaign_results(campaign=campaign)
     return render(request, "annotation/results.html", {"campaign": campaign, "results": results,
                                                        "chart_data": _chart_data(results)})
@@ -164,7 +167,7 @@ def campaign_results(request, pk: int):
 @role_required(Role.OPERATOR)
 def participant_standing(request, pk: int, annotator_id: int):
     """The exclusion toggle: exclude, reinstate, or back to the attention-check rule."""
-    campaign = get_object_or_404(Campaign, pk=pk)
+    campaign = get_in_workspace_or_404(Campaign, request.workspace, pk=pk)
     if not Assignment.objects.filter(campaign=campaign, annotator_id=annotator_id).exists():
         raise Http404("no such annotator in this campaign")
     annotator = get_object_or_404(get_user_model(), pk=annotator_id)
@@ -202,7 +205,7 @@ def _chart_data(results: dict) -> dict:
 @require_GET
 @role_required(Role.OPERATOR)
 def campaign_export(request, pk: int, kind: str, fmt: str):
-    campaign = get_object_or_404(Campaign, pk=pk)
+    campaign = get_in_workspace_or_404(Campaign, request.workspace, pk=pk)
     builders = {"judgments": services.judgment_records, "results": services.result_records}
     if (kind not in builders or fmt not in ("csv", "jsonl")) and (kind, fmt) != ("campaign", "jsonl"):
         raise Http404("unknown export")
@@ -218,7 +221,7 @@ def campaign_export(request, pk: int, kind: str, fmt: str):
 @require_GET
 @role_required(Role.ANNOTATOR)
 def queue(request):
-    campaigns = Campaign.objects.filter(status=Campaign.Status.OPEN).order_by("name")
+    campaigns = in_workspace(Campaign, request.workspace).filter(status=Campaign.Status.OPEN).order_by("name")
     rows = [_queue_row(campaign, request.user) for campaign in campaigns if campaign.is_accepting_work()]
     return render(request, "annotation/queue.html", {"rows": rows})
 
@@ -243,7 +246,7 @@ def _queue_row(campaign: Campaign, user) -> dict:
 @require_POST
 @role_required(Role.ANNOTATOR)
 def judge_next(request, pk: int):
-    return _judge_next_redirect(request, get_object_or_404(Campaign, pk=pk))
+    return _judge_next_redirect(request, get_in_workspace_or_404(Campaign, request.workspace, pk=pk))
 
 
 def _judge_next_redirect(request, campaign: Campaign):
@@ -257,7 +260,7 @@ def _judge_next_redirect(request, campaign: Campaign):
 @require_http_methods(["GET", "POST"])
 @role_required(Role.ANNOTATOR)
 def judge(request, token):
-    assignment = get_object_or_404(Assignment.objects.select_related("item", "campaign"), token=token,
+    assignment = get_in_workspace_or_404(Assignment.objects.select_related("item", "campaign"), request.workspace, token=token,
                                    annotator=request.user)
     if request.method == "GET":
         services.assignment_open(assignment=assignment)
@@ -307,7 +310,7 @@ def _context_of(item) -> dict:
 @require_POST
 @role_required(Role.ANNOTATOR)
 def write_next(request, pk: int):
-    return _write_next_redirect(request, get_object_or_404(Campaign, pk=pk))
+    return _write_next_redirect(request, get_in_workspace_or_404(Campaign, request.workspace, pk=pk))
 
 
 def _write_next_redirect(request, campaign: Campaign):
@@ -321,7 +324,7 @@ def _write_next_redirect(request, campaign: Campaign):
 @require_http_methods(["GET", "POST"])
 @role_required(Role.ANNOTATOR)
 def write(request, token):
-    task = get_object_or_404(FeedbackTask.objects.select_related("item", "campaign"), token=token)
+    task = get_in_workspace_or_404(FeedbackTask.objects.select_related("item", "campaign"), request.workspace, token=token)
     if task.writer_id not in (None, request.user.pk):
         raise Http404("not your task")
     context = {"task": task, "campaign": task.campaign, "item": _context_of(task.item), "reactions": Reaction.choices,

@@ -36,6 +36,7 @@ from evaluation.services import (
 from memweb.auth import api_auth
 from memweb.models import ApiKey
 from memweb.roles import Role
+from memweb.workspaces import in_workspace
 
 router = Router(tags=["evaluation"])
 router.add_router("/runs", runs_router)
@@ -50,8 +51,8 @@ def _task_out(task: Task) -> dict:
             "summary": task.summary, "spec": task.spec}
 
 
-def _task_set(name: str) -> TaskSet:
-    found = TaskSet.objects.filter(name=name).first()
+def _task_set(request, name: str) -> TaskSet:
+    found = in_workspace(TaskSet, request.workspace).filter(name=name).first()
     if found is None:
         raise HttpError(404, f"No task set {name!r}")
     return found
@@ -59,8 +60,8 @@ def _task_set(name: str) -> TaskSet:
 
 @router.get("/tasks", response=TaskListOut, auth=TASKS_READ)
 def task_list(request, filters: Query[TaskFilters]):
-    task_set = _task_set(filters.task_set) if filters.task_set else None
-    tasks = tasks_filtered(task_set=task_set, domain=filters.domain, split=filters.split,
+    task_set = _task_set(request, filters.task_set) if filters.task_set else None
+    tasks = tasks_filtered(workspace=request.workspace, task_set=task_set, domain=filters.domain, split=filters.split,
                            difficulty=filters.difficulty, error_kind=filters.error_kind, q=filters.q)
     page = tasks[filters.offset:filters.offset + filters.limit]
     return {"count": tasks.count(), "items": [_task_out(t) for t in page]}
@@ -68,7 +69,7 @@ def task_list(request, filters: Query[TaskFilters]):
 
 @router.get("/tasks/export", auth=TASKS_READ, response={404: ErrorOut})
 def task_export(request, task_set: str):
-    found = _task_set(task_set)
+    found = _task_set(request, task_set)
     response = HttpResponse(tasks_export_jsonl(task_set=found), content_type="application/x-ndjson; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{found.name}.jsonl"'
     return response
@@ -76,7 +77,8 @@ def task_export(request, task_set: str):
 
 @router.post("/tasks/import", response={201: TaskImportOut, 422: TaskImportErrorOut}, auth=TASKS_WRITE)
 def task_import(request, payload: TaskImportIn):
-    report = tasks_import_jsonl(text=payload.jsonl, task_set_name=payload.task_set, description=payload.description)
+    report = tasks_import_jsonl(text=payload.jsonl, task_set_name=payload.task_set, description=payload.description,
+                                workspace=request.workspace)
     if not report.ok:
         return Status(422, {"detail": [{"line": line, "reason": reason} for line, reason in report.errors]})
     return Status(201, {"task_set": report.task_set_name, "created": report.created, "updated": report.updated})
@@ -84,7 +86,7 @@ def task_import(request, payload: TaskImportIn):
 
 @router.get("/tasks/{task_id}", response={200: TaskDetailOut, 404: ErrorOut}, auth=TASKS_READ)
 def task_detail(request, task_id: int):
-    task = Task.objects.select_related("task_set").filter(pk=task_id).first()
+    task = in_workspace(Task.objects.select_related("task_set"), request.workspace).filter(pk=task_id).first()
     if task is None:
         raise HttpError(404, f"No task #{task_id}")
     return _task_out(task)
@@ -101,7 +103,7 @@ def _episode_out(episode: Episode) -> dict:
 @router.post("/episodes", response={201: EpisodeOut, 404: ErrorOut, 422: ErrorOut}, auth=TASKS_WRITE)
 def episode_create(request, payload: EpisodePlayIn):
     """Play one episode synchronously and return it (offline backends answer in milliseconds)."""
-    task = Task.objects.filter(pk=payload.task_id).first()
+    task = in_workspace(Task, request.workspace).filter(pk=payload.task_id).first()
     if task is None:
         raise HttpError(404, f"No task #{payload.task_id}")
     try:
@@ -115,7 +117,7 @@ def episode_create(request, payload: EpisodePlayIn):
 @router.get("/episodes", response=list[EpisodeSummaryOut], auth=TASKS_READ)
 def episode_list(request, filters: Query[EpisodeFilters]):
     """The latest episodes, newest first."""
-    episodes = Episode.objects.select_related("task")
+    episodes = in_workspace(Episode.objects.select_related("task"), request.workspace)
     if filters.task_id is not None:
         episodes = episodes.filter(task_id=filters.task_id)
     return [_episode_out(e) for e in episodes[:filters.limit]]
@@ -123,17 +125,17 @@ def episode_list(request, filters: Query[EpisodeFilters]):
 
 @router.get("/episodes/{episode_id}", response={200: EpisodeOut, 404: ErrorOut}, auth=TASKS_READ)
 def episode_detail(request, episode_id: int):
-    return _episode_out(_episode(episode_id))
+    return _episode_out(_episode(request, episode_id))
 
 
 @router.get("/episodes/{episode_id}/trajectory", response={200: dict, 404: ErrorOut}, auth=TASKS_READ)
 def episode_trajectory_get(request, episode_id: int):
     """The episode in the shared trajectory shape that POST /api/orbs/banks/{slug}/episodes accepts."""
-    return episode_trajectory(_episode(episode_id))
+    return episode_trajectory(_episode(request, episode_id))
 
 
-def _episode(episode_id: int) -> Episode:
-    episode = Episode.objects.select_related("task").filter(pk=episode_id).first()
+def _episode(request, episode_id: int) -> Episode:
+    episode = in_workspace(Episode.objects.select_related("task"), request.workspace).filter(pk=episode_id).first()
     if episode is None:
         raise HttpError(404, f"No episode #{episode_id}")
     return episode

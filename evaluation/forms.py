@@ -5,6 +5,7 @@ from evaluation.configs import AgentBackend, CustomerBackend, MemoryKind
 from evaluation.models import Difficulty, Domain, ErrorKind, Split, TaskSet
 from evaluation.shop.episode import DEFAULT_MAX_TURNS
 from evaluation.shop.errors import ERROR_KINDS
+from memweb.workspaces import in_workspace
 
 MAX_UPLOAD_BYTES = 5 * 1024 * 1024
 
@@ -23,6 +24,10 @@ class TaskFilterForm(forms.Form):
                                    label="Error kind")
     q = forms.CharField(required=False, max_length=200, label="Search",
                         widget=forms.TextInput(attrs={"type": "search", "placeholder": "id, intent, customer"}))
+
+    def __init__(self, *args, workspace, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["task_set"].queryset = in_workspace(TaskSet, workspace)
 
     def filters(self) -> dict:
         if not self.is_valid():

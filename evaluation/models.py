@@ -58,6 +58,9 @@ class TaskSet(models.Model):
 
 
 class Task(models.Model):
+
+    WORKSPACE_PATH = "task_set__workspace"  # memweb.workspaces
+
     task_set = models.ForeignKey(TaskSet, on_delete=models.CASCADE, related_name="tasks")
     external_id = models.CharField(max_length=100)
     domain = models.CharField(max_length=16, choices=Domain.choices, db_index=True)
@@ -80,6 +83,9 @@ class Task(models.Model):
 
 
 class Episode(models.Model):
+
+    WORKSPACE_PATH = "task__task_set__workspace"  # memweb.workspaces
+
     class Status(models.TextChoices):
         COMPLETED = "completed", "completed"
         ERROR = "error", "infrastructure error"

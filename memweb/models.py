@@ -202,6 +202,8 @@ class Webhook(models.Model):
 class WebhookDelivery(models.Model):
     """One event on its way to one webhook: every attempt is logged, retries wait longer each time."""
 
+    WORKSPACE_PATH = "webhook__workspace"  # memweb.workspaces
+
     class Status(models.TextChoices):
         PENDING = "pending", "waiting to be sent"
         SENDING = "sending", "sending"

@@ -6,7 +6,8 @@ Apps contribute both through class attributes of their AppConfig (see memweb.reg
     home_counts = (("Orbs awaiting review", "orbs.services.orbs_count_pending", ("reviewer",), "orbs:review_queue"),)
 
 A nav item is (label, url name, roles). A home count is (label, dotted path of a
-function taking no arguments and returning an int, roles[, url name to link]).
+function taking the keyword `workspace` and returning an int (what that workspace holds),
+roles[, url name to link]).
 An entry is shown to users holding one of its roles; no roles means every
 signed-in user; admins see everything.
 """
@@ -77,11 +78,11 @@ def nav_for(*, user, current_path: str) -> list[dict]:
     return [{**link, "active": link is active} for link in links]
 
 
-def home_counts_for(*, user) -> list[dict]:
+def home_counts_for(*, user, workspace) -> list[dict]:
     return [
         {
             "label": count.label,
-            "value": import_string(count.function)(),
+            "value": import_string(count.function)(workspace=workspace),
             "url": reverse(count.url_name) if count.url_name else "",
         }
         for count in home_counts_declared()

@@ -17,8 +17,8 @@ def workspace_path(model) -> str:
 
 
 def in_workspace(queryset, workspace):
-    """`queryset` (or a model's default manager) cut to the rows `workspace` owns."""
-    queryset = queryset.all()
+    """`queryset` (a queryset, a manager or a model) cut to the rows `workspace` owns."""
+    queryset = queryset._default_manager.all() if isinstance(queryset, type) else queryset.all()
     return queryset.filter(**{workspace_path(queryset.model): workspace})
 
 

@@ -150,6 +150,8 @@ class EpisodeRecord(models.Model):
     """A finished episode handed to memweb: the stored trajectory (the Orb's
     provenance and transcript) and the state of its reflection work."""
 
+    WORKSPACE_PATH = "bank__workspace"  # memweb.workspaces
+
     class Status(models.TextChoices):
         QUEUED = "queued", "queued"
         RUNNING = "running", "running"
@@ -188,6 +190,8 @@ class EpisodeRecord(models.Model):
 
 class Orb(models.Model):
     """⟨id, obs, emotion, outcome, context, timestamp⟩ plus review state and its vector."""
+
+    WORKSPACE_PATH = "bank__workspace"  # memweb.workspaces
 
     class Status(models.TextChoices):
         PENDING = "pending", "pending"
@@ -316,6 +320,8 @@ def orb_document(*, obs: str, emotion: str, outcome: str, context: dict) -> str:
 class ReviewEvent(AppendOnly):
     """Append-only audit of every decision and edit on an Orb."""
 
+    WORKSPACE_PATH = "orb__bank__workspace"  # memweb.workspaces
+
     class Action(models.TextChoices):
         CREATED = "created", "created"
         AUTO_APPROVED = "auto_approved", "auto-approved"
@@ -346,6 +352,8 @@ class ReviewEvent(AppendOnly):
 
 class RetrievalLog(models.Model):
     """One retrieval: what was asked, how it was rewritten, what came back, how long each stage took."""
+
+    WORKSPACE_PATH = "bank__workspace"  # memweb.workspaces
 
     bank = models.ForeignKey(MemoryBank, on_delete=models.CASCADE, related_name="retrievals")
     query = models.TextField()

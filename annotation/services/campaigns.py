@@ -2,6 +2,7 @@
 import re
 
 from annotation.models import Campaign, Item
+from memweb.workspaces import in_workspace
 
 MAX_CRITERIA = 10
 _KEY = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
@@ -72,6 +73,6 @@ def campaign_find(*, campaign_id: int) -> Campaign | None:
     return Campaign.objects.filter(pk=campaign_id).first()
 
 
-def campaigns_open_count() -> int:
+def campaigns_open_count(*, workspace) -> int:
     """For the home page's live counts."""
-    return Campaign.objects.filter(status=Campaign.Status.OPEN).count()
+    return in_workspace(Campaign, workspace).filter(status=Campaign.Status.OPEN).count()

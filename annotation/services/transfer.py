@@ -84,13 +84,16 @@ def campaign_export_render(*, campaign: Campaign) -> str:
                    for line in campaign_export_lines(campaign=campaign))
 
 
-def campaign_import(*, text: str, name: str = "") -> tuple[ImportReport, Campaign | None]:
-    """Re-create a campaign from campaign_export_render's text, under `name` if given.
-    All-or-nothing: the report lists every problem by line (1 = the first line)."""
+def campaign_import(*, text: str, name: str = "", workspace=None) -> tuple[ImportReport, Campaign | None]:
+    """Re-create a campaign from campaign_export_render's text in `workspace` (None: the default
+    one), under `name` if given. All-or-nothing: the report lists every problem by line (1 = the
+    first line)."""
     errors = _RowErrors()
     parsed = _parse(text, errors)
     report = ImportReport(rows=len(parsed))
     rows = _build(parsed, errors, name)
+    if rows and workspace is not None and isinstance(rows[0].instance, Campaign):
+        rows[0].instance.workspace = workspace
     if not errors:
         _collisions(rows, errors)
     if errors:

@@ -38,6 +38,7 @@ from memweb.auth import api_auth
 from memweb.models import ApiKey
 from memweb.roles import Role
 from memweb.schemas import StrictBody
+from memweb.workspaces import in_workspace
 
 router = Router(tags=["evaluation runs"])
 RUNS_READ = api_auth(Role.OPERATOR, scope=ApiKey.Scope.RUNS_READ)
@@ -129,8 +130,8 @@ def _detail(run: EvaluationRun) -> dict:
     return {**_summary(run), **extra, "progress": progress}
 
 
-def _run(run_id: int) -> EvaluationRun:
-    run = EvaluationRun.objects.select_related("bank").filter(pk=run_id).first()
+def _run(request, run_id: int) -> EvaluationRun:
+    run = in_workspace(EvaluationRun.objects.select_related("bank"), request.workspace).filter(pk=run_id).first()
     if run is None:
         raise HttpError(404, f"No evaluation run #{run_id}")
     return run
@@ -144,16 +145,16 @@ def _problems(problems: list[tuple[str, str]], where: tuple[str, ...]) -> dict:
 def run_create(request, payload: RunSpec):
     """Launch a run: validated, written in one transaction and queued for the workers."""
     try:
-        run = run_launch(spec=payload, user=request.auth)
+        run = run_launch(spec=payload, user=request.auth, workspace=request.workspace)
     except RunLaunchError as exc:
         return Status(422, _problems(exc.problems, ("body", "payload")))
-    return Status(201, _detail(_run(run.pk)))
+    return Status(201, _detail(_run(request, run.pk)))
 
 
 @router.get("/", response=RunListOut, auth=RUNS_READ)
 def run_list(request, filters: Query[RunFilters]):
-    runs = runs_filtered(status=filters.status, memory_mode=filters.memory_mode,
-                         agent_backend=filters.agent_backend, q=filters.q)
+    runs = in_workspace(runs_filtered(status=filters.status, memory_mode=filters.memory_mode,
+                                      agent_backend=filters.agent_backend, q=filters.q), request.workspace)
     return {"count": runs.count(), "items": [_summary(r) for r in runs[filters.offset:filters.offset + filters.limit]]}
 
 
@@ -239,7 +240,7 @@ def _pair(pair: dict) -> dict:
 def run_compare(request, query: Query[CompareQuery]):
     """Each run against the oldest (the baseline): paired intervals, p-values, verdict and the flip table.
     409 when the runs may not be compared (different tasks, agents, customers; no finished trial)."""
-    runs = [_run(run_id) for run_id in sorted(set(query.runs))]
+    runs = [_run(request, run_id) for run_id in sorted(set(query.runs))]
     if len(runs) < 2:
         raise HttpError(422, "compare needs two different runs")
     try:
@@ -254,10 +255,10 @@ def run_compare(request, query: Query[CompareQuery]):
 def run_import_op(request, payload: dict = Body(...)):
     """Import a run exported as JSON (here or elsewhere); all or nothing, marked imported."""
     try:
-        run = run_import(data=payload, user=request.auth)
+        run = run_import(data=payload, user=request.auth, workspace=request.workspace)
     except RunImportError as exc:
         return Status(422, _problems(exc.problems, ("body",)))
-    return Status(201, _detail(_run(run.pk)))
+    return Status(201, _detail(_run(request, run.pk)))
 
 
 class FeedbackCurveIn(StrictBody, Schema):
@@ -305,7 +306,7 @@ def _curve_out(curve: FeedbackCurve) -> dict:
 @router.get("/feedback-curves/{curve_id}", response={200: FeedbackCurveOut, 404: RunErrorOut}, auth=RUNS_READ)
 def feedback_curve_get(request, curve_id: int):
     """An off-policy learning curve: its status and the points measured so far."""
-    curve = FeedbackCurve.objects.select_related("bank").filter(pk=curve_id).first()
+    curve = in_workspace(FeedbackCurve.objects.select_related("bank"), request.workspace).filter(pk=curve_id).first()
     if curve is None:
         raise HttpError(404, f"No learning curve #{curve_id}")
     return _curve_out(curve)
@@ -317,7 +318,7 @@ def feedback_curve_create(request, run_id: int, payload: FeedbackCurveIn):
     """Off-policy feedback: write the finished run's feedback logs into a fresh bank in batches and
     play its tasks after each batch (Celery work; poll `status_url`). 409 when the run is not a
     completed feedback run."""
-    run = _run(run_id)
+    run = _run(request, run_id)
     try:
         curve = curve_launch(run=run, batch_size=payload.batch_size, user=request.auth)
     except CurveLaunchError as exc:
@@ -330,40 +331,40 @@ def feedback_curve_create(request, run_id: int, payload: FeedbackCurveIn):
 @router.get("/{run_id}", response={200: RunOut, 404: RunErrorOut}, auth=RUNS_READ)
 def run_get(request, run_id: int):
     """A run with its per-trial progress and the metrics of its finished trials."""
-    return _detail(_run(run_id))
+    return _detail(_run(request, run_id))
 
 
-def _act(run_id: int, act) -> dict:
-    run = _run(run_id)
+def _act(request, run_id: int, act) -> dict:
+    run = _run(request, run_id)
     try:
         act(run)
     except RunActionError as exc:
         raise HttpError(409, str(exc)) from None
-    return _detail(_run(run_id))
+    return _detail(_run(request, run_id))
 
 
 @router.post("/{run_id}/cancel", response={200: RunOut, 404: RunErrorOut, 409: RunErrorOut}, auth=RUNS_LAUNCH)
 def run_cancel_op(request, run_id: int):
-    return _act(run_id, lambda run: run_cancel(run=run, user=request.auth))
+    return _act(request, run_id, lambda run: run_cancel(run=run, user=request.auth))
 
 
 @router.post("/{run_id}/resume", response={200: RunOut, 404: RunErrorOut, 409: RunErrorOut}, auth=RUNS_LAUNCH)
 def run_resume_op(request, run_id: int):
     """Continue a cancelled or failed run, or re-check a waiting one."""
-    return _act(run_id, lambda run: run_resume(run=run))
+    return _act(request, run_id, lambda run: run_resume(run=run))
 
 
 @router.post("/{run_id}/retry", response={200: RunOut, 404: RunErrorOut, 409: RunErrorOut}, auth=RUNS_LAUNCH)
 def run_retry_op(request, run_id: int):
     """Play the episodes that hit an infrastructure error again."""
-    return _act(run_id, lambda run: run_retry_errors(run=run))
+    return _act(request, run_id, lambda run: run_retry_errors(run=run))
 
 
 @router.get("/{run_id}/export", response={200: dict, 404: RunErrorOut}, auth=RUNS_READ)
 def run_export(request, run_id: int, format: Literal["json", "csv"] = "json",
                part: Literal["episodes", "metrics"] = "episodes"):
     """The run as JSON (settings, episodes, metrics: what import takes) or CSV (episodes or metrics)."""
-    run = _run(run_id)
+    run = _run(request, run_id)
     if format == "json":
         return run_export_json(run=run)
     return HttpResponse(run_export_csv(run=run, part=part), content_type="text/csv; charset=utf-8")

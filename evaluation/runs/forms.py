@@ -11,6 +11,7 @@ from evaluation.runs.services import MAX_CONCURRENCY, MAX_TRIALS, DMRMParams, Ru
 from evaluation.runs.services.spec import PRESETS, DMRMWriteTiming
 from evaluation.services import BUILTIN_SET
 from evaluation.shop.errors import ERROR_KINDS
+from memweb.workspaces import in_workspace
 from orbs.dmrm.services import StateMatch, Suppression
 from orbs.services import ReflectionStyle, banks_all
 
@@ -126,6 +127,11 @@ class RunLaunchForm(forms.Form):
     feedback_rounds = _spec_field(forms.IntegerField, "feedback_rounds", required=False, label="Feedback rounds",
                                   help_text="1 to 3: after each critique but the last, the agent answers it and "
                                             "the user judges the answer.")
+
+    def __init__(self, *args, workspace, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["task_set"].queryset = in_workspace(TaskSet, workspace)
+        self.fields["bank_source"].queryset = banks_all(workspace=workspace)
 
     def spec(self) -> dict:
         data = self.cleaned_data

@@ -165,6 +165,9 @@ class EvaluationRun(models.Model):
 
 
 class Trial(models.Model):
+
+    WORKSPACE_PATH = "run__workspace"  # memweb.workspaces
+
     class Status(models.TextChoices):
         PENDING = "pending", "pending"
         RUNNING = "running", "running"
@@ -195,6 +198,9 @@ class Trial(models.Model):
 
 
 class RunEpisode(models.Model):
+
+    WORKSPACE_PATH = "run__workspace"  # memweb.workspaces
+
     class Status(models.TextChoices):
         PENDING = "pending", "pending"
         RUNNING = "running", "running"
@@ -249,6 +255,8 @@ class FeedbackCurve(models.Model):
     """Off-policy feedback (MemoryBench): a finished feedback run's logs go into a fresh bank in
     batches, and the run's tasks are played against the bank after each batch; one point per
     number of batches written, from 0 (the empty bank) to all of them."""
+
+    WORKSPACE_PATH = "run__workspace"  # memweb.workspaces
 
     class Status(models.TextChoices):
         QUEUED = "queued", "queued"

@@ -10,7 +10,9 @@ from django.db.models import Q, QuerySet
 from evaluation.models import Task, TaskSet
 from evaluation.shop.task_specs import tasks_generate
 from evaluation.shop.validate import spec_errors
+from memweb.models import default_workspace_id
 from memweb.services import unstorable_problem
+from memweb.workspaces import in_workspace
 
 BUILTIN_SET = "shop-130"
 BUILTIN_DESCRIPTION = "The built-in shop tasks: 53 household appliances and 77 clothing, generated over the seeded shop."
@@ -37,11 +39,12 @@ def _task_fields(spec: dict) -> dict:
 
 
 @transaction.atomic
-def taskset_builtin_load() -> TaskSet:
-    """Create or refresh the built-in task set (idempotent; tasks are updated in place, never deleted,
-    because episodes point at them)."""
+def taskset_builtin_load(*, workspace=None) -> TaskSet:
+    """Create or refresh `workspace`'s copy (None: the default workspace's) of the built-in task set
+    (idempotent; tasks are updated in place, never deleted, because episodes point at them)."""
     task_set, _ = TaskSet.objects.get_or_create(
-        name=BUILTIN_SET, defaults={"description": BUILTIN_DESCRIPTION, "is_builtin": True})
+        name=BUILTIN_SET, workspace_id=_workspace_id(workspace),
+        defaults={"description": BUILTIN_DESCRIPTION, "is_builtin": True})
     existing = {t.external_id: t for t in task_set.tasks.all()}
     for spec in tasks_generate():
         found = existing.get(spec["id"])
@@ -54,9 +57,14 @@ def taskset_builtin_load() -> TaskSet:
     return task_set
 
 
-def tasks_filtered(*, task_set: TaskSet | None = None, domain: str = "", split: str = "", difficulty: str = "",
-                   error_kind: str = "", q: str = "") -> QuerySet:
-    tasks = Task.objects.select_related("task_set")
+def _workspace_id(workspace) -> int:
+    return workspace.pk if workspace is not None else default_workspace_id()
+
+
+def tasks_filtered(*, workspace, task_set: TaskSet | None = None, domain: str = "", split: str = "",
+                   difficulty: str = "", error_kind: str = "", q: str = "") -> QuerySet:
+    """The tasks of `workspace`'s task sets matching every given filter."""
+    tasks = in_workspace(Task.objects.select_related("task_set"), workspace)
     if task_set is not None:
         tasks = tasks.filter(task_set=task_set)
     for name, value in (("domain", domain), ("split", split), ("difficulty", difficulty)):
@@ -91,11 +99,12 @@ class ImportReport:
         return not self.errors
 
 
-def tasks_import_jsonl(*, text: str, task_set_name: str, description: str = "") -> ImportReport:
+def tasks_import_jsonl(*, text: str, task_set_name: str, description: str = "", workspace=None) -> ImportReport:
     """Validate every line (JSON, structure, solvability, unique ids) and import only when all pass.
 
-    Lines go into the named set, which is created when missing; tasks with an id already in the
-    set are updated. The built-in set is never written by an import."""
+    Lines go into the named set of `workspace` (None: the default one), which is created when
+    missing; tasks with an id already in the set are updated. The built-in set is never written by
+    an import."""
     name = task_set_name.strip()
     report = ImportReport(task_set_name=name)
     # Editors on Windows start UTF-8 files with a byte-order mark; it is not part of line 1's JSON.
@@ -103,7 +112,8 @@ def tasks_import_jsonl(*, text: str, task_set_name: str, description: str = "") 
     if report.errors:
         return report
     with transaction.atomic():
-        task_set, _ = TaskSet.objects.get_or_create(name=name, defaults={"description": description})
+        task_set, _ = TaskSet.objects.get_or_create(name=name, workspace_id=_workspace_id(workspace),
+                                                    defaults={"description": description})
         existing = {t.external_id: t for t in task_set.tasks.select_for_update()}
         for spec in specs:
             _upsert(task_set, existing.get(spec["id"]), spec, report)

@@ -242,7 +242,7 @@ def test_it_creates_one_group_per_role():
 
 
 # --- what apps declare: navigation entries and home counts ---
-def count_things() -> int:
+def count_things(*, workspace) -> int:
     return 7
 
 

@@ -189,7 +189,7 @@ def _rows_containing(text: str) -> dict[str, int]:
 def test_it_keeps_no_copy_of_a_key_secret_anywhere_in_the_database(client, operator_user):
     """Issued on the page (shown once) and then used: the secret's random part is in no row of any table."""
     client.force_login(operator_user)
-    secret = client.post(reverse("api_key_create"), {"name": "shop agent"}).context["new_secret"]
+    secret = client.post(reverse("api_key_create"), {"name": "shop agent", "scopes": ["memory:write"]}).context["new_secret"]
     agent = Client()
     assert agent.get("/api/me", headers={"Authorization": f"Bearer {secret}"}).status_code == 200
     assert agent.post("/api/orbs/banks", {"name": "keys bank"}, content_type="application/json",
