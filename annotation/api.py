@@ -362,7 +362,7 @@ def feedback_create(request, token: UUID, payload: WrittenFeedbackIn):
 def _own_task(request, token: UUID) -> FeedbackTask:
     """Someone else's task is a 404, the same as a token that never existed."""
     return get_in_workspace_or_404(FeedbackTask.objects.select_related("item", "campaign"), request.workspace, token=token,
-                             writer=request.auth)
+                                   writer=request.auth)
 
 
 def write_payload(task: FeedbackTask) -> dict:
@@ -415,7 +415,7 @@ def judgment_create(request, token: UUID, payload: JudgmentIn):
 def _own_assignment(request, token: UUID) -> Assignment:
     """Another annotator's token is a 404, the same as a token that never existed."""
     return get_in_workspace_or_404(Assignment.objects.select_related("item", "campaign"), request.workspace, token=token,
-                             annotator=request.auth)
+                                   annotator=request.auth)
 
 
 def pair_payload(assignment: Assignment) -> dict:

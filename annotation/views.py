@@ -261,7 +261,7 @@ def _judge_next_redirect(request, campaign: Campaign):
 @role_required(Role.ANNOTATOR)
 def judge(request, token):
     assignment = get_in_workspace_or_404(Assignment.objects.select_related("item", "campaign"), request.workspace, token=token,
-                                   annotator=request.user)
+                                         annotator=request.user)
     if request.method == "GET":
         services.assignment_open(assignment=assignment)
         return render(request, "annotation/judge.html", _judge_context(assignment, request.user))

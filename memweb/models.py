@@ -51,6 +51,13 @@ class Membership(models.Model):
         return f"{self.user} {self.role} in {self.workspace}"
 
 
+def memberships_grant(*, user, roles, workspace_id: int | None = None) -> None:
+    """Give `user` these roles in the workspace (None: the default one); roles held already stay."""
+    workspace_id = workspace_id or default_workspace_id()
+    Membership.objects.bulk_create([Membership(workspace_id=workspace_id, user=user, role=role) for role in roles],
+                                   ignore_conflicts=True)
+
+
 def first_workspace_id(user) -> int:
     """Where a user acts until they pick a workspace: their oldest membership's, else the default."""
     first = Membership.objects.filter(user=user).order_by("workspace_id").values_list("workspace_id", flat=True).first()

@@ -1,4 +1,6 @@
-"""Switching the workspace a session acts in, and the admins' page of workspaces and members."""
+"""Switching the workspace a session acts in, and the admins' page of workspaces and members. An
+admin manages the members of the workspaces they administer (a superuser: of all); another
+workspace's membership answers 404, as every object of another workspace does."""
 from django import forms
 from django.contrib import messages
 from django.contrib.auth import get_user_model
@@ -30,10 +32,20 @@ class WorkspaceForm(forms.ModelForm):
         fields = ["name", "slug"]
 
 
+def workspaces_administered(user):
+    if user.is_superuser:
+        return Workspace.objects.all()
+    return Workspace.objects.filter(memberships__user=user, memberships__role=Role.ADMIN).distinct()
+
+
 class MembershipForm(forms.Form):
-    workspace = forms.ModelChoiceField(Workspace.objects.all())
+    workspace = forms.ModelChoiceField(Workspace.objects.none())
     username = forms.CharField(max_length=150)
     role = forms.ChoiceField(choices=Role.choices)
+
+    def __init__(self, *args, user, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["workspace"].queryset = workspaces_administered(user)
 
     def clean_username(self):
         user = get_user_model().objects.filter(username=self.cleaned_data["username"]).first()
@@ -44,9 +56,9 @@ class MembershipForm(forms.Form):
 
 def _workspaces_page(request, *, workspace_form=None, membership_form=None, status=200):
     context = {
-        "workspaces": Workspace.objects.prefetch_related("memberships__user"),
+        "workspaces": workspaces_administered(request.user).prefetch_related("memberships__user"),
         "workspace_form": workspace_form or WorkspaceForm(),
-        "membership_form": membership_form or MembershipForm(),
+        "membership_form": membership_form or MembershipForm(user=request.user),
     }
     return render(request, "memweb/workspaces.html", context, status=status)
 
@@ -63,15 +75,17 @@ def workspace_create(request):
     form = WorkspaceForm(request.POST)
     if not form.is_valid():
         return _workspaces_page(request, workspace_form=form, status=400)
-    workspace = form.save()
-    messages.success(request, f"Workspace “{workspace.name}” created; add its members below.")
+    with transaction.atomic():
+        workspace = form.save()
+        Membership.objects.create(workspace=workspace, user=request.user, role=Role.ADMIN)
+    messages.success(request, f"Workspace “{workspace.name}” created with you as its admin; add its members below.")
     return redirect("workspaces")
 
 
 @require_POST
 @role_required(Role.ADMIN)
 def membership_add(request):
-    form = MembershipForm(request.POST)
+    form = MembershipForm(request.POST, user=request.user)
     if not form.is_valid():
         return _workspaces_page(request, membership_form=form, status=400)
     data = form.cleaned_data
@@ -88,7 +102,7 @@ def membership_add(request):
 @require_POST
 @role_required(Role.ADMIN)
 def membership_remove(request, membership_id: int):
-    membership = get_object_or_404(Membership, pk=membership_id)
+    membership = get_object_or_404(Membership, pk=membership_id, workspace__in=workspaces_administered(request.user))
     membership.delete()
     messages.success(request, f"{membership.user} is no longer {membership.role} in “{membership.workspace}”.")
     return redirect("workspaces")

@@ -25,9 +25,10 @@ def in_workspace(queryset, workspace):
 def get_in_workspace_or_404(queryset, workspace, **lookup):
     """The one row matching `lookup` inside `workspace`; Http404 (django-ninja answers it as JSON)
     when there is none there, whether or not another workspace holds it."""
-    found = in_workspace(queryset, workspace).filter(**lookup).first()
+    scoped = in_workspace(queryset, workspace)
+    found = scoped.filter(**lookup).first()
     if found is None:
-        raise Http404(f"No {queryset.model._meta.verbose_name} matches the given query.")
+        raise Http404(f"No {scoped.model._meta.verbose_name} matches the given query.")
     return found
 
 

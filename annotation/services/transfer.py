@@ -63,8 +63,8 @@ def _user_fields(model) -> list[str]:
 def _record(row, keys: dict) -> dict:
     record = {}
     for f in _fields(type(row)):
-        if f.name == "campaign":
-            continue  # implied: the file holds one campaign
+        if f.name in ("campaign", "workspace"):
+            continue  # implied: the file holds one campaign, imported into the importer's workspace
         if f.name in _USER_FIELDS:
             user = getattr(row, f.name)
             record[f.name] = user.get_username() if user else None
