@@ -19,7 +19,7 @@ from django.db import close_old_connections, connection
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from memweb.models import Job
+from memweb.models import Job, default_workspace_id
 from memweb.registry import job_function
 from memweb.roles import Role, has_role
 from memweb.workspaces import in_workspace, workspace_current
@@ -50,13 +50,14 @@ class JobContext:
         Job.objects.filter(pk=self.job_id).update(**fields)
 
 
-def job_start(*, kind: str, title: str, payload: dict, workspace, user=None, upload: str = "") -> Job:
-    """Create the job in `workspace` and queue it for a worker when the current transaction commits."""
+def job_start(*, kind: str, title: str, payload: dict, workspace=None, user=None, upload: str = "") -> Job:
+    """Create the job in `workspace` (None: the default one, for scripts) and queue it for a worker
+    when the current transaction commits."""
     from memweb.tasks import job_run
 
     job_function(kind)  # an unregistered kind is refused here, not later on the worker
-    job = Job.objects.create(workspace=workspace, kind=kind, title=title[:Job._meta.get_field("title").max_length],
-                             payload=payload,
+    job = Job.objects.create(workspace_id=workspace.pk if workspace else default_workspace_id(), kind=kind,
+                             title=title[:Job._meta.get_field("title").max_length], payload=payload,
                              upload=upload, created_by=user if getattr(user, "is_authenticated", False) else None,
                              message="Waiting for a worker.")
     job_run.delay_on_commit(job.pk)
