@@ -26,6 +26,10 @@ KINDS = (
 _USER_FIELDS = {"created_by", "human_feedback_author", "writer", "annotator"}
 
 
+# Not in the file: it holds one campaign, which is imported into the importer's workspace.
+IMPLIED = ("campaign", "workspace")
+
+
 def _fields(model) -> list:
     return [f for f in model._meta.concrete_fields if not f.primary_key]
 
@@ -63,8 +67,8 @@ def _user_fields(model) -> list[str]:
 def _record(row, keys: dict) -> dict:
     record = {}
     for f in _fields(type(row)):
-        if f.name in ("campaign", "workspace"):
-            continue  # implied: the file holds one campaign, imported into the importer's workspace
+        if f.name in IMPLIED:
+            continue
         if f.name in _USER_FIELDS:
             user = getattr(row, f.name)
             record[f.name] = user.get_username() if user else None
@@ -157,7 +161,7 @@ def _row(line: int, kind: str, model, record: dict, seen: dict, errors: _RowErro
     _shape_check(line, kind, model, record, seen, errors)
     values, links, people = {}, {}, {}
     for f in _fields(model):
-        if f.name not in record or f.name == "campaign":
+        if f.name not in record or f.name in IMPLIED:
             continue
         value = record[f.name]
         if f.name in _USER_FIELDS:
@@ -177,7 +181,7 @@ def _row(line: int, kind: str, model, record: dict, seen: dict, errors: _RowErro
 
 def _shape_check(line: int, kind: str, model, record: dict, seen: dict, errors: _RowErrors) -> None:
     """Exactly the model's fields (the campaign is implied), and a ref of its own."""
-    expected = {f.name for f in _fields(model)} - {"campaign"}
+    expected = {f.name for f in _fields(model)} - set(IMPLIED)
     for unknown in sorted(set(record) - expected - {"kind", "ref", "format"}):
         errors.add(line, unknown, "unknown field")
     for missing in sorted(expected - set(record)):
