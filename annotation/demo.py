@@ -14,6 +14,7 @@ from django.db import transaction
 
 from annotation.models import Assignment, Campaign
 from annotation.services import items_import, judgment_submit, side_balanced
+from memweb.models import memberships_grant
 from memweb.roles import Role
 
 CAMPAIGN_NAME = "Demo: feedback comparison (scripted)"
@@ -209,6 +210,7 @@ def _annotators() -> list:
             user.set_unusable_password()
             user.save(update_fields=["password"])
         user.groups.add(group)
+        memberships_grant(user=user, roles=[Role.ANNOTATOR])
         people.append(user)
     return people
 

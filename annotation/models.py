@@ -11,6 +11,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotation.metrics import HUMAN, SIMULATED, TIE
+from memweb.models import workspace_field
 
 # The MemoryBench study's three criteria, worded for memweb's annotators.
 DEFAULT_CRITERIA = [
@@ -67,6 +68,7 @@ class Campaign(models.Model):
         LEAST_ANNOTATED = "least_annotated", "Least annotated first"
         MAX_DISAGREEMENT = "max_disagreement", "Least annotated first, then extra annotators on split items"
 
+    workspace = workspace_field("campaigns")
     name = models.CharField(max_length=200, unique=True)
     instructions = models.TextField(blank=True, help_text="Markdown, shown to annotators.")
     criteria = models.JSONField(default=default_criteria)
@@ -130,6 +132,9 @@ class Campaign(models.Model):
 
 
 class Item(models.Model):
+
+    WORKSPACE_PATH = "campaign__workspace"  # memweb.workspaces
+
     class TaskFormat(models.TextChoices):
         # MemoryBench's input/output length formats: Long/Short input, Long/Short output.
         LISO = "LiSo", "LiSo (long input, short output)"
@@ -201,6 +206,8 @@ def _coin_flip() -> bool:
 class FeedbackTask(models.Model):
     """The study's first step: an annotator writes the human feedback for an item."""
 
+    WORKSPACE_PATH = "campaign__workspace"  # memweb.workspaces
+
     class Status(models.TextChoices):
         OPEN = "open", "Open"
         ASSIGNED = "assigned", "Assigned"
@@ -234,6 +241,8 @@ class FeedbackTask(models.Model):
 class Assignment(models.Model):
     """One annotator's turn at judging one item. `side_a_is_human` is drawn per
     assignment and never leaves the server."""
+
+    WORKSPACE_PATH = "campaign__workspace"  # memweb.workspaces
 
     class Status(models.TextChoices):
         ASSIGNED = "assigned", "Assigned"

@@ -193,10 +193,10 @@ def load_runs(n_runs: int, trials: int, tasks: list[Task], bank: MemoryBank) -> 
 # --- the pages ----------------------------------------------------------------------------------
 
 def _operator():
-    from django.contrib.auth.models import Group
+    from memweb.models import memberships_grant
 
     person, _ = get_user_model().objects.get_or_create(username="bench-scale-operator")
-    person.groups.add(*(Group.objects.get_or_create(name=role)[0] for role in (Role.REVIEWER, Role.OPERATOR)))
+    memberships_grant(user=person, roles=[Role.REVIEWER, Role.OPERATOR])
     return person
 
 

@@ -32,7 +32,6 @@ import requests
 from bench.orbs_retrieval import Data, copy_rows, say  # sets Django up
 # isort: on
 from django.contrib.auth import get_user_model  # noqa: E402
-from django.contrib.auth.models import Group  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
 from bench.retrieve_load import (
@@ -50,6 +49,7 @@ from evaluation.runs.models import EvaluationRun  # noqa: E402
 from evaluation.runs.services import run_cancel, run_launch  # noqa: E402
 from evaluation.services import taskset_builtin_load  # noqa: E402
 from memweb.embeddings import embedder  # noqa: E402
+from memweb.models import memberships_grant  # noqa: E402
 from memweb.roles import Role  # noqa: E402
 from orbs.models import MemoryBank, Orb  # noqa: E402
 
@@ -77,7 +77,7 @@ def reviewer(password: str):
     person, _ = get_user_model().objects.get_or_create(username="bench-reviewer")
     person.set_password(password)
     person.save(update_fields=["password"])
-    person.groups.add(*(Group.objects.get_or_create(name=role)[0] for role in (Role.REVIEWER, Role.OPERATOR)))
+    memberships_grant(user=person, roles=[Role.REVIEWER, Role.OPERATOR])
     return person
 
 

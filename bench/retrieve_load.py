@@ -37,12 +37,11 @@ from bench.orbs_retrieval import EMBEDDED_DB_STARTED_HERE, ITEMS, SENTENCES, Dat
 # isort: on
 from django.conf import settings  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
-from django.contrib.auth.models import Group  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db.models import Count  # noqa: E402
 
 from memweb.embeddings import embedder  # noqa: E402
-from memweb.models import ApiKey  # noqa: E402
+from memweb.models import ApiKey, memberships_grant  # noqa: E402
 from memweb.roles import Role  # noqa: E402
 from orbs.models import MemoryBank, Orb, RetrievalLog  # noqa: E402
 
@@ -153,7 +152,7 @@ def bank_seeded(size: int) -> MemoryBank:
 def agent_key() -> str:
     """A fresh key of an operator (the role allowed to retrieve)."""
     agent, _ = get_user_model().objects.get_or_create(username="bench-agent")
-    agent.groups.add(Group.objects.get_or_create(name=Role.OPERATOR)[0])
+    memberships_grant(user=agent, roles=[Role.OPERATOR])
     return ApiKey.issue(user=agent, name="retrieve load")[1]
 
 

@@ -34,12 +34,15 @@ from evaluation.services import (
     tasks_import_jsonl,
 )
 from memweb.auth import api_auth
+from memweb.models import ApiKey
 from memweb.roles import Role
+from memweb.workspaces import in_workspace
 
 router = Router(tags=["evaluation"])
 router.add_router("/runs", runs_router)
 router.add_router("/feedback", feedback_router)
-OPERATOR = api_auth(Role.OPERATOR)
+TASKS_READ = api_auth(Role.OPERATOR, scope=ApiKey.Scope.TASKS_READ)
+TASKS_WRITE = api_auth(Role.OPERATOR, scope=ApiKey.Scope.TASKS_WRITE)
 
 
 def _task_out(task: Task) -> dict:
@@ -48,42 +51,43 @@ def _task_out(task: Task) -> dict:
             "summary": task.summary, "version": task.version, "content_hash": task.content_hash, "spec": task.spec}
 
 
-def _task_set(name: str) -> TaskSet:
-    found = TaskSet.objects.filter(name=name).first()
+def _task_set(request, name: str) -> TaskSet:
+    found = in_workspace(TaskSet, request.workspace).filter(name=name).first()
     if found is None:
         raise HttpError(404, f"No task set {name!r}")
     return found
 
 
-@router.get("/tasks", response=TaskListOut, auth=OPERATOR)
+@router.get("/tasks", response=TaskListOut, auth=TASKS_READ)
 def task_list(request, filters: Query[TaskFilters]):
-    task_set = _task_set(filters.task_set) if filters.task_set else None
-    tasks = tasks_filtered(task_set=task_set, domain=filters.domain, split=filters.split,
+    task_set = _task_set(request, filters.task_set) if filters.task_set else None
+    tasks = tasks_filtered(workspace=request.workspace, task_set=task_set, domain=filters.domain, split=filters.split,
                            difficulty=filters.difficulty, error_kind=filters.error_kind, q=filters.q)
     page = tasks[filters.offset:filters.offset + filters.limit]
     return {"count": tasks.count(), "items": [_task_out(t) for t in page]}
 
 
-@router.get("/tasks/export", auth=OPERATOR, response={404: ErrorOut})
+@router.get("/tasks/export", auth=TASKS_READ, response={404: ErrorOut})
 def task_export(request, task_set: str):
-    found = _task_set(task_set)
+    found = _task_set(request, task_set)
     response = HttpResponse(tasks_export_jsonl(task_set=found), content_type="application/x-ndjson; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{found.name}.jsonl"'
     return response
 
 
-@router.post("/tasks/import", response={201: TaskImportOut, 422: TaskImportErrorOut}, auth=OPERATOR)
+@router.post("/tasks/import", response={201: TaskImportOut, 422: TaskImportErrorOut}, auth=TASKS_WRITE)
 def task_import(request, payload: TaskImportIn):
-    report = tasks_import_jsonl(text=payload.jsonl, task_set_name=payload.task_set, description=payload.description)
+    report = tasks_import_jsonl(text=payload.jsonl, task_set_name=payload.task_set, description=payload.description,
+                                workspace=request.workspace)
     if not report.ok:
         return Status(422, {"detail": [{"line": line, "reason": reason} for line, reason in report.errors]})
     return Status(201, {"task_set": report.task_set_name, "created": report.created, "updated": report.updated,
                         "new_versions": report.new_versions})
 
 
-@router.get("/tasks/{task_id}", response={200: TaskDetailOut, 404: ErrorOut}, auth=OPERATOR)
+@router.get("/tasks/{task_id}", response={200: TaskDetailOut, 404: ErrorOut}, auth=TASKS_READ)
 def task_detail(request, task_id: int):
-    task = Task.objects.select_related("task_set").filter(pk=task_id).first()
+    task = in_workspace(Task.objects.select_related("task_set"), request.workspace).filter(pk=task_id).first()
     if task is None:
         raise HttpError(404, f"No task #{task_id}")
     return _task_out(task)
@@ -97,10 +101,10 @@ def _episode_out(episode: Episode) -> dict:
     return out
 
 
-@router.post("/episodes", response={201: EpisodeOut, 404: ErrorOut, 422: ErrorOut}, auth=OPERATOR)
+@router.post("/episodes", response={201: EpisodeOut, 404: ErrorOut, 422: ErrorOut}, auth=TASKS_WRITE)
 def episode_create(request, payload: EpisodePlayIn):
     """Play one episode synchronously and return it (offline backends answer in milliseconds)."""
-    task = Task.objects.filter(pk=payload.task_id).first()
+    task = in_workspace(Task, request.workspace).filter(pk=payload.task_id).first()
     if task is None:
         raise HttpError(404, f"No task #{payload.task_id}")
     try:
@@ -111,28 +115,28 @@ def episode_create(request, payload: EpisodePlayIn):
     return Status(201, _episode_out(episode))
 
 
-@router.get("/episodes", response=list[EpisodeSummaryOut], auth=OPERATOR)
+@router.get("/episodes", response=list[EpisodeSummaryOut], auth=TASKS_READ)
 def episode_list(request, filters: Query[EpisodeFilters]):
     """The latest episodes, newest first."""
-    episodes = Episode.objects.select_related("task")
+    episodes = in_workspace(Episode.objects.select_related("task"), request.workspace)
     if filters.task_id is not None:
         episodes = episodes.filter(task_id=filters.task_id)
     return [_episode_out(e) for e in episodes[:filters.limit]]
 
 
-@router.get("/episodes/{episode_id}", response={200: EpisodeOut, 404: ErrorOut}, auth=OPERATOR)
+@router.get("/episodes/{episode_id}", response={200: EpisodeOut, 404: ErrorOut}, auth=TASKS_READ)
 def episode_detail(request, episode_id: int):
-    return _episode_out(_episode(episode_id))
+    return _episode_out(_episode(request, episode_id))
 
 
-@router.get("/episodes/{episode_id}/trajectory", response={200: dict, 404: ErrorOut}, auth=OPERATOR)
+@router.get("/episodes/{episode_id}/trajectory", response={200: dict, 404: ErrorOut}, auth=TASKS_READ)
 def episode_trajectory_get(request, episode_id: int):
     """The episode in the shared trajectory shape that POST /api/orbs/banks/{slug}/episodes accepts."""
-    return episode_trajectory(_episode(episode_id))
+    return episode_trajectory(_episode(request, episode_id))
 
 
-def _episode(episode_id: int) -> Episode:
-    episode = Episode.objects.select_related("task").filter(pk=episode_id).first()
+def _episode(request, episode_id: int) -> Episode:
+    episode = in_workspace(Episode.objects.select_related("task"), request.workspace).filter(pk=episode_id).first()
     if episode is None:
         raise HttpError(404, f"No episode #{episode_id}")
     return episode

@@ -6,6 +6,7 @@ from evaluation.models import Difficulty, Domain, ErrorKind, Split, TaskSet
 from evaluation.services.episode_search import REWARD_COMPONENTS, EpisodeFilters
 from evaluation.shop.episode import DEFAULT_MAX_TURNS
 from evaluation.shop.errors import ERROR_KINDS
+from memweb.workspaces import in_workspace
 
 MAX_UPLOAD_BYTES = 5 * 1024 * 1024
 
@@ -24,6 +25,10 @@ class TaskFilterForm(forms.Form):
                                    label="Error kind")
     q = forms.CharField(required=False, max_length=200, label="Search",
                         widget=forms.TextInput(attrs={"type": "search", "placeholder": "id, intent, customer"}))
+
+    def __init__(self, *args, workspace, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["task_set"].queryset = in_workspace(TaskSet, workspace)
 
     def filters(self) -> dict:
         if not self.is_valid():

@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from evaluation.configs import AgentBackend, MemoryKind
+from memweb.models import workspace_field
 
 
 class Domain(models.TextChoices):
@@ -42,21 +43,27 @@ class ErrorKind(models.TextChoices):
 
 
 class TaskSet(models.Model):
-    """A named collection of tasks: the 130 built-in ones, or a set a user imported."""
+    """A named collection of tasks: the 130 built-in ones, or a set a user imported; each workspace
+    loads its own copy of the built-in set."""
 
-    name = models.CharField(max_length=100, unique=True)
+    workspace = workspace_field("task_sets")
+    name = models.CharField(max_length=100)
     description = models.TextField(blank=True)
     is_builtin = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["-is_builtin", "name"]
+        constraints = [models.UniqueConstraint(fields=["workspace", "name"], name="task_set_unique_name")]
 
     def __str__(self) -> str:
         return self.name
 
 
 class Task(models.Model):
+
+    WORKSPACE_PATH = "task_set__workspace"  # memweb.workspaces
+
     task_set = models.ForeignKey(TaskSet, on_delete=models.CASCADE, related_name="tasks")
     external_id = models.CharField(max_length=100)
     domain = models.CharField(max_length=16, choices=Domain.choices, db_index=True)
@@ -107,6 +114,9 @@ class TaskVersion(models.Model):
 
 
 class Episode(models.Model):
+
+    WORKSPACE_PATH = "task__task_set__workspace"  # memweb.workspaces
+
     class Status(models.TextChoices):
         COMPLETED = "completed", "completed"
         ERROR = "error", "infrastructure error"

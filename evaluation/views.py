@@ -5,7 +5,7 @@ from dataclasses import replace
 from django.contrib import messages
 from django.core.exceptions import ObjectDoesNotExist
 from django.http import Http404, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from pydantic import ValidationError
 
@@ -27,6 +27,9 @@ from evaluation.services.memory_effects import bank_experience_effects_rank, exp
 from evaluation.services.timeline import episode_timeline
 from memweb.listing import CappedPaginator, Sorting, list_page
 from memweb.roles import Role, role_required
+from memweb.workspaces import get_in_workspace_or_404, in_workspace
+from orbs.dmrm.models import Experience
+from orbs.models import Orb
 from orbs.services import bank_resolve
 
 # --- tasks ---------------------------------------------------------------------------
@@ -38,16 +41,17 @@ TASK_SORTING = Sorting(columns={"task": "external_id", "set": "task_set__name", 
 @require_GET
 @role_required(Role.OPERATOR)
 def task_list(request):
-    form = TaskFilterForm(request.GET or None)
-    return list_page(request, rows=tasks_filtered(**form.filters()), template="evaluation/task_list.html",
-                     partial="evaluation/_task_rows.html", sorting=TASK_SORTING,
-                     context={"form": form, "has_sets": TaskSet.objects.exists()})
+    form = TaskFilterForm(request.GET or None, workspace=request.workspace)
+    tasks = tasks_filtered(workspace=request.workspace, **form.filters())
+    return list_page(request, rows=tasks, template="evaluation/task_list.html", partial="evaluation/_task_rows.html",
+                     sorting=TASK_SORTING,
+                     context={"form": form, "has_sets": in_workspace(TaskSet, request.workspace).exists()})
 
 
 @require_POST
 @role_required(Role.OPERATOR)
 def tasks_load_builtin(request):
-    task_set = taskset_builtin_load()
+    task_set = taskset_builtin_load(workspace=request.workspace)
     messages.success(request, f"Loaded the built-in task set {task_set.name} ({task_set.tasks.count()} tasks).")
     return redirect("evaluation:task_list")
 
@@ -55,7 +59,7 @@ def tasks_load_builtin(request):
 @require_GET
 @role_required(Role.OPERATOR)
 def task_detail(request, task_id: int):
-    task = get_object_or_404(Task.objects.select_related("task_set"), pk=task_id)
+    task = get_in_workspace_or_404(Task.objects.select_related("task_set"), request.workspace, pk=task_id)
     context = {"task": task, "spec": task.spec, "form": PlayForm(),
                "episodes": task.episodes.all()[:20]}
     return render(request, "evaluation/task_detail.html", context)
@@ -64,7 +68,7 @@ def task_detail(request, task_id: int):
 @require_POST
 @role_required(Role.OPERATOR)
 def task_play(request, task_id: int):
-    task = get_object_or_404(Task, pk=task_id)
+    task = get_in_workspace_or_404(Task, request.workspace, pk=task_id)
     form = PlayForm(request.POST)
     error = ""
     if form.is_valid():
@@ -87,23 +91,23 @@ def task_import(request):
     form = TaskImportForm(request.POST or None, request.FILES or None)
     report, status = None, 200
     if request.method == "POST":
-        report, status = _import(form)
-    context = {"form": form, "report": report, "task_sets": TaskSet.objects.all()}
+        report, status = _import(form, request.workspace)
+    context = {"form": form, "report": report, "task_sets": in_workspace(TaskSet, request.workspace)}
     return render(request, "evaluation/task_import.html", context, status=status)
 
 
-def _import(form: TaskImportForm):
+def _import(form: TaskImportForm, workspace):
     if not form.is_valid():
         return None, 422
     report = tasks_import_jsonl(text=form.jsonl(), task_set_name=form.cleaned_data["task_set"],
-                                description=form.cleaned_data["description"])
+                                description=form.cleaned_data["description"], workspace=workspace)
     return report, 200 if report.ok else 422
 
 
 @require_GET
 @role_required(Role.OPERATOR)
 def task_export(request):
-    task_set = get_object_or_404(TaskSet, name=request.GET.get("task_set", ""))
+    task_set = get_in_workspace_or_404(TaskSet, request.workspace, name=request.GET.get("task_set", ""))
     response = HttpResponse(tasks_export_jsonl(task_set=task_set), content_type="application/x-ndjson; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{task_set.name}.jsonl"'
     return response
@@ -121,8 +125,9 @@ EPISODE_SORTING = Sorting(columns={
 def episode_list(request):
     form = EpisodeFilterForm(request.GET)
     filters = form.filters()
-    return list_page(request, rows=episodes_filtered(filters=filters), template="evaluation/episode_list.html",
-                     partial="evaluation/_episode_rows.html", sorting=EPISODE_SORTING,
+    return list_page(request, rows=episodes_filtered(filters=filters, workspace=request.workspace),
+                     template="evaluation/episode_list.html", partial="evaluation/_episode_rows.html",
+                     sorting=EPISODE_SORTING,
                      context={"form": form, "filters": filters, "relax": _relaxations(request, form, filters)})
 
 
@@ -130,8 +135,8 @@ def _relaxations(request, form: EpisodeFilterForm, filters: EpisodeFilters) -> l
     """Each filter in use with the link that drops it and how many episodes match without it (the
     empty state's suggestions; a count is run only where the page shows it)."""
     def count_without(name: str) -> int:
-        rows = episodes_filtered(filters=replace(filters, **{name: EpisodeFilters.__dataclass_fields__[name].default}))
-        return CappedPaginator(rows, 1).count
+        relaxed = replace(filters, **{name: EpisodeFilters.__dataclass_fields__[name].default})
+        return CappedPaginator(episodes_filtered(filters=relaxed, workspace=request.workspace), 1).count
 
     def query_without(name: str) -> str:
         params = request.GET.copy()
@@ -145,23 +150,24 @@ def _relaxations(request, form: EpisodeFilterForm, filters: EpisodeFilters) -> l
 @require_GET
 @role_required(Role.OPERATOR)
 def episode_detail(request, episode_id: int):
-    episode = get_object_or_404(Episode.objects.select_related("task", "task__task_set"), pk=episode_id)
+    episode = get_in_workspace_or_404(Episode.objects.select_related("task", "task__task_set"), request.workspace,
+                                      pk=episode_id)
     context = {"episode": episode, "spec": episode.task_snapshot, "timeline": episode_timeline(episode=episode)}
     return render(request, "evaluation/episode_detail.html", context)
 
 
 # --- what each memory is worth (randomised withholding) -----------------------------------------
 
-def _bank_or_404(slug: str):
+def _bank_or_404(request, slug: str):
     try:
-        return bank_resolve(slug)
+        return bank_resolve(slug, workspace=request.workspace)
     except ObjectDoesNotExist:
         raise Http404(f"No memory bank {slug!r}") from None
 
 
 def _harm_table(request, slug: str, *, rank, template: str):
     """A bank's memories of one kind ranked by `rank` (most harmful first)."""
-    bank = _bank_or_404(slug)
+    bank = _bank_or_404(request, slug)
     context = {"bank": bank, "rows": rank(bank=bank), "min_retrievals": MIN_RETRIEVALS}
     return render(request, f"evaluation/{template}", context)
 
@@ -182,6 +188,7 @@ def memory_effects(request, slug: str):
 @require_GET
 @role_required(Role.OPERATOR, Role.REVIEWER)
 def orb_effect(request, orb_id: int):
+    get_in_workspace_or_404(Orb, request.workspace, pk=orb_id)
     effect = orb_effects_compute(orb_ids=[orb_id])[orb_id]
     return _effect_answer(request, "orb_effect.html", {"orb_id": orb_id, "effect": effect})
 
@@ -196,5 +203,6 @@ def experience_effects(request, slug: str):
 @require_GET
 @role_required(Role.OPERATOR, Role.REVIEWER)
 def experience_effect(request, experience_id: int):
+    get_in_workspace_or_404(Experience, request.workspace, pk=experience_id)
     effect = experience_effects_compute(experience_ids=[experience_id])[experience_id]
     return _effect_answer(request, "experience_effect.html", {"experience_id": experience_id, "effect": effect})

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from memweb.models import ApiKey, Job, LLMCall, TaskProbe, WorkerHeartbeat
+from memweb.models import ApiKey, Job, LLMCall, Membership, TaskProbe, WorkerHeartbeat, Workspace
 
 admin.site.site_header = "memweb administration"
 admin.site.site_title = "memweb admin"
@@ -15,15 +15,29 @@ class LLMCallAdmin(admin.ModelAdmin):
     readonly_fields = tuple(field.name for field in LLMCall._meta.fields)
 
 
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 1
+    autocomplete_fields = ("user",)
+
+
+@admin.register(Workspace)
+class WorkspaceAdmin(admin.ModelAdmin):
+    list_display = ("name", "slug", "created_at")
+    search_fields = ("name", "slug")
+    prepopulated_fields = {"slug": ("name",)}
+    inlines = (MembershipInline,)
+
+
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
     """Keys are issued on the API keys page (the secret is shown once there), never here."""
 
-    list_display = ("name", "prefix", "user", "created_at", "last_used_at", "revoked_at")
-    list_filter = ("revoked_at",)
+    list_display = ("name", "prefix", "user", "workspace", "created_at", "last_used_at", "revoked_at")
+    list_filter = ("revoked_at", "workspace")
     search_fields = ("name", "prefix", "user__username")
-    fields = ("name", "prefix", "user", "created_at", "last_used_at", "revoked_at")
-    readonly_fields = ("prefix", "user", "created_at", "last_used_at")
+    fields = ("name", "prefix", "user", "workspace", "scopes", "created_at", "last_used_at", "revoked_at")
+    readonly_fields = ("prefix", "user", "workspace", "scopes", "created_at", "last_used_at")
 
     def has_add_permission(self, request):
         return False

@@ -1,8 +1,11 @@
-"""Who may call the JSON API: a signed-in browser session or an agent's API key,
-then a role check. Also the brute-force guard shared by API keys and the login page.
+"""Who may call the JSON API: a signed-in browser session or an agent's API key, then a role check
+in the workspace the request acts in. Also the brute-force guard shared by API keys and the login page.
 
-Use `auth=api_auth(Role.REVIEWER)` on a ninja operation; `api_auth()` (no roles)
-admits any authenticated user. `request.auth` and `request.user` are the User.
+Use `auth=api_auth(Role.OPERATOR, scope=ApiKey.Scope.MEMORY_WRITE)` on a ninja operation: a key
+needs that scope, and its user that role in the key's workspace; `api_auth()` (no roles, no scope)
+admits anyone authenticated. `api_auth(Role.REVIEWER, review=True)` marks a route that reviews
+memories: no key may call it, only a reviewer's session. `request.auth` and `request.user` are the
+User; `request.workspace` the workspace (the key's, or the session's).
 """
 import time
 from datetime import timedelta
@@ -19,9 +22,12 @@ from ninja.utils import check_csrf
 
 from memweb.models import ApiKey
 from memweb.roles import has_role, role_required
+from memweb.workspaces import workspace_activate
 
 NO_CREDENTIALS = "Authentication required: sign in, or send an API key as 'Authorization: Bearer <key>' or 'X-API-Key: <key>'"
 BAD_KEY = "Invalid or revoked API key"
+REVIEW_NEEDS_A_PERSON = ("reviewing memories (approve, edit, reject, merge, delete, restore) is a human action: "
+                         "sign in to the dashboard as a reviewer; no API key scope allows it")
 TOO_MANY_FAILURES = "Too many failed attempts from this address; try again in a few minutes"
 # last_used_at is for humans auditing keys: minute resolution saves a write per request.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -81,13 +87,13 @@ class TooManyFailures(HttpError):
 
 
 # --- API keys ---
-def api_key_user(*, request, secret: str):
-    """The active user owning `secret`, or 401/429. Counts failures per address."""
+def api_key_of(*, request, secret: str) -> ApiKey:
+    """The active key whose secret is `secret` (its user active too), or 401/429. Counts failures per address."""
     ip = client_ip(request)
     if auth_failures_exceeded(scope="api", ip=ip):
         raise TooManyFailures(auth_failures_retry_after(scope="api", ip=ip))
     key = (
-        ApiKey.objects.select_related("user")
+        ApiKey.objects.select_related("user", "workspace")
         .filter(key_hash=ApiKey.hash_secret(secret.strip()), revoked_at__isnull=True, user__is_active=True)
         .first()
     )
@@ -95,7 +101,7 @@ def api_key_user(*, request, secret: str):
         auth_failure_record(scope="api", ip=ip)
         raise AuthenticationError(401, BAD_KEY)
     api_key_touch(key=key)
-    return key.user
+    return key
 
 
 def api_key_touch(*, key: ApiKey) -> None:
@@ -116,27 +122,45 @@ def role_check(*, request, user, roles: tuple[str, ...]):
     return user
 
 
-# --- the three ways in; each carries `.roles` for the authorisation-matrix test ---
+class RouteAccess:
+    """What a route asks of its caller; the authorisation-matrix tests read it."""
+
+    def __init__(self, roles: tuple[str, ...], scope: str | None, review: bool):
+        self.roles, self.scope, self.review = roles, scope, review
+
+    def key_check(self, *, request, secret: str):
+        """The key's user, acting in the key's workspace, if the key may call this route."""
+        key = api_key_of(request=request, secret=secret)
+        if self.review:
+            raise AuthorizationError(403, REVIEW_NEEDS_A_PERSON)
+        if self.scope and self.scope not in key.scopes:
+            raise AuthorizationError(403, f"this API key lacks the scope {self.scope!r} this route needs")
+        request.workspace = key.workspace
+        workspace_activate(user=key.user, workspace=key.workspace)
+        return role_check(request=request, user=key.user, roles=self.roles)
+
+
+# --- the three ways in; each carries `.roles` (and `.access`) for the authorisation-matrix test ---
 class ApiKeyBearer(HttpBearer):
-    def __init__(self, roles: tuple[str, ...]):
-        self.roles = roles
+    def __init__(self, access: RouteAccess):
+        self.access, self.roles = access, access.roles
         super().__init__()
 
     def authenticate(self, request, token):
-        return role_check(request=request, user=api_key_user(request=request, secret=token), roles=self.roles)
+        return self.access.key_check(request=request, secret=token)
 
 
 class ApiKeyHeader(APIKeyHeader):
     param_name = "X-API-Key"
 
-    def __init__(self, roles: tuple[str, ...]):
-        self.roles = roles
+    def __init__(self, access: RouteAccess):
+        self.access, self.roles = access, access.roles
         super().__init__()
 
     def authenticate(self, request, key):
         if not key:
             return None
-        return role_check(request=request, user=api_key_user(request=request, secret=key), roles=self.roles)
+        return self.access.key_check(request=request, secret=key)
 
 
 class SessionRoleAuth(APIKeyCookie):
@@ -145,8 +169,8 @@ class SessionRoleAuth(APIKeyCookie):
 
     param_name = settings.SESSION_COOKIE_NAME
 
-    def __init__(self, roles: tuple[str, ...]):
-        self.roles = roles
+    def __init__(self, access: RouteAccess):
+        self.access, self.roles = access, access.roles
         super().__init__(csrf=True)
 
     def __call__(self, request):
@@ -163,13 +187,14 @@ class SessionRoleAuth(APIKeyCookie):
 class ApiAuth(list):
     """The value for ninja's `auth=`: key schemes first, so agents never hit the CSRF check."""
 
-    def __init__(self, roles: tuple[str, ...]):
-        self.roles = roles
-        super().__init__([ApiKeyBearer(roles), ApiKeyHeader(roles), SessionRoleAuth(roles)])
+    def __init__(self, access: RouteAccess):
+        self.access, self.roles = access, access.roles
+        super().__init__([ApiKeyBearer(access), ApiKeyHeader(access), SessionRoleAuth(access)])
 
 
-def api_auth(*roles: str) -> ApiAuth:
-    return ApiAuth(tuple(str(role) for role in roles))
+def api_auth(*roles: str, scope: str | None = None, review: bool = False) -> ApiAuth:
+    """`scope`: the ApiKey.Scope a key needs (None: any key); `review`: no key at all."""
+    return ApiAuth(RouteAccess(tuple(str(role) for role in roles), str(scope) if scope else None, review))
 
 
 # --- the OpenAPI schema and its docs page ---
@@ -195,7 +220,7 @@ def schema_access(view):
         if not secret or not is_schema or request.user.is_authenticated:
             return signed_in_view(request, *args, **kwargs)
         try:
-            api_key_user(request=request, secret=secret)
+            api_key_of(request=request, secret=secret)
         except HttpError as exc:
             response = JsonResponse({"detail": str(exc)}, status=exc.status_code)
             if isinstance(exc, TooManyFailures):

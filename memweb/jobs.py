@@ -19,9 +19,10 @@ from django.db import close_old_connections, connection
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from memweb.models import Job
+from memweb.models import Job, default_workspace_id
 from memweb.registry import job_function
 from memweb.roles import Role, has_role
+from memweb.workspaces import in_workspace, workspace_current
 
 logger = logging.getLogger(__name__)
 MESSAGE_CHARS = Job._meta.get_field("message").max_length
@@ -38,6 +39,7 @@ class JobContext:
     job_id: int
     user: object  # the user who started the job, or None for a script
     upload: str
+    workspace: object  # the job's workspace: everything it reads and writes belongs to it
 
     def progress(self, done: int, total: int | None = None, message: str = "") -> None:
         """Record how far the job got. Called between steps, outside their transactions, so the
@@ -48,12 +50,14 @@ class JobContext:
         Job.objects.filter(pk=self.job_id).update(**fields)
 
 
-def job_start(*, kind: str, title: str, payload: dict, user=None, upload: str = "") -> Job:
-    """Create the job and queue it for a worker when the current transaction commits."""
+def job_start(*, kind: str, title: str, payload: dict, workspace=None, user=None, upload: str = "") -> Job:
+    """Create the job in `workspace` (None: the default one, for scripts) and queue it for a worker
+    when the current transaction commits."""
     from memweb.tasks import job_run
 
     job_function(kind)  # an unregistered kind is refused here, not later on the worker
-    job = Job.objects.create(kind=kind, title=title[:Job._meta.get_field("title").max_length], payload=payload,
+    job = Job.objects.create(workspace_id=workspace.pk if workspace else default_workspace_id(), kind=kind,
+                             title=title[:Job._meta.get_field("title").max_length], payload=payload,
                              upload=upload, created_by=user if getattr(user, "is_authenticated", False) else None,
                              message="Waiting for a worker.")
     job_run.delay_on_commit(job.pk)
@@ -68,8 +72,8 @@ def job_execute(*, job_id: int, worker: str = "") -> None:
         status=Job.Status.RUNNING, started_at=timezone.now(), worker=worker, error="", message="Started.")
     if not claimed:
         return
-    job = Job.objects.select_related("created_by").get(pk=job_id)
-    context = JobContext(job_id=job.pk, user=job.created_by, upload=job.upload)
+    job = Job.objects.select_related("created_by", "workspace").get(pk=job_id)
+    context = JobContext(job_id=job.pk, user=job.created_by, upload=job.upload, workspace=job.workspace)
     try:
         result = job_function(job.kind)(context, **job.payload)
     except JobFailed as refused:
@@ -90,6 +94,7 @@ def _finish(job_id: int, *, status: str, error: str = "", result: dict | None = 
 
 
 def jobs_visible_to(user) -> QuerySet:
-    """A user's own jobs; an admin sees everyone's. The stored upload is never loaded for a list."""
-    jobs = Job.objects.defer("upload").select_related("created_by")
+    """A user's own jobs in their current workspace; an admin sees everyone's there. The stored
+    upload is never loaded for a list."""
+    jobs = in_workspace(Job.objects.defer("upload").select_related("created_by"), workspace_current(user))
     return jobs if has_role(user, Role.ADMIN) else jobs.filter(created_by=user)

@@ -1,4 +1,5 @@
-"""Shared infrastructure records: LLM call log, agent API keys, webhooks, worker heartbeats."""
+"""Shared infrastructure records: workspaces and their members, LLM call log, agent API keys,
+webhooks, worker heartbeats."""
 import hashlib
 import secrets
 import uuid
@@ -6,6 +7,67 @@ import uuid
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+
+from memweb.roles import Role
+
+DEFAULT_WORKSPACE_SLUG = "default"
+
+
+class Workspace(models.Model):
+    """A team or project: it owns banks, task sets, runs, campaigns, jobs, webhooks and API keys,
+    and nobody outside it sees them (memweb.workspaces)."""
+
+    slug = models.SlugField(max_length=60, unique=True)
+    name = models.CharField(max_length=100, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def default_workspace_id() -> int:
+    """The workspace that rows made outside a request (demo data, management commands) belong to;
+    the migration that introduced workspaces put every existing row there."""
+    workspace, _ = Workspace.objects.get_or_create(slug=DEFAULT_WORKSPACE_SLUG, defaults={"name": "Default"})
+    return workspace.pk
+
+
+class Membership(models.Model):
+    """One role of one user in one workspace: a user may hold several roles in several workspaces."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["workspace__name", "user__username", "role"]
+        constraints = [models.UniqueConstraint(fields=["workspace", "user", "role"], name="membership_unique_role")]
+
+    def __str__(self) -> str:
+        return f"{self.user} {self.role} in {self.workspace}"
+
+
+def memberships_grant(*, user, roles, workspace_id: int | None = None) -> None:
+    """Give `user` these roles in the workspace (None: the default one); roles held already stay."""
+    workspace_id = workspace_id or default_workspace_id()
+    Membership.objects.bulk_create([Membership(workspace_id=workspace_id, user=user, role=role) for role in roles],
+                                   ignore_conflicts=True)
+
+
+def first_workspace_id(user) -> int:
+    """Where a user acts until they pick a workspace: their oldest membership's, else the default."""
+    first = Membership.objects.filter(user=user).order_by("workspace_id").values_list("workspace_id", flat=True).first()
+    return first or default_workspace_id()
+
+
+def workspace_field(related_name: str):
+    """The owner of a top-level object; its children are scoped through it (WORKSPACE_PATH)."""
+    return models.ForeignKey(Workspace, on_delete=models.PROTECT, default=default_workspace_id,
+                             related_name=related_name)
 
 
 class LLMCall(models.Model):
@@ -57,12 +119,26 @@ class AppendOnly(models.Model):
 
 
 class ApiKey(models.Model):
-    """An agent's key for the JSON API. Only a SHA-256 of the secret is stored:
-    keys are 256-bit random tokens, so a slow hash adds nothing but latency."""
+    """An agent's key for the JSON API, for one workspace and a set of scopes. Only a SHA-256 of the
+    secret is stored: keys are 256-bit random tokens, so a slow hash adds nothing but latency."""
+
+    class Scope(models.TextChoices):
+        # What each API route needs is declared on the route (memweb.auth.api_auth); docs/SECURITY.md
+        # lists them. No scope reviews memories: approve, edit and reject take a reviewer's session.
+        MEMORY_READ = "memory:read", "memory:read — read banks, Orbs and experiences; retrieve"
+        MEMORY_WRITE = "memory:write", "memory:write — create, import, copy, delete banks; write episodes and lessons"
+        TASKS_READ = "tasks:read", "tasks:read — read task sets and episodes"
+        TASKS_WRITE = "tasks:write", "tasks:write — import tasks; play episodes"
+        RUNS_READ = "runs:read", "runs:read — read runs, comparisons, exports, feedback"
+        RUNS_LAUNCH = "runs:launch", "runs:launch — launch, cancel, resume, retry, import runs; generate feedback"
+        ANNOTATION = "annotation", "annotation — manage campaigns, or annotate as the key's user"
+        WEBHOOKS = "webhooks", "webhooks — manage webhooks and their deliveries"
 
     PREFIX_LENGTH = 8
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys")
+    workspace = workspace_field("api_keys")
+    scopes = models.JSONField(default=list, help_text="The Scope values this key may use.")
     name = models.CharField(max_length=100)
     prefix = models.CharField(max_length=PREFIX_LENGTH, db_index=True)
     key_hash = models.CharField(max_length=64, unique=True)
@@ -81,11 +157,15 @@ class ApiKey(models.Model):
         return hashlib.sha256(secret.encode()).hexdigest()
 
     @classmethod
-    def issue(cls, *, user, name: str) -> tuple["ApiKey", str]:
-        """Create a key and return it with its secret, which is never stored."""
+    def issue(cls, *, user, name: str, workspace: Workspace | None = None,
+              scopes: list[str] | tuple[str, ...] = tuple(Scope.values)) -> tuple["ApiKey", str]:
+        """Create a key and return it with its secret, which is never stored. Without a workspace,
+        the key acts in the user's first one."""
         secret = "mw_" + secrets.token_urlsafe(32)
+        workspace_id = workspace.pk if workspace else first_workspace_id(user)
         key = cls.objects.create(
-            user=user, name=name, prefix=secret[: cls.PREFIX_LENGTH], key_hash=cls.hash_secret(secret)
+            user=user, name=name, prefix=secret[: cls.PREFIX_LENGTH], key_hash=cls.hash_secret(secret),
+            workspace_id=workspace_id, scopes=sorted(set(scopes)),
         )
         return key, secret
 
@@ -110,6 +190,7 @@ class Webhook(models.Model):
     # Sent only by "send test event", to the one webhook asked for; nobody subscribes to it.
     TEST_EVENT = "webhook.test"
 
+    workspace = workspace_field("webhooks")
     url = models.CharField(max_length=2000)
     description = models.CharField(max_length=200, blank=True)
     secret = models.CharField(max_length=100)
@@ -130,6 +211,8 @@ class Webhook(models.Model):
 
 class WebhookDelivery(models.Model):
     """One event on its way to one webhook: every attempt is logged, retries wait longer each time."""
+
+    WORKSPACE_PATH = "webhook__workspace"  # memweb.workspaces
 
     class Status(models.TextChoices):
         PENDING = "pending", "waiting to be sent"
@@ -225,6 +308,7 @@ class Job(models.Model):
 
     FINISHED = (Status.SUCCEEDED, Status.FAILED)
 
+    workspace = workspace_field("jobs")
     kind = models.CharField(max_length=64, help_text="The registered job kind (an app's job_kinds) that runs it.")
     title = models.CharField(max_length=300, help_text="What was asked for, in words.")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)

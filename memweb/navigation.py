@@ -6,10 +6,11 @@ Apps contribute both through class attributes of their AppConfig (see memweb.reg
     home_counts = (("Orbs awaiting review", "orbs.services.orbs_count_pending", ("reviewer",), "orbs:review_queue"),)
 
 A nav item is (label, url name, roles). A home count is (label, dotted path of a
-function taking no arguments and returning an int, roles[, url name to link, optionally
-followed by a query string: "evaluation:run_list?status=failed"]). A home chart is (title,
-dotted path of a function taking no arguments and returning chart data, roles); chart data is
-{"labels": [...], "series": [{"label", "values"}], "unit", "kind": "line" | "bar"}.
+function taking the keyword `workspace` and returning an int (what that workspace holds), roles[,
+url name to link, optionally followed by a query string: "evaluation:run_list?status=failed"]). A
+home chart is (title, dotted path of a function taking the keyword `workspace` and returning chart
+data, roles); chart data is {"labels": [...], "series": [{"label", "values"}], "unit", "kind":
+"line" | "bar"}.
 An entry is shown to users holding one of its roles; no roles means every
 signed-in user; admins see everything.
 """
@@ -44,7 +45,8 @@ class HomeChart:
     roles: tuple[str, ...] = ()
 
 
-CORE_CHARTS = (HomeChart("LLM cost by role per day", "memweb.llm.usage.llm_cost_per_day", (Role.OPERATOR,)),)
+CORE_CHARTS = (HomeChart("LLM cost by role per day (the whole server)", "memweb.llm.usage.llm_cost_per_day",
+                         (Role.OPERATOR,)),)
 CORE_NAV_BEFORE = (NavItem("Home", "home"),)
 CORE_NAV_AFTER = (
     NavItem("Jobs", "job_list", (Role.OPERATOR,)),
@@ -52,6 +54,7 @@ CORE_NAV_AFTER = (
     NavItem("API keys", "api_keys", (Role.OPERATOR,)),
     NavItem("Webhooks", "webhooks", (Role.OPERATOR,)),
     NavItem("API docs", "api:openapi-view"),
+    NavItem("Workspaces", "workspaces", (Role.ADMIN,)),
     NavItem("Admin", "admin:index", (Role.ADMIN,)),
 )
 
@@ -91,11 +94,11 @@ def nav_for(*, user, current_path: str) -> list[dict]:
     return [{**link, "active": link is active} for link in links]
 
 
-def home_counts_for(*, user) -> list[dict]:
+def home_counts_for(*, user, workspace) -> list[dict]:
     return [
         {
             "label": count.label,
-            "value": import_string(count.function)(),
+            "value": import_string(count.function)(workspace=workspace),
             "url": _url(count.url_name),
         }
         for count in home_counts_declared()
@@ -111,6 +114,7 @@ def _url(target: str) -> str:
     return f"{reverse(name)}?{query}" if query else reverse(name)
 
 
-def home_charts_for(*, user) -> list[dict]:
-    return [{"id": f"home-chart-{number}", "title": chart.title, "data": import_string(chart.function)()}
+def home_charts_for(*, user, workspace) -> list[dict]:
+    return [{"id": f"home-chart-{number}", "title": chart.title,
+             "data": import_string(chart.function)(workspace=workspace)}
             for number, chart in enumerate(home_charts_declared(), start=1) if _visible(user, chart.roles)]

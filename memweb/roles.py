@@ -1,6 +1,8 @@
 """The four roles and how pages and the API enforce them.
 
-A role is a Django group. Superusers and members of `admin` pass every check.
+A role is held in a workspace (memweb.models.Membership) and checked in the workspace the request
+acts in (memweb.workspaces). Superusers, and admins of that workspace, pass every check. The role
+groups remain for the Django admin site's model permissions.
 """
 from functools import wraps
 
@@ -19,15 +21,15 @@ class Role(models.TextChoices):
 
 
 def user_roles(user) -> set[str]:
+    """The user's roles in their current workspace."""
+    from memweb.workspaces import workspace_current, workspace_roles
+
     if not user.is_authenticated:
         return set()
-    cached = getattr(user, "_memweb_roles", None)
-    if cached is None:
-        cached = set(user.groups.filter(name__in=Role.values).values_list("name", flat=True))
-        if user.is_superuser:
-            cached.add(Role.ADMIN)
-        user._memweb_roles = cached
-    return cached
+    held = set(workspace_roles(user=user, workspace=workspace_current(user)))
+    if user.is_superuser:
+        held.add(Role.ADMIN)
+    return held
 
 
 def has_role(user, *roles: str) -> bool:
@@ -56,9 +58,14 @@ def role_required(*roles: str):
 
 
 def roles_context(request) -> dict:
+    from memweb.workspaces import workspaces_of
+
     held = user_roles(request.user) if hasattr(request, "user") else set()
     is_admin = Role.ADMIN in held
+    current = getattr(request, "workspace", None)
     return {
+        "current_workspace": current,
+        "user_workspaces": workspaces_of(request.user) if current is not None else (),
         "user_roles": held,
         "is_operator": is_admin or Role.OPERATOR in held,
         "is_reviewer": is_admin or Role.REVIEWER in held,

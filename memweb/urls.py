@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from memweb import saved_view_views, views, webhook_views
+from memweb import saved_view_views, views, webhook_views, workspace_views
 from memweb.api import api
 
 urlpatterns = [
@@ -24,6 +24,12 @@ urlpatterns = [
     path("views/save/", saved_view_views.saved_view_save, name="saved_view_save"),
     path("views/<int:view_id>/rename/", saved_view_views.saved_view_rename_page, name="saved_view_rename"),
     path("views/<int:view_id>/delete/", saved_view_views.saved_view_delete, name="saved_view_delete"),
+    path("workspaces/", workspace_views.workspaces, name="workspaces"),
+    path("workspaces/new/", workspace_views.workspace_create, name="workspace_create"),
+    path("workspaces/switch/", workspace_views.workspace_switch, name="workspace_switch"),
+    path("workspaces/members/new/", workspace_views.membership_add, name="membership_add"),
+    path("workspaces/members/<int:membership_id>/remove/", workspace_views.membership_remove,
+         name="membership_remove"),
     path("jobs/", views.job_list, name="job_list"),
     path("jobs/<int:job_id>/", views.job_detail, name="job_detail"),
     path("admin/", admin.site.urls),

@@ -19,6 +19,7 @@ from memweb.models import ApiKey, Job, TaskProbe
 from memweb.navigation import home_charts_for, home_counts_for, nav_for
 from memweb.roles import Role, has_role, role_required
 from memweb.services import probe_queue, workers_live
+from memweb.workspaces import in_workspace
 
 # After this long without a worker the probe partial says so (and keeps polling, slower).
 PROBE_PATIENCE = timedelta(seconds=30)
@@ -52,11 +53,11 @@ def logout_view(request):
 @require_GET
 @role_required()
 def home(request):
-    context = {"counts": home_counts_for(user=request.user)}
+    context = {"counts": home_counts_for(user=request.user, workspace=request.workspace)}
     if request.htmx:
         return render(request, "memweb/_counts.html", context)
     context["shortcuts"] = [link for link in nav_for(user=request.user, current_path="") if link["url"] != "/"]
-    context["charts"] = home_charts_for(user=request.user)
+    context["charts"] = home_charts_for(user=request.user, workspace=request.workspace)
     return render(request, "memweb/home.html", context)
 
 
@@ -95,15 +96,22 @@ class ApiKeyForm(forms.Form):
         label="Key name",
         help_text="Which agent or script will use it, e.g. “shop-agent staging”.",
     )
+    scopes = forms.MultipleChoiceField(
+        choices=ApiKey.Scope.choices, widget=forms.CheckboxSelectMultiple, label="Scopes",
+        initial=[ApiKey.Scope.MEMORY_READ],
+        help_text="What the key may call, in this workspace. No scope approves, edits or rejects memories.",
+        error_messages={"required": "Choose at least one scope."},
+    )
 
 
-def _keys_visible_to(user):
-    keys = ApiKey.objects.select_related("user")
-    return keys if has_role(user, Role.ADMIN) else keys.filter(user=user)
+def _keys_visible_to(request):
+    """The current workspace's keys: all of them for its admins, else the user's own."""
+    keys = in_workspace(ApiKey.objects.select_related("user"), request.workspace)
+    return keys if has_role(request.user, Role.ADMIN) else keys.filter(user=request.user)
 
 
 def _api_keys_page(request, *, form, new_secret: str = "", status: int = 200):
-    context = {"keys": _keys_visible_to(request.user), "form": form, "new_secret": new_secret}
+    context = {"keys": _keys_visible_to(request), "form": form, "new_secret": new_secret}
     return render_uncached(request, "memweb/api_keys.html", context, status=status)
 
 
@@ -126,7 +134,8 @@ def api_key_create(request):
     form = ApiKeyForm(request.POST)
     if not form.is_valid():
         return _api_keys_page(request, form=form, status=400)
-    key, secret = ApiKey.issue(user=request.user, name=form.cleaned_data["name"])
+    key, secret = ApiKey.issue(user=request.user, name=form.cleaned_data["name"], workspace=request.workspace,
+                               scopes=form.cleaned_data["scopes"])
     messages.success(request, f"API key “{key.name}” created. Copy it now: it is shown only once.")
     return _api_keys_page(request, form=ApiKeyForm(), new_secret=secret)
 
@@ -134,7 +143,7 @@ def api_key_create(request):
 @require_POST
 @role_required(Role.OPERATOR)
 def api_key_revoke(request, key_id: int):
-    key = get_object_or_404(_keys_visible_to(request.user), pk=key_id, revoked_at__isnull=True)
+    key = get_object_or_404(_keys_visible_to(request), pk=key_id, revoked_at__isnull=True)
     key.revoke()
     messages.success(request, f"API key “{key.name}” revoked; agents using it now get 401.")
     return redirect("api_keys")

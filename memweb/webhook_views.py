@@ -2,7 +2,7 @@
 delete it; recent deliveries with their attempts, and redelivery."""
 from django import forms
 from django.contrib import messages
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_POST
 
 from memweb.models import Webhook, WebhookDelivery
@@ -18,6 +18,7 @@ from memweb.webhooks import (
     webhook_test_send,
     webhooks_list,
 )
+from memweb.workspaces import get_in_workspace_or_404
 
 DELIVERIES_SHOWN = 50
 
@@ -37,7 +38,8 @@ class WebhookForm(forms.Form):
 
 
 def _page(request, *, form, new_secret: str = "", status: int = 200):
-    context = {"webhooks": webhooks_list(), "deliveries": deliveries_recent(limit=DELIVERIES_SHOWN), "form": form,
+    context = {"webhooks": webhooks_list(workspace=request.workspace), "form": form,
+               "deliveries": deliveries_recent(workspace=request.workspace, limit=DELIVERIES_SHOWN),
                "new_secret": new_secret, "max_attempts": MAX_ATTEMPTS}
     return render_uncached(request, "memweb/webhooks.html", context, status=status)
 
@@ -55,7 +57,7 @@ def webhook_add(request):
     if not form.is_valid():
         return _page(request, form=form, status=400)
     try:
-        webhook, secret = webhook_create(**form.cleaned_data, user=request.user)
+        webhook, secret = webhook_create(**form.cleaned_data, user=request.user, workspace=request.workspace)
     except WebhookInvalid as invalid:
         form.add_error(invalid.field, str(invalid))
         return _page(request, form=form, status=400)
@@ -66,7 +68,7 @@ def webhook_add(request):
 @require_POST
 @role_required(Role.OPERATOR)
 def webhook_test(request, webhook_id: int):
-    delivery = webhook_test_send(get_object_or_404(Webhook, pk=webhook_id))
+    delivery = webhook_test_send(get_in_workspace_or_404(Webhook, request.workspace, pk=webhook_id))
     messages.info(request, f"Test event queued for {delivery.webhook.url}; its delivery is listed below.")
     return redirect("webhooks")
 
@@ -74,7 +76,8 @@ def webhook_test(request, webhook_id: int):
 @require_POST
 @role_required(Role.OPERATOR)
 def webhook_toggle(request, webhook_id: int):
-    webhook = webhook_switch(get_object_or_404(Webhook, pk=webhook_id), active=request.POST.get("active") == "on")
+    webhook = get_in_workspace_or_404(Webhook, request.workspace, pk=webhook_id)
+    webhook = webhook_switch(webhook, active=request.POST.get("active") == "on")
     state = ("resumed: its waiting deliveries go out" if webhook.active
              else "paused: it gets no new events, and its waiting deliveries wait")
     messages.success(request, f"Webhook to {webhook.url} {state}.")
@@ -84,7 +87,7 @@ def webhook_toggle(request, webhook_id: int):
 @require_POST
 @role_required(Role.OPERATOR)
 def webhook_remove(request, webhook_id: int):
-    webhook = get_object_or_404(Webhook, pk=webhook_id)
+    webhook = get_in_workspace_or_404(Webhook, request.workspace, pk=webhook_id)
     webhook.delete()
     messages.success(request, f"Webhook to {webhook.url} deleted; nothing more is sent to it.")
     return redirect("webhooks")
@@ -93,6 +96,6 @@ def webhook_remove(request, webhook_id: int):
 @require_POST
 @role_required(Role.OPERATOR)
 def delivery_resend(request, delivery_id: int):
-    delivery = delivery_redeliver(get_object_or_404(WebhookDelivery, pk=delivery_id))
+    delivery = delivery_redeliver(get_in_workspace_or_404(WebhookDelivery, request.workspace, pk=delivery_id))
     messages.info(request, f"Delivery {delivery.uuid} queued again.")
     return redirect("webhooks")

@@ -30,7 +30,8 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from memweb.models import Webhook, WebhookDelivery
+from memweb.models import Webhook, WebhookDelivery, default_workspace_id
+from memweb.workspaces import in_workspace
 
 Status = WebhookDelivery.Status
 Event = Webhook.Event  # what the apps announce: webhooks_emit(Event.RUN_FINISHED, ...)
@@ -80,11 +81,13 @@ def webhook_events_check(events: list[str]) -> list[str]:
     return sorted(set(events), key=Webhook.Event.values.index)
 
 
-def webhook_create(*, url: str, events: list[str], bank: str = "", description: str = "",
+def webhook_create(*, url: str, events: list[str], workspace=None, bank: str = "", description: str = "",
                    user=None) -> tuple[Webhook, str]:
-    """Register a webhook; returns it with its signing secret (show it once: it is never listed)."""
+    """Register a webhook of `workspace` (None: the default one), which hears that workspace's events
+    only; returns it with its signing secret (show it once: it is never listed)."""
     secret = "whsec_" + secrets.token_urlsafe(32)
-    webhook = Webhook.objects.create(url=webhook_url_check(url), events=webhook_events_check(events),
+    workspace_id = workspace.pk if workspace is not None else default_workspace_id()
+    webhook = Webhook.objects.create(workspace_id=workspace_id, url=webhook_url_check(url), events=webhook_events_check(events),
                                      bank=bank.strip(), description=description.strip(), secret=secret,
                                      created_by=user)
     return webhook, secret
@@ -100,11 +103,13 @@ def webhook_switch(webhook: Webhook, *, active: bool) -> Webhook:
 
 # --- announcing --------------------------------------------------------------------------------------
 
-def webhooks_emit(event: str, payload: dict, *, bank: str | None = None) -> list[WebhookDelivery]:
-    """Announce `event` to its subscribers: a delivery each is written in the current transaction and
-    sent once it commits. A rolled-back write leaves no delivery; a delivery whose message is lost
-    after the commit (a crash, a broker down) is resent by the worker beat."""
-    deliveries = [_delivery_create(webhook, event, payload, bank or "") for webhook in _subscribers(event, bank or "")]
+def webhooks_emit(event: str, payload: dict, *, workspace_id: int, bank: str | None = None) -> list[WebhookDelivery]:
+    """Announce `event` of workspace `workspace_id` to its subscribers there: a delivery each is
+    written in the current transaction and sent once it commits. A rolled-back write leaves no
+    delivery; a delivery whose message is lost after the commit (a crash, a broker down) is resent
+    by the worker beat."""
+    subscribers = _subscribers(event, bank or "").filter(workspace_id=workspace_id)
+    deliveries = [_delivery_create(webhook, event, payload, bank or "") for webhook in subscribers]
     for delivery in deliveries:
         _queue(delivery.pk)
     return deliveries
@@ -235,12 +240,12 @@ def deliveries_resend_overdue() -> int:
 
 # --- reading -----------------------------------------------------------------------------------------
 
-def webhooks_list():
-    return Webhook.objects.select_related("created_by")
+def webhooks_list(*, workspace):
+    return in_workspace(Webhook.objects.select_related("created_by"), workspace)
 
 
-def deliveries_recent(*, webhook_id: int | None = None, limit: int = 50) -> list[WebhookDelivery]:
-    deliveries = WebhookDelivery.objects.select_related("webhook")
+def deliveries_recent(*, workspace, webhook_id: int | None = None, limit: int = 50) -> list[WebhookDelivery]:
+    deliveries = in_workspace(WebhookDelivery.objects.select_related("webhook"), workspace)
     if webhook_id is not None:
         deliveries = deliveries.filter(webhook_id=webhook_id)
     return list(deliveries[:limit])

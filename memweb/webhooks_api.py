@@ -9,7 +9,7 @@ from ninja.responses import Status
 
 from memweb.auth import api_auth
 from memweb.errors import field_errors
-from memweb.models import Webhook, WebhookDelivery
+from memweb.models import ApiKey, Webhook, WebhookDelivery
 from memweb.roles import Role
 from memweb.schemas import StrictBody
 from memweb.webhooks import (
@@ -21,9 +21,10 @@ from memweb.webhooks import (
     webhook_test_send,
     webhooks_list,
 )
+from memweb.workspaces import in_workspace
 
 router = Router(tags=["webhooks"])
-OPERATORS = api_auth(Role.OPERATOR)
+OPERATORS = api_auth(Role.OPERATOR, scope=ApiKey.Scope.WEBHOOKS)
 DELIVERIES_SHOWN = 50
 
 
@@ -81,8 +82,8 @@ class WebhookDeliveryOut(Schema):
     payload: dict
 
 
-def _webhook(webhook_id: int) -> Webhook:
-    webhook = Webhook.objects.filter(pk=webhook_id).first()
+def _webhook(request, webhook_id: int) -> Webhook:
+    webhook = in_workspace(Webhook, request.workspace).filter(pk=webhook_id).first()
     if webhook is None:
         raise HttpError(404, f"No webhook #{webhook_id}")
     return webhook
@@ -90,14 +91,14 @@ def _webhook(webhook_id: int) -> Webhook:
 
 @router.get("", response=list[WebhookOut], auth=OPERATORS)
 def webhook_list(request):
-    return webhooks_list()
+    return webhooks_list(workspace=request.workspace)
 
 
 @router.post("", response={201: WebhookCreatedOut, 422: dict}, auth=OPERATORS)
 def webhook_register(request, payload: WebhookIn):
     """Register a webhook. The answer carries its signing secret, which no later call shows again."""
     try:
-        webhook, _secret = webhook_create(**payload.dict(), user=request.auth)
+        webhook, _secret = webhook_create(**payload.dict(), user=request.auth, workspace=request.workspace)
     except WebhookInvalid as invalid:
         return Status(422, field_errors([(invalid.field, str(invalid))], prefix=("body", "payload")))
     return Status(201, webhook)  # WebhookCreatedOut reads the secret from it; WebhookOut never does
@@ -106,33 +107,33 @@ def webhook_register(request, payload: WebhookIn):
 @router.patch("/{int:webhook_id}", response={200: WebhookOut, 404: dict}, auth=OPERATORS)
 def webhook_pause(request, webhook_id: int, payload: WebhookSwitchIn):
     """Pause (`active: false`) or resume a webhook; deliveries that came due while paused go out on resume."""
-    return webhook_switch(_webhook(webhook_id), active=payload.active)
+    return webhook_switch(_webhook(request, webhook_id), active=payload.active)
 
 
 @router.delete("/{int:webhook_id}", response={204: None, 404: dict}, auth=OPERATORS)
 def webhook_delete(request, webhook_id: int):
     """Delete the webhook and its deliveries; nothing more is sent to it."""
-    _webhook(webhook_id).delete()
+    _webhook(request, webhook_id).delete()
     return Status(204, None)
 
 
 @router.get("/deliveries", response=list[WebhookDeliveryOut], auth=OPERATORS)
 def delivery_list(request, webhook: int | None = None):
     """The most recent deliveries (50), newest first; `webhook` keeps one webhook's."""
-    return deliveries_recent(webhook_id=webhook, limit=DELIVERIES_SHOWN)
+    return deliveries_recent(workspace=request.workspace, webhook_id=webhook, limit=DELIVERIES_SHOWN)
 
 
 @router.post("/{int:webhook_id}/test", response={202: WebhookDeliveryOut, 404: dict}, auth=OPERATORS)
 def webhook_test(request, webhook_id: int):
     """Queue a `webhook.test` event to this webhook, whatever it subscribes to."""
-    return Status(202, webhook_test_send(_webhook(webhook_id)))
+    return Status(202, webhook_test_send(_webhook(request, webhook_id)))
 
 
 @router.post("/deliveries/{int:delivery_id}/redeliver", response={202: WebhookDeliveryOut, 404: dict},
              auth=OPERATORS)
 def delivery_resend(request, delivery_id: int):
     """Send the delivery again under the same id, with a fresh round of retries."""
-    delivery = WebhookDelivery.objects.filter(pk=delivery_id).first()
+    delivery = in_workspace(WebhookDelivery, request.workspace).filter(pk=delivery_id).first()
     if delivery is None:
         raise HttpError(404, f"No webhook delivery #{delivery_id}")
     return Status(202, delivery_redeliver(delivery))

@@ -17,12 +17,14 @@ from ninja.responses import Status
 from memweb.auth import api_auth
 from memweb.job_api import JobOut, job_accepted, job_out
 from memweb.listing import ApiPagination
+from memweb.models import ApiKey
 from memweb.roles import Role
+from memweb.workspaces import in_workspace
 from orbs.api_banks import bank_or_404, open_bank_or_409
 from orbs.dmrm.api import router as dmrm_router
 from orbs.dmrm.services import dmrm_stats
 from orbs.errors import FieldRequired, InvalidTransition, OrbConflict, OrbsError
-from orbs.models import EpisodeRecord, MemoryBank, Orb, ReviewEvent, Source
+from orbs.models import EpisodeRecord, MemoryBank, Orb, RetrievalLog, ReviewEvent, Source
 from orbs.schemas import (
     ApproveIn,
     BankCopyIn,
@@ -83,18 +85,23 @@ from orbs.services.queue import orbs_queue
 
 router = Router(tags=["orbs"])
 router.add_router("/experiences", dmrm_router)
-WRITE = api_auth(Role.OPERATOR)
-READ = api_auth(Role.OPERATOR, Role.REVIEWER)
-REVIEW = api_auth(Role.REVIEWER)
+WRITE = api_auth(Role.OPERATOR, scope=ApiKey.Scope.MEMORY_WRITE)
+READ = api_auth(Role.OPERATOR, Role.REVIEWER, scope=ApiKey.Scope.MEMORY_READ)
+# An agent's retrieval, and how it went: operators' routes that only read memories.
+RETRIEVE = api_auth(Role.OPERATOR, scope=ApiKey.Scope.MEMORY_READ)
+REVIEW = api_auth(Role.REVIEWER, review=True)
 REVIEW_RESPONSES = {200: OrbOut, 404: ErrorOut, 409: ConflictOut, 422: ErrorOut}
 
 
 
 
-def _orb(orb_id: int) -> Orb:
-    """The current revision of the Orb named by its stable id or any revision's id."""
+def _orb(request, orb_id: int) -> Orb:
+    """The current revision of the Orb named by its stable id or any revision's id, in the
+    request's workspace (404 otherwise). Review routes look it up first so that the services,
+    which take ids, never touch another workspace's Orb."""
     try:
-        return orb_current(orb_id=orb_id, queryset=Orb.objects.select_related("bank", "reviewer"))
+        return orb_current(orb_id=orb_id, queryset=in_workspace(Orb.objects.select_related("bank", "reviewer"),
+                                                                request.workspace))
     except Orb.DoesNotExist:
         raise HttpError(404, f"No Orb #{orb_id}") from None
 
@@ -130,14 +137,14 @@ def _review_errors(view):
 @router.get("/banks", response=list[BankOut], auth=READ)
 def bank_list(request, archived: bool = False):
     """The banks in use; `?archived=true` lists the deleted (archived) ones instead."""
-    return MemoryBank.objects.filter(archived_at__isnull=not archived)
+    return in_workspace(MemoryBank.objects, request.workspace).filter(archived_at__isnull=not archived)
 
 
 @router.post("/banks", response={201: BankOut, 422: ErrorOut}, auth=WRITE)
 def bank_create(request, payload: BankIn):
     if MemoryBank.objects.filter(name=payload.name).exists():
         return Status(422, {"detail": f"name: a bank called {payload.name!r} already exists"})
-    return Status(201, bank_get_or_create(**payload.dict()))
+    return Status(201, bank_get_or_create(workspace=request.workspace, **payload.dict()))
 
 
 # Declared before /banks/{slug}, whose pattern would otherwise take the path.
@@ -146,7 +153,8 @@ def bank_import_jsonl(request, response: HttpResponse, file: File[UploadedFile],
     """Import an exported bank (all lines or nothing); `name` imports it under another name. Every
     line is checked now (422 lists the problems by line); a worker writes them: 202 with the job,
     whose `status_url` (also the Location header) says when the bank is there."""
-    report, job = bank_import_start(upload=file, name=name.strip() or None, user=request.auth)
+    report, job = bank_import_start(upload=file, name=name.strip() or None, user=request.auth,
+                                    workspace=request.workspace)
     if job is None:
         return Status(422, {**report.__dict__, "ok": report.ok})
     return job_accepted(request, response, job)
@@ -154,12 +162,12 @@ def bank_import_jsonl(request, response: HttpResponse, file: File[UploadedFile],
 
 @router.get("/banks/{slug}", response=BankOut, auth=READ)
 def bank_detail(request, slug: str):
-    return bank_or_404(slug)
+    return bank_or_404(request, slug)
 
 
 @router.get("/banks/{slug}/stats", response=BankStatsOut, auth=READ)
 def bank_statistics(request, slug: str):
-    bank = bank_or_404(slug)
+    bank = bank_or_404(request, slug)
     return bank_stats(bank=bank) | {"dmrm": dmrm_stats(bank=bank)}
 
 
@@ -167,7 +175,7 @@ def bank_statistics(request, slug: str):
 def bank_copy_json(request, response: HttpResponse, slug: str, payload: BankCopyIn):
     """Copy the bank (Orbs, history, DMRM memory) under a new name, as a background job: 202 with
     its `status_url` (also the Location header); 422 when the name is taken."""
-    bank = bank_or_404(slug)
+    bank = bank_or_404(request, slug)
     try:
         job = bank_copy_start(source=bank, name=payload.name, user=request.auth)
     except OrbsError as refused:
@@ -179,7 +187,7 @@ def bank_copy_json(request, response: HttpResponse, slug: str, payload: BankCopy
 def bank_history(request, slug: str):
     """The bank's hash chain checked (review events, Orb revisions, source-memory builds): now for a
     short chain, else the latest check job's result, with that job (`job.status_url`)."""
-    status = history_status(bank=bank_or_404(slug))
+    status = history_status(bank=bank_or_404(request, slug))
     return status | {"job": job_out(request, status["job"]) if status["job"] else None}
 
 
@@ -187,13 +195,13 @@ def bank_history(request, slug: str):
 def bank_history_verify(request, response: HttpResponse, slug: str):
     """Check the bank's hash chain as a background job: 202 with its `status_url` (also the Location
     header); the job's result is the check."""
-    return job_accepted(request, response, history_verify_start(bank=bank_or_404(slug), user=request.auth))
+    return job_accepted(request, response, history_verify_start(bank=bank_or_404(request, slug), user=request.auth))
 
 
 @router.get("/banks/{slug}/export", auth=READ)
 def bank_export_jsonl(request, slug: str):
     """The bank as JSON Lines: line 1 the bank, then every Orb with revisions, vector and review history."""
-    bank = bank_or_404(slug)
+    bank = bank_or_404(request, slug)
     response = StreamingHttpResponse(bank_export(bank=bank), content_type="application/x-ndjson")
     response["Content-Disposition"] = f'attachment; filename="{bank.slug}.jsonl"'
     return response
@@ -216,7 +224,7 @@ def _ingest_out(record: EpisodeRecord) -> dict:
 def episode_write(request, response: HttpResponse, slug: str, payload: EpisodeIn, sync: bool = False):
     """Store a finished episode; its reflection into an Orb runs as a background task (202 with
     a status URL), or right away with `?sync=true` (201 new Orb, 200 the same Orb already stored)."""
-    bank = open_bank_or_409(slug)
+    bank = open_bank_or_409(request, slug)
     try:
         record = episode_submit(bank=bank, trajectory=payload.trajectory, source_label=payload.source_label,
                                 episode_ref=payload.episode_ref, source=Source.API, user=request.auth,
@@ -240,14 +248,15 @@ def episode_write(request, response: HttpResponse, slug: str, payload: EpisodeIn
 def lesson_remember(request, slug: str, payload: RememberIn):
     """Remember a lesson given as text (no trajectory): a new Orb (201) that passes the bank's
     review gate like an episode's, or the same lesson already stored (200)."""
-    result = orb_remember(bank=open_bank_or_409(slug), actor=request.auth, **payload.dict())
+    result = orb_remember(bank=open_bank_or_409(request, slug), actor=request.auth, **payload.dict())
     return Status(201 if result.created else 200, result.orb)
 
 
 @router.get("/episodes/{ingest_id}", response={200: IngestOut, 404: ErrorOut}, auth=WRITE,
             url_name="orbs_episode_status")
 def episode_status(request, ingest_id: int):
-    record = EpisodeRecord.objects.select_related("orb__bank", "orb__reviewer").filter(pk=ingest_id).first()
+    records = in_workspace(EpisodeRecord.objects.select_related("orb__bank", "orb__reviewer"), request.workspace)
+    record = records.filter(pk=ingest_id).first()
     if record is None:
         raise HttpError(404, f"No episode #{ingest_id}")
     return _ingest_out(record)
@@ -256,11 +265,11 @@ def episode_status(request, ingest_id: int):
 # --- retrieval --------------------------------------------------------------------
 
 @router.post("/banks/{slug}/retrieve", response={200: RetrieveOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut},
-             auth=WRITE)
+             auth=RETRIEVE)
 @_review_errors
 def retrieve(request, slug: str, payload: RetrieveIn):
     """q' = rewrite(query ⊕ context), embedded, top-k Orbs by cosine similarity, plus a prompt block."""
-    bank = open_bank_or_409(slug)
+    bank = open_bank_or_409(request, slug)
     asked = payload.dict()
     asked["approved_only"] = bank.approved_only if payload.approved_only is None else payload.approved_only
     result = orbs_retrieve(bank=bank, **asked)
@@ -272,10 +281,11 @@ def retrieve(request, slug: str, payload: RetrieveIn):
     }
 
 
-@router.post("/retrievals/{retrieval_id}/outcome", response={200: ErrorOut, 404: ErrorOut}, auth=WRITE)
+@router.post("/retrievals/{retrieval_id}/outcome", response={200: ErrorOut, 404: ErrorOut}, auth=RETRIEVE)
 def retrieval_outcome(request, retrieval_id: int, payload: RetrievalOutcomeIn):
     """Tell memweb how the episode that used this retrieval ended (shown on each hit Orb's page)."""
-    if not retrieval_outcome_record(retrieval_ids=[retrieval_id], **payload.dict()):
+    mine = in_workspace(RetrievalLog.objects, request.workspace).filter(pk=retrieval_id).values_list("pk", flat=True)
+    if not retrieval_outcome_record(retrieval_ids=list(mine), **payload.dict()):
         raise HttpError(404, f"No retrieval #{retrieval_id}")
     return {"detail": "recorded"}
 
@@ -287,8 +297,8 @@ def retrieval_outcome(request, retrieval_id: int, payload: RetrievalOutcomeIn):
 def orb_list(request, filters: Query[OrbListFilters]):
     """Pending first, oldest first; every filter optional. An unknown bank is a 404, not an empty list."""
     if filters.bank:
-        bank_or_404(filters.bank)
-    return orbs_queue(filters=filters.to_filters())
+        bank_or_404(request, filters.bank)
+    return in_workspace(orbs_queue(filters=filters.to_filters()), request.workspace)
 
 
 # Declared before /orbs/{orb_id}, whose pattern would otherwise take the path.
@@ -296,6 +306,8 @@ def orb_list(request, filters: Query[OrbListFilters]):
 @_review_errors
 def orb_bulk(request, payload: BulkReviewIn):
     """Approve or reject a selection: every Orb, or none when any of them is stale."""
+    for item in payload.items:
+        _orb(request, item.id)
     orbs = orbs_bulk_review(action=payload.action, items=[(i.id, i.expected_version) for i in payload.items],
                             actor=request.auth, reason=payload.reason)
     return {"action": payload.action, "orbs": orbs}
@@ -305,7 +317,7 @@ def orb_bulk(request, payload: BulkReviewIn):
 def orb_detail(request, orb_id: int):
     """The Orb's current revision, named by its stable id or any revision's id, with the review
     history of all its revisions."""
-    orb = _orb(orb_id)
+    orb = _orb(request, orb_id)
     orb.history = [event for events in _events_by_revision(orb).values() for event in events]
     return orb
 
@@ -313,7 +325,7 @@ def orb_detail(request, orb_id: int):
 @router.get("/orbs/{orb_id}/revisions", response={200: OrbRevisionsOut, 404: ErrorOut}, auth=READ)
 def orb_revision_list(request, orb_id: int):
     """Every revision of the Orb, oldest first, each with its review events (the audit chain)."""
-    orb = _orb(orb_id)
+    orb = _orb(request, orb_id)
     events = _events_by_revision(orb)
     revisions = orb_revisions(orb=orb)
     for revision in revisions:
@@ -326,12 +338,14 @@ def orb_revision_list(request, orb_id: int):
 @router.post("/orbs/{orb_id}/approve", response=REVIEW_RESPONSES, auth=REVIEW)
 @_review_errors
 def orb_approve_view(request, orb_id: int, payload: ApproveIn):
+    _orb(request, orb_id)
     return orb_approve(orb_id=orb_id, actor=request.auth, **payload.dict())
 
 
 @router.post("/orbs/{orb_id}/reject", response=REVIEW_RESPONSES, auth=REVIEW)
 @_review_errors
 def orb_reject_view(request, orb_id: int, payload: RejectIn):
+    _orb(request, orb_id)
     return orb_reject(orb_id=orb_id, actor=request.auth, **payload.dict())
 
 
@@ -340,6 +354,7 @@ def orb_reject_view(request, orb_id: int, payload: RejectIn):
 def orb_edit_view(request, orb_id: int, payload: EditIn):
     """Obs, emotion or outcome changed: a new revision (new hash, re-embedded) under the same stable id,
     the old one superseded; context alone: the current revision updated. Returns the current revision."""
+    _orb(request, orb_id)
     return orb_edit(orb_id=orb_id, actor=request.auth, **payload.dict())
 
 
@@ -347,6 +362,7 @@ def orb_edit_view(request, orb_id: int, payload: EditIn):
 @_review_errors
 def orb_merge_view(request, orb_id: int, payload: MergeIn):
     """Merge this near-duplicate into `into_id`; returns the kept Orb."""
+    _orb(request, orb_id), _orb(request, payload.into_id)
     return orb_merge(orb_id=orb_id, actor=request.auth, **payload.dict())
 
 
@@ -357,6 +373,7 @@ def orb_merge_view(request, orb_id: int, payload: MergeIn):
 def orb_delete_view(request, orb_id: int, payload: DeleteIn):
     """Soft-delete: the Orb is never retrieved again and leaves the lists (`?status=deleted` shows it);
     its content and history stay, and it can be restored. Deleting it again answers the same."""
+    _orb(request, orb_id)
     return orb_delete(orb_id=orb_id, actor=request.auth, **payload.dict())
 
 
@@ -364,6 +381,7 @@ def orb_delete_view(request, orb_id: int, payload: DeleteIn):
 @_review_errors
 def orb_restore_view(request, orb_id: int, payload: RestoreIn):
     """Undo a soft delete: the Orb gets back the status it had."""
+    _orb(request, orb_id)
     return orb_restore(orb_id=orb_id, actor=request.auth, **payload.dict())
 
 
@@ -371,18 +389,18 @@ def orb_restore_view(request, orb_id: int, payload: RestoreIn):
 def bank_delete(request, slug: str, payload: BankDeleteIn | None = None):
     """Delete a bank by archiving it: hidden from the list, no new memories or retrievals (409), its
     pages and those of the runs that used it unchanged. Restorable; deleting it again answers the same."""
-    return bank_archive(bank=bank_or_404(slug), actor=request.auth, reason=payload.reason if payload else "")
+    return bank_archive(bank=bank_or_404(request, slug), actor=request.auth, reason=payload.reason if payload else "")
 
 
 @router.post("/banks/{slug}/restore", response={200: BankOut, 404: ErrorOut, 422: ErrorOut}, auth=WRITE)
 def bank_restore_view(request, slug: str, payload: BankRestoreIn | None = None):
-    return bank_restore(bank=bank_or_404(slug), actor=request.auth, note=payload.note if payload else "")
+    return bank_restore(bank=bank_or_404(request, slug), actor=request.auth, note=payload.note if payload else "")
 
 
-@router.get("/banks/{slug}/events", response={200: list[BankEventOut], 404: ErrorOut}, auth=WRITE)
+@router.get("/banks/{slug}/events", response={200: list[BankEventOut], 404: ErrorOut}, auth=RETRIEVE)
 def bank_event_list(request, slug: str):
     """The bank's audit trail: archived, restored, customers erased (counts and a hash of the key)."""
-    return bank_events(bank=bank_or_404(slug))
+    return bank_events(bank=bank_or_404(request, slug))
 
 
 @router.post("/banks/{slug}/erasures", response={201: ErasureOut, 404: ErrorOut, 422: ErrorOut}, auth=WRITE)
@@ -391,6 +409,6 @@ def customer_erasure_view(request, slug: str, payload: ErasureIn):
     """Erase one customer's data from the bank (and, with `every_bank`, from every bank): their Orbs and
     vectors, episodes, own retrievals, dialogues and the stored idempotent answers that quote them.
     Irreversible; an audit record without the content is kept per bank."""
-    records = customer_erasure(bank=bank_or_404(slug), actor=request.auth, **payload.dict())
+    records = customer_erasure(bank=bank_or_404(request, slug), actor=request.auth, **payload.dict())
     return Status(201, {"customer_key_sha256": records[0].customer_key_sha256, "counts": erasure_totals(records),
                         "records": records})

@@ -1,6 +1,7 @@
 """Forms of the review pages; each error names its field."""
 from django import forms
 
+from memweb.workspaces import in_workspace
 from orbs.backends.emotion import LABELS
 from orbs.models import MemoryBank, Orb, Source
 from orbs.services.banks import SETTABLE_FIELDS
@@ -81,9 +82,9 @@ class QueueFilterForm(forms.Form):
     near_duplicates = forms.BooleanField(required=False, label="Near-duplicates only")
     flagged = forms.BooleanField(required=False, label="Flagged as harmful only")
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, workspace, **kwargs):
         super().__init__(*args, **kwargs)
-        banks = MemoryBank.objects.order_by("name").values_list("slug", "name")
+        banks = in_workspace(MemoryBank.objects, workspace).order_by("name").values_list("slug", "name")
         self.fields["bank"].choices = [("", "all banks")] + list(banks)
         self.fields["domain"].choices = _choices(orb_domains(), "any domain")
 

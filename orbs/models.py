@@ -12,7 +12,7 @@ from pgvector.django import VectorField
 
 from memweb.embeddings import DIMENSIONS, MODELS
 from memweb.llm.backends import TextBackend
-from memweb.models import AppendOnly
+from memweb.models import AppendOnly, workspace_field
 from memweb.vectors import vector_hnsw_indexes, vector_model_constraint
 from orbs.budget import DEFAULT_K, DEFAULT_PROMPT_TOKEN_BUDGET, MAX_PROMPT_TOKEN_BUDGET
 
@@ -55,6 +55,8 @@ class MemoryBank(models.Model):
         SHARED = "shared", "shared: every customer's Orbs serve every customer"
         PER_CUSTOMER = "per_customer", "per customer: an Orb belongs to its customer"
 
+    # Names and slugs stay unique across workspaces: agents and run settings name a bank by its slug.
+    workspace = workspace_field("banks")
     name = models.CharField(max_length=100, unique=True)
     slug = models.SlugField(max_length=100, unique=True)
     description = models.TextField(blank=True)
@@ -148,6 +150,8 @@ class EpisodeRecord(models.Model):
     """A finished episode handed to memweb: the stored trajectory (the Orb's
     provenance and transcript) and the state of its reflection work."""
 
+    WORKSPACE_PATH = "bank__workspace"  # memweb.workspaces
+
     class Status(models.TextChoices):
         QUEUED = "queued", "queued"
         RUNNING = "running", "running"
@@ -186,6 +190,8 @@ class EpisodeRecord(models.Model):
 
 class Orb(models.Model):
     """⟨id, obs, emotion, outcome, context, timestamp⟩ plus review state and its vector."""
+
+    WORKSPACE_PATH = "bank__workspace"  # memweb.workspaces
 
     class Status(models.TextChoices):
         PENDING = "pending", "pending"
@@ -314,6 +320,8 @@ def orb_document(*, obs: str, emotion: str, outcome: str, context: dict) -> str:
 class ReviewEvent(AppendOnly):
     """Append-only audit of every decision and edit on an Orb."""
 
+    WORKSPACE_PATH = "orb__bank__workspace"  # memweb.workspaces
+
     class Action(models.TextChoices):
         CREATED = "created", "created"
         AUTO_APPROVED = "auto_approved", "auto-approved"
@@ -344,6 +352,8 @@ class ReviewEvent(AppendOnly):
 
 class RetrievalLog(models.Model):
     """One retrieval: what was asked, how it was rewritten, what came back, how long each stage took."""
+
+    WORKSPACE_PATH = "bank__workspace"  # memweb.workspaces
 
     bank = models.ForeignKey(MemoryBank, on_delete=models.CASCADE, related_name="retrievals")
     query = models.TextField()

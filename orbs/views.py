@@ -1,13 +1,14 @@
 """Review pages: the queue, an Orb's page, review actions, memory banks."""
 from django.contrib import messages
 from django.http import Http404, HttpResponse, StreamingHttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from memweb.listing import Sorting, query_without_page, rows_sorted, sort_state, sorted_page
 from memweb.roles import Role, has_role, role_required
+from memweb.workspaces import get_in_workspace_or_404, in_workspace
 from orbs.errors import OrbConflict, OrbsError
 from orbs.forms import (
     ApproveForm,
@@ -65,16 +66,17 @@ QUEUE_SORTING = Sorting(columns={"orb": "lineage_id", "situation": "obs", "lesso
 # --- the queue -------------------------------------------------------------------
 
 def _queue_context(request) -> dict:
-    form = QueueFilterForm(request.GET or None)
+    form = QueueFilterForm(request.GET or None, workspace=request.workspace)
     context = {"form": form, "semantic": "", "query": query_without_page(request)}
     if form.errors:  # the results say which filter was refused; an unfiltered list would pass for a match
         return context
     filters = form.filters()
     semantic = context["semantic"] = form.cleaned_data.get("semantic", "").strip() if form.is_bound else ""
     if semantic:
-        context["results"] = orbs_search(text=semantic, queryset=orbs_filtered(filters=filters), limit=SEMANTIC_LIMIT)
+        context["results"] = orbs_search(text=semantic, queryset=in_workspace(orbs_filtered(filters=filters),
+                                                                              request.workspace), limit=SEMANTIC_LIMIT)
         return context
-    listed = sorted_page(request, orbs_queue(filters=filters), sorting=QUEUE_SORTING)
+    listed = sorted_page(request, in_workspace(orbs_queue(filters=filters), request.workspace), sorting=QUEUE_SORTING)
     context.update(listed, results=[(orb, None) for orb in listed["page"].object_list])
     return context
 
@@ -91,9 +93,10 @@ def queue(request):
 
 # --- one Orb ----------------------------------------------------------------------
 
-def _orb_or_404(orb_id: int, revision: str | None = None, queryset=None) -> Orb:
+def _orb_or_404(request, orb_id: int, revision: str | None = None, queryset=None) -> Orb:
     """The Orb's current revision (named by its stable id or any revision's id), or the `revision`
-    asked for."""
+    asked for, in the request's workspace."""
+    queryset = in_workspace(Orb.objects if queryset is None else queryset, request.workspace)
     try:
         if revision:
             return orb_revision(orb_id=orb_id, revision=int(revision), queryset=queryset)
@@ -105,7 +108,7 @@ def _orb_or_404(orb_id: int, revision: str | None = None, queryset=None) -> Orb:
 @require_GET
 @role_required(*READERS)
 def orb_provenance_page(request, orb_id: int):
-    orb = _orb_or_404(orb_id, queryset=Orb.objects.select_related("bank"))
+    orb = _orb_or_404(request, orb_id, queryset=Orb.objects.select_related("bank"))
     return render(request, "orbs/provenance.html", orb_provenance(orb=orb))
 
 
@@ -113,7 +116,7 @@ def orb_provenance_page(request, orb_id: int):
 @role_required(*READERS)
 def orb_detail(request, orb_id: int):
     """The Orb's current revision; `?revision=N` shows an earlier one, read-only."""
-    orb = _orb_or_404(orb_id, request.GET.get("revision"), queryset=Orb.objects.select_related(
+    orb = _orb_or_404(request, orb_id, request.GET.get("revision"), queryset=Orb.objects.select_related(
         "bank", "reviewer", "episode", "supersedes", "near_duplicate_of", "merged_into"))
     context = {
         "orb": orb,
@@ -145,7 +148,7 @@ def _next_url(request, fallback: str) -> str:
 def _act(request, orb_id: int, form, action, done: str):
     """Run one review action; htmx gets the Orb's row back (409 with a message when stale),
     a plain form post is redirected with a flash message."""
-    get_object_or_404(Orb, pk=orb_id)
+    _orb_or_404(request, orb_id)
     error, status = "", 200
     if not form.is_valid():
         error, status = _first_error(form), 422
@@ -187,6 +190,7 @@ def reject(request, orb_id: int):
 @role_required(Role.REVIEWER)
 def merge(request, orb_id: int):
     def act(data):
+        _orb_or_404(request, data["into_id"])
         orb_merge(orb_id=orb_id, expected_version=data["expected_version"], into_id=data["into_id"],
                   actor=request.user, note=data["note"])
     return _act(request, orb_id, MergeForm(request.POST), act, "merged")
@@ -206,7 +210,7 @@ def _edit_message(before: Orb, after: Orb) -> str:
 @require_http_methods(["GET", "POST"])
 @role_required(Role.REVIEWER)
 def edit(request, orb_id: int):
-    orb = _orb_or_404(orb_id, queryset=Orb.objects.select_related("bank"))
+    orb = _orb_or_404(request, orb_id, queryset=Orb.objects.select_related("bank"))
     form = EditForm(request.POST or None, initial=_edit_initial(orb))
     if request.method == "POST" and form.is_valid():
         data = {**form.cleaned_data}
@@ -226,6 +230,8 @@ def edit(request, orb_id: int):
 def bulk(request):
     form = BulkForm(request.POST)
     if form.is_valid():
+        for orb_id, _version in form.cleaned_data["selected"]:
+            _orb_or_404(request, orb_id)
         try:
             orbs = orbs_bulk_review(action=form.cleaned_data["action"], items=form.cleaned_data["selected"],
                                     actor=request.user, reason=form.cleaned_data["reason"])
@@ -241,8 +247,8 @@ def bulk(request):
 
 # --- banks -----------------------------------------------------------------------------
 
-def _bank_rows(*, archived: bool = False) -> list[dict]:
-    banks = MemoryBank.objects.filter(archived_at__isnull=not archived)
+def _bank_rows(request, *, archived: bool = False) -> list[dict]:
+    banks = in_workspace(MemoryBank.objects, request.workspace).filter(archived_at__isnull=not archived)
     return [{"bank": bank, "stats": bank_stats(bank=bank)} for bank in banks]
 
 
@@ -252,8 +258,8 @@ def bank_list(request):
     """The banks in use; `?archived=1` the deleted (archived) ones."""
     archived = request.GET.get("archived") == "1"
     state = sort_state(request, BANK_SORTING)
-    context = {"rows": rows_sorted(_bank_rows(archived=archived), sorting=BANK_SORTING, state=state), "sort": state,
-               "archived": archived, "create_form": BankCreateForm(), "import_form": ImportForm()}
+    context = {"rows": rows_sorted(_bank_rows(request, archived=archived), sorting=BANK_SORTING, state=state),
+               "sort": state, "archived": archived, "create_form": BankCreateForm(), "import_form": ImportForm()}
     return render(request, "orbs/bank_list.html", context)
 
 
@@ -262,9 +268,9 @@ def bank_list(request):
 def bank_create(request):
     form = BankCreateForm(request.POST)
     if not form.is_valid():
-        context = {"rows": _bank_rows(), "create_form": form, "import_form": ImportForm()}
+        context = {"rows": _bank_rows(request), "create_form": form, "import_form": ImportForm()}
         return render(request, "orbs/bank_list.html", context, status=422)
-    bank = bank_get_or_create(**form.cleaned_data)
+    bank = bank_get_or_create(workspace=request.workspace, **form.cleaned_data)
     messages.success(request, f"Memory bank “{bank.name}” created.")
     return redirect("orbs:bank_detail", bank.slug)
 
@@ -277,10 +283,11 @@ def bank_import_page(request):
     report = None
     if form.is_valid():
         report, job = bank_import_start(upload=form.cleaned_data["file"],
-                                        name=form.cleaned_data["name"].strip() or None, user=request.user)
+                                        name=form.cleaned_data["name"].strip() or None, user=request.user,
+                                        workspace=request.workspace)
         if job is not None:
             return redirect("job_detail", job.pk)
-    context = {"rows": _bank_rows(), "create_form": BankCreateForm(), "import_form": form, "report": report}
+    context = {"rows": _bank_rows(request), "create_form": BankCreateForm(), "import_form": form, "report": report}
     return render(request, "orbs/bank_list.html", context, status=422)
 
 
@@ -299,14 +306,14 @@ def _bank_page(request, bank: MemoryBank, form, status: int = 200, copy_form=Non
 @require_GET
 @role_required(*READERS)
 def bank_detail(request, slug: str):
-    bank = get_object_or_404(MemoryBank, slug=slug)
+    bank = get_in_workspace_or_404(MemoryBank.objects, request.workspace, slug=slug)
     return _bank_page(request, bank, BankPolicyForm(instance=bank))
 
 
 @require_POST
 @role_required(Role.OPERATOR)
 def bank_policy(request, slug: str):
-    bank = get_object_or_404(MemoryBank, slug=slug)
+    bank = get_in_workspace_or_404(MemoryBank.objects, request.workspace, slug=slug)
     form = BankPolicyForm(request.POST, instance=MemoryBank.objects.get(pk=bank.pk))
     if not form.is_valid():
         return _bank_page(request, bank, form, status=422)
@@ -319,7 +326,7 @@ def bank_policy(request, slug: str):
 @role_required(Role.OPERATOR)
 def bank_copy_page(request, slug: str):
     """A worker copies the bank; the job's page follows it."""
-    bank = get_object_or_404(MemoryBank, slug=slug)
+    bank = get_in_workspace_or_404(MemoryBank.objects, request.workspace, slug=slug)
     form = BankCopyForm(request.POST)
     if form.is_valid():
         try:
@@ -334,14 +341,14 @@ def bank_copy_page(request, slug: str):
 @role_required(*READERS)
 def bank_history_verify(request, slug: str):
     """A worker walks the bank's hash chain (its size is unbounded); the job's page follows it."""
-    bank = get_object_or_404(MemoryBank, slug=slug)
+    bank = get_in_workspace_or_404(MemoryBank, request.workspace, slug=slug)
     return redirect("job_detail", history_verify_start(bank=bank, user=request.user).pk)
 
 
 @require_GET
 @role_required(*READERS)
 def bank_export_download(request, slug: str):
-    bank = get_object_or_404(MemoryBank, slug=slug)
+    bank = get_in_workspace_or_404(MemoryBank.objects, request.workspace, slug=slug)
     response = StreamingHttpResponse(bank_export(bank=bank), content_type="application/x-ndjson")
     response["Content-Disposition"] = f'attachment; filename="{bank.slug}.jsonl"'
     return response
@@ -375,7 +382,7 @@ def _refuse_on_bank_page(request, bank: MemoryBank, form) -> HttpResponse:
 @require_POST
 @role_required(Role.OPERATOR)
 def bank_delete(request, slug: str):
-    bank = get_object_or_404(MemoryBank, slug=slug)
+    bank = get_in_workspace_or_404(MemoryBank.objects, request.workspace, slug=slug)
     form = BankDeleteForm(request.POST, bank=bank)
     if not form.is_valid():
         return _refuse_on_bank_page(request, bank, form)
@@ -388,7 +395,7 @@ def bank_delete(request, slug: str):
 @require_POST
 @role_required(Role.OPERATOR)
 def bank_restore_page(request, slug: str):
-    bank = bank_restore(bank=get_object_or_404(MemoryBank, slug=slug), actor=request.user)
+    bank = bank_restore(bank=get_in_workspace_or_404(MemoryBank.objects, request.workspace, slug=slug), actor=request.user)
     messages.success(request, f"Memory bank “{bank.name}” restored.")
     return redirect("orbs:bank_detail", bank.slug)
 
@@ -397,7 +404,7 @@ def bank_restore_page(request, slug: str):
 @role_required(Role.OPERATOR)
 def customer_erase_page(request, slug: str):
     """The message names no customer: it is kept in the session until shown."""
-    bank = get_object_or_404(MemoryBank, slug=slug)
+    bank = get_in_workspace_or_404(MemoryBank.objects, request.workspace, slug=slug)
     form = ErasureForm(request.POST)
     if not form.is_valid():
         return _refuse_on_bank_page(request, bank, form)

@@ -2,6 +2,7 @@
 import re
 
 from annotation.models import Campaign, Item
+from memweb.workspaces import in_workspace
 
 MAX_CRITERIA = 10
 _KEY = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
@@ -54,27 +55,30 @@ def item_facets(*, campaign: Campaign) -> dict[str, list[str]]:
             for name in ("language", "task_format", "domain")} | {"formats": list(Item.TaskFormat.values)}
 
 
-def campaign_find(*, campaign_id: int) -> Campaign | None:
-    """For other apps, which reach campaigns through these services, never through the model."""
-    return Campaign.objects.filter(pk=campaign_id).first()
+def campaign_find(*, campaign_id: int, workspace) -> Campaign | None:
+    """For other apps, which reach campaigns through these services, never through the model: the
+    campaign if `workspace` holds it."""
+    return in_workspace(Campaign, workspace).filter(pk=campaign_id).first()
 
 
-def campaigns_open_count() -> int:
+def campaigns_open_count(*, workspace) -> int:
     """For the home page's live counts."""
-    return Campaign.objects.filter(status=Campaign.Status.OPEN).count()
+    return in_workspace(Campaign, workspace).filter(status=Campaign.Status.OPEN).count()
 
 
-def campaigns_addable():
-    """Campaigns that take new items (draft or open), for other apps' pickers."""
-    return Campaign.objects.exclude(status=Campaign.Status.CLOSED).order_by("name")
+def campaigns_addable(*, workspace):
+    """The workspace's campaigns that take new items (draft or open), for other apps' pickers."""
+    return in_workspace(Campaign, workspace).exclude(status=Campaign.Status.CLOSED).order_by("name")
 
 
-def campaign_create_named(*, name: str, user) -> Campaign:
-    """A draft campaign with the study's default settings, for other apps' "new campaign" choice."""
+def campaign_create_named(*, name: str, user, workspace) -> Campaign:
+    """A draft campaign of `workspace` with the study's default settings, for other apps' "new
+    campaign" choice."""
     name = name.strip()
     max_length = Campaign._meta.get_field("name").max_length
     if not name or len(name) > max_length:
         raise CampaignStateError(f"give the new campaign a name of 1 to {max_length} characters")
     if Campaign.objects.filter(name=name).exists():
         raise CampaignStateError(f"a campaign named “{name}” exists already; choose it from the list")
-    return Campaign.objects.create(name=name, created_by=user if getattr(user, "is_authenticated", False) else None)
+    return Campaign.objects.create(name=name, workspace=workspace,
+                                   created_by=user if getattr(user, "is_authenticated", False) else None)

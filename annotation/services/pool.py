@@ -37,10 +37,11 @@ class Shortfall:
 
 
 def annotator_pool(*, campaign: Campaign) -> dict[int, str]:
-    """{user id: username} of everyone who may judge here: active annotators, and anyone who
-    already has work in the campaign; excluded annotators left out."""
+    """{user id: username} of everyone who may judge here: active annotators of the campaign's
+    workspace, and anyone who already has work in the campaign; excluded annotators left out."""
+    annotators = Q(memberships__workspace_id=campaign.workspace_id, memberships__role=Role.ANNOTATOR)
     users = (get_user_model().objects.filter(is_active=True)
-             .filter(Q(groups__name=Role.ANNOTATOR) | Q(annotation_assignments__campaign=campaign))
+             .filter(annotators | Q(annotation_assignments__campaign=campaign))
              .exclude(pk__in=excluded_ids(campaign=campaign)).distinct())
     return dict(users.values_list("pk", "username"))
 

@@ -12,6 +12,7 @@ from collections import Counter, defaultdict
 from annotation import competence, fidelity, metrics
 from annotation.models import Assignment, Campaign, FeedbackTask, Item, Judgment, Participant
 from annotation.services.quality import excluded_ids
+from memweb.workspaces import in_workspace
 
 BOOTSTRAP_REPS = 1000
 
@@ -256,9 +257,9 @@ def campaign_action_pairs(*, campaign: Campaign) -> list[tuple[int, str]]:
             if (majority := metrics.majority_label([action for _, action in conversation.human])) is not None]
 
 
-def campaigns_with_action_pairs() -> list[tuple[Campaign, int]]:
-    """Campaigns that can refit the action model, by name, each with its number of pairs."""
-    candidates = Campaign.objects.filter(items__simulated_score__isnull=False).distinct().order_by("name")
+def campaigns_with_action_pairs(*, workspace) -> list[tuple[Campaign, int]]:
+    """`workspace`'s campaigns that can refit the action model, by name, each with its number of pairs."""
+    candidates = in_workspace(Campaign, workspace).filter(items__simulated_score__isnull=False).distinct().order_by("name")
     return [(campaign, n) for campaign in candidates if (n := len(campaign_action_pairs(campaign=campaign)))]
 
 

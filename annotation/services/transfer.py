@@ -26,6 +26,10 @@ KINDS = (
 _USER_FIELDS = {"created_by", "human_feedback_author", "writer", "annotator"}
 
 
+# Not in the file: it holds one campaign, which is imported into the importer's workspace.
+IMPLIED = ("campaign", "workspace")
+
+
 def _fields(model) -> list:
     return [f for f in model._meta.concrete_fields if not f.primary_key]
 
@@ -63,8 +67,8 @@ def _user_fields(model) -> list[str]:
 def _record(row, keys: dict) -> dict:
     record = {}
     for f in _fields(type(row)):
-        if f.name == "campaign":
-            continue  # implied: the file holds one campaign
+        if f.name in IMPLIED:
+            continue
         if f.name in _USER_FIELDS:
             user = getattr(row, f.name)
             record[f.name] = user.get_username() if user else None
@@ -84,13 +88,16 @@ def campaign_export_render(*, campaign: Campaign) -> str:
                    for line in campaign_export_lines(campaign=campaign))
 
 
-def campaign_import(*, text: str, name: str = "") -> tuple[ImportReport, Campaign | None]:
-    """Re-create a campaign from campaign_export_render's text, under `name` if given.
-    All-or-nothing: the report lists every problem by line (1 = the first line)."""
+def campaign_import(*, text: str, name: str = "", workspace=None) -> tuple[ImportReport, Campaign | None]:
+    """Re-create a campaign from campaign_export_render's text in `workspace` (None: the default
+    one), under `name` if given. All-or-nothing: the report lists every problem by line (1 = the
+    first line)."""
     errors = _RowErrors()
     parsed = _parse(text, errors)
     report = ImportReport(rows=len(parsed))
     rows = _build(parsed, errors, name)
+    if rows and workspace is not None and isinstance(rows[0].instance, Campaign):
+        rows[0].instance.workspace = workspace
     if not errors:
         _collisions(rows, errors)
     if errors:
@@ -154,7 +161,7 @@ def _row(line: int, kind: str, model, record: dict, seen: dict, errors: _RowErro
     _shape_check(line, kind, model, record, seen, errors)
     values, links, people = {}, {}, {}
     for f in _fields(model):
-        if f.name not in record or f.name == "campaign":
+        if f.name not in record or f.name in IMPLIED:
             continue
         value = record[f.name]
         if f.name in _USER_FIELDS:
@@ -174,7 +181,7 @@ def _row(line: int, kind: str, model, record: dict, seen: dict, errors: _RowErro
 
 def _shape_check(line: int, kind: str, model, record: dict, seen: dict, errors: _RowErrors) -> None:
     """Exactly the model's fields (the campaign is implied), and a ref of its own."""
-    expected = {f.name for f in _fields(model)} - {"campaign"}
+    expected = {f.name for f in _fields(model)} - set(IMPLIED)
     for unknown in sorted(set(record) - expected - {"kind", "ref", "format"}):
         errors.add(line, unknown, "unknown field")
     for missing in sorted(expected - set(record)):

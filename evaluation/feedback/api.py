@@ -30,11 +30,14 @@ from evaluation.feedback.services import (
 from evaluation.models import Domain, Episode
 from evaluation.schemas import MAX_SEED
 from memweb.auth import api_auth
+from memweb.models import ApiKey
 from memweb.roles import Role
 from memweb.schemas import StrictBody
+from memweb.workspaces import in_workspace
 
 router = Router(tags=["evaluation feedback"])
-OPERATOR = api_auth(Role.OPERATOR)
+RUNS_READ = api_auth(Role.OPERATOR, scope=ApiKey.Scope.RUNS_READ)
+RUNS_LAUNCH = api_auth(Role.OPERATOR, scope=ApiKey.Scope.RUNS_LAUNCH)
 
 
 class ErrorOut(Schema):
@@ -161,47 +164,48 @@ def _refit_out(fit: PeopleFit, *, applied: bool) -> dict:
             "distribution_source": CalibrationSetting.current().distribution_source}
 
 
-def _episode(episode_id: int) -> Episode:
-    episode = Episode.objects.filter(pk=episode_id).first()
+def _episode(request, episode_id: int) -> Episode:
+    episode = in_workspace(Episode, request.workspace).filter(pk=episode_id).first()
     if episode is None:
         raise HttpError(404, f"No episode #{episode_id}")
     return episode
 
 
-def _latest(latest: int, domain: str | None = None):
-    episodes = Episode.objects.filter(simulated_feedback__isnull=False)
+def _latest(request, latest: int, domain: str | None = None):
+    episodes = in_workspace(Episode, request.workspace).filter(simulated_feedback__isnull=False)
     return (episodes.filter(task__domain=domain) if domain else episodes)[:latest]
 
 
-def _run_episodes(run_id: int):
+def _run_episodes(request, run_id: int):
     run = run_find(run_id=run_id)
-    if run is None:
+    if run is None or run.workspace_id != request.workspace.pk:
         raise HttpError(404, f"No evaluation run #{run_id}")
     return run_episodes(run=run)
 
 
-def _selection(payload: RecalibrateIn) -> tuple:
-    """(episodes, label) of a recalibration request."""
+def _selection(request, payload: RecalibrateIn) -> tuple:
+    """(episodes, label) of a recalibration request, from the request's workspace only."""
     if payload.episode_ids is not None:
-        return payload.episode_ids, f"{len(payload.episode_ids)} episode ids"
+        mine = in_workspace(Episode, request.workspace).filter(pk__in=payload.episode_ids)
+        return list(mine.values_list("pk", flat=True)), f"{len(payload.episode_ids)} episode ids"
     if payload.run_id is not None:
-        return _run_episodes(payload.run_id), f"run #{payload.run_id}"
-    return _latest(payload.latest), f"latest {payload.latest}"
+        return _run_episodes(request, payload.run_id), f"run #{payload.run_id}"
+    return _latest(request, payload.latest), f"latest {payload.latest}"
 
 
-@router.get("/episodes/{episode_id}", response={200: FeedbackOut, 404: ErrorOut}, auth=OPERATOR)
+@router.get("/episodes/{episode_id}", response={200: FeedbackOut, 404: ErrorOut}, auth=RUNS_READ)
 def feedback_get(request, episode_id: int):
-    feedback = EpisodeFeedback.objects.filter(episode=_episode(episode_id)).first()
+    feedback = EpisodeFeedback.objects.filter(episode=_episode(request, episode_id)).first()
     if feedback is None:
         raise HttpError(404, f"Episode #{episode_id} has no simulated feedback yet")
     return _feedback_out(feedback)
 
 
 @router.post("/episodes/{episode_id}", response={200: FeedbackOut, 201: FeedbackOut, 404: ErrorOut,
-                                                      422: ErrorOut}, auth=OPERATOR)
+                                                      422: ErrorOut}, auth=RUNS_LAUNCH)
 def feedback_generate(request, episode_id: int, payload: GenerateIn):
     """Generate the episode's feedback (201), or return the existing one unchanged (200)."""
-    episode = _episode(episode_id)
+    episode = _episode(request, episode_id)
     existed = EpisodeFeedback.objects.filter(episode=episode).exists()
     try:
         feedback = feedback_for_episode(episode=episode, seed=payload.seed)
@@ -210,16 +214,16 @@ def feedback_generate(request, episode_id: int, payload: GenerateIn):
     return Status(200 if existed else 201, _feedback_out(feedback))
 
 
-@router.get("/calibration", response=CalibrationOut, auth=OPERATOR)
+@router.get("/calibration", response=CalibrationOut, auth=RUNS_READ)
 def calibration_get(request):
     setting = CalibrationSetting.current()
     return _calibration_out(calibration_table(params=setting.params()), setting)
 
 
 @router.post("/calibration/recalibrate", response={200: CalibrationOut, 404: ErrorOut, 422: ErrorOut},
-             auth=OPERATOR)
+             auth=RUNS_LAUNCH)
 def calibration_recalibrate_post(request, payload: RecalibrateIn):
-    episodes, label = _selection(payload)
+    episodes, label = _selection(request, payload)
     try:
         setting = calibration_recalibrate(episodes=episodes, user=request.auth, label=f"API: {label}")
     except ValueError as exc:
@@ -228,11 +232,11 @@ def calibration_recalibrate_post(request, payload: RecalibrateIn):
 
 
 @router.post("/calibration/recalibrate-from-campaign",
-             response={200: RefitOut, 404: ErrorOut, 422: ErrorOut}, auth=OPERATOR)
+             response={200: RefitOut, 404: ErrorOut, 422: ErrorOut}, auth=RUNS_LAUNCH)
 def calibration_refit_post(request, payload: RefitIn):
     """The action model refitted to a campaign's people beside the active one, per score; with
     `apply`, also made the active calibration (applying again changes nothing more)."""
-    campaign = campaign_find(campaign_id=payload.campaign_id)
+    campaign = campaign_find(campaign_id=payload.campaign_id, workspace=request.workspace)
     if campaign is None:
         raise HttpError(404, f"No annotation campaign #{payload.campaign_id}")
     try:
@@ -244,12 +248,12 @@ def calibration_refit_post(request, payload: RefitIn):
     return _refit_out(fit, applied=payload.apply)
 
 
-@router.get("/calibration/rates", response={200: RatesOut, 404: ErrorOut}, auth=OPERATOR)
+@router.get("/calibration/rates", response={200: RatesOut, 404: ErrorOut}, auth=RUNS_READ)
 def calibration_rates(request, query: Query[RatesQuery]):
     """Score histogram and realised action rates of a run's episodes, or of the latest ones."""
     if query.run_id is not None:
-        episodes = _run_episodes(query.run_id)
+        episodes = _run_episodes(request, query.run_id)
         episodes = episodes.filter(task__domain=query.domain) if query.domain else episodes
     else:
-        episodes = _latest(query.latest, query.domain)
+        episodes = _latest(request, query.latest, query.domain)
     return asdict(feedback_rates(episodes=episodes))

@@ -9,6 +9,7 @@ from evaluation.feedback.params import FeedbackParams
 from evaluation.feedback.services import BACKEND_FILTERS, run_episodes, runs_all
 from evaluation.models import Domain, Episode
 from memweb.errors import problems_of
+from memweb.workspaces import in_workspace
 
 SELECTION_SIZES = (("50", "latest 50"), ("200", "latest 200"), ("1000", "latest 1000"), ("all", "all"))
 SCORE_CHOICES = [("", "any")] + [(str(s), str(s)) for s in range(1, 11)]
@@ -76,9 +77,9 @@ class CampaignFitForm(forms.Form):
 
     campaign = forms.TypedChoiceField(coerce=int, empty_value=None, label="Campaign")
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, workspace, **kwargs):
         super().__init__(*args, **kwargs)
-        found = campaigns_with_action_pairs()
+        found = campaigns_with_action_pairs(workspace=workspace)
         self.campaigns = {campaign.pk: campaign for campaign, _ in found}
         self.fields["campaign"].choices = [("", "choose a campaign"), *(
             (campaign.pk, f"{campaign.name} ({n} conversation{'s' if n != 1 else ''})") for campaign, n in found)]
@@ -101,20 +102,22 @@ class SelectionForm(forms.Form):
                                help_text="Ignored when a run is chosen: all its episodes count.")
     domain = forms.ChoiceField(choices=[("", "any domain"), *Domain.choices], required=False)
 
-    def __init__(self, data=None, **kwargs):
+    def __init__(self, data=None, *, workspace, **kwargs):
+        self.workspace = workspace
         # A query string without `latest` (e.g. only a domain or a campaign) would render "latest 50",
         # the first option, while the episodes counted are the default 200.
         if data is not None and not data.get("latest"):
             data = data.copy()
             data["latest"] = "200"
         super().__init__(data, **kwargs)
+        self.fields["run"].queryset = in_workspace(self.fields["run"].queryset, workspace)
 
     def _data(self) -> dict:
         return self.cleaned_data if self.is_valid() else {}
 
     def episodes(self):
         data = self._data()
-        episodes = run_episodes(run=data["run"]) if data.get("run") else Episode.objects.all()
+        episodes = run_episodes(run=data["run"]) if data.get("run") else in_workspace(Episode, self.workspace)
         episodes = episodes.filter(simulated_feedback__isnull=False)
         if data.get("domain"):
             episodes = episodes.filter(task__domain=data["domain"])
@@ -147,6 +150,10 @@ class BrowserForm(forms.Form):
                                        label="Score to")
     backend = forms.ChoiceField(required=False, label="Critique by", choices=[
         ("", "any backend"), *((key, backend.label) for key, backend in BACKEND_FILTERS.items())])
+
+    def __init__(self, *args, workspace, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["run"].queryset = in_workspace(self.fields["run"].queryset, workspace)
 
     def clean(self):
         cleaned = super().clean()

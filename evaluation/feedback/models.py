@@ -90,6 +90,8 @@ class CalibrationSetting(models.Model):
 
 
 class EpisodeFeedback(models.Model):
+    WORKSPACE_PATH = "episode__task__task_set__workspace"  # memweb.workspaces
+
     class Behavior(models.TextChoices):
         CONTINUE = "continue_conversation", "continue"
         END = "end_conversation", "end"

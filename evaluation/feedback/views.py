@@ -26,21 +26,22 @@ from evaluation.feedback.services import (
 from evaluation.models import Episode
 from memweb.listing import Sorting, list_page
 from memweb.roles import Role, role_required
+from memweb.workspaces import get_in_workspace_or_404, in_workspace
 
 # --- calibration ---------------------------------------------------------------------------------
 
 def _calibration_context(request, setting: CalibrationSetting, form: CalibrationForm) -> dict:
-    selection = SelectionForm(request.GET or None)
+    selection = SelectionForm(request.GET or None, workspace=request.workspace)
     table = calibration_table(params=setting.params())
     rates = feedback_rates(episodes=selection.episodes(), params=setting.params())
     return {"setting": setting, "form": form, "table": table, "selection": selection, "rates": rates,
             "selection_label": selection.label(), "curves": calibration_curves(table=table),
-            "histogram_chart": calibration_histogram(table=table, rates=rates), **_people_context(request.GET)}
+            "histogram_chart": calibration_histogram(table=table, rates=rates), **_people_context(request, request.GET)}
 
 
-def _people_context(data) -> dict:
+def _people_context(request, data) -> dict:
     """The campaign choice and, once a campaign is chosen, the fit to its people or why there is none."""
-    form = CampaignFitForm(data if data and data.get("campaign") else None)
+    form = CampaignFitForm(data if data and data.get("campaign") else None, workspace=request.workspace)
     if not form.is_bound:
         return {"fit_form": form}
     if not form.is_valid():
@@ -78,7 +79,7 @@ def feedback_calibration_update(request):
 @require_POST
 @role_required(Role.OPERATOR)
 def feedback_recalibrate(request):
-    selection = SelectionForm(request.POST)
+    selection = SelectionForm(request.POST, workspace=request.workspace)
     try:
         setting = calibration_recalibrate(episodes=selection.episodes(), user=request.user, label=selection.label())
     except ValueError as exc:
@@ -94,14 +95,14 @@ def feedback_recalibrate(request):
 def feedback_calibration_fit(request):
     """Preview of the action model refitted to a campaign's people; the page itself shows it too."""
     if request.htmx:
-        return render(request, "evaluation/feedback/_people_fit.html", _people_context(request.GET))
+        return render(request, "evaluation/feedback/_people_fit.html", _people_context(request, request.GET))
     return redirect(f"{reverse('evaluation:feedback_calibration')}?{request.GET.urlencode()}")
 
 
 @require_POST
 @role_required(Role.OPERATOR)
 def feedback_calibration_refit(request):
-    form = CampaignFitForm(request.POST)
+    form = CampaignFitForm(request.POST, workspace=request.workspace)
     try:
         if not form.is_valid():
             raise ValueError("choose one of the listed campaigns")
@@ -151,8 +152,8 @@ FEEDBACK_SORTING = Sorting(columns={"episode": "episode_id", "task": "episode__t
 @require_GET
 @role_required(Role.OPERATOR)
 def feedback_browser(request):
-    form = BrowserForm(request.GET or None)
-    rows = feedback_browse(**form.filters())
+    form = BrowserForm(request.GET or None, workspace=request.workspace)
+    rows = in_workspace(feedback_browse(**form.filters()), request.workspace)
     return list_page(request, rows=rows, template="evaluation/feedback/browser.html",
                      partial="evaluation/feedback/_feedback_rows.html", sorting=FEEDBACK_SORTING,
                      context={"form": form})
@@ -161,7 +162,7 @@ def feedback_browser(request):
 @require_POST
 @role_required(Role.OPERATOR)
 def feedback_generate(request, episode_id: int):
-    episode = get_object_or_404(Episode, pk=episode_id)
+    episode = get_in_workspace_or_404(Episode, request.workspace, pk=episode_id)
     try:
         feedback_for_episode(episode=episode, seed=episode.seed)
     except ValueError as exc:

@@ -44,11 +44,14 @@ from evaluation.runs.services import (
 )
 from memweb.auth import api_auth
 from memweb.job_api import JobOut, job_accepted
+from memweb.models import ApiKey
 from memweb.roles import Role
 from memweb.schemas import StrictBody
+from memweb.workspaces import in_workspace
 
 router = Router(tags=["evaluation runs"])
-OPERATOR = api_auth(Role.OPERATOR)
+RUNS_READ = api_auth(Role.OPERATOR, scope=ApiKey.Scope.RUNS_READ)
+RUNS_LAUNCH = api_auth(Role.OPERATOR, scope=ApiKey.Scope.RUNS_LAUNCH)
 
 
 class RunErrorOut(Schema):
@@ -186,8 +189,9 @@ def _detail(run: EvaluationRun) -> dict:
             "staleness": run_staleness(run=run), "regrade": _regrade(run)}
 
 
-def _run(run_id: int) -> EvaluationRun:
-    run = runs_staleness_annotate(EvaluationRun.objects.select_related("bank")).filter(pk=run_id).first()
+def _run(request, run_id: int) -> EvaluationRun:
+    run = runs_staleness_annotate(in_workspace(EvaluationRun.objects.select_related("bank"), request.workspace)
+                                  ).filter(pk=run_id).first()
     if run is None:
         raise HttpError(404, f"No evaluation run #{run_id}")
     return run
@@ -197,20 +201,20 @@ def _problems(problems: list[tuple[str, str]], where: tuple[str, ...]) -> dict:
     return {"detail": [{"loc": [*where, *field.split(".")], "msg": message} for field, message in problems]}
 
 
-@router.post("/", response={201: RunOut, 422: RunErrorOut}, auth=OPERATOR)
+@router.post("/", response={201: RunOut, 422: RunErrorOut}, auth=RUNS_LAUNCH)
 def run_create(request, payload: RunSpec):
     """Launch a run: validated, written in one transaction and queued for the workers."""
     try:
-        run = run_launch(spec=payload, user=request.auth)
+        run = run_launch(spec=payload, user=request.auth, workspace=request.workspace)
     except RunLaunchError as exc:
         return Status(422, _problems(exc.problems, ("body", "payload")))
-    return Status(201, _detail(_run(run.pk)))
+    return Status(201, _detail(_run(request, run.pk)))
 
 
-@router.get("/", response=RunListOut, auth=OPERATOR)
+@router.get("/", response=RunListOut, auth=RUNS_READ)
 def run_list(request, filters: Query[RunFilters]):
-    runs = runs_filtered(status=filters.status, memory_mode=filters.memory_mode,
-                         agent_backend=filters.agent_backend, q=filters.q)
+    runs = in_workspace(runs_filtered(status=filters.status, memory_mode=filters.memory_mode,
+                                      agent_backend=filters.agent_backend, q=filters.q), request.workspace)
     return {"count": runs.count(), "items": [_summary(r) for r in runs[filters.offset:filters.offset + filters.limit]]}
 
 
@@ -308,14 +312,14 @@ def _pair(pair: dict) -> dict:
 
 # Declared before /{run_id}, whose pattern would otherwise take the path.
 @router.get("/compare", response={200: CompareOut, 404: RunErrorOut, 409: RunErrorOut, 422: RunErrorOut},
-            auth=OPERATOR)
+            auth=RUNS_READ)
 def run_compare(request, query: Query[CompareQuery]):
     """Each run against the oldest (the baseline): paired intervals, p-values, verdict and the flip table.
     409 when the runs may not be compared (different tasks, agents, customers; no finished trial), and
     when their scores answer to different task or reward versions (a stale run beside a fresh one):
     the detail names the stale runs and what changed; `scores=regraded` compares their re-grades,
     `allow_stale=true` compares anyway (`stale` still lists them)."""
-    runs = [_run(run_id) for run_id in sorted(set(query.runs))]
+    runs = [_run(request, run_id) for run_id in sorted(set(query.runs))]
     if len(runs) < 2:
         raise HttpError(422, "compare needs two different runs")
     try:
@@ -338,14 +342,14 @@ def _stale_refusal(scoring: dict) -> str:
             f"{remedy}, or compare the original scores anyway with allow_stale=true.")
 
 
-@router.post("/import", response={201: RunOut, 422: RunErrorOut}, auth=OPERATOR)
+@router.post("/import", response={201: RunOut, 422: RunErrorOut}, auth=RUNS_LAUNCH)
 def run_import_op(request, payload: dict = Body(...)):
     """Import a run exported as JSON (here or elsewhere); all or nothing, marked imported."""
     try:
-        run = run_import(data=payload, user=request.auth)
+        run = run_import(data=payload, user=request.auth, workspace=request.workspace)
     except RunImportError as exc:
         return Status(422, _problems(exc.problems, ("body",)))
-    return Status(201, _detail(_run(run.pk)))
+    return Status(201, _detail(_run(request, run.pk)))
 
 
 class FeedbackCurveIn(StrictBody, Schema):
@@ -390,22 +394,22 @@ def _curve_out(curve: FeedbackCurve) -> dict:
 
 
 # Declared before /{run_id}.
-@router.get("/feedback-curves/{curve_id}", response={200: FeedbackCurveOut, 404: RunErrorOut}, auth=OPERATOR)
+@router.get("/feedback-curves/{curve_id}", response={200: FeedbackCurveOut, 404: RunErrorOut}, auth=RUNS_READ)
 def feedback_curve_get(request, curve_id: int):
     """An off-policy learning curve: its status and the points measured so far."""
-    curve = FeedbackCurve.objects.select_related("bank").filter(pk=curve_id).first()
+    curve = in_workspace(FeedbackCurve.objects.select_related("bank"), request.workspace).filter(pk=curve_id).first()
     if curve is None:
         raise HttpError(404, f"No learning curve #{curve_id}")
     return _curve_out(curve)
 
 
 @router.post("/{run_id}/feedback-curves",
-             response={201: FeedbackCurveOut, 404: RunErrorOut, 409: RunErrorOut, 422: RunErrorOut}, auth=OPERATOR)
+             response={201: FeedbackCurveOut, 404: RunErrorOut, 409: RunErrorOut, 422: RunErrorOut}, auth=RUNS_LAUNCH)
 def feedback_curve_create(request, run_id: int, payload: FeedbackCurveIn):
     """Off-policy feedback: write the finished run's feedback logs into a fresh bank in batches and
     play its tasks after each batch (Celery work; poll `status_url`). 409 when the run is not a
     completed feedback run."""
-    run = _run(run_id)
+    run = _run(request, run_id)
     try:
         curve = curve_launch(run=run, batch_size=payload.batch_size, user=request.auth)
     except CurveLaunchError as exc:
@@ -415,39 +419,39 @@ def feedback_curve_create(request, run_id: int, payload: FeedbackCurveIn):
     return Status(201, _curve_out(curve))
 
 
-@router.get("/{run_id}", response={200: RunOut, 404: RunErrorOut}, auth=OPERATOR)
+@router.get("/{run_id}", response={200: RunOut, 404: RunErrorOut}, auth=RUNS_READ)
 def run_get(request, run_id: int):
     """A run with its per-trial progress and the metrics of its finished trials."""
-    return _detail(_run(run_id))
+    return _detail(_run(request, run_id))
 
 
-def _act(run_id: int, act) -> dict:
-    run = _run(run_id)
+def _act(request, run_id: int, act) -> dict:
+    run = _run(request, run_id)
     try:
         act(run)
     except RunActionError as exc:
         raise HttpError(409, str(exc)) from None
-    return _detail(_run(run_id))
+    return _detail(_run(request, run_id))
 
 
-@router.post("/{run_id}/cancel", response={200: RunOut, 404: RunErrorOut, 409: RunErrorOut}, auth=OPERATOR)
+@router.post("/{run_id}/cancel", response={200: RunOut, 404: RunErrorOut, 409: RunErrorOut}, auth=RUNS_LAUNCH)
 def run_cancel_op(request, run_id: int):
-    return _act(run_id, lambda run: run_cancel(run=run, user=request.auth))
+    return _act(request, run_id, lambda run: run_cancel(run=run, user=request.auth))
 
 
-@router.post("/{run_id}/resume", response={200: RunOut, 404: RunErrorOut, 409: RunErrorOut}, auth=OPERATOR)
+@router.post("/{run_id}/resume", response={200: RunOut, 404: RunErrorOut, 409: RunErrorOut}, auth=RUNS_LAUNCH)
 def run_resume_op(request, run_id: int):
     """Continue a cancelled or failed run, or re-check a waiting one."""
-    return _act(run_id, lambda run: run_resume(run=run))
+    return _act(request, run_id, lambda run: run_resume(run=run))
 
 
-@router.post("/{run_id}/retry", response={200: RunOut, 404: RunErrorOut, 409: RunErrorOut}, auth=OPERATOR)
+@router.post("/{run_id}/retry", response={200: RunOut, 404: RunErrorOut, 409: RunErrorOut}, auth=RUNS_LAUNCH)
 def run_retry_op(request, run_id: int):
     """Play the episodes that hit an infrastructure error again."""
-    return _act(run_id, lambda run: run_retry_errors(run=run))
+    return _act(request, run_id, lambda run: run_retry_errors(run=run))
 
 
-@router.post("/{run_id}/regrade", response={202: JobOut, 404: RunErrorOut, 409: RunErrorOut}, auth=OPERATOR)
+@router.post("/{run_id}/regrade", response={202: JobOut, 404: RunErrorOut, 409: RunErrorOut}, auth=RUNS_LAUNCH)
 def run_regrade_op(request, response: HttpResponse, run_id: int):
     """Re-grade a stale run: a background job scores its stored trajectories again against the current
     gold (nothing is played again; the memory it wrote is not re-played) and stores the new scores beside
@@ -455,17 +459,17 @@ def run_regrade_op(request, response: HttpResponse, run_id: int):
     the same job while one is queued or running; 409 when the run is not stale, still active, imported
     or already re-graded against the current versions."""
     try:
-        job = run_regrade_start(run=_run(run_id), user=request.auth)
+        job = run_regrade_start(run=_run(request, run_id), user=request.auth)
     except RegradeRefused as exc:
         raise HttpError(409, str(exc)) from None
     return job_accepted(request, response, job)
 
 
-@router.get("/{run_id}/export", response={200: dict, 404: RunErrorOut}, auth=OPERATOR)
+@router.get("/{run_id}/export", response={200: dict, 404: RunErrorOut}, auth=RUNS_READ)
 def run_export(request, run_id: int, format: Literal["json", "csv"] = "json",
                part: Literal["episodes", "metrics"] = "episodes"):
     """The run as JSON (settings, episodes, metrics: what import takes) or CSV (episodes or metrics)."""
-    run = _run(run_id)
+    run = _run(request, run_id)
     if format == "json":
         return run_export_json(run=run)
     return HttpResponse(run_export_csv(run=run, part=part), content_type="text/csv; charset=utf-8")

@@ -13,6 +13,7 @@ from evaluation.runs.services.spec import PRESETS, DMRMWriteTiming
 from evaluation.runs.services.studies import SELECTIONS
 from evaluation.services import BUILTIN_SET
 from evaluation.shop.errors import ERROR_KINDS
+from memweb.workspaces import in_workspace
 from orbs.dmrm.services import StateMatch, Suppression
 from orbs.services import ReflectionStyle, banks_all
 
@@ -128,6 +129,11 @@ class RunLaunchForm(forms.Form):
     feedback_rounds = _spec_field(forms.IntegerField, "feedback_rounds", required=False, label="Feedback rounds",
                                   help_text="1 to 3: after each critique but the last, the agent answers it and "
                                             "the user judges the answer.")
+
+    def __init__(self, *args, workspace, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["task_set"].queryset = in_workspace(TaskSet, workspace)
+        self.fields["bank_source"].queryset = banks_all(workspace=workspace)
 
     def spec(self) -> dict:
         """The run spec from the fields that cleaned: a field in error is left out (its default stands
@@ -270,11 +276,11 @@ class CampaignTargetForm(_EpisodeTargetForm):
     new_campaign = forms.CharField(required=False, max_length=200, label="or a new campaign")
     existing_field, new_field, noun = "campaign", "new_campaign", "campaign"
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, workspace, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["campaign"].choices = [("", "choose…"), *(
             (campaign.pk, f"{campaign.name} ({campaign.get_status_display().lower()})")
-            for campaign in campaigns_addable())]
+            for campaign in campaigns_addable(workspace=workspace))]
 
 
 class TaskSetTargetForm(_EpisodeTargetForm):
@@ -282,10 +288,11 @@ class TaskSetTargetForm(_EpisodeTargetForm):
     new_task_set = forms.CharField(required=False, max_length=100, label="or a new task set")
     existing_field, new_field, noun = "task_set", "new_task_set", "task set"
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, workspace, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["task_set"].choices = [("", "choose…"), *(
-            (name, name) for name in TaskSet.objects.filter(is_builtin=False).values_list("name", flat=True))]
+            (name, name) for name in in_workspace(TaskSet, workspace).filter(is_builtin=False)
+            .values_list("name", flat=True))]
 
     @property
     def task_set_name(self) -> str:

@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from evaluation.configs import NAIVE_RAG_KINDS, AgentBackend, MemoryKind
+from memweb.models import workspace_field
 
 __all__ = ["EvaluationRun", "FeedbackCurve", "FeedbackMemory", "MemoryMode", "RegradeScore", "ReviewGate", "RunEpisode",
            "RunPreset", "RunRegrade", "RunTaskPin", "Trial"]
@@ -51,6 +52,7 @@ class EvaluationRun(models.Model):
 
     ACTIVE = (Status.QUEUED, Status.RUNNING, Status.WAITING_FOR_REVIEW)
 
+    workspace = workspace_field("runs")
     name = models.CharField(max_length=200)
     # The task selection as asked for, and the tasks it resolved to at launch (fixed for the run).
     task_set = models.ForeignKey("evaluation.TaskSet", null=True, blank=True, on_delete=models.SET_NULL,
@@ -169,6 +171,9 @@ class EvaluationRun(models.Model):
 
 
 class Trial(models.Model):
+
+    WORKSPACE_PATH = "run__workspace"  # memweb.workspaces
+
     class Status(models.TextChoices):
         PENDING = "pending", "pending"
         RUNNING = "running", "running"
@@ -200,6 +205,9 @@ class Trial(models.Model):
 
 
 class RunEpisode(models.Model):
+
+    WORKSPACE_PATH = "run__workspace"  # memweb.workspaces
+
     class Status(models.TextChoices):
         PENDING = "pending", "pending"
         RUNNING = "running", "running"
@@ -312,6 +320,8 @@ class FeedbackCurve(models.Model):
     """Off-policy feedback (MemoryBench): a finished feedback run's logs go into a fresh bank in
     batches, and the run's tasks are played against the bank after each batch; one point per
     number of batches written, from 0 (the empty bank) to all of them."""
+
+    WORKSPACE_PATH = "run__workspace"  # memweb.workspaces
 
     class Status(models.TextChoices):
         QUEUED = "queued", "queued"

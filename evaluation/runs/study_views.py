@@ -2,7 +2,7 @@
 and "add to a task set" (operators only). The forms load into those pages with htmx."""
 from django.contrib import messages
 from django.http import Http404
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from evaluation.models import Episode
@@ -18,6 +18,7 @@ from evaluation.runs.services import (
 )
 from evaluation.services import TaskCopyError
 from memweb.roles import Role, role_required
+from memweb.workspaces import get_in_workspace_or_404
 
 SHOWN_IDS = 10  # ids named in a message; the count covers the rest
 
@@ -25,19 +26,19 @@ SHOWN_IDS = 10  # ids named in a message; the count covers the rest
 @require_GET
 @role_required(Role.OPERATOR)
 def run_study_forms(request, run_id: int):
-    run = get_object_or_404(EvaluationRun, pk=run_id)
+    run = get_in_workspace_or_404(EvaluationRun, request.workspace, pk=run_id)
     return _forms(request, {"run": run, "trials": range(1, run.trials + 1)})
 
 
 @require_GET
 @role_required(Role.OPERATOR)
 def episode_study_forms(request, episode_id: int):
-    return _forms(request, {"episode": get_object_or_404(Episode, pk=episode_id)})
+    return _forms(request, {"episode": get_in_workspace_or_404(Episode, request.workspace, pk=episode_id)})
 
 
 def _forms(request, context: dict):
-    context |= {"campaign_form": CampaignTargetForm(auto_id="campaign-%s"),
-                "task_set_form": TaskSetTargetForm(auto_id="task-set-%s"),
+    context |= {"campaign_form": CampaignTargetForm(auto_id="campaign-%s", workspace=request.workspace),
+                "task_set_form": TaskSetTargetForm(auto_id="task-set-%s", workspace=request.workspace),
                 "max_episodes": MAX_EPISODES}
     return render(request, "evaluation/runs/_to_study.html", context)
 
@@ -46,14 +47,14 @@ def _forms(request, context: dict):
 @role_required(Role.OPERATOR)
 def run_keep(request, run_id: int, target: str):
     """The run's selected episodes into a campaign or a task set (`target`)."""
-    run = get_object_or_404(EvaluationRun, pk=run_id)
+    run = get_in_workspace_or_404(EvaluationRun, request.workspace, pk=run_id)
     return _keeper(target)(request, run, _of_run(run))
 
 
 @require_POST
 @role_required(Role.OPERATOR)
 def episode_keep(request, episode_id: int, target: str):
-    episode = get_object_or_404(Episode, pk=episode_id)
+    episode = get_in_workspace_or_404(Episode, request.workspace, pk=episode_id)
     return _keeper(target)(request, episode, _of_episode(episode))
 
 
@@ -76,13 +77,14 @@ def _of_episode(episode: Episode):
 
 def _to_campaign(request, source, episodes_of):
     """Back to the source page with the reason on any refusal; to the campaign once items were added."""
-    form = CampaignTargetForm(request.POST)
+    form = CampaignTargetForm(request.POST, workspace=request.workspace)
     if not form.is_valid():
         messages.error(request, f"Nothing added to a campaign: {form.problems()}")
         return redirect(source)
     try:
         result = episodes_to_campaign(episodes=episodes_of(form), campaign_id=form.cleaned_data["campaign"],
-                                      new_name=form.cleaned_data["new_campaign"], user=request.user)
+                                      new_name=form.cleaned_data["new_campaign"], user=request.user,
+                                      workspace=request.workspace)
     except StudyError as error:
         messages.error(request, f"Nothing added to a campaign: {error}")
         return redirect(source)
@@ -111,12 +113,13 @@ def _campaign_messages(request, result: StudyAdded) -> None:
 
 
 def _to_task_set(request, source, episodes_of):
-    form = TaskSetTargetForm(request.POST)
+    form = TaskSetTargetForm(request.POST, workspace=request.workspace)
     if not form.is_valid():
         messages.error(request, f"No task copied: {form.problems()}")
         return redirect(source)
     try:
-        copied = episodes_to_task_set(episodes=episodes_of(form), task_set_name=form.task_set_name)
+        copied = episodes_to_task_set(episodes=episodes_of(form), task_set_name=form.task_set_name,
+                                      workspace=request.workspace)
     except (StudyError, TaskCopyError) as error:
         messages.error(request, f"No task copied: {error}")
         return redirect(source)

@@ -8,7 +8,7 @@ from django.core.paginator import Paginator
 from django.db.models import F, FloatField
 from django.db.models.functions import Cast, NullIf
 from django.http import HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -62,6 +62,7 @@ from evaluation.runs.services import (
 from evaluation.runs.services.usage import run_usage
 from memweb.listing import Sorting, list_page
 from memweb.roles import Role, role_required
+from memweb.workspaces import get_in_workspace_or_404, in_workspace
 
 MAX_COMPARED = 6
 RUN_SORTING = Sorting(columns={
@@ -75,15 +76,16 @@ RUN_SORTING = Sorting(columns={
 @role_required(Role.OPERATOR)
 def run_list(request):
     form = RunFilterForm(request.GET or None)
-    return list_page(request, rows=runs_filtered(**form.filters()), template="evaluation/runs/list.html",
+    runs = in_workspace(runs_filtered(**form.filters()), request.workspace)
+    return list_page(request, rows=runs, template="evaluation/runs/list.html",
                      partial="evaluation/runs/_rows.html", sorting=RUN_SORTING, context={"form": form})
 
 
 @require_http_methods(["GET", "POST"])
 @role_required(Role.OPERATOR)
 def run_new(request):
-    form = RunLaunchForm(request.POST or None, initial={"name": "Evaluation run"})
-    run = _launched(form, request.user) if request.method == "POST" else None
+    form = RunLaunchForm(request.POST or None, initial={"name": "Evaluation run"}, workspace=request.workspace)
+    run = _launched(form, request.user, request.workspace) if request.method == "POST" else None
     if run is not None:
         messages.success(request, f"Run #{run.pk} queued: {run.episodes_total} episodes over {run.trials} trials.")
         return redirect(run)
@@ -91,14 +93,14 @@ def run_new(request):
     return render(request, "evaluation/runs/launch.html", {"form": form}, status=status)
 
 
-def _launched(form: RunLaunchForm, user) -> EvaluationRun | None:
-    """The run a valid form launches. An invalid form is still checked on the fields that cleaned,
-    so the page names every problem at once instead of in rounds."""
+def _launched(form: RunLaunchForm, user, workspace) -> EvaluationRun | None:
+    """The run a valid form launches in `workspace`. An invalid form is still checked on the fields
+    that cleaned, so the page names every problem at once instead of in rounds."""
     valid = form.is_valid()
     try:
         if valid:
-            return run_launch(spec=form.spec(), user=user)
-        run_launch_validate(spec=form.spec())
+            return run_launch(spec=form.spec(), user=user, workspace=workspace)
+        run_launch_validate(spec=form.spec(), workspace=workspace)
     except RunLaunchError as exc:
         form.add_launch_errors(exc)
     return None
@@ -112,7 +114,7 @@ DEFAULT_PLAN_EFFECT = 10.0  # points: what the planner shows before the operator
 def run_plan(request):
     """The launch form's planner: trials for 80 % power at an effect size on the chosen tasks."""
     form = RunPlanForm(request.GET or None, initial={"effect": DEFAULT_PLAN_EFFECT})
-    plan = runs_plan_trials(**form.plan_arguments()) if form.is_valid() else None
+    plan = runs_plan_trials(workspace=request.workspace, **form.plan_arguments()) if form.is_valid() else None
     context = {"plan_form": form, "plan": plan}
     if request.htmx:
         return render(request, "evaluation/runs/_plan.html", context)
@@ -154,7 +156,8 @@ def _scoring_context(run: EvaluationRun) -> dict:
 @require_GET
 @role_required(Role.OPERATOR)
 def run_detail(request, run_id: int):
-    run = get_object_or_404(EvaluationRun.objects.select_related("bank", "task_set", "created_by"), pk=run_id)
+    run = get_in_workspace_or_404(EvaluationRun.objects.select_related("bank", "task_set", "created_by"),
+                                  request.workspace, pk=run_id)
     context = {**_live_context(run), "curves": run.feedback_curves.all() if run.feedback_enabled else []}
     if request.htmx:
         return render(request, "evaluation/runs/_live.html", context)
@@ -166,7 +169,7 @@ def run_detail(request, run_id: int):
 @role_required(Role.OPERATOR)
 def feedback_curve_launch_view(request, run_id: int):
     """Off-policy feedback: a learning curve of a completed feedback run (Celery work)."""
-    run = get_object_or_404(EvaluationRun, pk=run_id)
+    run = get_in_workspace_or_404(EvaluationRun, request.workspace, pk=run_id)
     form = FeedbackCurveForm(request.POST)
     if not form.is_valid():
         messages.error(request, "; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items()))
@@ -184,7 +187,8 @@ def feedback_curve_launch_view(request, run_id: int):
 @require_GET
 @role_required(Role.OPERATOR)
 def feedback_curve_detail(request, curve_id: int):
-    curve = get_object_or_404(FeedbackCurve.objects.select_related("run", "bank"), pk=curve_id)
+    curve = get_in_workspace_or_404(FeedbackCurve.objects.select_related("run", "bank"), request.workspace,
+                                    pk=curve_id)
     context = {"curve": curve, "chart": curve_chart(curve=curve)}
     if request.htmx:
         return render(request, "evaluation/runs/_curve_live.html", context)
@@ -192,7 +196,7 @@ def feedback_curve_detail(request, curve_id: int):
 
 
 def _action(request, run_id: int, act, done: str):
-    run = get_object_or_404(EvaluationRun, pk=run_id)
+    run = get_in_workspace_or_404(EvaluationRun, request.workspace, pk=run_id)
     try:
         result = act(run)
     except RunActionError as exc:
@@ -221,7 +225,7 @@ def run_resume_view(request, run_id: int):
 @role_required(Role.OPERATOR)
 def run_regrade_view(request, run_id: int):
     """Re-grade a stale run in the background: its job page shows the progress."""
-    run = get_object_or_404(EvaluationRun, pk=run_id)
+    run = get_in_workspace_or_404(EvaluationRun, request.workspace, pk=run_id)
     try:
         job = run_regrade_start(run=run, user=request.user)
     except RegradeRefused as exc:
@@ -248,14 +252,14 @@ def _download(body: str, content_type: str, filename: str) -> HttpResponse:
 @require_GET
 @role_required(Role.OPERATOR)
 def run_export_json_view(request, run_id: int):
-    run = get_object_or_404(EvaluationRun, pk=run_id)
+    run = get_in_workspace_or_404(EvaluationRun, request.workspace, pk=run_id)
     return _download(json.dumps(run_export_json(run=run), indent=1), "application/json", f"run-{run.pk}.json")
 
 
 @require_GET
 @role_required(Role.OPERATOR)
 def run_export_csv_view(request, run_id: int):
-    run = get_object_or_404(EvaluationRun, pk=run_id)
+    run = get_in_workspace_or_404(EvaluationRun, request.workspace, pk=run_id)
     part = "metrics" if request.GET.get("part") == "metrics" else "episodes"
     return _download(run_export_csv(run=run, part=part), "text/csv; charset=utf-8", f"run-{run.pk}-{part}.csv")
 
@@ -267,7 +271,7 @@ def run_import_view(request):
     problems = None
     if request.method == "POST" and form.is_valid():
         try:
-            run = run_import(data=form.cleaned_data["file"], user=request.user)
+            run = run_import(data=form.cleaned_data["file"], user=request.user, workspace=request.workspace)
         except RunImportError as exc:
             problems = exc.problem_report(data=form.cleaned_data["file"])
         else:
@@ -283,7 +287,8 @@ FLIP_COLUMNS = (("task", "Task"), ("a", "This run"), ("b", "Baseline"), ("change
 
 def _compared_runs(request) -> list[EvaluationRun]:
     ids = sorted({int(value) for value in request.GET.getlist("runs") if value.isdigit()})[:MAX_COMPARED]
-    return list(EvaluationRun.objects.select_related("task_set").filter(pk__in=ids).order_by("pk"))
+    runs = in_workspace(EvaluationRun.objects.select_related("task_set"), request.workspace)
+    return list(runs.filter(pk__in=ids).order_by("pk"))
 
 
 def _scores_param(comparison: dict | None) -> list[tuple[str, str]]:
@@ -301,7 +306,8 @@ def run_compare(request):
             comparison = runs_compare(runs=runs, sort=request.GET.get("sort", ""), scores=request.GET.get("scores", ""))
         except RunsNotComparable as exc:
             refusal = str(exc)
-    context = {"runs": runs, "choices": EvaluationRun.objects.filter(metrics__isnull=False)[:100],
+    choices = in_workspace(EvaluationRun, request.workspace).filter(metrics__isnull=False)[:100]
+    context = {"runs": runs, "choices": choices,
                "comparison": comparison, "refusal": refusal, "sorts": FLIP_SORTS, "flip_columns": FLIP_COLUMNS,
                "runs_query": urlencode([("runs", run.pk) for run in runs] + _scores_param(comparison))}
     return render(request, "evaluation/runs/compare.html", context, status=409 if refusal else 200)

@@ -21,7 +21,7 @@ from evaluation.shop.episode import DEFAULT_MAX_TURNS, EpisodeOutcome, episode_p
 from evaluation.shop.scripted_agent import ScriptedAgent
 from memweb.llm import LLMError, role_config
 from memweb.llm.trace import LLMTrace, llm_traced
-from orbs.services import retrieval_outcome_record
+from orbs.services import bank_resolve, retrieval_outcome_record
 
 TOOL_CONTENT_CHARS = 4000  # per tool message in a trajectory (the Orbs schema caps messages at 20k)
 # The Orbs trajectory schema's other caps; an LLM agent can exceed any of them (one enormous reply,
@@ -67,7 +67,7 @@ def episode_simulate(*, task: Task, agent_config: AgentConfig | dict | None = No
     spec = task.spec
     agent = _agent(agent_config, spec, seed)
     customer = _customer(customer_config, spec, seed)
-    memory = _memory(memory_config, spec, bank)
+    memory = _memory(memory_config, spec, bank or _bank_named(memory_config, task))
     with llm_traced(LLMTrace()) as trace:
         outcome = episode_play(task=spec, agent=agent, customer=customer, memory=memory, max_turns=max_turns,
                                infra_errors=(LLMError,), on_turn=trace.at_turn)
@@ -95,6 +95,17 @@ def _customer(config: CustomerConfig, spec: dict, seed: int):
         return AgendaCustomer(task=spec, seed=seed)
     _require_online("user_simulator")
     return LLMCustomer(task=spec, max_tokens=config.max_tokens)
+
+
+def _bank_named(config: MemoryConfig, task: Task):
+    """The bank the memory configuration names, in the task's workspace: a task never reads another
+    workspace's memories."""
+    if not config.bank:
+        return None
+    try:
+        return bank_resolve(config.bank, workspace=task.task_set.workspace)
+    except ObjectDoesNotExist:
+        raise EpisodeConfigError(f"memory bank {config.bank!r} does not exist") from None
 
 
 def _memory(config: MemoryConfig, spec: dict, bank):

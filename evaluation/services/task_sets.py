@@ -12,8 +12,10 @@ from evaluation.models import Task, TaskSet, TaskVersion
 from evaluation.shop.task_content import task_content_hash
 from evaluation.shop.task_specs import tasks_generate
 from evaluation.shop.validate import spec_errors
+from memweb.models import default_workspace_id
 from memweb.problem_report import ProblemReport, problem_report
 from memweb.services import unstorable_problem
+from memweb.workspaces import in_workspace
 
 BUILTIN_SET = "shop-130"
 BUILTIN_DESCRIPTION = "The built-in shop tasks: 53 household appliances and 77 clothing, generated over the seeded shop."
@@ -65,11 +67,12 @@ def task_spec_update(*, task: Task, spec: dict) -> bool:
 
 
 @transaction.atomic
-def taskset_builtin_load() -> TaskSet:
-    """Create or refresh the built-in task set (idempotent; tasks are updated in place, never deleted,
-    because episodes point at them)."""
+def taskset_builtin_load(*, workspace=None) -> TaskSet:
+    """Create or refresh `workspace`'s copy (None: the default workspace's) of the built-in task set
+    (idempotent; tasks are updated in place, never deleted, because episodes point at them)."""
     task_set, _ = TaskSet.objects.get_or_create(
-        name=BUILTIN_SET, defaults={"description": BUILTIN_DESCRIPTION, "is_builtin": True})
+        name=BUILTIN_SET, workspace_id=_workspace_id(workspace),
+        defaults={"description": BUILTIN_DESCRIPTION, "is_builtin": True})
     existing = {t.external_id: t for t in task_set.tasks.all()}
     for spec in tasks_generate():
         found = existing.get(spec["id"])
@@ -80,9 +83,14 @@ def taskset_builtin_load() -> TaskSet:
     return task_set
 
 
-def tasks_filtered(*, task_set: TaskSet | None = None, domain: str = "", split: str = "", difficulty: str = "",
-                   error_kind: str = "", q: str = "") -> QuerySet:
-    tasks = Task.objects.select_related("task_set")
+def _workspace_id(workspace) -> int:
+    return workspace.pk if workspace is not None else default_workspace_id()
+
+
+def tasks_filtered(*, workspace, task_set: TaskSet | None = None, domain: str = "", split: str = "",
+                   difficulty: str = "", error_kind: str = "", q: str = "") -> QuerySet:
+    """The tasks of `workspace`'s task sets matching every given filter."""
+    tasks = in_workspace(Task.objects.select_related("task_set"), workspace)
     if task_set is not None:
         tasks = tasks.filter(task_set=task_set)
     for name, value in (("domain", domain), ("split", split), ("difficulty", difficulty)):
@@ -138,11 +146,12 @@ def _field_reason(reason: str) -> tuple[str, str]:
     return (found[1], found[2]) if found else ("", reason)
 
 
-def tasks_import_jsonl(*, text: str, task_set_name: str, description: str = "") -> ImportReport:
+def tasks_import_jsonl(*, text: str, task_set_name: str, description: str = "", workspace=None) -> ImportReport:
     """Validate every line (JSON, structure, solvability, unique ids) and import only when all pass.
 
-    Lines go into the named set, which is created when missing; tasks with an id already in the
-    set are updated, and get a new version when their gradable content changed. The built-in set is never written by an import."""
+    Lines go into the named set of `workspace` (None: the default one), which is created when
+    missing; tasks with an id already in the set are updated, and get a new version when their
+    gradable content changed. The built-in set is never written by an import."""
     name = task_set_name.strip()
     report = ImportReport(task_set_name=name)
     # Editors on Windows start UTF-8 files with a byte-order mark; it is not part of line 1's JSON.
@@ -150,7 +159,8 @@ def tasks_import_jsonl(*, text: str, task_set_name: str, description: str = "") 
     if report.errors:
         return report
     with transaction.atomic():
-        task_set, _ = TaskSet.objects.get_or_create(name=name, defaults={"description": description})
+        task_set, _ = TaskSet.objects.get_or_create(name=name, workspace_id=_workspace_id(workspace),
+                                                    defaults={"description": description})
         existing = {t.external_id: t for t in task_set.tasks.select_for_update()}
         for spec in specs:
             _upsert(task_set, existing.get(spec["id"]), spec, report)
@@ -237,10 +247,10 @@ class TaskCopyError(ValueError):
 
 
 @transaction.atomic
-def tasks_copy_into(*, task_set_name: str, copies: list[tuple[dict, dict]]) -> TasksCopied:
-    """Each (spec, provenance) becomes a task of the set named, which is created when new. A task
-    whose id the set holds already is refused (named in `duplicates`), never overwritten."""
-    task_set = _copy_target(task_set_name)
+def tasks_copy_into(*, task_set_name: str, copies: list[tuple[dict, dict]], workspace) -> TasksCopied:
+    """Each (spec, provenance) becomes a task of the `workspace`'s set named, which is created when
+    new. A task whose id the set holds already is refused (named in `duplicates`), never overwritten."""
+    task_set = _copy_target(task_set_name, workspace)
     copied = TasksCopied(task_set=task_set)
     held = set(task_set.tasks.values_list("external_id", flat=True))
     for spec, provenance in copies:
@@ -253,12 +263,13 @@ def tasks_copy_into(*, task_set_name: str, copies: list[tuple[dict, dict]]) -> T
     return copied
 
 
-def _copy_target(name: str) -> TaskSet:
+def _copy_target(name: str, workspace) -> TaskSet:
     name = name.strip()
     max_length = TaskSet._meta.get_field("name").max_length
     if not name or len(name) > max_length:
         raise TaskCopyError(f"give the task set a name of 1 to {max_length} characters")
-    task_set, _ = TaskSet.objects.get_or_create(name=name, defaults={"description": "Tasks kept from evaluation runs."})
+    task_set, _ = TaskSet.objects.get_or_create(name=name, workspace=workspace,
+                                                defaults={"description": "Tasks kept from evaluation runs."})
     if task_set.is_builtin:
         raise TaskCopyError(f"{name} is the built-in set and stays as shipped; choose another set")
     return task_set

@@ -3,9 +3,11 @@ memweb.registry, through which orbs' DMRM source-memory builder reads episodes w
 the evaluation app (orbs sits below evaluation in the stack)."""
 from evaluation.models import Episode
 from evaluation.services.episodes import episode_trajectory
+from memweb.workspaces import in_workspace
 
 
-def trajectories_of_domain(*, domain: str, limit: int = 500) -> list[dict]:
-    """Completed episodes of `domain`, newest first, as trajectory dicts."""
-    episodes = Episode.objects.filter(status=Episode.Status.COMPLETED, task__domain=domain)[:limit]
+def trajectories_of_domain(*, domain: str, workspace, limit: int = 500) -> list[dict]:
+    """Completed episodes of `domain` in `workspace`, newest first, as trajectory dicts."""
+    episodes = in_workspace(Episode.objects, workspace).filter(status=Episode.Status.COMPLETED,
+                                                               task__domain=domain)[:limit]
     return [episode_trajectory(e) | {"episode_ref": f"episode:{e.pk}"} for e in episodes]

@@ -60,9 +60,10 @@ def llm_usage_total(rows: list[dict]) -> dict:
             "cost": None if None in costs else sum(costs)}
 
 
-def llm_cost_per_day(*, days: int = 30) -> dict:
+def llm_cost_per_day(*, workspace, days: int = 30) -> dict:
     """Chart data: dollars a day by role over the last `days` days, for models with a price, and how
-    many calls were left out for lack of one."""
+    many calls were left out for lack of one. LLM endpoints are the server's (one configuration for
+    every workspace) and so are their calls: the chart is the same in every `workspace`."""
     since = timezone.now() - timedelta(days=days)
     calls = LLMCall.objects.filter(created_at__gte=since).annotate(day=TruncDate("created_at"))
     rows = calls.order_by().values("day", "role", "model").annotate(tokens_in=Sum("tokens_in"),

@@ -16,6 +16,9 @@ __all__ = ["Dialogue", "DialogueMessage"]
 
 
 class Dialogue(models.Model):
+
+    WORKSPACE_PATH = "bank__workspace"  # memweb.workspaces
+
     bank = models.ForeignKey("orbs.MemoryBank", on_delete=models.CASCADE, related_name="dialogues")
     dialogue_ref = models.CharField(max_length=200, help_text="Where it came from, e.g. evaluation-episode:12.")
     task_ref = models.CharField(max_length=200, blank=True)

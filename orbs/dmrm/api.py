@@ -16,6 +16,7 @@ from memweb.auth import api_auth
 from memweb.errors import field_errors
 from memweb.job_api import JobOut, job_accepted
 from memweb.listing import ApiPagination
+from memweb.models import ApiKey
 from memweb.roles import Role
 from memweb.schemas import StrictBody
 from orbs.api_banks import bank_or_404, open_bank_or_409
@@ -39,9 +40,11 @@ from orbs.dmrm.services.learning import Transition
 from orbs.errors import InvalidTransition, OrbsError, StaleVersion
 
 router = Router(tags=["experience memory (DMRM)"])
-WRITE = api_auth(Role.OPERATOR)
-READ = api_auth(Role.REVIEWER, Role.OPERATOR)  # who may open the experience browser and settings pages
-REVIEW = api_auth(Role.REVIEWER)
+WRITE = api_auth(Role.OPERATOR, scope=ApiKey.Scope.MEMORY_WRITE)
+RETRIEVE = api_auth(Role.OPERATOR, scope=ApiKey.Scope.MEMORY_READ)
+# Who may open the experience browser and settings pages.
+READ = api_auth(Role.REVIEWER, Role.OPERATOR, scope=ApiKey.Scope.MEMORY_READ)
+REVIEW = api_auth(Role.REVIEWER, review=True)
 
 
 class TransitionIn(StrictBody, Schema):
@@ -210,7 +213,7 @@ class SourceMemoryBuildIn(StrictBody, Schema):
 def transitions_write(request, slug: str, payload: TransitionsIn):
     """Append decision steps to the bank's target memory, each trajectory's steps last first (so the
     order they are posted in does not matter), updating their Q-values."""
-    bank = open_bank_or_409(slug)
+    bank = open_bank_or_409(request, slug)
     transitions = [Transition(**t.dict()) for t in payload.transitions]
     try:
         entries = experiences_append_batch(bank=bank, transitions=transitions)
@@ -221,11 +224,12 @@ def transitions_write(request, slug: str, payload: TransitionsIn):
     return Status(201, {"written": len(entries), "entries": entries})
 
 
-@router.post("/banks/{slug}/retrieve", response={200: ExperienceRetrieveOut, 404: dict, 409: dict}, auth=WRITE)
+@router.post("/banks/{slug}/retrieve", response={200: ExperienceRetrieveOut, 404: dict, 409: dict}, auth=RETRIEVE)
 def retrieve(request, slug: str, payload: ExperienceRetrieveIn):
     """The prompt block for the agent's current step, and the trace of every candidate."""
-    result = experiences_retrieve(bank=open_bank_or_409(slug), goal=payload.goal, observation=payload.observation,
-                                  recent_actions=payload.recent_actions, client=payload.client)
+    result = experiences_retrieve(bank=open_bank_or_409(request, slug), goal=payload.goal,
+                                  observation=payload.observation, recent_actions=payload.recent_actions,
+                                  client=payload.client)
     return {**{k: getattr(result, k) for k in ("retrieval_id", "prompt_block", "suppressed",
                                                  "successful_trajectories", "budget_used", "c_max",
                                                  "min_similarity")},
@@ -235,13 +239,13 @@ def retrieve(request, slug: str, payload: ExperienceRetrieveIn):
 @router.get("/banks/{slug}/settings", response={200: DMRMSettingsOut, 404: dict}, auth=READ)
 def settings_read(request, slug: str):
     """The bank's DMRM learning and retrieval parameters (the defaults until someone sets them)."""
-    return dmrm_settings_get(bank=bank_or_404(slug))
+    return dmrm_settings_get(bank=bank_or_404(request, slug))
 
 
 @router.put("/banks/{slug}/settings", response={200: DMRMSettingsOut, 404: dict, 422: dict}, auth=WRITE)
 def settings_write(request, slug: str, payload: DMRMSettingsIn):
     """Change the given settings; a value out of range is a 422 naming it, and nothing changes."""
-    bank = bank_or_404(slug)
+    bank = bank_or_404(request, slug)
     try:
         return dmrm_settings_update(bank=bank, params=payload.model_dump(exclude_none=True))
     except DMRMSettingsInvalid as invalid:
@@ -252,13 +256,13 @@ def settings_write(request, slug: str, payload: DMRMSettingsIn):
 @paginate(ApiPagination, page_size=50)
 def experience_list(request, slug: str, filters: Query[ExperienceListFilters]):
     """The bank's experiences of both memories, newest first; every filter optional."""
-    return experiences_filtered(bank=bank_or_404(slug), filters=filters.to_filters())
+    return experiences_filtered(bank=bank_or_404(request, slug), filters=filters.to_filters())
 
 
 @router.get("/banks/{slug}/experiences/{experience_id}", response={200: ExperienceOut, 404: dict}, auth=READ)
 def experience_detail(request, slug: str, experience_id: int):
     """One experience of any status (a deleted one shows status deleted)."""
-    return _experience_of(slug, experience_id)
+    return _experience_of(request, slug, experience_id)
 
 
 class ExperienceDeleteIn(StrictBody, Schema):
@@ -271,10 +275,10 @@ class ExperienceRestoreIn(StrictBody, Schema):
     note: str = Field("", max_length=2000)
 
 
-def _experience_of(slug: str, experience_id: int) -> Experience:
+def _experience_of(request, slug: str, experience_id: int) -> Experience:
     """The bank's experience of any status, deleted ones included; 404 when the bank has none with that id."""
     experience = Experience.objects.select_related("source_memory", "reviewer").defer("vector").filter(
-        bank=bank_or_404(slug), pk=experience_id).first()
+        bank=bank_or_404(request, slug), pk=experience_id).first()
     if experience is None:
         raise HttpError(404, f"No experience #{experience_id} in bank {slug!r}")
     return experience
@@ -286,7 +290,7 @@ def source_memory_create(request, response: HttpResponse, slug: str, payload: So
     pass the thresholds, approved by the build). The name and the thresholds are checked now (422);
     a worker embeds and writes: 202 with the job, whose `status_url` (also the Location header)
     says when the memory is there."""
-    bank = bank_or_404(slug)
+    bank = bank_or_404(request, slug)
     try:
         job = source_memory_build_start(bank=bank, actor=request.auth, **payload.dict())
     except OrbsError as refused:
@@ -309,12 +313,12 @@ def _experience_refusals(action):
 def experience_delete_view(request, slug: str, experience_id: int, payload: ExperienceDeleteIn):
     """Soft-delete: never retrieved again, out of the lists (`?status=deleted` shows it), restorable;
     deleting it again answers the same."""
-    pk = _experience_of(slug, experience_id).pk
+    pk = _experience_of(request, slug, experience_id).pk
     return _experience_refusals(lambda: experience_delete(experience_id=pk, actor=request.auth, **payload.dict()))
 
 
 @router.post("/banks/{slug}/experiences/{experience_id}/restore",
              response={200: ExperienceOut, 404: dict, 409: dict, 422: dict}, auth=REVIEW)
 def experience_restore_view(request, slug: str, experience_id: int, payload: ExperienceRestoreIn):
-    pk = _experience_of(slug, experience_id).pk
+    pk = _experience_of(request, slug, experience_id).pk
     return _experience_refusals(lambda: experience_restore(experience_id=pk, actor=request.auth, **payload.dict()))

@@ -2,6 +2,7 @@
 from django import forms
 from django.db.models import Q
 
+from memweb.workspaces import in_workspace
 from orbs.dmrm.models import DMRMSettings, Experience
 from orbs.models import MemoryBank
 
@@ -21,6 +22,10 @@ class ExperienceFilterForm(forms.Form):
     max_q = forms.FloatField(required=False, label="Q ≤")
     experience = forms.IntegerField(required=False, min_value=1, label="Experience #")
     flagged = forms.BooleanField(required=False, label="Flagged as harmful only")
+
+    def __init__(self, *args, workspace, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["bank"].queryset = in_workspace(MemoryBank.objects, workspace)
 
     LOOKUPS = {"experience": "pk", "bank": "bank", "memory": "memory", "status": "status", "domain": "domain",
                "min_reward": "reward__gte", "max_reward": "reward__lte",

@@ -68,6 +68,8 @@ class DMRMSettings(models.Model):
 class SourceMemory(models.Model):
     """A named, read-only M_s: the experiences a builder kept from finished episodes."""
 
+    WORKSPACE_PATH = "bank__workspace"  # memweb.workspaces
+
     bank = models.ForeignKey("orbs.MemoryBank", on_delete=models.CASCADE, related_name="source_memories")
     name = models.CharField(max_length=100)
     source_domain = models.CharField(max_length=64)
@@ -91,6 +93,9 @@ class SourceMemory(models.Model):
 
 
 class Experience(models.Model):
+
+    WORKSPACE_PATH = "bank__workspace"  # memweb.workspaces
+
     class Memory(models.TextChoices):
         SOURCE = "source", "source (M_s)"
         TARGET = "target", "target (M_t)"
@@ -184,6 +189,8 @@ class ExperienceEvent(AppendOnly):
 class ExperienceTrajectory(models.Model):
     """A trajectory written to the target memory, and how it ended (drives source suppression)."""
 
+    WORKSPACE_PATH = "bank__workspace"  # memweb.workspaces
+
     bank = models.ForeignKey("orbs.MemoryBank", on_delete=models.CASCADE, related_name="experience_trajectories")
     trajectory_id = models.CharField(max_length=200)
     steps = models.PositiveIntegerField(default=0)
@@ -210,6 +217,8 @@ class ExperienceStep(models.Model):
 
 class DMRMRetrievalLog(models.Model):
     """One DMRM retrieval: the query, whether M_s was suppressed, the budget, and every candidate's fate."""
+
+    WORKSPACE_PATH = "bank__workspace"  # memweb.workspaces
 
     bank = models.ForeignKey("orbs.MemoryBank", on_delete=models.CASCADE, related_name="dmrm_retrievals")
     goal = models.TextField()

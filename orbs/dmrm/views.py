@@ -1,11 +1,12 @@
 """DMRM pages: the experience browser with review and Q-value chart, per-bank
 settings, and the source-memory builder with its preview."""
 from django.contrib import messages
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from memweb.listing import Sorting, sorted_page
 from memweb.roles import Role, has_role, role_required
+from memweb.workspaces import get_in_workspace_or_404, in_workspace
 from orbs.dmrm.forms import DMRMSettingsForm, ExperienceFilterForm, ReviewForm, SourceBuildForm
 from orbs.dmrm.models import Experience
 from orbs.dmrm.qlearning import histogram
@@ -33,8 +34,9 @@ EXPERIENCE_SORTING = Sorting(columns={"id": "pk", "memory": "memory", "goal": "g
 
 
 def _browser_context(request) -> dict:
-    form = ExperienceFilterForm(request.GET or None)
-    queryset = form.filtered(Experience.objects.select_related("bank", "source_memory").defer("vector"))
+    form = ExperienceFilterForm(request.GET or None, workspace=request.workspace)
+    experiences = in_workspace(Experience.objects.select_related("bank", "source_memory"), request.workspace)
+    queryset = form.filtered(experiences.defer("vector"))
     listed = sorted_page(request, queryset, sorting=EXPERIENCE_SORTING)
     q_values = list(queryset.order_by().values_list("q_value", flat=True)[:CHART_SAMPLE])
     return {**listed, "form": form, "chart": histogram(q_values), "total": listed["page"].paginator.count,
@@ -66,7 +68,7 @@ def _decide(pk: int, data: dict, actor) -> Experience:
 @require_POST
 @role_required(Role.REVIEWER)
 def experience_review_action(request, pk: int):
-    experience = get_object_or_404(Experience, pk=pk)
+    experience = get_in_workspace_or_404(Experience.objects, request.workspace, pk=pk)
     form = ReviewForm(request.POST)
     error = ""
     if form.is_valid():
@@ -94,14 +96,14 @@ def _settings_page(request, bank, form, status=200):
 @require_GET
 @role_required(*READERS)
 def dmrm_settings(request, slug: str):
-    bank = get_object_or_404(MemoryBank, slug=slug)
+    bank = get_in_workspace_or_404(MemoryBank.objects, request.workspace, slug=slug)
     return _settings_page(request, bank, DMRMSettingsForm(instance=dmrm_settings_get(bank=bank)))
 
 
 @require_POST
 @role_required(Role.OPERATOR)
 def dmrm_settings_save(request, slug: str):
-    bank = get_object_or_404(MemoryBank, slug=slug)
+    bank = get_in_workspace_or_404(MemoryBank.objects, request.workspace, slug=slug)
     form = DMRMSettingsForm(request.POST, instance=dmrm_settings_get(bank=bank))
     if not form.is_valid():
         return _settings_page(request, bank, form, status=422)
@@ -110,9 +112,9 @@ def dmrm_settings_save(request, slug: str):
     return redirect("orbs:dmrm_settings", bank.slug)
 
 
-def _preview(form: SourceBuildForm) -> tuple[list, list]:
+def _preview(form: SourceBuildForm, bank) -> tuple[list, list]:
     data = form.cleaned_data
-    trajectories = source_trajectories_from_episodes(domain=data["source_domain"])
+    trajectories = source_trajectories_from_episodes(domain=data["source_domain"], workspace=bank.workspace)
     candidates = source_memory_preview(trajectories=trajectories, gamma=data["gamma"],
                                        min_reward=data["min_reward"], min_q=data["min_q"])
     return trajectories, candidates
@@ -121,7 +123,7 @@ def _preview(form: SourceBuildForm) -> tuple[list, list]:
 def _builder_page(request, bank, form, *, status=200):
     context = {"bank": bank, "form": form}
     if form.is_bound and form.is_valid():
-        trajectories, candidates = _preview(form)
+        trajectories, candidates = _preview(form, bank)
         context.update(episodes=len(trajectories), candidates=candidates[:PREVIEW_ROWS], total=len(candidates),
                        kept=sum(c.included for c in candidates))
     return render(request, "orbs/dmrm/source_builder.html", context, status=status)
@@ -130,14 +132,14 @@ def _builder_page(request, bank, form, *, status=200):
 @require_GET
 @role_required(Role.OPERATOR)
 def dmrm_source(request, slug: str):
-    bank = get_object_or_404(MemoryBank, slug=slug)
+    bank = get_in_workspace_or_404(MemoryBank.objects, request.workspace, slug=slug)
     return _builder_page(request, bank, SourceBuildForm(request.GET or None))
 
 
 @require_POST
 @role_required(Role.OPERATOR)
 def dmrm_source_build(request, slug: str):
-    bank = get_object_or_404(MemoryBank, slug=slug)
+    bank = get_in_workspace_or_404(MemoryBank.objects, request.workspace, slug=slug)
     form = SourceBuildForm(request.POST)
     if not form.is_valid():
         return _builder_page(request, bank, form, status=422)

@@ -11,7 +11,7 @@ def episode_ingested_announce(episode: EpisodeRecord, orb: Orb, *, created: bool
         "source_label": episode.source_label, "episode_ref": episode.episode_ref,
         "success": episode.success, "reward": episode.reward,
         "orb_id": orb.pk, "orb_created": created, "orb_status": orb.status,
-    }, bank=episode.bank.slug)
+    }, bank=episode.bank.slug, workspace_id=episode.bank.workspace_id)
 
 
 def orb_created_announce(orb: Orb) -> None:
@@ -23,4 +23,4 @@ def orb_created_announce(orb: Orb) -> None:
         "customer_key": orb.customer_key, "domain": orb.domain, "source": orb.source,
         "episode_id": orb.episode_id, "episode_ref": orb.episode_ref,
         "near_duplicate_of": orb.near_duplicate_of_id,
-    }, bank=orb.bank.slug)
+    }, bank=orb.bank.slug, workspace_id=orb.bank.workspace_id)

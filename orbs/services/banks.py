@@ -8,6 +8,7 @@ from django.utils.text import slugify
 
 from memweb.embeddings import embedder
 from memweb.llm.backends import TextBackend
+from memweb.workspaces import in_workspace
 from orbs.budget import DEFAULT_K, orbs_that_fit, prompt_budget_for
 from orbs.errors import BankArchived, BankModelMismatch
 from orbs.models import EpisodeRecord, MemoryBank, Orb, RetrievalHit, RetrievalLog
@@ -34,33 +35,42 @@ def bank_slug_unique(name: str) -> str:
     return slug
 
 
-def bank_get_or_create(*, name: str, **policy) -> MemoryBank:
-    """The bank called `name`, created with `policy` (see SETTABLE_FIELDS) when missing; without a
-    prompt budget it gets one that holds its k Orbs. An existing bank keeps its own policy."""
+def bank_get_or_create(*, name: str, workspace=None, **policy) -> MemoryBank:
+    """The bank called `name` in `workspace` (None: the default one), created with `policy` (see
+    SETTABLE_FIELDS) when missing; without a prompt budget it gets one that holds its k Orbs. An
+    existing bank keeps its own policy. A name another workspace's bank holds fails validation."""
     unknown = set(policy) - set(SETTABLE_FIELDS)
     if unknown:
         raise TypeError(f"unknown bank policy fields: {', '.join(sorted(unknown))}")
-    existing = MemoryBank.objects.filter(name=name).first()
+    owner = {"workspace": workspace} if workspace is not None else {}
+    existing = MemoryBank.objects.filter(name=name, **owner).first()
     if existing:
         return existing
     if policy.get("prompt_token_budget") is None:
         policy["prompt_token_budget"] = prompt_budget_for(policy.get("retrieval_k") or DEFAULT_K)
-    bank = MemoryBank(name=name, slug=bank_slug_unique(name), embedding_model=settings.EMBEDDING_MODEL, **policy)
+    bank = MemoryBank(name=name, slug=bank_slug_unique(name), embedding_model=settings.EMBEDDING_MODEL, **owner,
+                      **policy)
     bank.full_clean()
     bank.save()
     return bank
 
 
-def banks_all():
-    """Every bank not deleted (archived), in the model's order (for choosers in other apps' forms)."""
-    return MemoryBank.objects.filter(archived_at__isnull=True)
+def banks_all(*, workspace=None):
+    """Every bank not deleted (archived), in the model's order (for choosers in other apps' forms),
+    of `workspace` when given."""
+    banks = MemoryBank.objects.filter(archived_at__isnull=True)
+    return banks if workspace is None else in_workspace(banks, workspace)
 
 
-def bank_resolve(bank: MemoryBank | str) -> MemoryBank:
-    """A bank given as instance, slug or name; MemoryBank.DoesNotExist when unknown."""
+def bank_resolve(bank: MemoryBank | str, *, workspace=None) -> MemoryBank:
+    """A bank given as instance, slug or name, of `workspace` when given; MemoryBank.DoesNotExist
+    when unknown, or another workspace's (a caller cannot tell the two apart)."""
+    banks = MemoryBank.objects.all() if workspace is None else in_workspace(MemoryBank.objects, workspace)
     if isinstance(bank, MemoryBank):
+        if workspace is not None and bank.workspace_id != workspace.pk:
+            raise MemoryBank.DoesNotExist(f"No memory bank {bank.slug!r}")
         return bank
-    found = MemoryBank.objects.filter(slug=bank).first() or MemoryBank.objects.filter(name=bank).first()
+    found = banks.filter(slug=bank).first() or banks.filter(name=bank).first()
     if found is None:
         raise MemoryBank.DoesNotExist(f"No memory bank {bank!r}")
     return found
@@ -143,6 +153,6 @@ def bank_budget_cut(*, bank: MemoryBank) -> dict | None:
     return {"fits": orbs_that_fit(bank.prompt_token_budget), "k": bank.retrieval_k, "needed": needed, "cut_hits": cut}
 
 
-def count_pending() -> int:
-    """Orbs waiting for a reviewer, over all banks (the home page's count)."""
-    return Orb.objects.filter(status=Orb.Status.PENDING).count()
+def count_pending(*, workspace) -> int:
+    """Orbs waiting for a reviewer, over the workspace's banks (the home page's count)."""
+    return in_workspace(Orb, workspace).filter(status=Orb.Status.PENDING).count()

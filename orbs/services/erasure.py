@@ -134,10 +134,12 @@ def _banks_holding(customer_key: str) -> set[int]:
 
 
 def customer_erase_everywhere(*, customer_key: str, actor, reason: str = "", first: MemoryBank) -> list[BankEvent]:
-    """The erasure in `first` and in every other bank holding the customer (copies of a bank, a
-    run's bank), archived ones included; one audit record per bank, in one transaction."""
+    """The erasure in `first` and in every other bank of its workspace holding the customer (copies
+    of a bank, a run's bank), archived ones included; one audit record per bank, in one transaction.
+    Another workspace's banks are its own: nobody here may change them, or learn they hold the customer."""
     customer_key = _named(customer_key)
-    holding = MemoryBank.objects.filter(pk__in=_banks_holding(customer_key)).exclude(pk=first.pk).order_by("pk")
+    holding = (MemoryBank.objects.filter(pk__in=_banks_holding(customer_key), workspace_id=first.workspace_id)
+               .exclude(pk=first.pk).order_by("pk"))
     with transaction.atomic():
         for bank_id in sorted([first.pk, *(bank.pk for bank in holding)]):  # one order for every eraser
             history_lock(bank_id=bank_id)

@@ -30,6 +30,7 @@ from django.utils import timezone
 from memweb.jobs import JobContext, job_start
 from memweb.models import Job
 from memweb.registry import history_kinds
+from memweb.workspaces import in_workspace
 from orbs.models import HistoryEntry, MemoryBank
 
 GENESIS = "0" * 64
@@ -362,11 +363,11 @@ def history_import_record(*, bank_id: int, check: HistoryCheck | None, file_bank
 
 def history_verify_start(*, bank, user=None) -> Job:
     return job_start(kind=VERIFY_JOB, title=f"History check of bank “{bank.name}”", payload={"bank_id": bank.pk},
-                     user=user)
+                     workspace=bank.workspace, user=user)
 
 
 def history_verify_job(context: JobContext, *, bank_id: int) -> dict:
-    bank = MemoryBank.objects.get(pk=bank_id)
+    bank = in_workspace(MemoryBank, context.workspace).get(pk=bank_id)
     total = bank.history.count()
     context.progress(0, total, f"Checking {total} entries")
     check = history_verify(bank_id=bank_id, progress=lambda done: context.progress(done, total))

@@ -37,9 +37,11 @@ from django.urls import reverse
 from memweb.embeddings import DIMENSIONS, SUPPORTED_DIMENSIONS, VectorDimensionError, vector_dimension_check
 from memweb.errors import problems_of
 from memweb.jobs import JobContext, JobFailed, job_start
+from memweb.models import Workspace, default_workspace_id
 from memweb.problem_report import ProblemReport, problem_report
 from memweb.registry import bank_file_parts, history_kinds
 from memweb.services import unstorable_problem
+from memweb.workspaces import in_workspace
 from orbs.errors import OrbsError
 from orbs.models import (
     EpisodeRecord,
@@ -274,11 +276,12 @@ def line_parse(report: ImportReport, number: int, text: str, model):
     return parsed
 
 
-def _check_header(report: ImportReport, header: BankLine, name: str | None, model_name: str) -> None:
+def _check_header(report: ImportReport, header: BankLine, name: str | None, model_name: str, workspace) -> None:
     target = name or header.name
     report.bank = target
     existing = MemoryBank.objects.filter(name=target).first()
-    if existing is not None and existing.orbs.exists():
+    if existing is not None and (existing.workspace_id != workspace.pk or existing.orbs.exists()):
+        # Another workspace's bank of that name is refused in the same words: it must not show it exists.
         report.add(1, "name", f"bank {target!r} already holds Orbs; import under another name")
     if header.embedding_model != model_name:
         report.add(1, "embedding_model", f"vectors of {header.embedding_model} cannot be searched with {model_name}")
@@ -343,7 +346,8 @@ class _Read:
     chain: HistoryCheck | None = None  # the file's chain, checked; None when it has none
 
 
-def _read(lines: Iterable[str], name: str | None, model_name: str, progress=None) -> tuple[ImportReport, _Read]:
+def _read(lines: Iterable[str], name: str | None, model_name: str, workspace,
+          progress=None) -> tuple[ImportReport, _Read]:
     report, read = ImportReport(), _Read(parts={part: [] for part in bank_file_parts()})
     chained_types = {kind.line_type for kind in history_kinds()}  # the lines whose rows the chain covers
     for number, text in enumerate(lines, start=1):
@@ -369,7 +373,7 @@ def _read(lines: Iterable[str], name: str | None, model_name: str, progress=None
     if read.header is None and not report.errors:
         report.add(1, "(line)", "the file is empty; line 1 must describe the bank")
     if read.header is not None:
-        _check_header(report, read.header, name, model_name)
+        _check_header(report, read.header, name, model_name, workspace)
         _check_orbs(report, read.orbs, read.header)
         read.parts = {part: part.lines_read(part_lines, bank_name=report.bank, model_name=read.header.embedding_model,
                                             report=report) for part, part_lines in read.parts.items()}
@@ -390,11 +394,11 @@ def _check_history(report: ImportReport, read: _Read) -> None:
         report.add(at_line, "history", f"the bank's history does not verify: {problem.message}")
 
 
-def _bank_from(header: BankLine, name: str | None) -> MemoryBank:
+def _bank_from(header: BankLine, name: str | None, workspace) -> MemoryBank:
     policy = {field_name: getattr(header, field_name) for field_name in SETTABLE_FIELDS}
     target = name or header.name
     bank, _ = MemoryBank.objects.get_or_create(
-        name=target, defaults={"slug": bank_slug_unique(target), "embedding_model": header.embedding_model,
+        name=target, workspace=workspace, defaults={"slug": bank_slug_unique(target), "embedding_model": header.embedding_model,
                                "created_at": header.created_at, **policy},
     )
     return bank
@@ -451,18 +455,20 @@ def bank_upload_read(upload, report: ImportReport) -> str | None:
 
 
 def bank_import(*, lines: Iterable[str], name: str | None = None, model_name: str | None = None,
-                progress=None) -> ImportReport:
-    """Import an exported bank under its own name or `name`; all lines or nothing.
+                progress=None, workspace=None) -> ImportReport:
+    """Import an exported bank into `workspace` (None: the default one) under its own name or
+    `name`; all lines or nothing.
     `model_name` (default: this server's embedder) is the model the vectors must come from.
     `progress(done, total=None, message="")` (a job's, which passes `lines` as a list) hears how
     many lines were checked."""
-    report, read = _read(lines, name, _model_name(model_name), progress)
+    workspace = workspace or Workspace.objects.get(pk=default_workspace_id())
+    report, read = _read(lines, name, _model_name(model_name), workspace, progress)
     if not report.ok:
         return report
     if progress is not None:
         progress(len(lines), message=f"Checked every line; writing {len(read.orbs)} Orbs in one transaction")
     with transaction.atomic():
-        bank = _bank_from(read.header, name)
+        bank = _bank_from(read.header, name, workspace)
         _write(bank, read.orbs, report)
         for part, state in read.parts.items():
             part.lines_write(bank, state, report)
@@ -481,7 +487,7 @@ def bank_copy(*, source: MemoryBank, name: str) -> MemoryBank:
     Raises OrbsError naming the first line that could not be copied. The memories above orbs are
     left out: their callers copy them with their own services (a run's set-up calls
     dmrm_memory_copy next), and copying them here too would write each row twice."""
-    report = bank_import(lines=bank_export(bank=source, with_parts=False), name=name)
+    report = bank_import(lines=bank_export(bank=source, with_parts=False), name=name, workspace=source.workspace)
     if not report.ok:
         raise OrbsError(_first_problem(report))
     return MemoryBank.objects.get(name=name)
@@ -494,18 +500,19 @@ def _first_problem(report: ImportReport) -> str:
 
 # --- the same, as background jobs (memweb.jobs): the request checks, a worker writes -------------
 
-def bank_import_start(*, upload, name: str | None = None, user=None) -> tuple[ImportReport, object | None]:
-    """Check an uploaded bank file now (its size, encoding and every line) and queue its import as a
-    job. Returns the report and the job; no job when the report lists problems."""
+def bank_import_start(*, upload, workspace, name: str | None = None,
+                      user=None) -> tuple[ImportReport, object | None]:
+    """Check an uploaded bank file now (its size, encoding and every line) and queue its import into
+    `workspace` as a job. Returns the report and the job; no job when the report lists problems."""
     report = ImportReport(bank=name or "")
     text = bank_upload_read(upload, report)
     if text is None:
         return report, None
-    report, _ = _read(text.splitlines(), name, _model_name(None))
+    report, _ = _read(text.splitlines(), name, _model_name(None), workspace)
     if not report.ok:
         return report, None
     job = job_start(kind="orbs.bank_import", title=f"Import of bank “{report.bank}”", payload={"name": name},
-                    upload=text, user=user)
+                    upload=text, user=user, workspace=workspace)
     return report, job
 
 
@@ -514,7 +521,7 @@ def bank_import_job(context: JobContext, *, name: str | None) -> dict:
     then written in one transaction."""
     lines = context.upload.splitlines()
     context.progress(0, len(lines) + 1, "Checking the lines")
-    report = bank_import(lines=lines, name=name, progress=context.progress)
+    report = bank_import(lines=lines, name=name, progress=context.progress, workspace=context.workspace)
     if not report.ok:
         raise JobFailed(f"Nothing was imported: {_first_problem(report)}")
     context.progress(len(lines) + 1, message=f"Imported {report.orbs} Orbs and {report.events} review events")
@@ -536,19 +543,19 @@ def bank_copy_start(*, source: MemoryBank, name: str, user=None):
     if MemoryBank.objects.filter(name=name).exists():
         raise OrbsError(f"name: a bank called {name!r} already exists")
     return job_start(kind="orbs.bank_copy", title=f"Copy of bank “{source.name}” as “{name}”",
-                     payload={"source_id": source.pk, "name": name}, user=user)
+                     payload={"source_id": source.pk, "name": name}, user=user, workspace=source.workspace)
 
 
 def bank_copy_job(context: JobContext, *, source_id: int, name: str) -> dict:
     """The copy job: the source's export read now, then imported in one transaction."""
-    source = MemoryBank.objects.filter(pk=source_id).first()
+    source = in_workspace(MemoryBank.objects, context.workspace).filter(pk=source_id).first()
     if source is None:
         raise JobFailed("the bank to copy no longer exists")
     if MemoryBank.objects.filter(name=name).exists():
         raise JobFailed(f"a bank called {name!r} was created meanwhile; copy under another name")
     lines = list(bank_export(bank=source))
     context.progress(0, len(lines) + 1, f"Copying {len(lines) - 1} lines of “{source.name}”")
-    report = bank_import(lines=lines, name=name, progress=context.progress)
+    report = bank_import(lines=lines, name=name, progress=context.progress, workspace=context.workspace)
     if not report.ok:
         raise JobFailed(f"Nothing was copied: {_first_problem(report)}")
     context.progress(len(lines) + 1, message=f"Copied {report.orbs} Orbs and {report.events} review events")

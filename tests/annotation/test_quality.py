@@ -180,5 +180,6 @@ def test_it_offers_only_campaigns_with_pairs_for_the_refit(make_campaign, make_i
     assignment = Assignment.objects.create(campaign=rated, item=item, annotator=person)
     judgment_submit(token=assignment.token, annotator=person, score=8, action="like",
                     choices={key: "A" for key in rated.criterion_keys})
-    assert campaigns_with_action_pairs() == [(rated, 1)]
-    assert campaign_find(campaign_id=unrated.pk) == unrated and campaign_find(campaign_id=0) is None
+    assert campaigns_with_action_pairs(workspace=rated.workspace) == [(rated, 1)]
+    found = lambda pk: campaign_find(campaign_id=pk, workspace=rated.workspace)  # noqa: E731
+    assert found(unrated.pk) == unrated and found(0) is None

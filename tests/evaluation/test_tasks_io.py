@@ -13,12 +13,13 @@ def test_it_loads_the_built_in_set_once(builtin):
 
 
 def test_it_filters_tasks_by_domain_split_difficulty_error_kind_and_text(builtin):
-    wrong_tool = tasks_filtered(error_kind="wrong_tool")
+    mine = {"workspace": builtin.workspace}
+    wrong_tool = tasks_filtered(error_kind="wrong_tool", **mine)
     assert wrong_tool.count() == 39 and all("wrong_tool" in t.error_kinds for t in wrong_tool)
-    hard_clothing = tasks_filtered(domain="clothing", difficulty="hard", split="test")
+    hard_clothing = tasks_filtered(domain="clothing", difficulty="hard", split="test", **mine)
     assert all((t.domain, t.difficulty, t.split) == ("clothing", "hard", "test") for t in hard_clothing)
-    assert [t.external_id for t in tasks_filtered(q="shop-app-007")] == ["shop-app-007"]
-    assert tasks_filtered(q="no order number").count() == 39
+    assert [t.external_id for t in tasks_filtered(q="shop-app-007", **mine)] == ["shop-app-007"]
+    assert tasks_filtered(q="no order number", **mine).count() == 39
 
 
 def _exported_lines(builtin, count: int) -> list[dict]:

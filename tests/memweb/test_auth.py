@@ -220,11 +220,12 @@ def test_it_forgets_failures_after_a_successful_sign_in(client, reviewer_user, s
 @pytest.mark.django_db
 def test_it_shows_a_new_key_once(client, operator_user):
     client.force_login(operator_user)
-    created = client.post(reverse("api_key_create"), {"name": "shop agent"})
+    created = client.post(reverse("api_key_create"), {"name": "shop agent", "scopes": ["memory:read", "runs:read"]})
     secret = created.context["new_secret"]
     assert secret in created.content.decode() and "no-store" in created["Cache-Control"]
     key = ApiKey.objects.get(user=operator_user)
     assert key.name == "shop agent" and key.key_hash == ApiKey.hash_secret(secret)
+    assert key.scopes == ["memory:read", "runs:read"] and key.workspace.slug == "default"
     listing = client.get(reverse("api_keys")).content.decode()
     assert secret not in listing and f"{key.prefix}…" in listing and "never" in listing
 
@@ -234,6 +235,7 @@ def test_it_names_the_field_of_a_bad_key_request(client, operator_user):
     client.force_login(operator_user)
     response = client.post(reverse("api_key_create"), {"name": ""})
     assert response.status_code == 400 and "This field is required." in response.content.decode()
+    assert "Choose at least one scope." in response.content.decode()
     assert not ApiKey.objects.exists()
 
 

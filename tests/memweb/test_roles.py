@@ -52,6 +52,8 @@ class ApiRoute:
     method: str
     url: str
     roles: tuple[str, ...] | None  # None: public
+    scope: str | None = None  # the API key scope it needs; None: any key
+    review: bool = False  # reviews memories: sessions only, never a key
 
 
 def _placeholder(converter) -> object:
@@ -91,14 +93,21 @@ def page_routes() -> list[PageRoute]:
     return routes
 
 
-def _operation_roles(operation) -> tuple[str, ...] | None:
+def _operation_access(operation):
+    """The operation's memweb.auth.RouteAccess; None for a public one."""
     if not operation.auth_callbacks:
         return None
-    declared = {getattr(callback, "roles", None) for callback in operation.auth_callbacks}
+    declared = {getattr(callback, "access", None) for callback in operation.auth_callbacks}
     assert None not in declared and len(declared) == 1, (
         f"{operation.view_func.__name__}: use auth=api_auth(...) (memweb.auth), not {operation.auth_callbacks!r}"
     )
     return declared.pop()
+
+
+def _api_route(method: str, url: str, access) -> ApiRoute:
+    if access is None:
+        return ApiRoute(method, url, None)
+    return ApiRoute(method, url, access.roles, access.scope, access.review)
 
 
 def api_routes() -> list[ApiRoute]:
@@ -109,7 +118,8 @@ def api_routes() -> list[ApiRoute]:
             template = re.sub(r"/+", "/", f"{root}{bound.prefix}/{path}")
             url = re.sub(r"\{(?:(\w+):)?\w+\}", lambda m: str(uuid.UUID(int=0)) if m.group(1) == "uuid" else "999999", template)
             for operation in path_view.operations:
-                routes.extend(ApiRoute(method, url, _operation_roles(operation)) for method in operation.methods)
+                access = _operation_access(operation)
+                routes.extend(_api_route(method, url, access) for method in operation.methods)
     return routes
 
 
@@ -160,12 +170,21 @@ def test_it_enforces_roles_on_every_page(route, identities, client):
             assert response.status_code == 403, (identity, route, response.status_code)
 
 
+def _call_api(client, route, user, secret: str):
+    """By key, as agents call; a route that reviews memories takes no key, so by the user's session."""
+    client.logout()
+    if route.review and user is not None:
+        client.force_login(user)
+        return client.generic(route.method, route.url, "{}", "application/json")
+    headers = {"Authorization": f"Bearer {secret}"} if secret else {}
+    return client.generic(route.method, route.url, "{}", "application/json", headers=headers)
+
+
 @pytest.mark.django_db
 @pytest.mark.parametrize("route", APIS, ids=[f"{route.method} {route.url}" for route in APIS])
 def test_it_enforces_roles_on_every_api_operation(route, identities, client):
-    for identity, (_user, secret) in identities.items():
-        headers = {"Authorization": f"Bearer {secret}"} if secret else {}
-        response = client.generic(route.method, route.url, "{}", "application/json", headers=headers)
+    for identity, (user, secret) in identities.items():
+        response = _call_api(client, route, user, secret)
         if route.roles is None:
             assert (route.method, route.url) in PUBLIC_API, f"{route.method} {route.url} has auth=None but is not in PUBLIC_API"
             assert response.status_code not in (401, 403), (identity, route)
@@ -223,7 +242,7 @@ def test_it_creates_one_group_per_role():
 
 
 # --- what apps declare: navigation entries and home counts ---
-def count_things() -> int:
+def count_things(*, workspace) -> int:
     return 7
 
 

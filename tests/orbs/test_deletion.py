@@ -6,7 +6,6 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from memweb.models import ApiKey
 from orbs.dmrm.models import DMRMSettings, Experience, ExperienceEvent
 from orbs.models import BankEvent, Orb, ReviewEvent
 from orbs.services import orbs_retrieve
@@ -20,14 +19,12 @@ def delete(client, url, payload=None):
     return client.delete(url, body, content_type="application/json")
 
 
-def key_client(user) -> Client:
-    _, secret = ApiKey.issue(user=user, name="program")
-    return Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
-
-
 @pytest.fixture
 def reviewer_agent(reviewer_user):
-    return key_client(reviewer_user)
+    """A reviewer's signed-in session: deleting and restoring memories is review, which no API key may do."""
+    session = Client()
+    session.force_login(reviewer_user)
+    return session
 
 
 # --- Orbs ---------------------------------------------------------------------------------
@@ -43,7 +40,7 @@ def test_a_deleted_orb_is_never_retrieved_and_its_deletion_is_audited(reviewer_a
     assert response.json()["status"] == "deleted" and response.json()["version"] == orb.version + 1
     assert orbs_retrieve(bank=bank, query="cracked blender jug", context={}).hits == []
     event = ReviewEvent.objects.filter(orb=orb).last()
-    # An API key acts as its user: the audit names them.
+    # The audit names the reviewer.
     assert (event.action, event.actor, event.actor_name) == ("deleted", reviewer_user, reviewer_user.username)
     assert event.note == "a customer's private details" and event.before == {"status": "approved"}
 

@@ -16,4 +16,4 @@ def run_finished_announce(*, run_id: int) -> None:
         "created_by": run.created_by.get_username() if run.created_by else None,
         "started_at": run.started_at.isoformat() if run.started_at else None,
         "finished_at": run.finished_at.isoformat() if run.finished_at else None,
-    }, bank=bank)
+    }, bank=bank, workspace_id=run.workspace_id)

@@ -8,19 +8,21 @@ from django.utils import timezone
 
 from evaluation.models import Episode
 from evaluation.runs.models import EvaluationRun
+from memweb.workspaces import in_workspace
 
 RECENT_FAILURES = timedelta(days=7)
 TREND_DAYS = 90
 
 
-def runs_count_failed_recently() -> int:
+def runs_count_failed_recently(*, workspace) -> int:
     since = timezone.now() - RECENT_FAILURES
-    return EvaluationRun.objects.filter(status=EvaluationRun.Status.FAILED, created_at__gte=since).count()
+    return in_workspace(EvaluationRun, workspace).filter(status=EvaluationRun.Status.FAILED,
+                                                         created_at__gte=since).count()
 
 
-def _runs_with_verdicts():
+def _runs_with_verdicts(workspace):
     since = timezone.now() - timedelta(days=TREND_DAYS)
-    return (EvaluationRun.objects.filter(created_at__gte=since, imported=False)
+    return (in_workspace(EvaluationRun, workspace).filter(created_at__gte=since, imported=False)
             .filter(episodes_finished__gt=F("episodes_error")).annotate(day=TruncDate("created_at")))
 
 
@@ -36,13 +38,13 @@ def _daily_success(runs, group: str, label) -> dict:
             "series": [{"label": name, "values": [by_day.get(day) for day in days]} for name, by_day in sorted(rates.items())]}
 
 
-def success_by_memory_mode() -> dict:
+def success_by_memory_mode(*, workspace) -> dict:
     modes = dict(EvaluationRun._meta.get_field("memory_mode").choices)
-    return _daily_success(_runs_with_verdicts(), "memory_mode", lambda mode: modes.get(mode, mode))
+    return _daily_success(_runs_with_verdicts(workspace), "memory_mode", lambda mode: modes.get(mode, mode))
 
 
-def success_by_model() -> dict:
+def success_by_model(*, workspace) -> dict:
     """The model is the agent backend its episodes record ("scripted" or "llm:<model>")."""
     model = Episode.objects.filter(run_episode__run=OuterRef("pk")).values("agent_backend")[:1]
-    return _daily_success(_runs_with_verdicts().annotate(model=Subquery(model)), "model",
+    return _daily_success(_runs_with_verdicts(workspace).annotate(model=Subquery(model)), "model",
                           lambda name: name or "unknown")

@@ -14,6 +14,8 @@ from evaluation.runs.services.pins import run_pins_record
 from evaluation.runs.services.spec import NO_MEMORY_CONTEXT_TOKENS, RunLaunchError, RunSpec, run_spec_parse
 from evaluation.services import BUILTIN_SET, tasks_fingerprint
 from memweb.llm import role_config
+from memweb.models import Workspace, default_workspace_id
+from memweb.workspaces import in_workspace
 from orbs.services import bank_resolve
 
 
@@ -24,9 +26,9 @@ class _Checked:
     bank_source: object | None  # an orbs MemoryBank
 
 
-def _task_set(spec: RunSpec, problems: list) -> TaskSet | None:
+def _task_set(spec: RunSpec, workspace, problems: list) -> TaskSet | None:
     name = spec.task_set or BUILTIN_SET
-    found = TaskSet.objects.filter(name=name).first()
+    found = in_workspace(TaskSet, workspace).filter(name=name).first()
     if found is None:
         hint = "; load the built-in tasks on the Tasks page first" if name == BUILTIN_SET else ""
         problems.append(("task_set", f"no task set {name!r}{hint}"))
@@ -57,7 +59,7 @@ def _selection(spec: RunSpec, task_set: TaskSet | None, problems: list) -> list[
     return pks
 
 
-def _memory(spec: RunSpec, problems: list):
+def _memory(spec: RunSpec, workspace, problems: list):
     if spec.dmrm is not None and spec.memory_mode not in (MemoryMode.DMRM, MemoryMode.BOTH):
         problems.append(("dmrm", "DMRM parameters are only used when memory_mode is dmrm or both"))
     if not spec.bank_source:
@@ -66,7 +68,7 @@ def _memory(spec: RunSpec, problems: list):
         problems.append(("bank_source", "a bank is only used when the run has memory (memory_mode is not none)"))
         return None
     try:
-        return bank_resolve(spec.bank_source)
+        return bank_resolve(spec.bank_source, workspace=workspace)
     except ObjectDoesNotExist:
         problems.append(("bank_source", f"no memory bank {spec.bank_source!r}"))
         return None
@@ -80,14 +82,16 @@ def _backends(spec: RunSpec, problems: list) -> None:
                                     f"(MEMWEB_LLM_{role.upper()}_BASE_URL); use the offline backend or configure one"))
 
 
-def run_launch_check(spec: RunSpec) -> _Checked:
+def run_launch_check(spec: RunSpec, workspace) -> _Checked:
+    """The spec's task set, tasks and starting bank, looked up in `workspace` only; RunLaunchError
+    naming each bad field."""
     problems: list[tuple[str, str]] = spec.preset_conflicts()
     if spec.pass_k is not None and spec.pass_k > spec.trials:
         problems.append(("pass_k", f"Pass^k with k={spec.pass_k} needs at least {spec.pass_k} trials; "
                                    f"the run has {spec.trials}"))
-    task_set = _task_set(spec, problems)
+    task_set = _task_set(spec, workspace, problems)
     task_pks = _selection(spec, task_set, problems)
-    bank_source = _memory(spec, problems)
+    bank_source = _memory(spec, workspace, problems)
     _backends(spec, problems)
     if problems:
         raise RunLaunchError(problems)
@@ -111,13 +115,13 @@ def _parsed_for_checks(data: dict | RunSpec) -> tuple[RunSpec | None, list[tuple
         return None, problems
 
 
-def run_launch_validate(*, spec: RunSpec | dict) -> tuple[RunSpec, _Checked]:
-    """Every problem of a launch at once, as one RunLaunchError; nothing is written."""
+def run_launch_validate(*, spec: RunSpec | dict, workspace) -> tuple[RunSpec, _Checked]:
+    """Every problem of a launch in `workspace` at once, as one RunLaunchError; nothing is written."""
     parsed, problems = _parsed_for_checks(spec)
     checked = None
     if parsed is not None:
         try:
-            checked = run_launch_check(parsed)
+            checked = run_launch_check(parsed, workspace)
         except RunLaunchError as exc:
             problems = problems + exc.problems
     if problems:
@@ -144,13 +148,16 @@ def _withhold_probability(spec: RunSpec) -> float:
     return 0.0 if spec.memory_mode in (MemoryMode.NONE, *NAIVE_RAG_KINDS) else spec.withhold_probability
 
 
-def run_launch(*, spec: RunSpec | dict, user=None, executor: str = EvaluationRun.Executor.CELERY) -> EvaluationRun:
-    """Validate, create the run with its bank and trials in one transaction, and queue its start.
-    Raises RunLaunchError naming each bad field; nothing is written then."""
-    spec, checked = run_launch_validate(spec=spec)
+def run_launch(*, spec: RunSpec | dict, user=None, workspace=None,
+               executor: str = EvaluationRun.Executor.CELERY) -> EvaluationRun:
+    """Validate, create the run in `workspace` (None: the default one) with its bank and trials in
+    one transaction, and queue its start. Raises RunLaunchError naming each bad field; nothing is
+    written then."""
+    workspace = workspace or Workspace.objects.get(pk=default_workspace_id())
+    spec, checked = run_launch_validate(spec=spec, workspace=workspace)
     with transaction.atomic():
         run = EvaluationRun.objects.create(
-            name=spec.name, task_set=checked.task_set, task_domain=spec.domain, task_split=spec.split,
+            workspace=workspace, name=spec.name, task_set=checked.task_set, task_domain=spec.domain, task_split=spec.split,
             task_ids=spec.task_ids, task_pks=checked.task_pks,
             tasks_fingerprint=tasks_fingerprint(task_pks=checked.task_pks), agent_config=_agent_config(spec),
             customer_config=spec.customer.model_dump(), memory_mode=spec.memory_mode, memory_k=spec.memory_k,

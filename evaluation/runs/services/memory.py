@@ -59,7 +59,7 @@ def run_memory_prepare(*, run: EvaluationRun, spec: RunSpec, source) -> None:
 def _run_bank(run: EvaluationRun, source):
     name = f"run #{run.pk} · {run.name}"[:BANK_NAME_CHARS]
     if source is None:
-        return bank_get_or_create(name=name, description=f"Memory of evaluation run #{run.pk}.",
+        return bank_get_or_create(name=name, workspace=run.workspace, description=f"Memory of evaluation run #{run.pk}.",
                                   retrieval_k=run.memory_k, approved_only=False)
     try:
         bank = bank_copy(source=source, name=name)

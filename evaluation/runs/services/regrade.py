@@ -16,6 +16,7 @@ from evaluation.shop.episode import transcript_rescore
 from evaluation.shop.reward import REWARD_VERSION
 from memweb.jobs import JobContext, JobFailed, job_start
 from memweb.models import Job
+from memweb.workspaces import in_workspace
 
 REGRADE_JOB = "evaluation.run_regrade"
 PROGRESS_EVERY = 50  # episodes between two progress reports
@@ -52,7 +53,7 @@ def run_regrade_start(*, run: EvaluationRun, user=None) -> Job:
     if refusal:
         raise RegradeRefused(refusal)
     return job_start(kind=REGRADE_JOB, title=f"Re-grade of run #{run.pk} {run.name}", payload={"run_id": run.pk},
-                     user=user)
+                     workspace=run.workspace, user=user)
 
 
 def _rescored(row: RunEpisode, task: Task) -> RegradeScore:
@@ -66,7 +67,7 @@ def _rescored(row: RunEpisode, task: Task) -> RegradeScore:
 def run_regrade_job(context: JobContext, *, run_id: int) -> dict:
     """The job: score every finished episode of the run again (progress per batch), then write the
     re-grade, its scores and the versions it used in one transaction."""
-    run = EvaluationRun.objects.filter(pk=run_id).first()
+    run = in_workspace(EvaluationRun, context.workspace).filter(pk=run_id).first()
     if run is None:
         raise JobFailed(f"run #{run_id} no longer exists")
     tasks = {task.pk: task for task in Task.objects.filter(pk__in=run.task_pks)}

@@ -5,6 +5,7 @@ from django.db.models import Q, QuerySet
 from evaluation.metrics import run_metrics, run_minimum_detectable_effect
 from evaluation.runs.models import EvaluationRun, RunEpisode, Trial
 from evaluation.runs.services.pins import runs_staleness_annotate
+from memweb.workspaces import in_workspace
 
 CHART_SERIES = ("per_trial", "cumulative", "pass_k")
 
@@ -85,9 +86,9 @@ def run_errors(*, run: EvaluationRun, limit: int = 50) -> QuerySet:
         "trial__number", "task_key")[:limit]
 
 
-def runs_count_active() -> int:
-    """Runs queued, running or waiting for review (the home page's count)."""
-    return EvaluationRun.objects.filter(status__in=EvaluationRun.ACTIVE).count()
+def runs_count_active(*, workspace) -> int:
+    """The workspace's runs queued, running or waiting for review (the home page's count)."""
+    return in_workspace(EvaluationRun, workspace).filter(status__in=EvaluationRun.ACTIVE).count()
 
 
 def runs_filtered(*, status: str = "", memory_mode: str = "", agent_backend: str = "", q: str = "") -> QuerySet:

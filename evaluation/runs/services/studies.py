@@ -59,17 +59,17 @@ class StudyAdded:
         return self.added.report.created if self.added else 0
 
 
-def episodes_to_campaign(*, episodes: QuerySet[Episode], campaign_id: int | None, new_name: str = "",
+def episodes_to_campaign(*, episodes: QuerySet[Episode], campaign_id: int | None, workspace, new_name: str = "",
                          user=None) -> StudyAdded:
-    """Add the episodes' conversations to the campaign chosen (or a new draft one). Episodes
-    without simulated feedback have nothing to compare with and are named, not added."""
+    """Add the episodes' conversations to the `workspace`'s campaign chosen (or a new draft one).
+    Episodes without simulated feedback have nothing to compare with and are named, not added."""
     episodes = list(episodes.select_related("task", "simulated_feedback", "run_episode__trial")[:MAX_EPISODES + 1])
     if len(episodes) > MAX_EPISODES:
         raise StudyError(f"more than {MAX_EPISODES} episodes at once; add one trial at a time")
     with_feedback = [episode for episode in episodes if _feedback_of(episode) is not None]
     without = [episode.pk for episode in episodes if _feedback_of(episode) is None]
     with transaction.atomic():
-        campaign = _campaign_target(campaign_id, new_name, user)
+        campaign = _campaign_target(campaign_id, new_name, user, workspace)
         added = conversations_add(campaign=campaign, conversations=[_conversation(e) for e in with_feedback]) \
             if with_feedback else None
         result = StudyAdded(campaign=campaign, added=added, without_feedback=without)
@@ -78,13 +78,13 @@ def episodes_to_campaign(*, episodes: QuerySet[Episode], campaign_id: int | None
     return result
 
 
-def _campaign_target(campaign_id: int | None, new_name: str, user):
+def _campaign_target(campaign_id: int | None, new_name: str, user, workspace):
     if new_name.strip():
         try:
-            return campaign_create_named(name=new_name, user=user)
+            return campaign_create_named(name=new_name, user=user, workspace=workspace)
         except CampaignStateError as error:
             raise StudyError(str(error)) from None
-    campaign = campaign_find(campaign_id=campaign_id) if campaign_id else None
+    campaign = campaign_find(campaign_id=campaign_id, workspace=workspace) if campaign_id else None
     if campaign is None:
         raise StudyError("choose a campaign, or name a new one")
     return campaign
@@ -130,16 +130,16 @@ def _task_format(history: list[tuple[str, str]], reply: str, long_output: bool |
     return f"{'Li' if long_in else 'Si'}{'Lo' if long_out else 'So'}"
 
 
-def episodes_to_task_set(*, episodes: QuerySet[Episode], task_set_name: str) -> TasksCopied:
-    """Each episode's task as it ran (its snapshot) into the named set, once per task, with the
-    run, trial and episode it came from."""
+def episodes_to_task_set(*, episodes: QuerySet[Episode], task_set_name: str, workspace) -> TasksCopied:
+    """Each episode's task as it ran (its snapshot) into the `workspace`'s set named, once per task,
+    with the run, trial and episode it came from."""
     copies, seen = [], set()
     for episode in episodes.select_related("task", "run_episode__trial")[:MAX_EPISODES]:
         if episode.task_snapshot["id"] in seen:
             continue
         seen.add(episode.task_snapshot["id"])
         copies.append((episode.task_snapshot, _provenance(episode)))
-    return tasks_copy_into(task_set_name=task_set_name, copies=copies)
+    return tasks_copy_into(task_set_name=task_set_name, copies=copies, workspace=workspace)
 
 
 def _provenance(episode: Episode) -> dict:

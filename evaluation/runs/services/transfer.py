@@ -237,10 +237,11 @@ def run_import_parse(data: dict) -> ImportedFile:
     return parsed
 
 
-def _imported_run(data: ImportedFile, user) -> EvaluationRun:
+def _imported_run(data: ImportedFile, user, workspace) -> EvaluationRun:
     head = data.run
+    owner = {"workspace": workspace} if workspace is not None else {}
     return EvaluationRun.objects.create(
-        name=head.name, imported=True, imported_from=head.source or head.name, status=EvaluationRun.Status.COMPLETED,
+        **owner, name=head.name, imported=True, imported_from=head.source or head.name, status=EvaluationRun.Status.COMPLETED,
         scripted=head.scripted, agent_backend=head.agent_backend, agent_config=head.agent_config,
         customer_config=head.customer_config, memory_mode=head.memory_mode, memory_k=head.memory_k,
         dmrm_config=head.dmrm_config, memory_same_customer_only=head.same_customer_only, trials=head.trials, seed=head.seed,
@@ -269,12 +270,12 @@ def _imported_trials(run: EvaluationRun, data: ImportedFile) -> dict[int, Trial]
     return trials
 
 
-def run_import(*, data: dict, user=None) -> EvaluationRun:
-    """Import a run exported by memweb (or written in its format); RunImportError names each bad
-    field and nothing is written then."""
+def run_import(*, data: dict, user=None, workspace=None) -> EvaluationRun:
+    """Import a run exported by memweb (or written in its format) into `workspace` (None: the
+    default one); RunImportError names each bad field and nothing is written then."""
     parsed = run_import_parse(data)
     with transaction.atomic():
-        run = _imported_run(parsed, user)
+        run = _imported_run(parsed, user, workspace)
         trials = _imported_trials(run, parsed)
         RunEpisode.objects.bulk_create([
             RunEpisode(run=run, trial=trials[e.trial], task_key=e.task_id, status=e.status, success=e.success,

@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from memweb.jobs import JobContext, JobFailed, job_start
 from memweb.registry import trajectory_source
+from memweb.workspaces import in_workspace
 from orbs.dmrm.models import Experience, SourceMemory
 from orbs.dmrm.qlearning import discounted_returns, entry_text, state_key, text_key
 from orbs.dmrm.services.history import SOURCE_MEMORY
@@ -164,22 +165,23 @@ def source_memory_build_start(*, bank, name: str, source_domain: str, gamma: flo
     """Check the name and that some step passes the thresholds now (OrbsError naming the field when
     not), then queue the build as a background job (returned), which reads the episodes again when it runs."""
     name = _name_checked(bank, name)
-    _kept(source_trajectories_from_episodes(domain=source_domain), gamma=gamma, min_reward=min_reward, min_q=min_q)
+    _kept(source_trajectories_from_episodes(domain=source_domain, workspace=bank.workspace), gamma=gamma,
+          min_reward=min_reward, min_q=min_q)
     return job_start(kind="orbs.dmrm_source_build", title=f"Source memory “{name}” of bank “{bank.name}”",
                      payload={"bank_id": bank.pk, "name": name, "source_domain": source_domain, "gamma": gamma,
-                              "min_reward": min_reward, "min_q": min_q}, user=actor)
+                              "min_reward": min_reward, "min_q": min_q}, user=actor, workspace=bank.workspace)
 
 
 def source_memory_build_job(context: JobContext, *, bank_id: int, name: str, source_domain: str, gamma: float,
                             min_reward: float, min_q: float) -> dict:
     """The build job: embeds batch by batch (its progress), then writes in one transaction."""
-    bank = MemoryBank.objects.filter(pk=bank_id).first()
+    bank = in_workspace(MemoryBank.objects, context.workspace).filter(pk=bank_id).first()
     if bank is None:
         raise JobFailed("the bank no longer exists")
     context.progress(0, message=f"Reading finished episodes of {source_domain}")
     try:
-        memory = source_memory_build(bank=bank, name=name, source_domain=source_domain,
-                                     trajectories=source_trajectories_from_episodes(domain=source_domain),
+        trajectories = source_trajectories_from_episodes(domain=source_domain, workspace=bank.workspace)
+        memory = source_memory_build(bank=bank, name=name, source_domain=source_domain, trajectories=trajectories,
                                      gamma=gamma, min_reward=min_reward, min_q=min_q, actor=context.user,
                                      progress=context.progress)
     except OrbsError as refused:
@@ -196,7 +198,7 @@ def _approval_note(actor, name: str, kept: list[SourceCandidate]) -> str:
             f"{len({c.trajectory_id for c in kept})} episodes ({len(kept)} steps kept).")
 
 
-def source_trajectories_from_episodes(*, domain: str, limit: int = 500) -> list[dict]:
-    """Finished (completed) episodes of `domain`, newest first, as trajectory dicts, from the
-    "episodes" trajectory source the evaluation app registers."""
-    return trajectory_source("episodes")(domain=domain, limit=limit)
+def source_trajectories_from_episodes(*, domain: str, workspace, limit: int = 500) -> list[dict]:
+    """Finished (completed) episodes of `domain` in `workspace`, newest first, as trajectory dicts,
+    from the "episodes" trajectory source the evaluation app registers."""
+    return trajectory_source("episodes")(domain=domain, workspace=workspace, limit=limit)

@@ -13,14 +13,14 @@ from tests.evaluation.runs.conftest import TASK_IDS
 
 
 def test_it_plans_from_the_stated_default_without_an_earlier_run(builtin):
-    plan = runs_plan_trials(task_set="", effect=0.1)
+    plan = runs_plan_trials(task_set="", effect=0.1, workspace=builtin.workspace)
     assert plan["default_variance"] and plan["variance"] == 0.25 and plan["tasks"] == 130
     assert plan["trials"] == metrics.trials_needed(effect=0.1, tasks=130, variance=0.25)
 
 
 def test_it_plans_from_the_variance_of_earlier_runs_on_the_task_set(launch, client, operator_user):
     run = run_drive(run=launch(trials=2, memory_mode="none"))
-    plan = runs_plan_trials(task_set="", effect=0.2, task_ids=TASK_IDS)
+    plan = runs_plan_trials(task_set="", effect=0.2, task_ids=TASK_IDS, workspace=run.workspace)
     variance = metrics.between_trial_variance(run_matrix(run=run, trials=2))
     assert plan["runs"] == [run.pk] and plan["tasks"] == 3 and not plan["default_variance"]
     assert plan["variance"] == pytest.approx(variance)

@@ -17,7 +17,7 @@ FORM = {"name": "clothing", "source_domain": "clothing", "min_reward": 1.0, "min
 def finished_episodes(monkeypatch):
     """Three finished episodes of the clothing domain (two steps each) as the episodes source gives them."""
     episodes = [shop_trajectory(f"clo-{n}") for n in range(3)]
-    monkeypatch.setattr(source_service, "source_trajectories_from_episodes", lambda *, domain, limit=500: episodes)
+    monkeypatch.setattr(source_service, "source_trajectories_from_episodes", lambda *, domain, workspace, limit=500: episodes)
 
 
 @pytest.fixture

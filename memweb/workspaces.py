@@ -1,0 +1,86 @@
+"""Which workspace a request acts in, and the two helpers every page, API route and service uses to
+stay inside it: `in_workspace` (a queryset) and `get_in_workspace_or_404` (one object).
+
+An object of another workspace answers 404, exactly as one that does not exist: a 403 would tell
+the caller that it exists. Top-level objects carry a `workspace` field; a child model names the
+path to its owner's workspace in `WORKSPACE_PATH` (an Orb: "bank__workspace").
+"""
+from django.http import Http404
+
+from memweb.models import Membership, Workspace, first_workspace_id
+
+SESSION_KEY = "memweb_workspace"
+
+
+def workspace_path(model) -> str:
+    return getattr(model, "WORKSPACE_PATH", "workspace")
+
+
+def in_workspace(queryset, workspace):
+    """`queryset` (a queryset, a manager or a model) cut to the rows `workspace` owns."""
+    queryset = queryset._default_manager.all() if isinstance(queryset, type) else queryset.all()
+    return queryset.filter(**{workspace_path(queryset.model): workspace})
+
+
+def get_in_workspace_or_404(queryset, workspace, **lookup):
+    """The one row matching `lookup` inside `workspace`; Http404 (django-ninja answers it as JSON)
+    when there is none there, whether or not another workspace holds it."""
+    scoped = in_workspace(queryset, workspace)
+    found = scoped.filter(**lookup).first()
+    if found is None:
+        raise Http404(f"No {scoped.model._meta.verbose_name} matches the given query.")
+    return found
+
+
+def workspaces_of(user):
+    """The workspaces a user may switch to: every one for a superuser, else where they are a member."""
+    if user.is_superuser:
+        return Workspace.objects.all()
+    return Workspace.objects.filter(memberships__user=user).distinct()
+
+
+def workspace_activate(*, user, workspace: Workspace) -> None:
+    """Make `workspace` the one the user's roles are read in for the rest of this request or task."""
+    user._memweb_workspace = workspace
+
+
+def workspace_current(user) -> Workspace:
+    """The workspace activated for `user`, else their first one (code outside a request)."""
+    current = getattr(user, "_memweb_workspace", None)
+    if current is None:
+        current = Workspace.objects.get(pk=first_workspace_id(user))
+        workspace_activate(user=user, workspace=current)
+    return current
+
+
+def workspace_for_session(request) -> Workspace | None:
+    """The workspace the session chose, if the user still belongs to it, else their first one."""
+    user = request.user
+    if not user.is_authenticated:
+        return None
+    chosen = request.session.get(SESSION_KEY)
+    workspace = workspaces_of(user).filter(pk=chosen).first() if chosen else None
+    return workspace or Workspace.objects.get(pk=first_workspace_id(user))
+
+
+def workspace_roles(*, user, workspace: Workspace) -> set[str]:
+    """The roles `user` holds in `workspace`, read once per workspace for the user object."""
+    cached = getattr(user, "_memweb_roles", None)
+    if cached is None or cached[0] != workspace.pk:
+        cached = (workspace.pk, set(Membership.objects.filter(user=user, workspace=workspace)
+                                    .values_list("role", flat=True)))
+        user._memweb_roles = cached
+    return cached[1]
+
+
+class CurrentWorkspace:
+    """Sets `request.workspace` for signed-in users (an API key sets it again from the key)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        request.workspace = workspace_for_session(request)
+        if request.workspace is not None:
+            workspace_activate(user=request.user, workspace=request.workspace)
+        return self.get_response(request)
