@@ -190,7 +190,8 @@ def reject(request, orb_id: int):
 @role_required(Role.REVIEWER)
 def merge(request, orb_id: int):
     def act(data):
-        _orb_or_404(request, data["into_id"])
+        # The target must be an Orb of the same bank (orb_merge refuses any other by name), so it is
+        # in the workspace whose Orb _act found.
         orb_merge(orb_id=orb_id, expected_version=data["expected_version"], into_id=data["into_id"],
                   actor=request.user, note=data["note"])
     return _act(request, orb_id, MergeForm(request.POST), act, "merged")

@@ -72,7 +72,8 @@ def _dmrm_source(stdout) -> dict:
     played so far; none when no step of them passes (a demo shrunk for tests may have no success)."""
     bank = bank_get_or_create(name=DMRM_SOURCE_BANK, description="A DMRM source memory built by the demo loader.")
     if not bank.source_memories.filter(name=DMRM_SOURCE_MEMORY).exists():
-        episodes = source_trajectories_from_episodes(domain="appliances", limit=DMRM_SOURCE_EPISODES)
+        episodes = source_trajectories_from_episodes(domain="appliances", workspace=bank.workspace,
+                                                     limit=DMRM_SOURCE_EPISODES)
         try:
             memory = source_memory_build(bank=bank, name=DMRM_SOURCE_MEMORY, source_domain="appliances",
                                          trajectories=episodes, gamma=0.9, min_reward=1.0, min_q=0.0)

@@ -26,7 +26,7 @@ def test_it_signs_in_and_sees_the_home_page(browser_page, live_server, operator_
 def test_it_signs_out_from_the_user_menu(browser_page, live_server, reviewer_user):
     page = browser_page
     login(page, live_server, reviewer_user)
-    page.get_by_text(reviewer_user.username, exact=True).first.click()
+    page.locator(".user-menu summary").filter(has_text=reviewer_user.username).click()
     page.get_by_role("button", name="Sign out").click()
     page.wait_for_url(live_server.url + reverse("login"))
     assert page.get_by_role("status").filter(has_text="You are signed out.").is_visible()

@@ -61,7 +61,7 @@ def test_it_counts_what_needs_attention_and_charts_the_trends(client, operator_u
     by_mode = charts["Success rate by memory mode"]
     assert {s["label"]: s["values"] for s in by_mode["series"]} == {"no memory": [30.0], "MemOrb": [60.0]}
     assert {s["label"] for s in charts["Success rate by model"]["series"]} == {"scripted", "llm:qwen"}
-    cost = charts["LLM cost by role per day"]
+    cost = charts["LLM cost by role per day (the whole server)"]
     assert [(s["label"], s["values"]) for s in cost["series"]] == [("actor", [0.5])]
     assert cost["note"].startswith("1 call of models without a price")
     assert response.content.decode().count("<canvas") == 3

@@ -200,7 +200,7 @@ def test_a_paused_webhook_gets_no_events_and_resumes_its_waiting_deliveries(hook
     waiting = _test_delivery(webhook)
     webhook_switch(webhook, active=False)
     with django_capture_on_commit_callbacks(execute=True):
-        webhooks_emit(Event.RUN_FINISHED, {"run_id": 1})
+        webhooks_emit(Event.RUN_FINISHED, {"run_id": 1}, workspace_id=webhook.workspace_id)
     assert list(WebhookDelivery.objects.all()) == [waiting] and receiver.received == []
     WebhookDelivery.objects.filter(pk=waiting.pk).update(next_attempt_at=timezone.now() - timedelta(minutes=5))
     webhook_switch(webhook, active=True)
@@ -218,7 +218,7 @@ def test_an_event_reaches_its_subscribers_when_the_write_commits(receiver, djang
     webhook_create(url=receiver.url + "?other", events=[Event.RUN_FINISHED], bank="other")
     webhook_create(url=receiver.url + "?orbs", events=[Event.ORB_PENDING_REVIEW])
     with django_capture_on_commit_callbacks(execute=True):
-        webhooks_emit(Event.RUN_FINISHED, {"run_id": 7}, bank="shop")
+        webhooks_emit(Event.RUN_FINISHED, {"run_id": 7}, bank="shop", workspace_id=everything.workspace_id)
         assert receiver.received == []  # nothing sent before the commit
     assert set(WebhookDelivery.objects.values_list("webhook_id", flat=True)) == {everything.pk, shop_only.pk}
     assert sorted(request.path for request in receiver.received) == ["/hooks/memweb", "/hooks/memweb?shop"]
@@ -232,16 +232,16 @@ def test_an_event_of_no_bank_reaches_only_webhooks_of_every_bank(receiver, djang
     everything, _ = webhook_create(url=receiver.url, events=[Event.RUN_FINISHED])
     webhook_create(url=receiver.url, events=[Event.RUN_FINISHED], bank="shop")
     with django_capture_on_commit_callbacks(execute=True):
-        webhooks_emit(Event.RUN_FINISHED, {"run_id": 8})
+        webhooks_emit(Event.RUN_FINISHED, {"run_id": 8}, workspace_id=everything.workspace_id)
     assert list(WebhookDelivery.objects.values_list("webhook_id", flat=True)) == [everything.pk]
 
 
 @pytest.mark.django_db
 def test_a_rolled_back_write_announces_nothing(receiver, django_capture_on_commit_callbacks):
-    webhook_create(url=receiver.url, events=[Event.RUN_FINISHED])
+    webhook, _ = webhook_create(url=receiver.url, events=[Event.RUN_FINISHED])
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         with pytest.raises(RuntimeError), transaction.atomic():
-            webhooks_emit(Event.RUN_FINISHED, {"run_id": 9})
+            webhooks_emit(Event.RUN_FINISHED, {"run_id": 9}, workspace_id=webhook.workspace_id)
             raise RuntimeError("the write failed")
     assert callbacks == [] and not WebhookDelivery.objects.exists() and receiver.received == []
 

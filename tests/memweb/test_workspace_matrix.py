@@ -37,6 +37,7 @@ from tests.orbs.conftest import success_trajectory
 GLOBAL_PARAMETERS = {
     "probe_id": "the health page's round trip through the broker: infrastructure, no one's data",
     "profile_id": "simulated-user feedback profiles are one server-wide configuration",
+    "view_id": "a saved view belongs to a user, not a workspace: another user's is a 404 (tests/memweb/test_saved_views.py)",
 }
 # Page-route parameters whose meaning depends on the route: a page of the orbs app named `pk` is
 # an experience, elsewhere a campaign; a token is a feedback task's on the writing routes.
@@ -160,7 +161,8 @@ class Owned:
             "key_id": lambda: ApiKey.issue(user=self.admin, name="a key", workspace=self.workspace)[0].pk,
             "membership_id": lambda: Membership.objects.create(workspace=self.workspace, user=self.admin,
                                                                role=Role.OPERATOR).pk,
-            "kind": lambda: "campaign", "fmt": lambda: "jsonl",
+            "item_id": lambda: Item.objects.create(campaign=self.campaign, **item_fields()).pk,
+            "kind": lambda: "campaign", "fmt": lambda: "jsonl", "target": lambda: "campaign",
         }
         return simple[parameter]()
 

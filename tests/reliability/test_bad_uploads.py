@@ -176,13 +176,13 @@ def empty(kind, lines):
 # Line 2 is the bad line; the bank's line 1 is its header, the items' rows count from 1.
 REFUSALS = {
     ("tasks", "page"): {
-        malformed: (422, "2 not valid JSON (Expecting property name enclosed in double quotes at column 2)"),
-        truncated: (422, "2 not valid JSON (Unterminated string"),
+        malformed: (422, "task on line 2 : not valid JSON (Expecting property name enclosed in double quotes at column 2)"),
+        truncated: (422, "task on line 2 : not valid JSON (Unterminated string"),
         latin_1: (422, "The file is not UTF-8 text."),
         utf_16: (422, "The file is not UTF-8 text."),
-        nul_character: (422, "2 instructions: text must not contain NUL"),
-        wrong_type: (422, "2 persona: Input should be a valid dictionary"),
-        empty: (422, "Nothing imported file: The submitted file is empty."),
+        nul_character: (422, "task on line 2 (id: shop-app-002) : instructions : text must not contain NUL"),
+        wrong_type: (422, "task on line 2 (id: shop-app-002) : persona must be an object"),
+        empty: (422, "One task per line, as exported. The submitted file is empty."),
     },
     ("tasks", "api"): {
         malformed: (422, '"line": 2, "reason": "not valid JSON (Expecting property name'),
@@ -193,12 +193,12 @@ REFUSALS = {
         empty: (422, '"line": 0, "reason": "the file holds no tasks"'),
     },
     ("items", "page"): {
-        malformed: (400, "2 (row) not valid JSON: Expecting property name enclosed in double quotes at column 2"),
-        truncated: (400, "2 (row) not valid JSON: Unterminated string"),
-        latin_1: (400, "file file not UTF-8 text (invalid continuation byte at byte"),
-        utf_16: (400, "file file not UTF-8 text (invalid start byte at byte 0)"),
-        nul_character: (400, "2 task_description text must not contain NUL"),
-        wrong_type: (400, "2 conversation must be a list of at most 500 messages"),
+        malformed: (400, "row 2 : not valid JSON: Expecting property name enclosed in double quotes at column 2"),
+        truncated: (400, "row 2 : not valid JSON: Unterminated string"),
+        latin_1: (400, "the file : file : not UTF-8 text (invalid continuation byte at byte"),
+        utf_16: (400, "the file : file : not UTF-8 text (invalid start byte at byte 0)"),
+        nul_character: (400, "row 2 : task_description : text must not contain NUL"),
+        wrong_type: (400, "row 2 : conversation must be a list of at most 500 messages"),
         empty: (400, "Items file Upload The submitted file is empty."),
     },
     ("items", "api"): {
@@ -211,12 +211,12 @@ REFUSALS = {
         empty: (422, '"row": 0, "field": "file", "reason": "no rows to import"'),
     },
     ("bank", "page"): {
-        malformed: (422, "line 2, (line) : Invalid JSON: key must be a string at line 1 column 2"),
-        truncated: (422, "line 2, (line) : Invalid JSON: EOF while parsing"),
-        latin_1: (422, "line 0, file : not UTF-8 text (invalid continuation byte"),
-        utf_16: (422, "line 0, file : not UTF-8 text (invalid start byte at byte 0)"),
-        nul_character: (422, "line 2, source_label : text must not contain NUL"),
-        wrong_type: (422, "line 2, vector : Input should be a valid array"),
+        malformed: (422, "line 2 : Invalid JSON: key must be a string at line 1 column 2"),
+        truncated: (422, "line 2 : Invalid JSON: EOF while parsing"),
+        latin_1: (422, "line 0 : file : not UTF-8 text (invalid continuation byte"),
+        utf_16: (422, "line 0 : file : not UTF-8 text (invalid start byte at byte 0)"),
+        nul_character: (422, "line 2 : source_label : text must not contain NUL"),
+        wrong_type: (422, "line 2 : vector must be a list"),
         empty: (422, "JSONL file A file from a bank's “Export JSONL”. The submitted file is empty."),
     },
     ("bank", "api"): {
@@ -277,7 +277,7 @@ def _oversized(line: str, size: int) -> bytes:
 @pytest.mark.parametrize(("kind", "route", "size", "status", "says"), [
     ("tasks", "page", 5 * MB, 422, "The file is larger than 5 MB."),
     ("tasks", "api", 5 * MB, 413, "the request body is larger than 2560 KB"),
-    ("items", "page", 10 * MB, 400, "file file larger than 10 MB"),
+    ("items", "page", 10 * MB, 400, "the file : file : larger than 10 MB"),
     ("items", "api", 10 * MB, 422, '"row": 0, "field": "file", "reason": "larger than 10 MB"'),
 ])
 def test_a_file_over_the_limit_is_refused_with_the_limit(kind, route, size, status, says, good_lines, send):
@@ -288,7 +288,7 @@ def test_a_file_over_the_limit_is_refused_with_the_limit(kind, route, size, stat
     assert row_counts(*IMPORTERS[kind].tables) == before
 
 
-@pytest.mark.parametrize(("route", "says"), [("page", "line 0, file : larger than 2 MB"),
+@pytest.mark.parametrize(("route", "says"), [("page", "line 0 : file : larger than 2 MB"),
                                              ("api", '"line": 0, "field": "file", "message": "larger than 2 MB"')])
 def test_a_bank_file_over_the_limit_is_refused_before_it_is_read(route, says, good_lines, send, monkeypatch):
     """The real limit is 64 MB; a smaller one here keeps the test light, the check is the same."""

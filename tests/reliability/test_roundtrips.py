@@ -75,6 +75,8 @@ NOT_IN_BANK_FILE = {
     "orbs.Dialogue": "a naive-RAG run's raw dialogues (its baseline corpus) are not in the bank file yet",
     "orbs.DialogueMessage": "a naive-RAG run's raw dialogues (its baseline corpus) are not in the bank file yet",
     "orbs.BankEvent": "this server's audit of the bank (archive, restore, erasures), not the memory itself",
+    "orbs.HistoryEntry": "the file carries the source's chain, which the import verifies; the copy starts its own "
+                         "chain with an entry naming the file's head (docs/SECURITY.md)",
 }
 
 
@@ -182,6 +184,7 @@ ROW_NOT_CARRIED = {
     "task": "this server's task row; task_key names the task", "episode": "transcripts are not in the results file",
     "orb": "the Orb stays in this server's bank", "attempts": PROCESSING, "claim_token": PROCESSING,
     "claimed_by": PROCESSING, "claimed_at": PROCESSING, "queued_at": PROCESSING, "finished_at": PLAYED_HERE,
+    "imported_feedback": "the copy's simulated feedback, which the original keeps on its episode (compared below)",
 }
 
 
@@ -200,9 +203,12 @@ def test_a_run_round_trips_field_by_field(played, operator_user):
     differences = field_differences(played, copy, not_carried=RUN_NOT_CARRIED)
     for trial in played.trial_rows.all():
         differences += field_differences(trial, copy.trial_rows.get(number=trial.number), not_carried=TRIAL_NOT_CARRIED)
-    for row in played.run_episodes.select_related("trial"):
+    for row in played.run_episodes.select_related("trial", "episode__simulated_feedback"):
         copied = copy.run_episodes.get(trial__number=row.trial.number, task_key=row.task_key)
         differences += field_differences(row, copied, not_carried=ROW_NOT_CARRIED)
+        feedback = row.episode.simulated_feedback
+        if (copied.imported_feedback or {}).get("score") != feedback.score:
+            differences.append(f"{row.task_key}: feedback score {feedback.score} came back as {copied.imported_feedback}")
     assert not differences, "\n".join(differences)
 
 
