@@ -13,4 +13,6 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 echo "memweb: ruff check"
 .venv/bin/ruff check .
-exec .venv/bin/python -m pytest "$@"
+# Two processes (pytest-xdist), each with its own test database: the suite is mostly waiting on
+# browsers, workers and the database, so two halve much of it even on two cores.
+exec .venv/bin/python -m pytest --numprocesses "${MEMWEB_TEST_PROCESSES:-2}" "$@"
