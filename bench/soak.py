@@ -19,7 +19,6 @@ import collections
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -44,6 +43,7 @@ from evaluation.runs.models import EvaluationRun, RunEpisode  # noqa: E402
 from evaluation.runs.services import run_launch  # noqa: E402
 from evaluation.services import taskset_builtin_load  # noqa: E402
 from memweb.celery import app as celery_app  # noqa: E402
+from tests.support.processes import RedisServer, free_port  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RATES = {"wrong_tool": 0.3, "wrong_arguments": 0.3, "result_unused": 0.3}
@@ -58,41 +58,6 @@ def load() -> str:
     return "/".join(f"{value:.2f}" for value in os.getloadavg())
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class Broker:
-    """A redis-server without persistence that can be killed and started again on its port."""
-
-    def __init__(self):
-        self.port, self.process = free_port(), None
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        deadline = time.monotonic() + 30
-        while not self._answers():
-            if time.monotonic() > deadline:
-                sys.exit("redis-server did not answer within 30 s")
-            time.sleep(0.1)
-
-    def _answers(self) -> bool:
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as sock:
-                sock.sendall(b"PING\r\n")
-                return sock.recv(16).startswith(b"+PONG")
-        except OSError:
-            return False
-
-    def kill(self) -> None:
-        group_kill(self.process)
-
-
 def group_kill(process: subprocess.Popen) -> None:
     """SIGKILL the process and its children: no shutdown, as the OOM killer or a lost host does."""
     if process.poll() is None:
@@ -100,7 +65,7 @@ def group_kill(process: subprocess.Popen) -> None:
     process.wait()
 
 
-def worker_start(broker: Broker, number: int) -> subprocess.Popen:
+def worker_start(broker: RedisServer, number: int) -> subprocess.Popen:
     env = {**os.environ, "CELERY_BROKER_URL": broker.url, "MEMWEB_WORKER_HEARTBEAT_SECONDS": "2"}
     return subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "memweb", "worker", "--loglevel", "WARNING", "--concurrency", "2",
@@ -141,7 +106,7 @@ def run_defects(run: EvaluationRun) -> dict:
 class Soak:
     def __init__(self, args):
         self.args, self.random = args, random.Random(args.seed)
-        self.broker, self.worker, self.workers_started = Broker(), None, 0
+        self.broker, self.worker, self.workers_started = RedisServer(free_port()), None, 0
         self.run_ids: list[int] = []
         self.kills, self.broker_restarts = [], 0
 

@@ -8,8 +8,6 @@ import collections
 import hashlib
 import itertools
 import json
-import socket
-import subprocess
 import threading
 import time
 
@@ -24,11 +22,10 @@ from memweb.models import LLMCall
 from tests.evaluation.runs.conftest import broker_producers_reset, real_broker, spec  # noqa: F401  (fixture)
 from tests.fakes.openai_server import Scripted, error_reply, text_reply
 from tests.support.processes import (
+    RedisServer,
     celery_worker,
     free_port,
-    stop_process_group,
     wait_on_progress,
-    wait_until,
     worker_env,
 )
 
@@ -80,35 +77,6 @@ def _assert_complete_and_stored_once(run) -> None:
 
 
 # --- a. the broker restarted mid-run ----------------------------------------------------------------
-
-class RedisServer:
-    """A redis-server of this test, without persistence (a restart loses every message), that can
-    be killed and started again on the same port."""
-
-    def __init__(self, port: int):
-        self.port, self.process = port, None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        wait_until(self._answers, timeout=20, message="redis-server to answer")
-
-    def _answers(self) -> bool:
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as sock:
-                sock.sendall(b"PING\r\n")
-                return sock.recv(16).startswith(b"+PONG")
-        except OSError:
-            return False
-
-    def kill(self) -> None:
-        stop_process_group(self.process, timeout=5)
-
 
 @pytest.fixture
 def redis_broker():
