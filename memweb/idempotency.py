@@ -2,14 +2,21 @@
 runs once per caller and key; a retry with the same key gets the first answer back (with
 `Idempotent-Replayed: true`) instead of writing again.
 
-- The key belongs to the caller (the API key's user, or the session's): two users may use one key.
-  A request without credentials passes through, so the route answers its own 401.
-- The same key with another method, path (query string included) or body is a 422; a key whose
-  first request is still running is a 409 with Retry-After.
-- Stored and replayed: 2xx and 4xx answers. Never stored, so a retry runs again: 5xx (a server fault
-  may have written nothing), and 401/403/429, which judge the credentials or the rate, not the request.
-- Keys are forgotten after MEMWEB_IDEMPOTENCY_TTL_SECONDS; expired rows are deleted when a new key
-  is claimed, so no periodic job is needed.
+- The key belongs to the credential that sent it: one API key, or one user's session in one
+  workspace. A replay therefore only repeats an answer that very credential was given; another key
+  of the same user (with other scopes) has keys of its own, and its request runs and meets the
+  route's own checks. A request without valid credentials passes through to the route's 401.
+- The key is recorded in the transaction of the request's effect: the request runs inside one
+  database transaction that also writes the stored answer, so both commit or neither does (a
+  database crash or a dropped connection leaves no effect without its key, and no key without its
+  effect). While it runs, the key is held by a transaction-level advisory lock: a concurrent retry
+  is a 409 with Retry-After, and a request whose transaction died (its process or connection gone)
+  holds nothing, so its retry runs at once.
+- The same key with another method, path (query string included) or body is a 422.
+- Stored and replayed: 2xx and 4xx answers. A 5xx rolls the request back and stores nothing, so a
+  retry runs again; 401/403/429 judge the credentials or the rate, not the request, and are not stored.
+- Keys are forgotten after MEMWEB_IDEMPOTENCY_TTL_SECONDS; expired rows are deleted when a key is
+  used, so no periodic job is needed.
 """
 import hashlib
 import json
@@ -18,7 +25,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
-from django.db import IntegrityError, transaction
+from django.db import connection, transaction
 from django.http import HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.utils import timezone
@@ -33,10 +40,10 @@ WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 KEY_FORMAT = re.compile(r"[\x21-\x7e]{1,255}")  # visible ASCII, as a header value carries it intact
 KEY_FORMAT_TEXT = "1 to 255 visible ASCII characters (no spaces)"
 NOT_STORED = frozenset({401, 403, 429})
-# A request still "in progress" after this long died with its process (no request runs this long):
-# the next retry takes the key over instead of being refused until the key expires.
-ABANDONED_AFTER = timedelta(minutes=10)
 RETRY_AFTER_SECONDS = 1
+# pg_try_advisory_xact_lock's first key: names this lock among the others memweb takes
+# (orbs.services.history has its own).
+_LOCK_CLASS = 0x6964  # "id"
 
 
 class IdempotencyKeys:
@@ -47,8 +54,8 @@ class IdempotencyKeys:
         key = request.headers.get(HEADER)
         if key is None or request.method not in WRITE_METHODS or not request.path.startswith(API_PREFIX):
             return self.get_response(request)
-        user_id = _caller_id(request)
-        if user_id is None:
+        caller = _caller(request)
+        if caller is None:
             return self.get_response(request)
         if not KEY_FORMAT.fullmatch(key):
             return _header_refusal(f"{HEADER} must be {KEY_FORMAT_TEXT}; got {key!r}")
@@ -56,25 +63,38 @@ class IdempotencyKeys:
         if body_hash is None:
             return self.get_response(request)
         request_fields = {"method": request.method, "path": request.get_full_path(), "body_hash": body_hash}
-        row, claimed = _claim(user_id=user_id, key=key, request_fields=request_fields)
-        if not claimed:
-            return _answer_from(row, key=key, request_fields=request_fields)
-        response = self.get_response(request)
-        _settle(row, response)
-        return response
+        _forget_expired()
+        return self._once(request, owner={**caller, "key": key}, request_fields=request_fields)
+
+    def _once(self, request, *, owner: dict, request_fields: dict) -> HttpResponse:
+        """Run the request and record its answer in one transaction, or answer from the record."""
+        with transaction.atomic():
+            if not _lock(owner):
+                return _in_progress(owner["key"])
+            row = IdempotentRequest.objects.filter(**owner).first()
+            if row is not None:
+                return _answer_from(row, key=owner["key"], request_fields=request_fields)
+            response = self.get_response(request)
+            _settle(response, owner=owner, request_fields=request_fields)
+            return response
 
 
-def _caller_id(request) -> int | None:
-    """The user whose key space this is, or None for a request the route will refuse with 401."""
+def _caller(request) -> dict | None:
+    """Whose key space this is (the user and which of their credentials), or None for a request the
+    route will refuse with 401."""
     secret = _presented_key(request)
     if secret:
         # A look-up only, not api_key_user(): the route authenticates again, and must count a bad
         # key as one failed attempt, not two.
-        return (ApiKey.objects.filter(key_hash=ApiKey.hash_secret(secret), revoked_at__isnull=True,
-                                      user__is_active=True)
-                .values_list("user_id", flat=True).first())
+        found = (ApiKey.objects.filter(key_hash=ApiKey.hash_secret(secret), revoked_at__isnull=True,
+                                       user__is_active=True)
+                 .values_list("pk", "user_id").first())
+        return None if found is None else {"user_id": found[1], "caller": f"key:{found[0]}"}
     user = getattr(request, "user", None)
-    return user.pk if user is not None and user.is_authenticated else None
+    if user is None or not user.is_authenticated:
+        return None
+    workspace = getattr(request, "workspace", None)
+    return {"user_id": user.pk, "caller": f"session:{workspace.pk if workspace else ''}"}
 
 
 def _body_hash(request) -> str | None:
@@ -104,46 +124,38 @@ def _upload_hash(request) -> str:
     return digest.hexdigest()
 
 
-def _claim(*, user_id: int, key: str, request_fields: dict) -> tuple[IdempotentRequest | None, bool]:
-    """(the key's row, whether this request claimed it). The unique (user, key) constraint lets one
-    of two concurrent first uses claim it; the other finds the row in progress."""
-    _forget_expired()
-    try:
-        with transaction.atomic():
-            return IdempotentRequest.objects.create(user_id=user_id, key=key, **request_fields), True
-    except IntegrityError:
-        row = IdempotentRequest.objects.filter(user_id=user_id, key=key).first()
-    if row is not None and _abandoned(row) and _matches(row, request_fields):
-        taken_over = IdempotentRequest.objects.filter(pk=row.pk, created_at=row.created_at).update(
-            created_at=timezone.now())
-        return row, taken_over == 1
-    return row, False
+def _lock(owner: dict) -> bool:
+    """Hold the key until this transaction ends; False while another live transaction holds it. A
+    transaction that dies (its process, its connection or the database gone) releases it at once."""
+    digest = hashlib.sha256(f"{owner['user_id']}:{owner['caller']}:{owner['key']}".encode()).digest()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_xact_lock(%s, %s)",
+                       [_LOCK_CLASS, int.from_bytes(digest[:4], "big", signed=True)])
+        return cursor.fetchone()[0]
 
 
 def _forget_expired() -> None:
+    # Before the request's transaction: a delete there would hold the expired rows until it ends.
     cutoff = timezone.now() - timedelta(seconds=settings.MEMWEB_IDEMPOTENCY_TTL_SECONDS)
     IdempotentRequest.objects.filter(created_at__lt=cutoff).delete()
-
-
-def _abandoned(row: IdempotentRequest) -> bool:
-    return row.state == IdempotentRequest.State.IN_PROGRESS and row.created_at < timezone.now() - ABANDONED_AFTER
 
 
 def _matches(row: IdempotentRequest, request_fields: dict) -> bool:
     return all(getattr(row, name) == value for name, value in request_fields.items())
 
 
-def _answer_from(row: IdempotentRequest | None, *, key: str, request_fields: dict) -> HttpResponse:
-    if row is not None and not _matches(row, request_fields):
+def _answer_from(row: IdempotentRequest, *, key: str, request_fields: dict) -> HttpResponse:
+    if not _matches(row, request_fields):
         return _header_refusal(f"{HEADER} {key!r} was used with a different request (first {row.method} "
                                f"{row.path}, with its own body); send a new key for a new request")
-    if row is None or row.state == IdempotentRequest.State.IN_PROGRESS:
-        # None: the first request failed and released the key between our insert and our read.
-        response = JsonResponse({"detail": f"A request with {HEADER} {key!r} is still in progress; "
-                                           f"retry after it has finished"}, status=409)
-        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
-        return response
     return _replay(row)
+
+
+def _in_progress(key: str) -> JsonResponse:
+    response = JsonResponse({"detail": f"A request with {HEADER} {key!r} is still in progress; "
+                                       f"retry after it has finished"}, status=409)
+    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
 
 
 def _replay(row: IdempotentRequest) -> HttpResponse:
@@ -160,15 +172,17 @@ def _header_refusal(message: str) -> JsonResponse:
                         status=422)
 
 
-def _settle(row: IdempotentRequest, response) -> None:
-    """Keep the answer for replay, or release the key so that a retry runs the request again."""
-    body = _storable_body(response)
-    if body is None:
-        IdempotentRequest.objects.filter(pk=row.pk).delete()
+def _settle(response, *, owner: dict, request_fields: dict) -> None:
+    """Keep the answer for replay beside the request's effect; after a server fault, roll the effect
+    back so that the retry runs on a clean slate."""
+    if response.status_code >= 500:
+        transaction.set_rollback(True)
         return
-    IdempotentRequest.objects.filter(pk=row.pk).update(
-        state=IdempotentRequest.State.DONE, status_code=response.status_code, body=body,
-        content_type=response.get("Content-Type", ""), location=response.get("Location", ""))
+    body = _storable_body(response)
+    if body is not None:
+        IdempotentRequest.objects.create(
+            **owner, **request_fields, status_code=response.status_code, body=body,
+            content_type=response.get("Content-Type", ""), location=response.get("Location", ""))
 
 
 def _storable_body(response) -> str | None:

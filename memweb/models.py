@@ -269,30 +269,29 @@ class TaskProbe(models.Model):
 
 
 class IdempotentRequest(models.Model):
-    """A write to the API sent with an `Idempotency-Key` header, and the answer it got: a retry with
-    the same key is answered from here instead of running the write again (memweb.idempotency)."""
-
-    class State(models.TextChoices):
-        IN_PROGRESS = "in_progress", "in progress"
-        DONE = "done", "done"
+    """The answer a write to the API sent with an `Idempotency-Key` header got, written in the
+    transaction of the write itself: a retry with the same key is answered from here instead of
+    running the write again (memweb.idempotency). A request still running has no row yet: it holds
+    the key with a lock of its transaction."""
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="idempotent_requests")
+    caller = models.CharField(max_length=40, help_text="The credential that sent it: 'key:<API key id>', or "
+                                                       "'session:<workspace id>'; only it gets the replay.")
     key = models.CharField(max_length=255)
     method = models.CharField(max_length=10)
     path = models.TextField(help_text="With its query string: ?sync=true asks for another write.")
     body_hash = models.CharField(max_length=64, help_text="SHA-256 of the request body.")
-    state = models.CharField(max_length=16, choices=State.choices, default=State.IN_PROGRESS)
-    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    status_code = models.PositiveSmallIntegerField()
     content_type = models.CharField(max_length=200, blank=True)
     body = models.TextField(blank=True)
     location = models.TextField(blank=True, help_text="The Location header of the answer, replayed with it.")
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["user", "key"], name="idempotent_request_unique_key")]
+        constraints = [models.UniqueConstraint(fields=["user", "caller", "key"], name="idempotent_request_unique_key")]
 
     def __str__(self) -> str:
-        return f"{self.key} {self.method} {self.path} ({self.state})"
+        return f"{self.key} {self.method} {self.path} ({self.status_code})"
 
 
 class Job(models.Model):

@@ -32,6 +32,8 @@ class OrbsConfig(AppConfig):
         "orbs.services.history.REVIEW_EVENT",
         "orbs.dmrm.services.history.SOURCE_MEMORY",
     )
+    # Read by memweb.registry: on every worker heartbeat, episodes whose reflection message was lost are sent again.
+    worker_beats: tuple = ("orbs.services.ingest.episodes_send_unsent",)
     role_permissions: dict = {
         "reviewer": (
             "orbs.view_memorybank", "orbs.view_orb", "orbs.change_orb", "orbs.view_reviewevent",

@@ -172,6 +172,10 @@ class EpisodeRecord(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    message_sent_at = models.DateTimeField(
+        null=True, blank=True,
+        help_text="When its reflection task was last handed to the broker (orbs.services.ingest): an "
+                  "episode left waiting without a recent one is sent again by the worker beat.")
 
     class Meta:
         ordering = ["-created_at"]

@@ -34,6 +34,9 @@ from orbs.services.search import vectors_nearest
 logger = logging.getLogger(__name__)
 RETRIEVAL_IDS_KEY = "retrieval_ids"  # metadata key: retrievals this episode used, to record how it ended
 STALE_CLAIM_AFTER = timedelta(minutes=10)
+# An episode still waiting this long after its commit with no message sent lost it (the worker beat sends it).
+UNSENT_AFTER = timedelta(seconds=30)
+SWEEP_BATCH = 500  # episodes sent again per worker beat, so one beat stays short
 # A remembered lesson has no customer utterances; the marker keeps obs non-empty (edit forms and
 # bank files require it) and tells a reader of the prompt block where the lesson came from.
 REMEMBERED_OBS = "(a lesson remembered as text, not from a dialogue)"
@@ -235,10 +238,9 @@ def orb_from_episode(*, bank: MemoryBank | str, trajectory: dict | TrajectoryIn,
 
 def episode_submit(*, bank: MemoryBank, trajectory: TrajectoryIn, source_label: str = "", episode_ref: str = "",
                    source: str = Source.API, user=None, queue: bool = True) -> EpisodeRecord:
-    """Store the episode and, with `queue`, queue its reflection (sent when the transaction commits).
+    """Store the episode and, with `queue`, queue its reflection (sent when the transaction commits;
+    a message that never leaves is sent by the worker beat, episodes_send_unsent).
     Raises FieldRequired when a per-customer bank is given no customer, before anything is stored."""
-    from orbs.tasks import reflect_episode
-
     customer_key_check(bank, trajectory.customer_key, field="trajectory.customer_key")
     with transaction.atomic():
         record = EpisodeRecord.objects.create(
@@ -246,8 +248,47 @@ def episode_submit(*, bank: MemoryBank, trajectory: TrajectoryIn, source_label: 
             episode_ref=episode_ref, submitted_by=user,
         )
         if queue:
-            reflect_episode.delay_on_commit(record.pk)
+            # robust: a broker that cannot take the message must not fail the write that committed.
+            transaction.on_commit(lambda: _message_send(record.pk), robust=True)
     return record
+
+
+def _message_send(ingest_id: int) -> None:
+    from orbs.tasks import reflect_episode
+
+    reflect_episode.delay(ingest_id)
+    EpisodeRecord.objects.filter(pk=ingest_id).update(message_sent_at=timezone.now())
+
+
+def _unsent(now) -> Q:
+    """Episodes that no message will reflect: waiting with no message sent (a crash between the commit
+    and the send, a broker down), or none recently (lost with the broker's queue), or claimed by a
+    worker that died; the sync path claims its own at once, well within UNSENT_AFTER."""
+    no_recent_message = Q(message_sent_at__isnull=True) | Q(message_sent_at__lt=now - STALE_CLAIM_AFTER)
+    waiting = Q(status=EpisodeRecord.Status.QUEUED, created_at__lt=now - UNSENT_AFTER)
+    abandoned = Q(status=EpisodeRecord.Status.RUNNING, started_at__lt=now - STALE_CLAIM_AFTER)
+    return no_recent_message & (waiting | abandoned)
+
+
+def episodes_send_unsent() -> int:
+    """Worker beat, the outbox of reflections: send the task again for each episode that no message
+    will reflect (_unsent); how many were sent. Each send is claimed with a conditional update, so of
+    many workers' beats one sends it, and a duplicate message finds the episode claimed (_claim)."""
+    from orbs.tasks import reflect_episode
+
+    now = timezone.now()
+    sent = 0
+    for ingest_id in list(EpisodeRecord.objects.filter(_unsent(now)).values_list("pk", flat=True)[:SWEEP_BATCH]):
+        if not EpisodeRecord.objects.filter(_unsent(now), pk=ingest_id).update(message_sent_at=now):
+            continue
+        try:
+            reflect_episode.delay(ingest_id)
+        except Exception:
+            # The broker is down: unclaimed, the episode is the next beat's again.
+            EpisodeRecord.objects.filter(pk=ingest_id).update(message_sent_at=None)
+            raise
+        sent += 1
+    return sent
 
 
 def _claim(ingest_id: int) -> bool:

@@ -1,10 +1,12 @@
 """Idempotency-Key: a retried API write changes nothing and gets the first answer back."""
-import hashlib
 import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import close_old_connections, connection, connections
 from django.http import JsonResponse
 from django.test import Client
 from django.urls import path
@@ -13,18 +15,23 @@ from ninja import NinjaAPI
 
 from memweb.api import api
 from memweb.auth import api_auth, auth_failures_exceeded
-from memweb.idempotency import ABANDONED_AFTER, HEADER
+from memweb.idempotency import HEADER
 from memweb.models import ApiKey, IdempotentRequest, Job
 from orbs.dmrm.models import Experience
 from orbs.models import EpisodeRecord, MemoryBank, Orb
+from orbs.schemas import TrajectoryIn
+from orbs.services import episode_submit
 from tests.orbs.conftest import make_orb, success_trajectory, trajectory  # noqa: F401  (make_orb: fixture)
 from tests.orbs.dmrm.conftest import bank, dmrm  # noqa: F401  (fixtures)
 
 EPISODES = "/api/orbs/banks/{slug}/episodes"
 
-# This module doubles as a URLconf (pytest.mark.urls) with a route that fails once, then succeeds.
+# This module doubles as a URLconf (pytest.mark.urls) with probe routes: one fails once, then succeeds;
+# one writes an episode, then fails once; one waits until the test lets it finish.
 probe_api = NinjaAPI(urls_namespace="idempotency-probe", docs_url=None, openapi_url=None)
 probe_runs = []
+slow_started, slow_release = threading.Event(), threading.Event()
+WAIT = 120  # seconds: generous, for a busy machine; the tests wait on events, never on a clock
 
 
 @probe_api.post("/flaky", auth=api_auth())
@@ -33,6 +40,23 @@ def flaky(request):
     if len(probe_runs) == 1:
         raise RuntimeError("the first attempt meets a server fault")
     return JsonResponse({"run": len(probe_runs)}, status=201)
+
+
+@probe_api.post("/writes-then-fails", auth=api_auth())
+def writes_then_fails(request):
+    probe_runs.append(request.body)
+    record = episode_submit(bank=MemoryBank.objects.get(), trajectory=TrajectoryIn.model_validate(trajectory()),
+                            queue=False)
+    if len(probe_runs) == 1:
+        raise RuntimeError("the first attempt fails after its write")
+    return JsonResponse({"ingest_id": record.pk}, status=201)
+
+
+@probe_api.post("/slow", auth=api_auth())
+def slow(request):
+    slow_started.set()
+    assert slow_release.wait(WAIT)
+    return JsonResponse({"finished": True}, status=201)
 
 
 urlpatterns = [path("api/probe/", probe_api.urls)]
@@ -178,32 +202,136 @@ def test_a_malformed_key_is_refused_naming_the_header(client, bank, secret, key)
     assert not EpisodeRecord.objects.exists()
 
 
-def _first_use(*, user, key, url, payload, started_ago=timedelta(0)) -> IdempotentRequest:
-    """A key claimed by a request that has not finished (still running, or its process died)."""
-    row = IdempotentRequest.objects.create(user=user, key=key, method="POST", path=url,
-                                           body_hash=hashlib.sha256(json.dumps(payload).encode()).hexdigest())
-    IdempotentRequest.objects.filter(pk=row.pk).update(created_at=timezone.now() - started_ago)
-    return row
+def _in_a_thread(call):
+    """Run `call` on another thread, as another server thread would: its own database connection."""
+    def run():
+        try:
+            return call()
+        finally:
+            connection.close()
+    return ThreadPoolExecutor(max_workers=1).submit(run)
 
 
-def test_a_retry_while_the_first_request_runs_is_told_to_wait(client, bank, operator_user):
-    url = EPISODES.format(slug=bank.slug) + "?sync=true"
+@pytest.mark.urls(__name__)
+@pytest.mark.django_db(transaction=True)
+def test_a_retry_while_the_first_request_runs_is_told_to_wait(operator_user):
+    slow_started.clear(), slow_release.clear()
+    secret = _secret_of(operator_user)
+    first = _in_a_thread(lambda: post(Client(), "/api/probe/slow", {}, secret=secret, key="running"))
+    assert slow_started.wait(WAIT)
+    waiting = post(Client(), "/api/probe/slow", {}, secret=secret, key="running")
+    slow_release.set()
+    assert first.result(WAIT).status_code == 201
+    assert waiting.status_code == 409 and waiting["Retry-After"] == "1"
+    assert waiting.json()["detail"] == f"A request with {HEADER} 'running' is still in progress; " \
+                                       "retry after it has finished"
+    replayed = post(Client(), "/api/probe/slow", {}, secret=secret, key="running")
+    assert (replayed.status_code, replayed["Idempotent-Replayed"]) == (201, "true")
+
+
+class _DatabaseSessionDiesOnce:
+    """Stands between the route and the idempotency middleware: after the route's write, the request's
+    database session is terminated from another connection, as in a database crash or a failover."""
+
+    deaths = []
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if self.deaths:
+            self.deaths.pop()
+            _terminate_session(connection)
+        return response
+
+
+def _terminate_session(victim) -> None:
+    with victim.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    other = connections.create_connection("default")
+    try:
+        with other.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s, %s)", [pid, WAIT * 1000])
+    finally:
+        other.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_write_whose_database_session_dies_before_its_key_is_recorded_leaves_nothing_behind(
+        bank, operator_user, settings):
+    """Old code committed the key "in progress" and the write apart: the retry was refused with 409 for
+    ten minutes, then ran the write a second time (two episodes for one key)."""
+    idempotency = settings.MIDDLEWARE.index("memweb.idempotency.IdempotencyKeys")
+    settings.MIDDLEWARE = [*settings.MIDDLEWARE[:idempotency + 1], f"{__name__}._DatabaseSessionDiesOnce",
+                           *settings.MIDDLEWARE[idempotency + 1:]]
+    _DatabaseSessionDiesOnce.deaths[:] = ["once"]
+    client, secret, url = Client(raise_request_exception=False), _secret_of(operator_user), EPISODES.format(slug=bank.slug)
     episode = {"trajectory": trajectory()}
-    _first_use(user=operator_user, key="running", url=url, payload=episode)
-    response = post(client, url, episode, secret=_secret_of(operator_user), key="running")
-    assert response.status_code == 409 and response["Retry-After"] == "1"
-    assert response.json()["detail"] == f"A request with {HEADER} 'running' is still in progress; " \
-                                        "retry after it has finished"
-    assert not EpisodeRecord.objects.exists()
+    cut = post(client, url, episode, secret=secret, key="crash")
+    close_old_connections()  # what the server does at the end of every request
+    assert cut.status_code == 500 and not _DatabaseSessionDiesOnce.deaths
+    assert not EpisodeRecord.objects.exists() and not IdempotentRequest.objects.exists()
+    retried = post(client, url, episode, secret=secret, key="crash")
+    replayed = post(client, url, episode, secret=secret, key="crash")
+    assert retried.status_code == 202, retried.content
+    assert (replayed.status_code, replayed.json(), replayed["Idempotent-Replayed"]) == (202, retried.json(), "true")
+    assert EpisodeRecord.objects.count() == 1
 
 
-def test_a_request_abandoned_in_progress_is_taken_over_by_its_retry(client, bank, operator_user):
-    url = EPISODES.format(slug=bank.slug) + "?sync=true"
+@pytest.mark.urls(__name__)
+def test_a_write_that_fails_after_its_effect_is_rolled_back_so_its_retry_writes_once(bank, operator_user):
+    """Old code kept the first attempt's episode and released the key: the retry wrote a second one."""
+    probe_runs.clear()
+    client, secret = Client(raise_request_exception=False), _secret_of(operator_user)
+    failed = post(client, "/api/probe/writes-then-fails", {}, secret=secret, key="half")
+    assert failed.status_code == 500 and not EpisodeRecord.objects.exists()
+    retried = post(client, "/api/probe/writes-then-fails", {}, secret=secret, key="half")
+    replayed = post(client, "/api/probe/writes-then-fails", {}, secret=secret, key="half")
+    assert (retried.status_code, replayed.json()) == (201, retried.json())
+    assert EpisodeRecord.objects.count() == 1 and len(probe_runs) == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_eight_concurrent_first_uses_of_a_key_write_once(bank, operator_user):
+    secret, url = _secret_of(operator_user), EPISODES.format(slug=bank.slug)
     episode = {"trajectory": trajectory()}
-    _first_use(user=operator_user, key="died", url=url, payload=episode, started_ago=ABANDONED_AFTER * 2)
-    response = post(client, url, episode, secret=_secret_of(operator_user), key="died")
-    assert response.status_code == 201, response.content
-    assert IdempotentRequest.objects.get().state == IdempotentRequest.State.DONE
+    start = threading.Barrier(8)
+
+    def send():
+        start.wait(WAIT)
+        return post(Client(), url, episode, secret=secret, key="race")
+
+    answers = [future.result(WAIT) for future in [_in_a_thread(send) for _ in range(8)]]
+    ran = [a for a in answers if a.status_code == 202 and not a.has_header("Idempotent-Replayed")]
+    replayed = [a for a in answers if a.status_code == 202 and a.has_header("Idempotent-Replayed")]
+    assert len(ran) == 1 and len(ran) + len(replayed) + sum(a.status_code == 409 for a in answers) == 8
+    assert all(a.json() == ran[0].json() for a in replayed)
+    assert EpisodeRecord.objects.count() == 1 and IdempotentRequest.objects.count() == 1
+
+
+def test_a_key_of_the_same_user_without_the_routes_scope_gets_no_replay(client, bank, operator_user):
+    """Old code replayed the first key's answer to a read-only key, whose scopes refuse the route."""
+    url = EPISODES.format(slug=bank.slug)
+    writer = _secret_of(operator_user)
+    reader = ApiKey.issue(user=operator_user, name="reader", scopes=[ApiKey.Scope.MEMORY_READ])[1]
+    episode = {"trajectory": trajectory()}
+    assert post(client, url, episode, secret=writer, key="shared").status_code == 202
+    refused = post(client, url, episode, secret=reader, key="shared")
+    assert refused.status_code == 403 and not refused.has_header("Idempotent-Replayed")
+    assert "lacks the scope 'memory:write'" in refused.json()["detail"]
+    assert EpisodeRecord.objects.count() == 1
+
+
+def test_a_session_gets_no_replay_of_an_answer_its_api_key_got(client, bank, operator_user):
+    url = EPISODES.format(slug=bank.slug)
+    episode = {"trajectory": trajectory()}
+    by_key = post(client, url, episode, secret=_secret_of(operator_user), key="shared")
+    client.force_login(operator_user)
+    by_session = post(client, url, episode, key="shared")
+    assert by_key.status_code == by_session.status_code == 202
+    assert not by_session.has_header("Idempotent-Replayed") and EpisodeRecord.objects.count() == 2
 
 
 def test_an_expired_key_runs_the_request_again(client, bank, secret, settings):
@@ -228,6 +356,7 @@ def test_a_server_fault_is_not_kept_so_the_retry_runs_again(operator_user):
     replayed = post(client, "/api/probe/flaky", {"n": 1}, secret=secret, key="flaky")
     assert (failed.status_code, retried.status_code, replayed.status_code) == (500, 201, 201)
     assert replayed.json() == retried.json() == {"run": 2} and len(probe_runs) == 2
+    assert IdempotentRequest.objects.count() == 1
 
 
 def test_the_schema_declares_the_header_on_every_write():

@@ -1,10 +1,13 @@
 """Algorithm 1: an episode becomes an Orb, once; near-duplicates are flagged; auto-approval by policy."""
 import hashlib
+from datetime import timedelta
 
 import numpy as np
 import pytest
+from django.utils import timezone
 
 from memweb.embeddings import embedder
+from memweb.registry import worker_beats
 from orbs.errors import InvalidTrajectory
 from orbs.models import EpisodeRecord, MemoryBank, Orb, RetrievalLog, ReviewEvent
 from orbs.schemas import TrajectoryIn
@@ -84,6 +87,42 @@ def test_it_reflects_a_queued_episode_once_even_when_redelivered(bank, django_ca
     assert record.status == EpisodeRecord.Status.DONE and record.created_orb
     assert episode_reflect(ingest_id=record.pk).orb_id == record.orb_id  # a re-delivered task changes nothing
     assert Orb.objects.count() == 1
+    assert EpisodeRecord.objects.get(pk=record.pk).attempts == 1
+
+
+def _worker_beat() -> None:
+    """What each worker heartbeat runs (memweb.celery)."""
+    for beat in worker_beats():
+        beat()
+
+
+def test_the_worker_beat_reflects_an_episode_whose_message_was_lost(bank, agent, django_capture_on_commit_callbacks):
+    """Old code sent the task once, after the commit: an episode whose message never left (a crash just
+    after the commit, a broker down) or was lost with the broker's queue stayed queued for good."""
+    url = f"/api/orbs/banks/{bank.slug}/episodes"
+    # Written through the API, and its on-commit message never sent: this test's transaction never commits.
+    lost, sent_long_ago, just_written = (agent.post(url, {"trajectory": trajectory()}, content_type="application/json")
+                                         .json()["ingest_id"] for _ in range(3))
+    long_ago = timezone.now() - timedelta(minutes=30)
+    EpisodeRecord.objects.filter(pk__in=[lost, sent_long_ago]).update(created_at=long_ago)
+    EpisodeRecord.objects.filter(pk=sent_long_ago).update(message_sent_at=long_ago)
+    with django_capture_on_commit_callbacks(execute=True):
+        _worker_beat()
+    reflected = dict(EpisodeRecord.objects.values_list("pk", "status"))
+    assert reflected == {lost: EpisodeRecord.Status.DONE, sent_long_ago: EpisodeRecord.Status.DONE,
+                         just_written: EpisodeRecord.Status.QUEUED}  # its own message may still be on its way
+    assert EpisodeRecord.objects.filter(pk__in=[lost, sent_long_ago], orb__isnull=False).count() == 2
+
+
+def test_the_worker_beat_sends_an_episode_again_once_its_worker_died_holding_it(bank):
+    record = episode_submit(bank=bank, trajectory=TrajectoryIn.model_validate(trajectory()), queue=False)
+    long_ago = timezone.now() - timedelta(minutes=30)
+    EpisodeRecord.objects.filter(pk=record.pk).update(status=EpisodeRecord.Status.RUNNING, started_at=long_ago,
+                                                      message_sent_at=long_ago, created_at=long_ago)
+    _worker_beat()
+    record.refresh_from_db()
+    assert record.status == EpisodeRecord.Status.DONE and record.attempts == 1
+    _worker_beat()  # done: nothing more to send
     assert EpisodeRecord.objects.get(pk=record.pk).attempts == 1
 
 
