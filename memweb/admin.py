@@ -2,9 +2,6 @@ from django.contrib import admin
 
 from memweb.models import ApiKey, Job, LLMCall, Membership, TaskProbe, WorkerHeartbeat, Workspace
 
-admin.site.site_header = "memweb administration"
-admin.site.site_title = "memweb admin"
-
 
 @admin.register(LLMCall)
 class LLMCallAdmin(admin.ModelAdmin):

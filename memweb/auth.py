@@ -1,5 +1,6 @@
 """Who may call the JSON API: a signed-in browser session or an agent's API key, then a role check
-in the workspace the request acts in. Also the brute-force guard shared by API keys and the login page.
+in the workspace the request acts in. Also the brute-force guard shared by API keys and the sign-in pages
+(memweb's and the admin site's).
 
 Use `auth=api_auth(Role.OPERATOR, scope=ApiKey.Scope.MEMORY_WRITE)` on a ninja operation: a key
 needs that scope, and its user that role in the key's workspace; `api_auth()` (no roles, no scope)
@@ -7,20 +8,26 @@ admits anyone authenticated. `api_auth(Role.REVIEWER, review=True)` marks a rout
 memories: no key may call it, only a reviewer's session. `request.auth` and `request.user` are the
 User; `request.workspace` the workspace (the key's, or the session's).
 """
-import time
-from datetime import timedelta
+import ipaddress
+import math
+import unicodedata
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from functools import wraps
 
 from django.conf import settings
-from django.core.cache import cache
-from django.db.models import Q
-from django.http import JsonResponse
+from django.contrib.auth.forms import AuthenticationForm
+from django.db import connection, transaction
+from django.db.models import F, Q
+from django.http import HttpResponse, JsonResponse
+from django.shortcuts import render
 from django.utils import timezone
+from django.utils.crypto import salted_hmac
 from ninja.errors import AuthenticationError, AuthorizationError, HttpError
 from ninja.security import APIKeyCookie, APIKeyHeader, HttpBearer
 from ninja.utils import check_csrf
 
-from memweb.models import ApiKey
+from memweb.models import ApiKey, AuthFailure
 from memweb.roles import has_role, role_required
 from memweb.workspaces import workspace_activate
 
@@ -33,49 +40,145 @@ TOO_MANY_FAILURES = "Too many failed attempts from this address; try again in a 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
-# --- brute-force guard: failures per client address in a fixed window (Django's cache) ---
+# --- brute-force guard: failures per client address, and per account for sign-ins, in a fixed window ---
+LOGIN, API = "login", "api"
+Counter = tuple[str, str, str]  # scope, kind, subject: one memweb.models.AuthFailure row
+# One statement, so parallel attempts each get their own number: a lapsed window starts again at 1.
+_COUNT_ONE = f"""
+INSERT INTO {AuthFailure._meta.db_table} AS t (scope, kind, subject, count, window_started_at)
+VALUES (%(scope)s, %(kind)s, %(subject)s, 1, %(now)s)
+ON CONFLICT (scope, kind, subject) DO UPDATE SET
+    count = CASE WHEN t.window_started_at <= %(lapsed)s THEN 1 ELSE t.count + 1 END,
+    window_started_at = CASE WHEN t.window_started_at <= %(lapsed)s THEN %(now)s ELSE t.window_started_at END
+RETURNING count, window_started_at"""
+
+
 def client_ip(request) -> str:
-    # REMOTE_ADDR only: X-Forwarded-For is client-controlled unless a trusted proxy rewrites it.
-    return request.META.get("REMOTE_ADDR") or "unknown"
+    """REMOTE_ADDR or, when that is a trusted proxy (MEMWEB_TRUSTED_PROXIES), the nearest X-Forwarded-For
+    hop that is not one: the hops to its left were written by the client and prove nothing."""
+    address = request.META.get("REMOTE_ADDR") or "unknown"
+    hops = [hop.strip() for hop in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if hop.strip()]
+    while hops and _is_trusted_proxy(address):
+        address = hops.pop()
+    return address
 
 
-def _failure_key(scope: str, ip: str) -> str:
-    return f"memweb:auth-failures:{scope}:{ip}"
+def _is_trusted_proxy(address: str) -> bool:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return any(ip in network for network in settings.MEMWEB_TRUSTED_PROXIES)
+
+
+def _counter(scope: str, kind: str, value: str) -> Counter:
+    return scope, kind, salted_hmac("memweb.auth.failures", f"{kind}:{value}").hexdigest()
+
+
+def _address(scope: str, ip: str) -> Counter:
+    return _counter(scope, AuthFailure.Kind.ADDRESS, ip)
+
+
+def _account(username: str) -> Counter:
+    # Folded as the sign-in form folds it, and more: "Alice" and "alice" share one counter.
+    return _counter(LOGIN, AuthFailure.Kind.ACCOUNT, unicodedata.normalize("NFKC", username).casefold())
 
 
 def _max_failures() -> int:
     return settings.MEMWEB_AUTH_MAX_FAILURES
 
 
-def _failure_window() -> int:
-    return settings.MEMWEB_AUTH_FAILURE_WINDOW_SECONDS
+def _lapsed(now: datetime) -> datetime:
+    """A window that started at or before this has ended."""
+    return now - timedelta(seconds=settings.MEMWEB_AUTH_FAILURE_WINDOW_SECONDS)
+
+
+def _retry_after(started: datetime, now: datetime) -> int:
+    return max(1, math.ceil((started - _lapsed(now)).total_seconds()))
+
+
+def _rows(counter: Counter):
+    scope, kind, subject = counter
+    return AuthFailure.objects.filter(scope=scope, kind=kind, subject=subject)
+
+
+def _live(counter: Counter, now: datetime) -> tuple[int, datetime | None]:
+    row = _rows(counter).filter(window_started_at__gt=_lapsed(now)).values_list("count", "window_started_at").first()
+    return row or (0, None)
+
+
+def _count_one(counter: Counter, now: datetime) -> tuple[int, datetime]:
+    scope, kind, subject = counter
+    with connection.cursor() as cursor:
+        cursor.execute(_COUNT_ONE, {"scope": scope, "kind": kind, "subject": subject, "now": now,
+                                    "lapsed": _lapsed(now)})
+        return cursor.fetchone()
+
+
+def _places_take(counters: list[Counter], now: datetime) -> list[datetime]:
+    """Count one attempt in each counter, or, when any is full, in none: then the window starts of the
+    full ones. One transaction, always locking the address's row before the account's, so each
+    attempt sees every other attempt's places either all taken or not at all."""
+    with transaction.atomic():
+        taken = [_count_one(counter, now) for counter in counters]
+        full = [started for count, started in taken if count > _max_failures()]
+        if full:
+            transaction.set_rollback(True)
+    return full
+
+
+def _give_back(counters: list[Counter]) -> None:
+    for counter in counters:
+        _rows(counter).filter(count__gt=0).update(count=F("count") - 1)
 
 
 def auth_failures_exceeded(*, scope: str, ip: str) -> bool:
-    return cache.get(_failure_key(scope, ip), 0) >= _max_failures()
+    return _live(_address(scope, ip), timezone.now())[0] >= _max_failures()
 
 
 def auth_failures_retry_after(*, scope: str, ip: str) -> int:
-    """Whole seconds until the failure window of this address ends (the window when unknown)."""
-    started = cache.get(_failure_key(scope, ip) + ":since")
-    if started is None:
-        return _failure_window()
-    return max(1, int(started + _failure_window() - time.time()) + 1)
+    """Whole seconds until the failure window of this address ends."""
+    now = timezone.now()
+    started = _live(_address(scope, ip), now)[1]
+    return _retry_after(started or now, now)
 
 
 def auth_failure_record(*, scope: str, ip: str) -> None:
-    key = _failure_key(scope, ip)
-    # add() starts the window at the first failure; incr() keeps that expiry.
-    cache.add(key, 0, timeout=_failure_window())
-    cache.add(key + ":since", time.time(), timeout=_failure_window())
-    try:
-        cache.incr(key)
-    except ValueError:  # the window expired between add() and incr()
-        cache.add(key, 1, timeout=_failure_window())
+    _count_one(_address(scope, ip), timezone.now())
 
 
-def auth_failures_reset(*, scope: str, ip: str) -> None:
-    cache.delete_many([_failure_key(scope, ip), _failure_key(scope, ip) + ":since"])
+def auth_failures_prune() -> int:
+    """Worker beat: forget the counters whose window has ended."""
+    return AuthFailure.objects.filter(window_started_at__lte=_lapsed(timezone.now())).delete()[0]
+
+
+def login_limited(request, *, sign_in: Callable[[], HttpResponse], next_url: str = "") -> HttpResponse:
+    """Run a sign-in form's view (`sign_in`) under the limits of the client's address and of the account
+    it names. Each POST first takes a place in both counters, atomically, and beyond the limit is
+    answered 429 without its password being checked, so parallel attempts cannot slip past together.
+    A failure keeps its places; anything else gives them back. Signing in clears the account's
+    counter, never the address's: signing in to one's own account buys no guesses at another's."""
+    if request.method != "POST":
+        return sign_in()
+    now = timezone.now()
+    counters = [_address(LOGIN, client_ip(request)), _account(request.POST.get("username", ""))]
+    full = _places_take(counters, now)
+    if full:
+        return _sign_in_refused(request, max(_retry_after(started, now) for started in full), next_url)
+    response = sign_in()
+    if response.status_code == 200:  # the form again, with its error: a failed attempt
+        return response
+    _give_back(counters)
+    if request.user.is_authenticated and _account(request.user.get_username()) == counters[1]:
+        _rows(counters[1]).delete()
+    return response
+
+
+def _sign_in_refused(request, retry_after: int, next_url: str) -> HttpResponse:
+    context = {"form": AuthenticationForm(request), "blocked": True, "next": request.POST.get("next") or next_url}
+    response = render(request, "registration/login.html", context, status=429)
+    response["Retry-After"] = str(retry_after)
+    return response
 
 
 class TooManyFailures(HttpError):
@@ -88,17 +191,19 @@ class TooManyFailures(HttpError):
 
 # --- API keys ---
 def api_key_of(*, request, secret: str) -> ApiKey:
-    """The active key whose secret is `secret` (its user active too), or 401/429. Counts failures per address."""
+    """The active key whose secret is `secret` (its user active too), or 401/429. Counts failures per address.
+    Unlike a sign-in, a key takes no place in the counter before it is checked: that would cost every
+    agent call two writes, and a 256-bit key is no easier to guess for a few attempts in parallel."""
     ip = client_ip(request)
-    if auth_failures_exceeded(scope="api", ip=ip):
-        raise TooManyFailures(auth_failures_retry_after(scope="api", ip=ip))
+    if auth_failures_exceeded(scope=API, ip=ip):
+        raise TooManyFailures(auth_failures_retry_after(scope=API, ip=ip))
     key = (
         ApiKey.objects.select_related("user", "workspace")
         .filter(key_hash=ApiKey.hash_secret(secret.strip()), revoked_at__isnull=True, user__is_active=True)
         .first()
     )
     if key is None:
-        auth_failure_record(scope="api", ip=ip)
+        auth_failure_record(scope=API, ip=ip)
         raise AuthenticationError(401, BAD_KEY)
     api_key_touch(key=key)
     return key

@@ -3,6 +3,7 @@
 Each helper raises ImproperlyConfigured naming the variable and the values it
 accepts, so a typo stops start-up with a message instead of a silent default.
 """
+import ipaddress
 import os
 
 from django.core.exceptions import ImproperlyConfigured
@@ -58,6 +59,17 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None or raw.strip() == "":
         return list(default)
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_networks(name: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    """Comma-separated addresses or CIDR networks (`10.0.0.5`, `10.0.0.0/8`, `::1`); empty when unset."""
+    networks = []
+    for item in env_list(name, []):
+        try:
+            networks.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            raise ImproperlyConfigured(f"{name} entry {item!r} is not an IP address or network (e.g. 10.0.0.0/8)") from None
+    return tuple(networks)
 
 
 def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:

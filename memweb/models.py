@@ -178,6 +178,29 @@ class ApiKey(models.Model):
         self.save(update_fields=["revoked_at"])
 
 
+class AuthFailure(models.Model):
+    """Failed sign-ins or API-key attempts counted for one client address or one account in a fixed
+    window (memweb.auth). One row per counter, changed only by single atomic statements, so parallel
+    attempts cannot race past the limit."""
+
+    class Kind(models.TextChoices):
+        ADDRESS = "address", "client address"
+        ACCOUNT = "account", "account"
+
+    scope = models.CharField(max_length=16, help_text="login or api")
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    # Keyed hash of the address or the username: a password typed into the username field is never kept.
+    subject = models.CharField(max_length=64)
+    count = models.PositiveIntegerField(default=0)
+    window_started_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["scope", "kind", "subject"], name="auth_failure_unique_counter")]
+
+    def __str__(self) -> str:
+        return f"{self.scope} {self.kind} {self.subject[:8]}…: {self.count}"
+
+
 class Webhook(models.Model):
     """A URL memweb POSTs events to, each body signed with the webhook's secret (memweb.webhooks).
     The secret is kept as it is: signing needs it (unlike an API key, which is only compared)."""

@@ -28,6 +28,7 @@ class NavItem:
     label: str
     url_name: str
     roles: tuple[str, ...] = ()
+    superusers_only: bool = False  # the Django admin site (memweb.admin_site)
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ CORE_NAV_AFTER = (
     NavItem("Webhooks", "webhooks", (Role.OPERATOR,)),
     NavItem("API docs", "api:openapi-view"),
     NavItem("Workspaces", "workspaces", (Role.ADMIN,)),
-    NavItem("Admin", "admin:index", (Role.ADMIN,)),
+    NavItem("Admin", "admin:index", (Role.ADMIN,), superusers_only=True),
 )
 
 
@@ -85,7 +86,7 @@ def nav_for(*, user, current_path: str) -> list[dict]:
     links = [
         {"label": item.label, "url": reverse(item.url_name)}
         for item in nav_items_declared()
-        if _visible(user, item.roles)
+        if _visible(user, item.roles) and (user.is_superuser or not item.superusers_only)
     ]
     # The longest matching prefix wins, so "/orbs/review/" beats "/orbs/" and "/" matches only home.
     matches = [link for link in links

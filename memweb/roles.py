@@ -2,7 +2,8 @@
 
 A role is held in a workspace (memweb.models.Membership) and checked in the workspace the request
 acts in (memweb.workspaces). Superusers, and admins of that workspace, pass every check. The role
-groups remain for the Django admin site's model permissions.
+groups hold the model permissions each role declares; the Django admin site is for superusers only
+(memweb.admin_site), so no role, staff flag or group opens it.
 """
 from functools import wraps
 
@@ -82,19 +83,19 @@ CORE_ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
 
 
 def _declared_permissions(role: str) -> list[str]:
+    if role == Role.ADMIN:
+        # What the other roles hold, and nothing beyond: never all permissions (the users' among them).
+        return sorted({perm for other in Role.values if other != Role.ADMIN for perm in _declared_permissions(other)})
     return [*CORE_ROLE_PERMISSIONS.get(role, ()), *role_permissions(role)]
 
 
 def roles_sync(**_signal_kwargs) -> None:
     """Create the role groups and give them their permissions (idempotent;
     runs after every migrate so new models' permissions are picked up)."""
-    from django.contrib.auth.models import Group, Permission
+    from django.contrib.auth.models import Group
 
     for role in Role.values:
         group, _ = Group.objects.get_or_create(name=role)
-        if role == Role.ADMIN:
-            group.permissions.set(Permission.objects.all())
-            continue
         wanted = [_permission(dotted) for dotted in _declared_permissions(role)]
         group.permissions.set([perm for perm in wanted if perm is not None])
 

@@ -6,7 +6,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from memweb import embedded_db
-from memweb.env import env_bool, env_choice, env_float, env_int, env_list, env_str
+from memweb.env import env_bool, env_choice, env_float, env_int, env_list, env_networks, env_str
 from memweb.llm.config import read_all_roles, read_prices
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -35,7 +35,7 @@ for _origin in CSRF_TRUSTED_ORIGINS:
         )
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "memweb.admin_site.SuperuserAdminConfig",  # Django's admin site, for superusers only
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -101,10 +101,12 @@ else:
 DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0))}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# Shared by all web workers (login/API-key failure counters), with no extra service.
+# Shared by all web workers (the LLM endpoints' probed capabilities), with no extra service.
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "memweb_cache"}}
 MEMWEB_AUTH_MAX_FAILURES = env_int("MEMWEB_AUTH_MAX_FAILURES", 10, minimum=1)
 MEMWEB_AUTH_FAILURE_WINDOW_SECONDS = env_int("MEMWEB_AUTH_FAILURE_WINDOW_SECONDS", 300, minimum=1)
+# The reverse proxies whose X-Forwarded-For names the client (memweb.auth.client_ip); none by default.
+MEMWEB_TRUSTED_PROXIES = env_networks("MEMWEB_TRUSTED_PROXIES")
 # How long an API write's Idempotency-Key is remembered (and its answer replayed); a day, as clients
 # retry within minutes.
 MEMWEB_IDEMPOTENCY_TTL_SECONDS = env_int("MEMWEB_IDEMPOTENCY_TTL_SECONDS", 24 * 3600, minimum=1)

@@ -4,14 +4,13 @@ from datetime import timedelta
 from django import forms
 from django.contrib import messages
 from django.contrib.auth import logout
-from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import LoginView
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.utils.cache import patch_cache_control
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from memweb.auth import auth_failure_record, auth_failures_exceeded, auth_failures_reset, client_ip
+from memweb.auth import login_limited
 from memweb.health import health_report
 from memweb.jobs import jobs_visible_to
 from memweb.listing import Sorting, list_page
@@ -29,18 +28,7 @@ _login_page = LoginView.as_view(template_name="registration/login.html", redirec
 
 @require_http_methods(["GET", "POST"])
 def login_view(request):
-    ip = client_ip(request)
-    if request.method == "POST" and auth_failures_exceeded(scope="login", ip=ip):
-        context = {"form": AuthenticationForm(request), "blocked": True}
-        return render(request, "registration/login.html", context, status=429)
-    response = _login_page(request)
-    if request.method == "POST":
-        # LoginView redirects on success and re-renders the form on bad credentials.
-        if response.status_code == 200:
-            auth_failure_record(scope="login", ip=ip)
-        else:
-            auth_failures_reset(scope="login", ip=ip)
-    return response
+    return login_limited(request, sign_in=lambda: _login_page(request))
 
 
 @require_POST

@@ -4,7 +4,8 @@ from orbs.models import EpisodeRecord, MemoryBank, Orb, RetrievalLog, ReviewEven
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
-    """Audit and log rows are written by the services only."""
+    """Memories, their banks, and audit and log rows are written by the services only: an edit here would
+    skip review, revisions, the vector and the history chain (verify_history would then report it)."""
 
     def has_add_permission(self, request):
         return False
@@ -17,25 +18,22 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 
 @admin.register(MemoryBank)
-class MemoryBankAdmin(admin.ModelAdmin):
+class MemoryBankAdmin(ReadOnlyAdmin):
+    """Its settings and approval policy change on the bank's pages, through the bank services."""
+
     list_display = ("name", "slug", "retrieval_k", "approved_only", "min_score", "auto_approve", "embedding_model")
     list_filter = ("auto_approve", "approved_only", "embedding_model")
     search_fields = ("name", "slug")
-    readonly_fields = ("embedding_model", "created_at")
 
 
 @admin.register(Orb)
-class OrbAdmin(admin.ModelAdmin):
+class OrbAdmin(ReadOnlyAdmin):
     list_display = ("id", "lineage_id", "revision", "short_hash", "bank", "status", "emotion", "domain", "source",
                     "reflector_backend", "times_retrieved", "created_at")
     list_filter = ("status", "bank", "emotion", "domain", "source", "reflector_backend", "embedding_model")
     search_fields = ("content_hash", "obs", "outcome", "customer_key", "source_label", "episode_ref")
     date_hierarchy = "created_at"
     exclude = ("vector",)
-    raw_id_fields = ("supersedes", "near_duplicate_of", "merged_into", "reviewer", "episode")
-    # Review decisions go through the queue, where they are versioned and audited.
-    readonly_fields = ("content_hash", "lineage", "revision", "status", "version", "reviewer", "reviewed_at", "times_retrieved",
-                       "last_retrieved_at", "embedding_model", "created_at")
 
 
 @admin.register(ReviewEvent)
@@ -55,8 +53,7 @@ class RetrievalLogAdmin(ReadOnlyAdmin):
 
 
 @admin.register(EpisodeRecord)
-class EpisodeRecordAdmin(admin.ModelAdmin):
+class EpisodeRecordAdmin(ReadOnlyAdmin):
     list_display = ("id", "bank", "status", "source", "source_label", "episode_ref", "attempts", "created_at")
     list_filter = ("status", "bank", "source")
     search_fields = ("source_label", "episode_ref", "error")
-    readonly_fields = ("orb", "created_orb", "attempts", "started_at", "finished_at")

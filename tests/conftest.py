@@ -19,7 +19,7 @@ def _test_settings(settings):
     settings.WHITENOISE_AUTOREFRESH = True
 
 
-    # A per-test in-memory cache: login/API-key failure counters of one test must not throttle the next.
+    # A per-test in-memory cache: what one test caches (an LLM endpoint's probed capabilities) must not reach the next.
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "tests"}}
     from django.core.cache import cache
 

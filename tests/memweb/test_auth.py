@@ -1,20 +1,27 @@
 """API keys (issue, hash, revoke, last use), session auth with CSRF, brute-force
 limits, sign in/out, the API keys page and the create_user / create_api_key commands."""
 import io
+import threading
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
+from ipaddress import ip_network
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.core.cache import cache
+from django.core.cache.backends import db as db_cache
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management import CommandError, call_command
+from django.db import connection
 from django.middleware.csrf import _get_new_csrf_string
 from django.test import Client
 from django.urls import path, reverse
 from django.utils import timezone
 from ninja import NinjaAPI
 
-from memweb.auth import BAD_KEY, NO_CREDENTIALS, api_auth
-from memweb.models import ApiKey
+from memweb.auth import BAD_KEY, NO_CREDENTIALS, api_auth, auth_failures_prune
+from memweb.env import env_networks
+from memweb.models import ApiKey, AuthFailure
 from memweb.roles import Role, user_roles
 from tests.fixtures.users import PASSWORD
 
@@ -34,13 +41,6 @@ def anyone(request):
 
 urlpatterns = [path("t/", probe_api.urls)]
 with_probe_api = pytest.mark.urls(__name__)
-
-
-@pytest.fixture(autouse=True)
-def _fresh_failure_counters():
-    cache.clear()
-    yield
-    cache.clear()
 
 
 def _bearer(secret: str) -> dict:
@@ -196,24 +196,124 @@ def test_it_follows_next_after_sign_in(client, reviewer_user):
 
 @pytest.mark.django_db
 def test_it_blocks_sign_in_after_repeated_failures(client, reviewer_user, settings):
+    """From that address; the account's own limit is test_it_limits_guesses_at_one_account_from_many_addresses."""
     settings.MEMWEB_AUTH_MAX_FAILURES = 3
     for _ in range(3):
         _sign_in(client, reviewer_user.username, "wrong")
     blocked = _sign_in(client, reviewer_user.username, PASSWORD)
     assert blocked.status_code == 429 and "Too many failed sign-in attempts" in blocked.content.decode()
     assert client.get(reverse("home")).status_code == 302
-    assert _sign_in(Client(), reviewer_user.username, PASSWORD, REMOTE_ADDR="10.0.0.7").status_code == 302
+    assert _sign_in(Client(), "someone-else", "wrong", REMOTE_ADDR="10.0.0.7").status_code == 200
 
 
 @pytest.mark.django_db
-def test_it_forgets_failures_after_a_successful_sign_in(client, reviewer_user, settings):
+def test_it_forgets_an_accounts_failures_when_its_owner_signs_in(reviewer_user, settings):
     settings.MEMWEB_AUTH_MAX_FAILURES = 3
-    for _ in range(2):
-        _sign_in(client, reviewer_user.username, "wrong")
-    assert _sign_in(client, reviewer_user.username, PASSWORD).status_code == 302
-    for _ in range(2):
-        _sign_in(Client(), reviewer_user.username, "wrong")
+    for address in ("10.1.0.1", "10.1.0.2"):
+        _sign_in(Client(), reviewer_user.username, "wrong", REMOTE_ADDR=address)
+    assert _sign_in(Client(), reviewer_user.username, PASSWORD, REMOTE_ADDR="10.1.0.9").status_code == 302
+    for address in ("10.2.0.1", "10.2.0.2"):
+        _sign_in(Client(), reviewer_user.username, "wrong", REMOTE_ADDR=address)
+    assert _sign_in(Client(), reviewer_user.username, PASSWORD, REMOTE_ADDR="10.2.0.9").status_code == 302
+
+
+@pytest.mark.django_db
+def test_it_keeps_an_addresss_failures_when_someone_signs_in_from_it(annotator_user, settings):
+    """Signing in to one's own account between guesses at others' buys no more guesses."""
+    settings.MEMWEB_AUTH_MAX_FAILURES = 3
+    for victim in ("ann", "bob"):
+        assert _sign_in(Client(), victim, "wrong").status_code == 200
+        assert _sign_in(Client(), annotator_user.username, PASSWORD).status_code == 302
+    assert _sign_in(Client(), "cy", "wrong").status_code == 200
+    assert _sign_in(Client(), "dan", "wrong").status_code == 429
+
+
+@pytest.mark.django_db
+def test_it_limits_guesses_at_one_account_from_many_addresses(reviewer_user, operator_user, settings):
+    settings.MEMWEB_AUTH_MAX_FAILURES = 3
+    for address in ("10.3.0.1", "10.3.0.2", "10.3.0.3"):
+        assert _sign_in(Client(), reviewer_user.username, "wrong", REMOTE_ADDR=address).status_code == 200
+    blocked = _sign_in(Client(), reviewer_user.username.upper(), PASSWORD, REMOTE_ADDR="10.3.0.9")
+    assert blocked.status_code == 429 and 0 < int(blocked["Retry-After"]) <= 300
+    assert _sign_in(Client(), reviewer_user.username, PASSWORD, REMOTE_ADDR="10.3.0.9").status_code == 429
+    assert _sign_in(Client(), operator_user.username, PASSWORD, REMOTE_ADDR="10.3.0.9").status_code == 302
+
+
+@pytest.mark.django_db
+def test_it_honours_a_failure_window_longer_than_five_minutes(reviewer_user, settings, monkeypatch):
+    # The server's cache, not the tests' in-memory one: its incr() once cut every window to 300 s.
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "memweb_cache"}}
+    call_command("createcachetable", verbosity=0)
+    settings.MEMWEB_AUTH_MAX_FAILURES, settings.MEMWEB_AUTH_FAILURE_WINDOW_SECONDS = 3, 3600
+    for _ in range(3):
+        _sign_in(Client(), "nobody", "wrong")
+    real_now, later = timezone.now, {"by": timedelta(minutes=10)}
+    for module, name in ((timezone, "now"), (db_cache, "tz_now")):  # memweb's clock and the cache's
+        monkeypatch.setattr(module, name, lambda: real_now() + later["by"])
+    blocked = _sign_in(Client(), reviewer_user.username, PASSWORD)
+    assert blocked.status_code == 429 and 2900 < int(blocked["Retry-After"]) <= 3000
+    later["by"] = timedelta(minutes=61)
     assert _sign_in(Client(), reviewer_user.username, PASSWORD).status_code == 302
+    assert auth_failures_prune() == 1  # the lapsed counter of the account "nobody"
+    assert list(AuthFailure.objects.values_list("kind", "count")) == [("address", 0)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_checks_no_more_parallel_guesses_than_the_limit(reviewer_user, settings):
+    """Real concurrent requests, each with its own database connection, released together."""
+    settings.MEMWEB_AUTH_MAX_FAILURES = 5
+    attempts = 30
+    start = threading.Barrier(attempts)
+
+    def guess(number: int) -> int:
+        try:
+            start.wait(timeout=120)
+            return _sign_in(Client(), reviewer_user.username, f"wrong-{number}").status_code
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(attempts) as pool:
+        answers = Counter(pool.map(guess, range(attempts)))
+    assert answers == {200: 5, 429: 25}
+    assert AuthFailure.objects.filter(count=5).count() == 2  # the address's counter and the account's
+
+
+@pytest.mark.django_db
+def test_it_counts_the_forwarded_client_only_behind_a_trusted_proxy(reviewer_user, settings):
+    settings.MEMWEB_AUTH_MAX_FAILURES = 2
+    settings.MEMWEB_TRUSTED_PROXIES = (ip_network("127.0.0.0/8"), ip_network("10.8.0.0/16"))
+    for spoofed in ("1.1.1.1", "2.2.2.2"):  # what the client wrote, then what each proxy appended
+        _sign_in(Client(), "nobody", "wrong", HTTP_X_FORWARDED_FOR=f"{spoofed}, 198.51.100.7, 10.8.0.5")
+    refused = _sign_in(Client(), reviewer_user.username, PASSWORD, HTTP_X_FORWARDED_FOR="9.9.9.9, 198.51.100.7")
+    assert refused.status_code == 429
+    assert _sign_in(Client(), reviewer_user.username, PASSWORD, HTTP_X_FORWARDED_FOR="198.51.100.8").status_code == 302
+    settings.MEMWEB_TRUSTED_PROXIES = ()
+    for forwarded in ("198.51.100.20", "198.51.100.21"):
+        _sign_in(Client(), "nobody-else", "wrong", REMOTE_ADDR="203.0.113.5", HTTP_X_FORWARDED_FOR=forwarded)
+    refused = _sign_in(Client(), reviewer_user.username, PASSWORD, REMOTE_ADDR="203.0.113.5",
+                       HTTP_X_FORWARDED_FOR="198.51.100.22")
+    assert refused.status_code == 429
+
+
+def test_it_names_a_bad_trusted_proxy(monkeypatch):
+    monkeypatch.setenv("MEMWEB_TRUSTED_PROXIES", "10.0.0.0/8, ::1, 172.16.0.0/12")
+    assert [str(network) for network in env_networks("MEMWEB_TRUSTED_PROXIES")] == ["10.0.0.0/8", "::1/128", "172.16.0.0/12"]
+    monkeypatch.setenv("MEMWEB_TRUSTED_PROXIES", "10.0.0.0/8, proxy.internal")
+    with pytest.raises(ImproperlyConfigured, match="MEMWEB_TRUSTED_PROXIES entry 'proxy.internal' is not an IP"):
+        env_networks("MEMWEB_TRUSTED_PROXIES")
+
+
+@pytest.mark.django_db
+def test_it_limits_guesses_at_the_admin_sign_in(client, django_user_model, settings):
+    settings.MEMWEB_AUTH_MAX_FAILURES = 3
+    django_user_model.objects.create_superuser("root", password=PASSWORD)
+    for _ in range(3):
+        assert client.post("/admin/login/", {"username": "root", "password": "wrong"}).status_code == 200
+    blocked = client.post("/admin/login/", {"username": "root", "password": PASSWORD})
+    assert blocked.status_code == 429 and int(blocked["Retry-After"]) > 0
+    assert "Too many failed sign-in attempts" in blocked.content.decode()
+    assert client.get("/admin/").status_code == 302
+    assert _sign_in(client, "root", PASSWORD).status_code == 429  # one limit for both sign-in forms
 
 
 # --- the API keys page ---
@@ -281,7 +381,7 @@ def test_it_generates_and_prints_a_password_once(client, monkeypatch):
     call_command("create_user", "ada", roles=["admin"], stdout=out)
     password = out.getvalue().split("password: ")[1].split()[0]
     user = get_user_model().objects.get(username="ada")
-    assert user.is_staff and user_roles(user) == {"admin"}
+    assert user_roles(user) == {"admin"} and not user.is_staff and not user.is_superuser
     assert _sign_in(client, "ada", password).status_code == 302
 
 
@@ -317,9 +417,8 @@ def test_it_issues_a_key_from_the_shell(client, operator_user):
 
 # --- admin site ---
 @pytest.mark.django_db
-def test_it_shows_infrastructure_records_in_the_admin_without_secrets(client, operator_user):
-    call_command("create_user", "root", roles=["admin"], generate_password=True, stdout=io.StringIO())
-    client.force_login(get_user_model().objects.get(username="root"))
+def test_it_shows_infrastructure_records_in_the_admin_without_secrets(client, operator_user, django_user_model):
+    client.force_login(django_user_model.objects.create_superuser("root", password=PASSWORD))
     key = ApiKey.issue(user=operator_user, name="agent")[0]
     for model in ("llmcall", "apikey", "workerheartbeat", "taskprobe"):
         assert client.get(f"/admin/memweb/{model}/").status_code == 200, model

@@ -8,21 +8,27 @@ arguments get placeholder values: role checks run before the view looks an
 object up, so a refused caller gets 403 whatever the id, and an admitted one
 may get 404 (which is "admitted").
 """
+import io
 import re
 import uuid
 from dataclasses import dataclass
+from importlib import import_module
 
 import pytest
+from django.apps import apps as django_apps
 from django.conf import settings
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, Permission
+from django.core.management import call_command
 from django.shortcuts import resolve_url
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.urls.converters import IntConverter, UUIDConverter
 
 from memweb.api import api
+from memweb.management.commands.serve import Command as Serve
 from memweb.models import ApiKey
 from memweb.navigation import nav_items_declared
 from memweb.roles import Role
+from tests.fixtures.users import PASSWORD
 
 IDENTITIES = ("anonymous", "norole", *Role.values)
 
@@ -37,7 +43,7 @@ PUBLIC_API = {
     ("GET", "/api/health"): "liveness for load balancers: status only, no details",
 }
 # Namespaces with their own access control, checked by a dedicated test below.
-OWN_ACCESS_CONTROL = {"admin": "Django admin requires is_staff; see test_it_keeps_the_admin_site_to_staff"}
+OWN_ACCESS_CONTROL = {"admin": "Django admin is for superusers only; see test_it_keeps_the_admin_site_to_superusers"}
 
 
 @dataclass(frozen=True)
@@ -210,15 +216,55 @@ def test_it_keeps_the_public_lists_short():
 
 
 @pytest.mark.django_db
-def test_it_keeps_the_admin_site_to_staff(client, user_for_role):
+def test_it_keeps_the_admin_site_to_superusers(client, user_for_role, django_user_model):
     assert client.get("/admin/").status_code == 302
-    client.force_login(user_for_role(Role.OPERATOR))
-    assert client.get("/admin/").status_code == 302  # sent to the admin login: not staff
-    admin = user_for_role(Role.ADMIN)
-    admin.is_staff = True
-    admin.save(update_fields=["is_staff"])
-    client.force_login(admin)
+    call_command("create_user", "wsadmin", roles=[Role.ADMIN], password=PASSWORD, stdout=io.StringIO())
+    client.force_login(django_user_model.objects.get(username="wsadmin"))
+    assert client.get("/admin/").status_code == 302  # sent to the admin's sign-in: a workspace admin only
+    staff = user_for_role(Role.ADMIN)
+    staff.is_staff = True
+    staff.save(update_fields=["is_staff"])
+    client.force_login(staff)
+    assert client.get("/admin/").status_code == 302
+    assert client.post("/admin/auth/user/add/", {"username": "mole", "password1": PASSWORD,
+                                                   "password2": PASSWORD}).status_code == 302
+    assert not django_user_model.objects.filter(username="mole").exists()
+    root = django_user_model.objects.create_superuser("root", password=PASSWORD)
+    client.force_login(root)
     assert client.get("/admin/").status_code == 200
+    root.is_active = False
+    root.save(update_fields=["is_active"])
+    assert client.get("/admin/").status_code == 302
+
+
+@pytest.mark.django_db
+def test_it_lets_the_admin_account_of_make_run_into_the_admin_site(client, django_user_model):
+    Serve(stdout=io.StringIO())._create_admin_once()
+    admin = django_user_model.objects.get(username="admin")
+    client.force_login(admin)
+    assert admin.is_superuser and client.get("/admin/").status_code == 200
+    assert 'href="/admin/"' in client.get(reverse("home")).content.decode()
+
+
+@pytest.mark.django_db
+def test_it_clears_the_staff_flag_of_everyone_but_superusers(user_for_role, django_user_model):
+    staff = user_for_role(Role.ADMIN)
+    django_user_model.objects.filter(pk=staff.pk).update(is_staff=True)
+    root = django_user_model.objects.create_superuser("root", password=PASSWORD)
+    import_module("memweb.migrations.0010_staff_only_superusers").clear_staff_of_non_superusers(django_apps, None)
+    staff.refresh_from_db(), root.refresh_from_db()
+    assert not staff.is_staff and root.is_staff
+
+
+@pytest.mark.django_db
+def test_it_gives_no_group_every_permission():
+    everything = Permission.objects.count()
+    for group in Group.objects.filter(name__in=Role.values):
+        held = set(group.permissions.values_list("content_type__app_label", flat=True))
+        assert group.permissions.count() < everything and "auth" not in held, group.name
+    admin_group = Group.objects.get(name=Role.ADMIN)
+    others = Permission.objects.filter(group__name__in=[role for role in Role.values if role != Role.ADMIN])
+    assert set(admin_group.permissions.all()) == set(others)
 
 
 @pytest.mark.django_db
@@ -231,7 +277,7 @@ def test_it_only_links_pages_the_user_may_open(identity, user_for_role, client):
     for item in nav_items_declared():
         url = reverse(item.url_name)
         shown = f'href="{url}"' in page
-        assert shown == _allowed(identity, item.roles), (identity, item)
+        assert shown == (_allowed(identity, item.roles) and not item.superusers_only), (identity, item)
         if shown and not item.url_name.startswith("admin:"):
             assert client.get(url).status_code == 200, (identity, item)
 

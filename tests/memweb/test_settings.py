@@ -74,6 +74,12 @@ def test_it_refuses_to_start_with_a_bad_value():
     assert "DEBUG='perhaps' is not a boolean" in result.stderr
 
 
+def test_it_refuses_to_start_with_a_trusted_proxy_that_is_not_an_address():
+    result = _manage("check", MEMWEB_TRUSTED_PROXIES="10.0.0.0/8,proxy.internal")
+    assert result.returncode != 0
+    assert "MEMWEB_TRUSTED_PROXIES entry 'proxy.internal' is not an IP address or network" in result.stderr
+
+
 def test_it_refuses_a_database_url_that_is_not_postgresql():
     result = _manage("check", DATABASE_URL="sqlite:///db.sqlite3")
     assert result.returncode != 0

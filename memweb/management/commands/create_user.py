@@ -47,7 +47,8 @@ class Command(BaseCommand):
             password = secrets.token_urlsafe(15)
         elif password is None:
             password = self._prompt()
-        user = users(username=username, email=email, is_staff=Role.ADMIN in roles)
+        # Never staff, admins included: the Django admin site is for superusers (memweb.admin_site).
+        user = users(username=username, email=email)
         self._validate(password, user)
         with transaction.atomic():
             user.set_password(password)
