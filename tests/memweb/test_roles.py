@@ -251,7 +251,7 @@ def test_it_clears_the_staff_flag_of_everyone_but_superusers(user_for_role, djan
     staff = user_for_role(Role.ADMIN)
     django_user_model.objects.filter(pk=staff.pk).update(is_staff=True)
     root = django_user_model.objects.create_superuser("root", password=PASSWORD)
-    import_module("memweb.migrations.0010_staff_only_superusers").clear_staff_of_non_superusers(django_apps, None)
+    import_module("memweb.migrations.0011_staff_only_superusers").clear_staff_of_non_superusers(django_apps, None)
     staff.refresh_from_db(), root.refresh_from_db()
     assert not staff.is_staff and root.is_staff
 

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memweb', '0008_workspaces'),
+        ('memweb', '0009_idempotent_answers_in_the_writes_transaction'),
     ]
 
     operations = [

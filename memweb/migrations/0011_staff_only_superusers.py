@@ -12,7 +12,7 @@ def clear_staff_of_non_superusers(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("memweb", "0009_auth_failures"),
+        ("memweb", "0010_auth_failures"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
