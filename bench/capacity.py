@@ -125,6 +125,8 @@ def main() -> None:
             workers_set(cluster, per_node)
             if a.web is None:
                 a.web_start()
+            # Each fresh worker process loads the embedding model on its first MemOrb episode: not measured.
+            episodes_per_second(cluster, key, memory="memorb", tasks=2 * sum(per_node), trials=1)
             figures = [episodes_per_second(cluster, key, memory=memory, tasks=args.tasks, trials=args.trials)
                        for memory in ("none", "memorb")]
             rows.append(("episodes/s", label, *figures, load_average()))
