@@ -21,6 +21,8 @@ docs/DEPLOYMENT.md with the load average. Scratch folders only; never run by the
 import argparse
 import os
 import re
+import signal
+import sys
 import tempfile
 import threading
 import time
@@ -109,6 +111,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--orbs", type=int, default=5000)
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped"))  # the cluster is still closed (finally)
 
     cluster = Cluster(Path(tempfile.mkdtemp(prefix="mw-capacity-")))
     rows = []
