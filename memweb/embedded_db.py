@@ -27,13 +27,16 @@ from psycopg import OperationalError
 
 SYSTEM_USER = "embedded_postgres"  # PostgreSQL refuses to run as root
 SUPERUSER = "postgres"
-PORT = 5432  # only names the socket file: the server listens on no TCP port
+PORT = 5432  # only names the socket file: by default the server listens on no TCP port
 _SOCKET_PATH_LIMIT = 100  # sun_path is 108 bytes on Linux, minus ".s.PGSQL.5432"
 
 
 @dataclass(frozen=True)
 class EmbeddedServer:
     data_dir: Path
+    # A loopback TCP port to listen on as well, for a test's second node (tests/support/cluster.py);
+    # memweb itself reaches its embedded server by the socket only.
+    tcp_port: int | None = None
 
     @property
     def pgdata(self) -> Path:
@@ -52,6 +55,8 @@ class EmbeddedServer:
         return Path("/tmp") / f"memweb-pg-{digest}"
 
     def url(self, database: str) -> str:
+        if self.tcp_port:
+            return f"postgresql://{SUPERUSER}@127.0.0.1:{self.tcp_port}/{database}"
         return f"postgresql://{SUPERUSER}@/{database}?host={self.socket_dir}&port={PORT}"
 
 
@@ -82,10 +87,10 @@ def _lock(server: EmbeddedServer):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def ensure_running(data_dir: Path, database: str) -> tuple[EmbeddedServer, bool]:
+def ensure_running(data_dir: Path, database: str, *, tcp_port: int | None = None) -> tuple[EmbeddedServer, bool]:
     """Initialise, start and create `database` as needed; cheap when already up.
     Returns the server and whether this call started it."""
-    server = EmbeddedServer(data_dir)
+    server = EmbeddedServer(data_dir, tcp_port)
     with _lock(server):
         _prepare_owner(server)
         if not (server.pgdata / "PG_VERSION").exists():
@@ -183,7 +188,8 @@ def _discard_stale_pid_file(server: EmbeddedServer) -> None:
 
 
 def _start(server: EmbeddedServer) -> None:
-    options = f"-h '' -k {server.socket_dir} -p {PORT}"
+    listen = f"-h 127.0.0.1 -p {server.tcp_port}" if server.tcp_port else f"-h '' -p {PORT}"
+    options = f"{listen} -k {server.socket_dir}"
     for attempt in range(10):
         result = _run_as_owner([
             binary("pg_ctl"), "start", "-D", str(server.pgdata), "-w", "-t", "60",

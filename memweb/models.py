@@ -380,3 +380,15 @@ class SavedView(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.list_name})"
+
+
+class SigningKeyFingerprint(models.Model):
+    """The fingerprint of the SECRET_KEY that signs sessions and CSRF tokens on this database: every
+    node of one deployment must share that key (memweb.nodes), or a session made on one node is
+    refused on the next. One row; the key itself is never stored."""
+
+    fingerprint = models.CharField(max_length=64)
+    recorded_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.fingerprint[:12]}… since {self.recorded_at:%Y-%m-%d %H:%M}"

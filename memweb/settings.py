@@ -25,6 +25,7 @@ def _local_secret_key() -> str:
 
 
 DEBUG = env_bool("DEBUG", False)
+SECRET_KEY_IS_NODE_LOCAL = not env_str("SECRET_KEY")
 SECRET_KEY = env_str("SECRET_KEY") or _local_secret_key()
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])

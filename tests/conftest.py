@@ -34,6 +34,20 @@ def _eager_celery():
     celery_app.conf.task_always_eager = False
 
 
+# Tests that only run when their marker is asked for (`-m NAME`): each needs minutes or a server
+# that `make test` does not install (make llm-smoke, make test-two-nodes).
+OPT_IN_MARKERS = ("llm_server", "two_nodes")
+
+
+def pytest_collection_modifyitems(config, items):
+    asked = config.getoption("markexpr") or ""
+    skipped = [marker for marker in OPT_IN_MARKERS if marker not in asked]
+    chosen = [item for item in items if not any(item.get_closest_marker(marker) for marker in skipped)]
+    if len(chosen) != len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item not in chosen])
+        items[:] = chosen
+
+
 def pytest_configure(config):
     # Settings start nothing; the test session starts the embedded database itself, and stops it
     # at the end only when it was the one that started it.

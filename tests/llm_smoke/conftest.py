@@ -18,15 +18,6 @@ START_TIMEOUT_SECONDS = 300
 CONTEXT_TOKENS = 8192
 
 
-def pytest_collection_modifyitems(config, items):
-    if "llm_server" in (config.getoption("markexpr") or ""):
-        return
-    chosen = [item for item in items if item.get_closest_marker("llm_server") is None]
-    if len(chosen) != len(items):
-        config.hook.pytest_deselected(items=[item for item in items if item not in chosen])
-        items[:] = chosen
-
-
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
