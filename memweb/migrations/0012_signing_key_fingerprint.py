@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memweb', '0008_workspaces'),
+        ('memweb', '0011_staff_only_superusers'),
     ]
 
     operations = [
