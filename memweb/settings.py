@@ -6,7 +6,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from memweb import embedded_db
-from memweb.env import env_bool, env_choice, env_float, env_int, env_list, env_str
+from memweb.env import env_bool, env_choice, env_float, env_hosts, env_int, env_list, env_str
 from memweb.llm.config import read_all_roles, read_prices
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -108,6 +108,9 @@ MEMWEB_AUTH_FAILURE_WINDOW_SECONDS = env_int("MEMWEB_AUTH_FAILURE_WINDOW_SECONDS
 # How long an API write's Idempotency-Key is remembered (and its answer replayed); a day, as clients
 # retry within minutes.
 MEMWEB_IDEMPOTENCY_TTL_SECONDS = env_int("MEMWEB_IDEMPOTENCY_TTL_SECONDS", 24 * 3600, minimum=1)
+# Internal webhook receivers memweb may post to (memweb.webhook_targets): by default none, so a
+# webhook cannot reach this machine or its private networks.
+MEMWEB_WEBHOOK_ALLOW_HOSTS = env_hosts("MEMWEB_WEBHOOK_ALLOW_HOSTS")
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
