@@ -5,10 +5,9 @@ from the "send test event" button. The apps above memweb announce them with `web
 payload, bank=slug)` beside the write that makes them true: the deliveries are rows of that write's
 transaction (an outbox), sent when it commits, so nothing is sent for a write rolled back.
 
-Who receives what: a webhook subscribes to event types and may name one memory bank. With a bank
-it gets only that bank's events (a run counts as the bank's when it uses it); without one it gets
-every event, runs without a bank included. There are no workspaces or owners yet: a webhook is
-the whole deployment's, managed by operators.
+Who receives what: a webhook subscribes to event types and may name one memory bank of its
+workspace. With a bank it gets only that bank's events (a run counts as the bank's when it uses it);
+without one it gets every event of its workspace, runs without a bank included.
 
 Each request is a POST of the JSON envelope {"id", "event", "created_at", "bank", "data"} with
     X-Memweb-Event       the event type
@@ -32,6 +31,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from memweb.models import Webhook, WebhookDelivery, default_workspace_id
+from memweb.registry import bank_known
 from memweb.webhook_targets import TargetRefused, TargetUnresolved, target_address, target_port, target_post
 from memweb.workspaces import in_workspace
 
@@ -90,6 +90,15 @@ def webhook_events_check(events: list[str]) -> list[str]:
     return sorted(set(events), key=Webhook.Event.values.index)
 
 
+def webhook_bank_check(bank: str, *, workspace_id: int) -> str:
+    """The slug stripped ("" for every bank), or WebhookInvalid when the workspace has no such bank; another
+    workspace's bank answers exactly as a missing one."""
+    bank = bank.strip()
+    if bank and not bank_known(slug=bank, workspace_id=workspace_id):
+        raise WebhookInvalid("bank", f"no memory bank {bank!r}")
+    return bank
+
+
 def webhook_create(*, url: str, events: list[str], workspace=None, bank: str = "", description: str = "",
                    user=None) -> tuple[Webhook, str]:
     """Register a webhook of `workspace` (None: the default one), which hears that workspace's events
@@ -97,8 +106,8 @@ def webhook_create(*, url: str, events: list[str], workspace=None, bank: str = "
     secret = "whsec_" + secrets.token_urlsafe(32)
     workspace_id = workspace.pk if workspace is not None else default_workspace_id()
     webhook = Webhook.objects.create(workspace_id=workspace_id, url=webhook_url_check(url), events=webhook_events_check(events),
-                                     bank=bank.strip(), description=description.strip(), secret=secret,
-                                     created_by=user)
+                                     bank=webhook_bank_check(bank, workspace_id=workspace_id),
+                                     description=description.strip(), secret=secret, created_by=user)
     return webhook, secret
 
 

@@ -12,7 +12,7 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
-from memweb.models import ApiKey, Webhook, WebhookDelivery
+from memweb.models import ApiKey, Webhook, WebhookDelivery, Workspace
 from memweb.webhook_targets import NO_ANSWER
 from memweb.webhooks import (
     BACKOFF,
@@ -29,6 +29,7 @@ from memweb.webhooks import (
     webhook_test_send,
     webhooks_emit,
 )
+from orbs.services import bank_get_or_create
 from tests.support.processes import ROOT
 from tests.support.webhook_receiver import receiver, verified  # noqa: F401  (receiver is a fixture)
 
@@ -249,8 +250,12 @@ def test_a_paused_webhook_gets_no_events_and_resumes_its_waiting_deliveries(hook
 
 # --- who gets an event, and only after a commit --------------------------------------------------------
 
-@pytest.mark.django_db
-def test_an_event_reaches_its_subscribers_when_the_write_commits(receiver, django_capture_on_commit_callbacks):
+@pytest.fixture
+def banks(db):
+    return [bank_get_or_create(name=name) for name in ("shop", "other")]
+
+
+def test_an_event_reaches_its_subscribers_when_the_write_commits(receiver, banks, django_capture_on_commit_callbacks):
     everything, secret = webhook_create(url=receiver.url, events=[Event.RUN_FINISHED])
     shop_only, _ = webhook_create(url=receiver.url + "?shop", events=[Event.RUN_FINISHED], bank="shop")
     webhook_create(url=receiver.url + "?other", events=[Event.RUN_FINISHED], bank="other")
@@ -265,8 +270,7 @@ def test_an_event_reaches_its_subscribers_when_the_write_commits(receiver, djang
     assert verified(next(r for r in receiver.received if r.path == "/hooks/memweb"), secret)
 
 
-@pytest.mark.django_db
-def test_an_event_of_no_bank_reaches_only_webhooks_of_every_bank(receiver, django_capture_on_commit_callbacks):
+def test_an_event_of_no_bank_reaches_only_webhooks_of_every_bank(receiver, banks, django_capture_on_commit_callbacks):
     everything, _ = webhook_create(url=receiver.url, events=[Event.RUN_FINISHED])
     webhook_create(url=receiver.url, events=[Event.RUN_FINISHED], bank="shop")
     with django_capture_on_commit_callbacks(execute=True):
@@ -396,8 +400,7 @@ def _post(client, url, payload, headers):
     return client.post(url, json.dumps(payload), content_type="application/json", headers=headers)
 
 
-@pytest.mark.django_db
-def test_operators_register_webhooks_and_see_the_secret_once(client, operator_user, receiver):
+def test_operators_register_webhooks_and_see_the_secret_once(client, operator_user, receiver, banks):
     headers = _bearer(operator_user)
     created = _post(client, "/api/webhooks/", {"url": receiver.url, "events": ["run.finished", "orb.pending_review"],
                                                "bank": "shop", "description": "ops channel"}, headers)
@@ -443,6 +446,21 @@ def test_the_api_names_the_field_it_refuses(client, operator_user, payload, loc,
     assert refused.status_code == 422
     [problem] = refused.json()["detail"]
     assert problem["loc"] == loc and says in problem["msg"], problem
+
+
+def test_a_bank_of_another_workspace_is_refused_as_a_missing_one(client, operator_user, banks):
+    elsewhere = Workspace.objects.create(slug="support", name="Support team")
+    bank_get_or_create(name="Support memories", workspace=elsewhere)
+    answers = [_post(client, "/api/webhooks/", {"url": "https://example.com/x", "events": ["run.finished"], "bank": slug},
+                     _bearer(operator_user)) for slug in ("support-memories", "no-such-bank")]
+    assert [answer.status_code for answer in answers] == [422, 422] and not Webhook.objects.exists()
+    assert [answer.json()["detail"][0]["msg"].replace("no-such-bank", "support-memories") for answer in answers] == [
+        "no memory bank 'support-memories'"] * 2
+    assert answers[0].json()["detail"][0]["loc"] == ["body", "payload", "bank"]
+    client.force_login(operator_user)
+    page = client.post("/webhooks/new/", {"url": "https://example.com/x", "events": ["run.finished"],
+                                          "bank": "support-memories"})
+    assert page.status_code == 400 and "no memory bank &#x27;support-memories&#x27;" in page.content.decode()
 
 
 @pytest.mark.django_db
