@@ -51,6 +51,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost, so that every answer (whitenoise's static files, redirects, errors) carries the policy.
+    "memweb.middleware.ContentSecurityPolicy",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -154,6 +156,23 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_SECONDS > 0
 SECURE_HSTS_PRELOAD = SECURE_HSTS_SECONDS > 0
 if env_bool("BEHIND_TLS_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Sent on every response (memweb.middleware.ContentSecurityPolicy). Scripts only from our own static
+# files: no inline script, event-handler attribute or eval (json_script blocks are data, not scripts).
+# Style attributes stay allowed for the progress bars' widths; style elements and sheets are ours only
+# (htmx's injected indicator style is off: base.html's htmx-config, the rule in app.css).
+CONTENT_SECURITY_POLICY = {
+    "default-src": ("'self'",),
+    "script-src": ("'self'",),
+    "style-src": ("'self'",),
+    "style-src-attr": ("'unsafe-inline'",),
+    "img-src": ("'self'", "data:"),
+    "font-src": ("'self'",),
+    "connect-src": ("'self'",),
+    "object-src": ("'none'",),
+    "frame-ancestors": ("'none'",),
+    "base-uri": ("'self'",),
+    "form-action": ("'self'",),
+}
 
 
 # --- Celery: CELERY_BROKER_URL, else kombu's SQLAlchemy transport on our PostgreSQL ---
