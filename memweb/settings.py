@@ -158,13 +158,12 @@ if env_bool("BEHIND_TLS_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 # Sent on every response (memweb.middleware.ContentSecurityPolicy). Scripts only from our own static
 # files: no inline script, event-handler attribute or eval (json_script blocks are data, not scripts).
-# Style attributes stay allowed for the progress bars' widths; style elements and sheets are ours only
-# (htmx's injected indicator style is off: base.html's htmx-config, the rule in app.css).
+# Styles only from our sheets: no style element or attribute (bars get their width from page.js;
+# htmx's injected indicator style is off through base.html's htmx-config, its rules are in app.css).
 CONTENT_SECURITY_POLICY = {
     "default-src": ("'self'",),
     "script-src": ("'self'",),
     "style-src": ("'self'",),
-    "style-src-attr": ("'unsafe-inline'",),
     "img-src": ("'self'", "data:"),
     "font-src": ("'self'",),
     "connect-src": ("'self'",),
