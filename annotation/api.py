@@ -17,6 +17,7 @@ from ninja.responses import Status
 from annotation import services
 from annotation.models import Assignment, Campaign, FeedbackTask, Participant, Reaction, default_criteria
 from memweb.auth import api_auth
+from memweb.downloads import attachment
 from memweb.models import ApiKey
 from memweb.roles import Role
 from memweb.schemas import StrictBody
@@ -292,8 +293,7 @@ def campaign_export(request, campaign_id: int):
     campaign = get_in_workspace_or_404(Campaign, request.workspace, pk=campaign_id)
     response = HttpResponse(services.campaign_export_render(campaign=campaign),
                             content_type="application/x-ndjson; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="campaign-{campaign.pk}.jsonl"'
-    return response
+    return attachment(response, filename=f"campaign-{campaign.pk}.jsonl")
 
 
 @router.post("/campaign-imports", response={201: CampaignImportOut, 422: ImportRejectedOut}, auth=OPERATORS)

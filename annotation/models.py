@@ -10,6 +10,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from annotation.links import link_is_safe
 from annotation.metrics import HUMAN, SIMULATED, TIE
 from memweb.models import workspace_field
 
@@ -172,6 +173,11 @@ class Item(models.Model):
         null=True, blank=True, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
         help_text="P(like | score) under the simulated user's action model.")
     created_at = models.DateTimeField(default=timezone.now)
+
+    @property
+    def source_link(self) -> str:
+        """`source_url` when it is safe to link (rows stored before the import checked it may not be)."""
+        return self.source_url if link_is_safe(self.source_url) else ""
 
     class Meta:
         ordering = ["pk"]

@@ -19,6 +19,7 @@ from annotation.forms import (
 )
 from annotation.models import Assignment, Campaign, FeedbackTask, Item, Reaction
 from annotation.services.intake import FIELDS, REQUIRED
+from memweb.downloads import attachment
 from memweb.listing import Sorting, list_page, page_of, sorted_page
 from memweb.registry import study_sources
 from memweb.roles import Role, has_role, role_required
@@ -299,8 +300,7 @@ def campaign_export(request, pk: int, kind: str, fmt: str):
     content = (services.campaign_export_render(campaign=campaign) if kind == "campaign"
                else services.records_render(builders[kind](campaign=campaign), fmt))
     response = HttpResponse(content, content_type=f"{content_type}; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="campaign-{campaign.pk}-{kind}.{fmt}"'
-    return response
+    return attachment(response, filename=f"campaign-{campaign.pk}-{kind}.{fmt}")
 
 
 # --- annotators ---

@@ -34,6 +34,7 @@ from evaluation.services import (
     tasks_import_jsonl,
 )
 from memweb.auth import api_auth
+from memweb.downloads import attachment
 from memweb.models import ApiKey
 from memweb.roles import Role
 from memweb.workspaces import in_workspace
@@ -71,8 +72,7 @@ def task_list(request, filters: Query[TaskFilters]):
 def task_export(request, task_set: str):
     found = _task_set(request, task_set)
     response = HttpResponse(tasks_export_jsonl(task_set=found), content_type="application/x-ndjson; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{found.name}.jsonl"'
-    return response
+    return attachment(response, filename=f"{found.name}.jsonl")
 
 
 @router.post("/tasks/import", response={201: TaskImportOut, 422: TaskImportErrorOut}, auth=TASKS_WRITE)

@@ -25,6 +25,7 @@ from evaluation.services import (
 from evaluation.services.episode_search import EpisodeFilters, episodes_filtered
 from evaluation.services.memory_effects import bank_experience_effects_rank, experience_effects_compute
 from evaluation.services.timeline import episode_timeline
+from memweb.downloads import attachment
 from memweb.listing import CappedPaginator, Sorting, list_page
 from memweb.roles import Role, role_required
 from memweb.workspaces import get_in_workspace_or_404, in_workspace
@@ -109,8 +110,7 @@ def _import(form: TaskImportForm, workspace):
 def task_export(request):
     task_set = get_in_workspace_or_404(TaskSet, request.workspace, name=request.GET.get("task_set", ""))
     response = HttpResponse(tasks_export_jsonl(task_set=task_set), content_type="application/x-ndjson; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{task_set.name}.jsonl"'
-    return response
+    return attachment(response, filename=f"{task_set.name}.jsonl")
 
 
 # --- episodes ------------------------------------------------------------------------------

@@ -5,11 +5,13 @@ accepts, so a typo stops start-up with a message instead of a silent default.
 """
 import ipaddress
 import os
+import re
 
 from django.core.exceptions import ImproperlyConfigured
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
+_HOST_NAME = re.compile(r"^(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$")
 
 
 def env_str(name: str, default: str = "") -> str:
@@ -61,6 +63,7 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+<<<<<<< HEAD
 def env_networks(name: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
     """Comma-separated addresses or CIDR networks (`10.0.0.5`, `10.0.0.0/8`, `::1`); empty when unset."""
     networks = []
@@ -70,6 +73,20 @@ def env_networks(name: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Netwo
         except ValueError:
             raise ImproperlyConfigured(f"{name} entry {item!r} is not an IP address or network (e.g. 10.0.0.0/8)") from None
     return tuple(networks)
+=======
+def env_hosts(name: str) -> list[str]:
+    """Comma-separated host names, addresses or networks (10.0.0.0/8), lower-cased, IPv6 without brackets."""
+    entries = [entry.lower().strip("[]").rstrip(".") for entry in env_list(name, [])]
+    for entry in entries:
+        if not _HOST_NAME.match(entry):
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ImproperlyConfigured(
+                    f"{name}: {entry!r} is neither a host name nor an address or network (e.g. 10.0.0.0/8)"
+                ) from None
+    return entries
+>>>>>>> wip-web
 
 
 def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:

@@ -15,6 +15,7 @@ class attributes of its AppConfig and names functions by dotted path, resolved w
     erasure_hooks = (("evaluation_episodes", "evaluation.services.erasure.episode_memories_scrub"),)
     history_kinds = ("orbs.services.history.REVIEW_EVENT",)
     study_sources = (("Evaluation runs", "evaluation:run_list"),)
+    bank_checks = ("orbs.services.banks.bank_slug_known",)
 
 A worker beat is called on every worker heartbeat with no arguments. A trajectory source is
 called as `source(domain=..., limit=...)` and returns trajectory dicts (orbs.schemas.TrajectoryIn)
@@ -28,6 +29,8 @@ An erasure hook is called as `hook(bank=..., orb_ids=[...])` inside a customer's
 many rows it changed, which the erasure's audit record counts under the hook's name.
 A history kind names a table whose rows join their bank's hash chain (orbs.services.history.HistoryKind
 describes it), so a memory above orbs has its records chained with the bank's.
+A bank check is called as `check(slug=..., workspace_id=...)` and says whether that workspace has a
+memory bank of that slug (webhooks name banks by slug).
 A study source is a page (label, URL name) from which conversations are added to annotation
 campaigns; annotation links to it without knowing the app behind it.
 """
@@ -109,3 +112,8 @@ def history_kinds() -> list:
 def study_sources() -> list[tuple[str, str]]:
     """(label, URL) of every page that adds conversations to annotation campaigns."""
     return [(label, reverse(url_name)) for label, url_name in declared_tuples("study_sources", (2,))]
+
+
+def bank_known(*, slug: str, workspace_id: int) -> bool:
+    """Whether an app keeping memory banks has one called `slug` in that workspace."""
+    return any(import_string(path)(slug=slug, workspace_id=workspace_id) for _, path in declared("bank_checks"))

@@ -6,7 +6,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from memweb import embedded_db
-from memweb.env import env_bool, env_choice, env_float, env_int, env_list, env_networks, env_str
+from memweb.env import env_bool, env_choice, env_float, env_hosts, env_int, env_list, env_networks, env_str
 from memweb.llm.config import read_all_roles, read_prices
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -52,6 +52,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost, so that every answer (whitenoise's static files, redirects, errors) carries the policy.
+    "memweb.middleware.ContentSecurityPolicy",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -111,6 +113,9 @@ MEMWEB_TRUSTED_PROXIES = env_networks("MEMWEB_TRUSTED_PROXIES")
 # How long an API write's Idempotency-Key is remembered (and its answer replayed); a day, as clients
 # retry within minutes.
 MEMWEB_IDEMPOTENCY_TTL_SECONDS = env_int("MEMWEB_IDEMPOTENCY_TTL_SECONDS", 24 * 3600, minimum=1)
+# Internal webhook receivers memweb may post to (memweb.webhook_targets): by default none, so a
+# webhook cannot reach this machine or its private networks.
+MEMWEB_WEBHOOK_ALLOW_HOSTS = env_hosts("MEMWEB_WEBHOOK_ALLOW_HOSTS")
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -154,6 +159,22 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_SECONDS > 0
 SECURE_HSTS_PRELOAD = SECURE_HSTS_SECONDS > 0
 if env_bool("BEHIND_TLS_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Sent on every response (memweb.middleware.ContentSecurityPolicy). Scripts only from our own static
+# files: no inline script, event-handler attribute or eval (json_script blocks are data, not scripts).
+# Styles only from our sheets: no style element or attribute (bars get their width from page.js;
+# htmx's injected indicator style is off through base.html's htmx-config, its rules are in app.css).
+CONTENT_SECURITY_POLICY = {
+    "default-src": ("'self'",),
+    "script-src": ("'self'",),
+    "style-src": ("'self'",),
+    "img-src": ("'self'", "data:"),
+    "font-src": ("'self'",),
+    "connect-src": ("'self'",),
+    "object-src": ("'none'",),
+    "frame-ancestors": ("'none'",),
+    "base-uri": ("'self'",),
+    "form-action": ("'self'",),
+}
 
 
 # --- Celery: CELERY_BROKER_URL, else kombu's SQLAlchemy transport on our PostgreSQL ---

@@ -5,10 +5,9 @@ from the "send test event" button. The apps above memweb announce them with `web
 payload, bank=slug)` beside the write that makes them true: the deliveries are rows of that write's
 transaction (an outbox), sent when it commits, so nothing is sent for a write rolled back.
 
-Who receives what: a webhook subscribes to event types and may name one memory bank. With a bank
-it gets only that bank's events (a run counts as the bank's when it uses it); without one it gets
-every event, runs without a bank included. There are no workspaces or owners yet: a webhook is
-the whole deployment's, managed by operators.
+Who receives what: a webhook subscribes to event types and may name one memory bank of its
+workspace. With a bank it gets only that bank's events (a run counts as the bank's when it uses it);
+without one it gets every event of its workspace, runs without a bank included.
 
 Each request is a POST of the JSON envelope {"id", "event", "created_at", "bank", "data"} with
     X-Memweb-Event       the event type
@@ -16,7 +15,9 @@ Each request is a POST of the JSON envelope {"id", "event", "created_at", "bank"
     X-Memweb-Timestamp   Unix seconds of this attempt
     X-Memweb-Signature   sha256=<hex HMAC-SHA256 of "<timestamp>.<body>" keyed with the secret>
 A 2xx answer delivers it; anything else (redirects are not followed, a timeout, a refused
-connection) is retried after BACKOFF[i] until MAX_ATTEMPTS attempts have failed.
+connection, a receiver on an address memweb may not post to) is retried after BACKOFF[i] until
+MAX_ATTEMPTS attempts have failed. Where a webhook may post, and what is kept of a receiver's answer,
+is memweb.webhook_targets' business.
 """
 import hashlib
 import hmac
@@ -25,12 +26,13 @@ import secrets
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
-import requests
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
 from memweb.models import Webhook, WebhookDelivery, default_workspace_id
+from memweb.registry import bank_known
+from memweb.webhook_targets import TargetRefused, TargetUnresolved, target_address, target_port, target_post
 from memweb.workspaces import in_workspace
 
 Status = WebhookDelivery.Status
@@ -39,12 +41,10 @@ Event = Webhook.Event  # what the apps announce: webhooks_emit(Event.RUN_FINISHE
 # Waits after the 1st, 2nd, ... failed attempt; after the last wait one more attempt, then it gives up.
 BACKOFF = (timedelta(seconds=10), timedelta(minutes=1), timedelta(minutes=5), timedelta(minutes=30))
 MAX_ATTEMPTS = len(BACKOFF) + 1
-TIMEOUT_SECONDS = 5
 # An attempt "sending" for longer than this died with its worker (the timeout is far shorter).
 STALE_CLAIM = timedelta(minutes=2)
 # A retry message this late was lost (a broker restarted without persistence): the worker beat resends.
 OVERDUE_AFTER = timedelta(seconds=30)
-ERROR_EXCERPT = 300  # characters of a refusing receiver's answer kept for the operator
 SIGNATURE_PREFIX = "sha256="
 DELIVERIES_KEPT = timedelta(days=30)
 
@@ -60,7 +60,8 @@ class WebhookInvalid(ValueError):
 # --- registering -----------------------------------------------------------------------------------
 
 def webhook_url_check(url: str) -> str:
-    """The URL stripped, or WebhookInvalid: only absolute http(s) URLs with a host and no credentials."""
+    """The URL stripped, or WebhookInvalid: only absolute http(s) URLs with a host, no credentials, and a
+    host that may be posted to (a name that does not resolve yet is checked again at each delivery)."""
     url = url.strip()
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https"):
@@ -69,6 +70,14 @@ def webhook_url_check(url: str) -> str:
         raise WebhookInvalid("url", f"the URL names no host: {url!r}")
     if parts.username or parts.password:
         raise WebhookInvalid("url", "put no credentials in the URL: receivers check the signature instead")
+    try:
+        target_address(parts.hostname, target_port(url))
+    except ValueError:
+        raise WebhookInvalid("url", f"the URL's port is not a number from 0 to 65535: {url!r}") from None
+    except TargetUnresolved:
+        pass
+    except TargetRefused as refused:
+        raise WebhookInvalid("url", str(refused)) from None
     return url
 
 
@@ -81,6 +90,15 @@ def webhook_events_check(events: list[str]) -> list[str]:
     return sorted(set(events), key=Webhook.Event.values.index)
 
 
+def webhook_bank_check(bank: str, *, workspace_id: int) -> str:
+    """The slug stripped ("" for every bank), or WebhookInvalid when the workspace has no such bank; another
+    workspace's bank answers exactly as a missing one."""
+    bank = bank.strip()
+    if bank and not bank_known(slug=bank, workspace_id=workspace_id):
+        raise WebhookInvalid("bank", f"no memory bank {bank!r}")
+    return bank
+
+
 def webhook_create(*, url: str, events: list[str], workspace=None, bank: str = "", description: str = "",
                    user=None) -> tuple[Webhook, str]:
     """Register a webhook of `workspace` (None: the default one), which hears that workspace's events
@@ -88,8 +106,8 @@ def webhook_create(*, url: str, events: list[str], workspace=None, bank: str = "
     secret = "whsec_" + secrets.token_urlsafe(32)
     workspace_id = workspace.pk if workspace is not None else default_workspace_id()
     webhook = Webhook.objects.create(workspace_id=workspace_id, url=webhook_url_check(url), events=webhook_events_check(events),
-                                     bank=bank.strip(), description=description.strip(), secret=secret,
-                                     created_by=user)
+                                     bank=webhook_bank_check(bank, workspace_id=workspace_id),
+                                     description=description.strip(), secret=secret, created_by=user)
     return webhook, secret
 
 
@@ -180,19 +198,6 @@ def _request(delivery: WebhookDelivery, now: datetime) -> tuple[bytes, dict]:
     }
 
 
-def _post(url: str, body: bytes, headers: dict) -> tuple[int | None, str]:
-    """(status code, error); the error is empty exactly when the receiver answered 2xx."""
-    try:
-        response = requests.post(url, data=body, headers=headers, timeout=TIMEOUT_SECONDS, allow_redirects=False)
-    except requests.RequestException as exc:
-        return None, f"{type(exc).__name__}: {exc}"[:ERROR_EXCERPT]
-    if 200 <= response.status_code < 300:
-        return response.status_code, ""
-    if response.is_redirect:
-        return response.status_code, f"redirected to {response.headers.get('Location', '?')} (not followed)"
-    return response.status_code, f"answered {response.status_code}: {response.text[:ERROR_EXCERPT]}"
-
-
 def delivery_attempt(*, delivery_id: int, now: datetime | None = None) -> WebhookDelivery | None:
     """One attempt, if the delivery is due at `now`; the result is logged on the delivery and a
     failure schedules the next attempt (or gives up after MAX_ATTEMPTS). None when not due."""
@@ -200,7 +205,7 @@ def delivery_attempt(*, delivery_id: int, now: datetime | None = None) -> Webhoo
     if not _claim(delivery_id, now):
         return None
     delivery = WebhookDelivery.objects.select_related("webhook").get(pk=delivery_id)
-    status_code, error = _post(delivery.webhook.url, *_request(delivery, now))
+    status_code, error = target_post(delivery.webhook.url, *_request(delivery, now))
     delivery.attempt_log = [*delivery.attempt_log, {"at": now.isoformat(), "status_code": status_code,
                                                     "error": error}]
     delivery.last_status_code, delivery.last_error, delivery.claimed_at = status_code, error, None

@@ -15,6 +15,7 @@ from ninja.pagination import paginate
 from ninja.responses import Status
 
 from memweb.auth import api_auth
+from memweb.downloads import attachment
 from memweb.job_api import JobOut, job_accepted, job_out
 from memweb.listing import ApiPagination
 from memweb.models import ApiKey
@@ -203,8 +204,7 @@ def bank_export_jsonl(request, slug: str):
     """The bank as JSON Lines: line 1 the bank, then every Orb with revisions, vector and review history."""
     bank = bank_or_404(request, slug)
     response = StreamingHttpResponse(bank_export(bank=bank), content_type="application/x-ndjson")
-    response["Content-Disposition"] = f'attachment; filename="{bank.slug}.jsonl"'
-    return response
+    return attachment(response, filename=f"{bank.slug}.jsonl")
 
 
 # --- episodes -> Orbs ----------------------------------------------------------

@@ -18,6 +18,8 @@ class OrbsConfig(AppConfig):
     )
     # Read by memweb.registry: DMRM memory travels in the bank's file (orbs.services.transfer).
     bank_file_parts: tuple = ("orbs.dmrm.services.transfer",)
+    # Read by memweb.registry: whether a webhook's bank exists in its workspace.
+    bank_checks: tuple = ("orbs.services.banks.bank_slug_known",)
     # Read by memweb.registry: the functions background jobs of these kinds run (memweb.jobs).
     job_kinds: tuple = (
         ("orbs.bank_import", "orbs.services.transfer.bank_import_job"),

@@ -6,6 +6,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from memweb.downloads import attachment
 from memweb.listing import Sorting, query_without_page, rows_sorted, sort_state, sorted_page
 from memweb.roles import Role, has_role, role_required
 from memweb.workspaces import get_in_workspace_or_404, in_workspace
@@ -351,8 +352,7 @@ def bank_history_verify(request, slug: str):
 def bank_export_download(request, slug: str):
     bank = get_in_workspace_or_404(MemoryBank.objects, request.workspace, slug=slug)
     response = StreamingHttpResponse(bank_export(bank=bank), content_type="application/x-ndjson")
-    response["Content-Disposition"] = f'attachment; filename="{bank.slug}.jsonl"'
-    return response
+    return attachment(response, filename=f"{bank.slug}.jsonl")
 
 
 # --- deletion and erasure -------------------------------------------------------------

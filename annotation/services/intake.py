@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 
 from django.db import IntegrityError, transaction
 
+from annotation.links import link_is_safe
 from annotation.metrics import HUMAN, SIMULATED, TIE
 from annotation.models import Campaign, FeedbackTask, Item, Reaction
 from memweb.problem_report import ProblemReport, problem_report
@@ -204,7 +205,7 @@ def _row_values(campaign: Campaign, row: int, record: dict, errors: _RowErrors) 
         "simulated_like_probability": _probability(row, record.get("simulated_like_probability"), errors),
         "simulated_scripted": _boolean(row, record.get("simulated_scripted"), errors, name="simulated_scripted"),
         "source_label": _text(row, record, "source_label", errors, limit=200),
-        "source_url": _local_url(row, record, errors),
+        "source_url": _source_url(row, record, errors),
     }
     checked = values["is_gold"] or values["is_attention"]
     values["gold_expected"] = _gold_expected(campaign, row, record.get("gold_expected"), checked, errors)
@@ -261,11 +262,13 @@ def _text(row: int, record: dict, name: str, errors: _RowErrors, limit: int = MA
     return value.strip()
 
 
-def _local_url(row: int, record: dict, errors: _RowErrors) -> str:
-    """Only a path on this memweb: the page links it, so another scheme (javascript:) or host is refused."""
+SOURCE_URL_RULE = "must be an absolute http:// or https:// URL, or a path on this memweb starting with a single /"
+
+
+def _source_url(row: int, record: dict, errors: _RowErrors) -> str:
     url = _text(row, record, "source_url", errors, limit=500)
-    if url and (not url.startswith("/") or url.startswith("//") or any(char.isspace() for char in url)):
-        errors.add(row, "source_url", "must be a path on this memweb, starting with a single /")
+    if url and not link_is_safe(url):
+        errors.add(row, "source_url", SOURCE_URL_RULE)
         return ""
     return url
 

@@ -60,6 +60,7 @@ from evaluation.runs.services import (
     runs_plan_trials,
 )
 from evaluation.runs.services.usage import run_usage
+from memweb.downloads import attachment
 from memweb.listing import Sorting, list_page
 from memweb.roles import Role, role_required
 from memweb.workspaces import get_in_workspace_or_404, in_workspace
@@ -244,9 +245,7 @@ def run_retry_view(request, run_id: int):
 
 
 def _download(body: str, content_type: str, filename: str) -> HttpResponse:
-    response = HttpResponse(body, content_type=content_type)
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return response
+    return attachment(HttpResponse(body, content_type=content_type), filename=filename)
 
 
 @require_GET

@@ -55,6 +55,11 @@ def bank_get_or_create(*, name: str, workspace=None, **policy) -> MemoryBank:
     return bank
 
 
+def bank_slug_known(*, slug: str, workspace_id: int) -> bool:
+    """Whether that workspace has a bank of this slug; another workspace's answers as a missing one."""
+    return MemoryBank.objects.filter(slug=slug, workspace_id=workspace_id).exists()
+
+
 def banks_all(*, workspace=None):
     """Every bank not deleted (archived), in the model's order (for choosers in other apps' forms),
     of `workspace` when given."""

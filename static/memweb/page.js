@@ -1,4 +1,4 @@
-// Every page's frame: the phone menu, and no htmx action that fails without a visible word.
+// Every page's frame: the phone menu, bar widths, and no htmx action that fails without a visible word.
 (function () {
   "use strict";
   document.documentElement.classList.add("js");  // the phone menu hides the nav only when it can open it
@@ -97,9 +97,24 @@
     showMessage("The server could not be reached; nothing was sent. Check the connection and try again.");
   });
 
-  if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", setUpMenu);
-  } else {
+  // --- bar widths ----------------------------------------------------------------------
+  // Bars carry their width as data-width (a percentage): the Content-Security-Policy refuses style
+  // attributes, and a width set from script is allowed. Swapped-in partials get theirs on htmx:load.
+
+  function setWidths(root) {
+    root.querySelectorAll("[data-width]").forEach((bar) => { bar.style.width = bar.dataset.width + "%"; });
+  }
+
+  document.addEventListener("htmx:load", (event) => setWidths(event.target));
+
+  function setUp() {
     setUpMenu();
+    setWidths(document);
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", setUp);
+  } else {
+    setUp();
   }
 })();

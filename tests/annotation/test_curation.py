@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.urls import reverse
 
-from annotation.models import Assignment, Campaign, FeedbackTask, Judgment
+from annotation.models import Assignment, Campaign, FeedbackTask, Item, Judgment
 from annotation.services import (
     ItemLocked,
     annotator_throughput,
@@ -21,6 +21,7 @@ from annotation.services import (
     items_available,
     items_browse,
 )
+from annotation.services.intake import SOURCE_URL_RULE
 from tests.annotation.conftest import item_fields
 
 ALL_HUMAN = {"naturalness": "human", "relevance": "human", "overall_quality": "human"}
@@ -57,11 +58,21 @@ def test_it_adds_conversations_once_and_sends_them_to_the_writers_before_pairwis
     assert not items_available(campaign=campaign, annotator=writer).exists()  # a writer never judges their own
 
 
-def test_it_refuses_a_source_url_that_is_not_a_local_path(make_campaign):
+@pytest.mark.parametrize("url", ["javascript:alert(1)", "/\\evil.example/path", "//evil.example/path",
+                                 "\\\\evil.example/path", "/\t/evil.example", "http:/evil.example", "https://",
+                                 "http://good.example\\@evil.example/", "data:text/html,<b>x</b>", "evaluation/1/"])
+def test_it_refuses_a_source_url_that_opens_somewhere_else(make_campaign, url):
     report = conversations_add(campaign=make_campaign(), conversations=[
-        item_fields(source_ref="x:1", source_url="javascript:alert(1)")]).report
-    assert [(p.field, p.reason) for p in report.problems] == [
-        ("source_url", "must be a path on this memweb, starting with a single /")]
+        item_fields(source_ref="x:1", source_url=url)]).report
+    assert [(p.field, p.reason) for p in report.problems] == [("source_url", SOURCE_URL_RULE)]
+
+
+def test_it_keeps_a_source_url_on_this_site_or_an_absolute_web_address(make_campaign):
+    urls = ["/evaluation/episodes/3/?tab=feedback", "https://tickets.example.com/T-1?x=1#a"]
+    added = conversations_add(campaign=make_campaign(), conversations=[
+        item_fields(source_ref=f"x:{n}", source_url=url) for n, url in enumerate(urls)])
+    assert not added.report.problems
+    assert sorted(Item.objects.values_list("source_url", flat=True)) == sorted(urls)
 
 
 def test_it_edits_and_withdraws_an_item_only_until_it_is_judged(make_campaign, make_items, annotators):

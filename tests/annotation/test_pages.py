@@ -162,6 +162,18 @@ def test_it_escapes_conversation_and_feedback_text(client, make_campaign, make_i
     assert "&lt;img src=x" in page and "<b>bold</b>" not in page
 
 
+def test_it_links_only_a_safe_source_url(client, make_campaign, make_items, operator_user):
+    """Rows stored before the import checked the field may hold a link that opens another site."""
+    campaign = make_campaign()
+    safe, unsafe = make_items(campaign, 2)
+    Item.objects.filter(pk=safe.pk).update(source_url="/evaluation/episodes/4/", source_label="episode four")
+    Item.objects.filter(pk=unsafe.pk).update(source_url="/\\evil.example/path", source_label="episode evil")
+    client.force_login(operator_user)
+    page = client.get(reverse("annotation:campaign_detail", args=[campaign.pk])).content.decode()
+    assert '<a href="/evaluation/episodes/4/" rel="noopener noreferrer">episode four</a>' in page
+    assert "evil.example" not in page and "episode evil" in page
+
+
 def test_it_records_a_judgment_and_moves_to_the_next_item(client, campaign, annotator_user):
     client.force_login(annotator_user)
     first = client.post(reverse("annotation:judge_next", args=[campaign.pk]))

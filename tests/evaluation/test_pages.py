@@ -6,7 +6,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from evaluation.models import Episode, TaskSet
-from evaluation.services import episode_run, tasks_export_jsonl
+from evaluation.services import episode_run, tasks_export_jsonl, tasks_import_jsonl
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
@@ -111,6 +111,12 @@ def test_the_import_form_names_missing_fields(operator, db):
     response = operator.post(reverse("evaluation:task_import"), {"task_set": ""})
     body = response.content.decode()
     assert response.status_code == 422 and "This field is required." in body
+
+
+def test_a_sets_name_cannot_add_to_the_download_header(operator, builtin):
+    tasks_import_jsonl(text=tasks_export_jsonl(task_set=builtin).splitlines()[0], task_set_name='x"; filename="a.html')
+    response = operator.get(reverse("evaluation:task_export"), {"task_set": 'x"; filename="a.html'})
+    assert response["Content-Disposition"] == 'attachment; filename="x-filename-a.html.jsonl"'
 
 
 def test_the_export_downloads_a_set(operator, builtin):

@@ -12,7 +12,8 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
-from memweb.models import ApiKey, Webhook, WebhookDelivery
+from memweb.models import ApiKey, Webhook, WebhookDelivery, Workspace
+from memweb.webhook_targets import NO_ANSWER
 from memweb.webhooks import (
     BACKOFF,
     DELIVERIES_KEPT,
@@ -28,6 +29,7 @@ from memweb.webhooks import (
     webhook_test_send,
     webhooks_emit,
 )
+from orbs.services import bank_get_or_create
 from tests.support.processes import ROOT
 from tests.support.webhook_receiver import receiver, verified  # noqa: F401  (receiver is a fixture)
 
@@ -66,8 +68,9 @@ README_RECEIVER = re.compile(r"```python\n(# memweb-webhook-receiver.*?)```", re
 
 
 @pytest.fixture
-def readme_receiver(monkeypatch):
-    """The README's receiver, serving on loopback with the secret it reads from the environment."""
+def readme_receiver(monkeypatch, settings):
+    """The README's receiver, serving on loopback (allowed) with the secret it reads from the environment."""
+    settings.MEMWEB_WEBHOOK_ALLOW_HOSTS = ["127.0.0.1"]
     monkeypatch.setenv("MEMWEB_WEBHOOK_SECRET", "whsec_readme")
     namespace = {"__name__": "readme"}
     exec(README_RECEIVER.search((ROOT / "README.md").read_text()).group(1), namespace)
@@ -155,11 +158,47 @@ def _closed_port() -> int:
         return probe.getsockname()[1]  # free again once closed: nothing listens there
 
 
-def test_it_records_a_receiver_that_cannot_be_reached(db):
-    webhook, _ = webhook_create(url=f"http://127.0.0.1:{_closed_port()}/hook", events=[Event.RUN_FINISHED])
+@pytest.fixture
+def banner_port():
+    """A loopback port that speaks first and not HTTP (as an SSH or database server would), then hangs up."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve():
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            with connection:
+                connection.sendall(b"SSH-2.0-OpenSSH_9.6\r\n")
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield listener.getsockname()[1]
+    listener.close()
+
+
+def test_a_closed_port_and_a_non_http_answer_read_the_same(db, settings, banner_port):
+    settings.MEMWEB_WEBHOOK_ALLOW_HOSTS = ["127.0.0.1"]
+    errors = []
+    for port in (_closed_port(), banner_port):
+        webhook, _ = webhook_create(url=f"http://127.0.0.1:{port}/hook", events=[Event.RUN_FINISHED])
+        result = delivery_attempt(delivery_id=_test_delivery(webhook).pk)
+        assert result.status == Status.PENDING and result.last_status_code is None
+        errors.append(result.last_error)
+    # Telling them apart would make the delivery log a port scanner.
+    assert errors == [NO_ANSWER, NO_ANSWER]
+
+
+def test_it_keeps_only_a_short_escaped_excerpt_of_a_refusal(hook, receiver, client, operator_user):
+    webhook, _ = hook
+    receiver.answer(401, body=b'<script>alert(1)</script>\r\nSet-Cookie: x\r\n' + b"secret internal page " * 50)
     result = delivery_attempt(delivery_id=_test_delivery(webhook).pk)
-    assert result.status == Status.PENDING and result.last_status_code is None
-    assert "ConnectionError" in result.last_error and result.attempt_log[0]["error"] == result.last_error
+    assert result.last_status_code == 401
+    assert result.last_error == ("answered 401: <script>alert(1)</script>\\r\\nSet-Cookie: x\\r\\n"
+                                 "secret internal page secret internal p")
+    client.force_login(operator_user)
+    page = client.get("/webhooks/").content.decode()
+    assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)" in page
 
 
 def test_it_sends_nothing_to_a_webhook_switched_off(hook, receiver):
@@ -211,8 +250,12 @@ def test_a_paused_webhook_gets_no_events_and_resumes_its_waiting_deliveries(hook
 
 # --- who gets an event, and only after a commit --------------------------------------------------------
 
-@pytest.mark.django_db
-def test_an_event_reaches_its_subscribers_when_the_write_commits(receiver, django_capture_on_commit_callbacks):
+@pytest.fixture
+def banks(db):
+    return [bank_get_or_create(name=name) for name in ("shop", "other")]
+
+
+def test_an_event_reaches_its_subscribers_when_the_write_commits(receiver, banks, django_capture_on_commit_callbacks):
     everything, secret = webhook_create(url=receiver.url, events=[Event.RUN_FINISHED])
     shop_only, _ = webhook_create(url=receiver.url + "?shop", events=[Event.RUN_FINISHED], bank="shop")
     webhook_create(url=receiver.url + "?other", events=[Event.RUN_FINISHED], bank="other")
@@ -227,8 +270,7 @@ def test_an_event_reaches_its_subscribers_when_the_write_commits(receiver, djang
     assert verified(next(r for r in receiver.received if r.path == "/hooks/memweb"), secret)
 
 
-@pytest.mark.django_db
-def test_an_event_of_no_bank_reaches_only_webhooks_of_every_bank(receiver, django_capture_on_commit_callbacks):
+def test_an_event_of_no_bank_reaches_only_webhooks_of_every_bank(receiver, banks, django_capture_on_commit_callbacks):
     everything, _ = webhook_create(url=receiver.url, events=[Event.RUN_FINISHED])
     webhook_create(url=receiver.url, events=[Event.RUN_FINISHED], bank="shop")
     with django_capture_on_commit_callbacks(execute=True):
@@ -263,6 +305,84 @@ def test_it_refuses_a_url_it_must_not_post_to(url, says):
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize(("url", "kind"), [
+    ("http://127.0.0.1:8000/api/", "loopback"),
+    ("http://localhost:5432/", "loopback"),
+    ("http://0x7f000001/", "loopback"),
+    ("http://2130706433/", "loopback"),
+    ("http://0177.0.0.1/", "loopback"),
+    ("http://127.1/", "loopback"),
+    ("http://[::1]/", "loopback"),
+    ("http://[::ffff:127.0.0.1]/", "loopback"),
+    ("http://[::ffff:7f00:1]/", "loopback"),
+    ("http://169.254.169.254/latest/meta-data/", "link-local"),
+    ("http://[fe80::1]/", "link-local"),
+    ("http://10.0.0.5/", "private"),
+    ("http://0xc0a80001/", "private"),
+    ("https://172.16.3.4/", "private"),
+    ("http://[fd00::1]/", "private"),
+    ("http://0.0.0.0:8000/", "unspecified"),
+    ("http://0/", "unspecified"),
+    ("http://224.0.0.1/", "multicast"),
+    ("http://240.0.0.1/", "reserved"),
+    ("http://100.64.0.1/", "non-public"),
+])
+def test_it_refuses_an_internal_address_in_any_spelling(url, kind):
+    with pytest.raises(WebhookInvalid, match=f"is a {kind} address .*MEMWEB_WEBHOOK_ALLOW_HOSTS") as refused:
+        webhook_create(url=url, events=[Event.RUN_FINISHED])
+    assert refused.value.field == "url" and not Webhook.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_allow_setting_admits_the_receivers_it_names(settings):
+    settings.MEMWEB_WEBHOOK_ALLOW_HOSTS = ["localhost", "10.1.0.0/16"]
+    assert webhook_create(url="http://localhost:9000/hook", events=[Event.RUN_FINISHED])[0].pk
+    assert webhook_create(url="http://10.1.2.3/hook", events=[Event.RUN_FINISHED])[0].pk
+    with pytest.raises(WebhookInvalid, match="is a private address"):
+        webhook_create(url="http://10.2.0.1/hook", events=[Event.RUN_FINISHED])
+    with pytest.raises(WebhookInvalid, match="is a loopback address"):  # the name is allowed, not its address
+        webhook_create(url="http://127.0.0.1:9000/hook", events=[Event.RUN_FINISHED])
+
+
+def test_it_checks_the_address_again_at_each_delivery(hook, receiver, settings):
+    """A webhook registered while its receiver was allowed (or a name that resolved elsewhere then) is
+    refused at delivery, without connecting, once the address is not allowed."""
+    webhook, _ = hook
+    spelled = Webhook.objects.create(url=receiver.url.replace("127.0.0.1", "0x7f000001"), events=Event.values,
+                                     secret="whsec_x", workspace_id=webhook.workspace_id)
+    settings.MEMWEB_WEBHOOK_ALLOW_HOSTS = []
+    for target in (webhook, spelled):
+        result = delivery_attempt(delivery_id=_test_delivery(target).pk)
+        assert result.status == Status.PENDING and result.last_status_code is None
+        assert result.last_error.startswith("not sent: the host") and "is a loopback address" in result.last_error
+    assert receiver.received == []
+
+
+def test_a_delivery_connects_to_the_address_it_checked(hook, receiver, settings, monkeypatch):
+    """A resolver that answers an allowed address, then another (DNS rebinding), cannot move the request:
+    it goes to the address that was checked, with the URL's host name in its Host header."""
+    settings.MEMWEB_WEBHOOK_ALLOW_HOSTS = ["127.0.0.1"]
+    real_getaddrinfo = socket.getaddrinfo
+    answers = iter(["127.0.0.1"])
+
+    def rebinding(host, port, *args, **kwargs):  # stands in for a DNS server that rebinds the name
+        if host != "rebind.test":
+            return real_getaddrinfo(host, port, *args, **kwargs)
+        return real_getaddrinfo(next(answers, "127.0.0.2"), port, *args, **kwargs)
+
+    port = int(receiver.url.split(":")[2].split("/")[0])
+    webhook = Webhook.objects.create(url=f"http://rebind.test:{port}/hooks/memweb", events=Event.values,
+                                     secret="whsec_x", workspace_id=hook[0].workspace_id)
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    result = delivery_attempt(delivery_id=_test_delivery(webhook).pk)
+    assert result.status == Status.DELIVERED, result.last_error
+    [request] = receiver.received
+    assert request.headers["Host"] == f"rebind.test:{port}"
+    again = delivery_attempt(delivery_id=_test_delivery(webhook).pk)  # now the name means 127.0.0.2: refused
+    assert "is a loopback address (127.0.0.2)" in again.last_error and len(receiver.received) == 1
+
+
+@pytest.mark.django_db
 def test_it_refuses_unknown_or_no_events():
     with pytest.raises(WebhookInvalid, match="unknown event 'run.started'"):
         webhook_create(url="https://example.com/hook", events=["run.finished", "run.started"])
@@ -280,8 +400,7 @@ def _post(client, url, payload, headers):
     return client.post(url, json.dumps(payload), content_type="application/json", headers=headers)
 
 
-@pytest.mark.django_db
-def test_operators_register_webhooks_and_see_the_secret_once(client, operator_user, receiver):
+def test_operators_register_webhooks_and_see_the_secret_once(client, operator_user, receiver, banks):
     headers = _bearer(operator_user)
     created = _post(client, "/api/webhooks/", {"url": receiver.url, "events": ["run.finished", "orb.pending_review"],
                                                "bank": "shop", "description": "ops channel"}, headers)
@@ -316,6 +435,8 @@ def test_operators_register_webhooks_and_see_the_secret_once(client, operator_us
 @pytest.mark.parametrize(("payload", "loc", "says"), [
     ({"url": "ftp://example.com/x", "events": ["run.finished"]}, ["body", "payload", "url"], "http:// or https://"),
     ({"url": "https://example.com/x", "events": ["run.started"]}, ["body", "payload", "events"], "unknown event"),
+    ({"url": "http://0x7f000001:8000/", "events": ["run.finished"]}, ["body", "payload", "url"],
+     "is a loopback address (127.0.0.1)"),
     ({"url": "https://example.com/x", "events": []}, ["body", "payload", "events"], "at least 1 item"),
     ({"url": "https://example.com/x", "events": ["run.finished"], "secret": "mine"}, ["body", "payload", "secret"],
      "Extra inputs are not permitted"),
@@ -325,6 +446,21 @@ def test_the_api_names_the_field_it_refuses(client, operator_user, payload, loc,
     assert refused.status_code == 422
     [problem] = refused.json()["detail"]
     assert problem["loc"] == loc and says in problem["msg"], problem
+
+
+def test_a_bank_of_another_workspace_is_refused_as_a_missing_one(client, operator_user, banks):
+    elsewhere = Workspace.objects.create(slug="support", name="Support team")
+    bank_get_or_create(name="Support memories", workspace=elsewhere)
+    answers = [_post(client, "/api/webhooks/", {"url": "https://example.com/x", "events": ["run.finished"], "bank": slug},
+                     _bearer(operator_user)) for slug in ("support-memories", "no-such-bank")]
+    assert [answer.status_code for answer in answers] == [422, 422] and not Webhook.objects.exists()
+    assert [answer.json()["detail"][0]["msg"].replace("no-such-bank", "support-memories") for answer in answers] == [
+        "no memory bank 'support-memories'"] * 2
+    assert answers[0].json()["detail"][0]["loc"] == ["body", "payload", "bank"]
+    client.force_login(operator_user)
+    page = client.post("/webhooks/new/", {"url": "https://example.com/x", "events": ["run.finished"],
+                                          "bank": "support-memories"})
+    assert page.status_code == 400 and "no memory bank &#x27;support-memories&#x27;" in page.content.decode()
 
 
 @pytest.mark.django_db

@@ -18,7 +18,7 @@ def test_a_worker_sends_a_delivery_whose_message_was_lost(receiver):
     # Written without a message, as if the broker had lost it after the commit.
     lost = WebhookDelivery.objects.create(webhook=webhook, event=Event.RUN_FINISHED, payload={"data": {"run_id": 3}},
                                           next_attempt_at=timezone.now() - timedelta(minutes=5))
-    with celery_worker(worker_env(), hostname="webhook-worker@%h"):
+    with celery_worker(worker_env(MEMWEB_WEBHOOK_ALLOW_HOSTS="127.0.0.1"), hostname="webhook-worker@%h"):
         wait_until(lambda: WebhookDelivery.objects.filter(pk=lost.pk, status=WebhookDelivery.Status.DELIVERED).exists(),
                    timeout=60, message="the worker's beat to resend the lost delivery")
     [request] = receiver.received

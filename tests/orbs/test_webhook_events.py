@@ -27,7 +27,7 @@ def _received(receiver, event: str) -> list[dict]:
 @pytest.fixture
 def subscribed(bank, receiver):
     """A webhook of this bank for both Orbs events, and one of another bank that must hear nothing."""
-    webhook_create(url=receiver.url + "?other", events=Event.values, bank="another-bank")
+    webhook_create(url=receiver.url + "?other", events=Event.values, bank=bank_get_or_create(name="another-bank").slug)
     return webhook_create(url=receiver.url, events=[Event.EPISODE_INGESTED, Event.ORB_PENDING_REVIEW],
                           bank=bank.slug)
 

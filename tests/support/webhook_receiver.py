@@ -33,20 +33,20 @@ def verified(request: Received, secret: str) -> bool:
 class Receiver:
     def __init__(self):
         self.received: list[Received] = []
-        self.answers: deque[tuple[int, dict]] = deque()  # answered in order; 200 once they run out
+        self.answers: deque[tuple[int, dict, bytes]] = deque()  # answered in order; 200 once they run out
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 receiver.received.append(Received(self.path, dict(self.headers), body))
-                status, headers = receiver.answers.popleft() if receiver.answers else (200, {})
+                status, headers, answer = receiver.answers.popleft() if receiver.answers else (200, {}, b"ok")
                 self.send_response(status)
                 for name, value in headers.items():
                     self.send_header(name, value)
-                self.send_header("Content-Length", "2")
+                self.send_header("Content-Length", str(len(answer)))
                 self.end_headers()
-                self.wfile.write(b"ok")
+                self.wfile.write(answer)
 
             def log_message(self, *args):  # keep the test output clean
                 pass
@@ -55,12 +55,14 @@ class Receiver:
         self.url = f"http://127.0.0.1:{self.server.server_port}/hooks/memweb"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
-    def answer(self, *statuses: int, headers: dict | None = None) -> None:
-        self.answers.extend((status, headers or {}) for status in statuses)
+    def answer(self, *statuses: int, headers: dict | None = None, body: bytes = b"ok") -> None:
+        self.answers.extend((status, headers or {}, body) for status in statuses)
 
 
 @pytest.fixture
-def receiver():
+def receiver(settings):
+    """A receiver on loopback, which memweb posts to only because the allow setting names it."""
+    settings.MEMWEB_WEBHOOK_ALLOW_HOSTS = ["127.0.0.1"]
     made = Receiver()
     made.thread.start()
     yield made

@@ -3,6 +3,7 @@ from evaluation.runs.models import EvaluationRun
 from evaluation.runs.services import protocol, run_cancel, run_drive
 from memweb.models import WebhookDelivery
 from memweb.webhooks import Event, webhook_create
+from orbs.services import bank_get_or_create
 from tests.evaluation.runs.conftest import TASK_IDS
 from tests.support.webhook_receiver import receiver, verified  # noqa: F401  (receiver is a fixture)
 
@@ -16,7 +17,7 @@ def _finished(receiver) -> list[dict]:
 def test_a_completed_run_is_announced_to_its_banks_webhooks(launch, receiver, django_capture_on_commit_callbacks):
     run = launch(trials=1, task_ids=TASK_IDS[:1])
     _, secret = webhook_create(url=receiver.url, events=[Event.RUN_FINISHED], bank=run.bank.slug)
-    webhook_create(url=receiver.url + "?other", events=[Event.RUN_FINISHED], bank="another-bank")
+    webhook_create(url=receiver.url + "?other", events=[Event.RUN_FINISHED], bank=bank_get_or_create(name="another-bank").slug)
     with django_capture_on_commit_callbacks(execute=True):
         run = run_drive(run=run)
     assert run.status == Status.COMPLETED
