@@ -63,7 +63,6 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
-<<<<<<< HEAD
 def env_networks(name: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
     """Comma-separated addresses or CIDR networks (`10.0.0.5`, `10.0.0.0/8`, `::1`); empty when unset."""
     networks = []
@@ -73,7 +72,8 @@ def env_networks(name: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Netwo
         except ValueError:
             raise ImproperlyConfigured(f"{name} entry {item!r} is not an IP address or network (e.g. 10.0.0.0/8)") from None
     return tuple(networks)
-=======
+
+
 def env_hosts(name: str) -> list[str]:
     """Comma-separated host names, addresses or networks (10.0.0.0/8), lower-cased, IPv6 without brackets."""
     entries = [entry.lower().strip("[]").rstrip(".") for entry in env_list(name, [])]
@@ -86,7 +86,6 @@ def env_hosts(name: str) -> list[str]:
                     f"{name}: {entry!r} is neither a host name nor an address or network (e.g. 10.0.0.0/8)"
                 ) from None
     return entries
->>>>>>> wip-web
 
 
 def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
