@@ -51,6 +51,10 @@ class EmbeddedServer:
         digest = hashlib.sha256(str(self.data_dir).encode()).hexdigest()[:12]
         return Path("/tmp") / f"memweb-pg-{digest}"
 
+    @property
+    def socket_file(self) -> Path:
+        return self.socket_dir / f".s.PGSQL.{PORT}"
+
     def url(self, database: str) -> str:
         return f"postgresql://{SUPERUSER}@/{database}?host={self.socket_dir}&port={PORT}"
 
@@ -109,6 +113,8 @@ def _start_and_connect(server: EmbeddedServer, database: str) -> bool:
     # connection is retried after checking again whether it must be started.
     started = False
     for attempt in range(20):
+        if is_running(server) and not server.socket_file.exists():
+            _stop_unreachable(server)
         if not is_running(server):
             _discard_stale_pid_file(server)
             _start(server)
@@ -120,6 +126,16 @@ def _start_and_connect(server: EmbeddedServer, database: str) -> bool:
             if attempt == 19:
                 raise
             time.sleep(0.25)
+
+
+def serving_fault(server: EmbeddedServer) -> str | None:
+    """Why clients cannot reach the server now, or None while they can (for a supervisor's check)."""
+    pid = _postmaster_pid(server)
+    if not is_running(server):
+        return f"PostgreSQL (PID {pid}) is no longer running" if pid else "PostgreSQL is not running"
+    if not server.socket_file.exists():
+        return f"PostgreSQL (PID {pid}) runs, but its socket file {server.socket_file} is gone"
+    return None
 
 
 def is_running(server: EmbeddedServer) -> bool:
@@ -147,6 +163,14 @@ def stop(server: EmbeddedServer) -> None:
     with _lock(server):
         if is_running(server):
             _run_as_owner([binary("pg_ctl"), "stop", "-D", str(server.pgdata), "-m", "fast", "-w"], timeout=60)
+
+
+def _stop_unreachable(server: EmbeddedServer) -> None:
+    """A postmaster without its socket file serves no new connection ever again (PostgreSQL never
+    recreates it), so it is stopped and started afresh: the start creates the socket file again."""
+    stopped = _run_as_owner([binary("pg_ctl"), "stop", "-D", str(server.pgdata), "-m", "fast", "-w"], timeout=90)
+    if stopped.returncode != 0:
+        _run_as_owner([binary("pg_ctl"), "stop", "-D", str(server.pgdata), "-m", "immediate", "-w"], timeout=90)
 
 
 def _prepare_owner(server: EmbeddedServer) -> None:
