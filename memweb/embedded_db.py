@@ -130,7 +130,7 @@ def _start_and_connect(server: EmbeddedServer, database: str) -> bool:
 
 def serving_fault(server: EmbeddedServer) -> str | None:
     """Why clients cannot reach the server now, or None while they can (for a supervisor's check)."""
-    pid = _postmaster_pid(server)
+    pid = postmaster_pid(server)
     if not is_running(server):
         return f"PostgreSQL (PID {pid}) is no longer running" if pid else "PostgreSQL is not running"
     if not server.socket_file.exists():
@@ -142,7 +142,7 @@ def is_running(server: EmbeddedServer) -> bool:
     """True when postmaster.pid names a live postgres process. A SIGKILLed
     postmaster can linger as a zombie (containers whose PID 1 reaps nothing),
     which `pg_ctl status` would still report as running."""
-    pid = _postmaster_pid(server)
+    pid = postmaster_pid(server)
     if pid is None:
         return False
     try:
@@ -152,7 +152,7 @@ def is_running(server: EmbeddedServer) -> bool:
         return False
 
 
-def _postmaster_pid(server: EmbeddedServer) -> int | None:
+def postmaster_pid(server: EmbeddedServer) -> int | None:
     try:
         return int((server.pgdata / "postmaster.pid").read_text().splitlines()[0])
     except (OSError, ValueError, IndexError):
