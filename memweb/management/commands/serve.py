@@ -125,8 +125,8 @@ class Command(BaseCommand):
 
 
 class Restarts:
-    """When one process was restarted lately: paces the next restart (1, 2, 4... s apart, at most
-    BACKOFF_MAX_SECONDS) and says when too many came within the window to go on."""
+    """When one process was restarted lately: paces the next restart (the first at once, then 1, 2,
+    4... s later, at most BACKOFF_MAX_SECONDS) and says when too many came within the window to go on."""
 
     def __init__(self):
         self._times: deque[float] = deque()
