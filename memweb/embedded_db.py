@@ -54,6 +54,10 @@ class EmbeddedServer:
         digest = hashlib.sha256(str(self.data_dir).encode()).hexdigest()[:12]
         return Path("/tmp") / f"memweb-pg-{digest}"
 
+    @property
+    def socket_file(self) -> Path:
+        return self.socket_dir / f".s.PGSQL.{PORT}"
+
     def url(self, database: str) -> str:
         if self.tcp_port:
             return f"postgresql://{SUPERUSER}@127.0.0.1:{self.tcp_port}/{database}"
@@ -114,6 +118,8 @@ def _start_and_connect(server: EmbeddedServer, database: str) -> bool:
     # connection is retried after checking again whether it must be started.
     started = False
     for attempt in range(20):
+        if is_running(server) and not server.socket_file.exists():
+            _stop_unreachable(server)
         if not is_running(server):
             _discard_stale_pid_file(server)
             _start(server)
@@ -127,11 +133,21 @@ def _start_and_connect(server: EmbeddedServer, database: str) -> bool:
             time.sleep(0.25)
 
 
+def serving_fault(server: EmbeddedServer) -> str | None:
+    """Why clients cannot reach the server now, or None while they can (for a supervisor's check)."""
+    pid = postmaster_pid(server)
+    if not is_running(server):
+        return f"PostgreSQL (PID {pid}) is no longer running" if pid else "PostgreSQL is not running"
+    if not server.socket_file.exists():
+        return f"PostgreSQL (PID {pid}) runs, but its socket file {server.socket_file} is gone"
+    return None
+
+
 def is_running(server: EmbeddedServer) -> bool:
     """True when postmaster.pid names a live postgres process. A SIGKILLed
     postmaster can linger as a zombie (containers whose PID 1 reaps nothing),
     which `pg_ctl status` would still report as running."""
-    pid = _postmaster_pid(server)
+    pid = postmaster_pid(server)
     if pid is None:
         return False
     try:
@@ -141,7 +157,7 @@ def is_running(server: EmbeddedServer) -> bool:
         return False
 
 
-def _postmaster_pid(server: EmbeddedServer) -> int | None:
+def postmaster_pid(server: EmbeddedServer) -> int | None:
     try:
         return int((server.pgdata / "postmaster.pid").read_text().splitlines()[0])
     except (OSError, ValueError, IndexError):
@@ -152,6 +168,14 @@ def stop(server: EmbeddedServer) -> None:
     with _lock(server):
         if is_running(server):
             _run_as_owner([binary("pg_ctl"), "stop", "-D", str(server.pgdata), "-m", "fast", "-w"], timeout=60)
+
+
+def _stop_unreachable(server: EmbeddedServer) -> None:
+    """A postmaster without its socket file serves no new connection ever again (PostgreSQL never
+    recreates it), so it is stopped and started afresh: the start creates the socket file again."""
+    stopped = _run_as_owner([binary("pg_ctl"), "stop", "-D", str(server.pgdata), "-m", "fast", "-w"], timeout=90)
+    if stopped.returncode != 0:
+        _run_as_owner([binary("pg_ctl"), "stop", "-D", str(server.pgdata), "-m", "immediate", "-w"], timeout=90)
 
 
 def _prepare_owner(server: EmbeddedServer) -> None:

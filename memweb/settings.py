@@ -101,7 +101,10 @@ else:
     DATABASE_URL = env_str("DATABASE_URL")
     if not DATABASE_URL.startswith(("postgres://", "postgresql://")):
         raise ImproperlyConfigured("DATABASE_URL must be a postgresql:// URL (memweb needs PostgreSQL with pgvector)")
-DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0))}
+# Health checks: a kept connection that a database restart cut is replaced before a request uses it,
+# instead of failing that request (each web thread's first request after a restart answered 500/503).
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0),
+                                              conn_health_checks=True)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Shared by all web workers (the LLM endpoints' probed capabilities), with no extra service.

@@ -9,6 +9,7 @@ import psycopg
 import pytest
 
 from memweb import embedded_db
+from tests.support.processes import wait_until
 
 
 @pytest.fixture
@@ -32,10 +33,10 @@ def test_it_initialises_starts_and_offers_pgvector(fresh_server):
 
 def test_it_reuses_a_running_server(fresh_server):
     server, _ = embedded_db.ensure_running(fresh_server, "memweb")
-    pid = embedded_db._postmaster_pid(server)
+    pid = embedded_db.postmaster_pid(server)
     again, started = embedded_db.ensure_running(fresh_server, "memweb")
     assert not started
-    assert embedded_db._postmaster_pid(again) == pid
+    assert embedded_db.postmaster_pid(again) == pid
 
 
 def test_it_recovers_after_the_server_was_killed(fresh_server):
@@ -43,7 +44,7 @@ def test_it_recovers_after_the_server_was_killed(fresh_server):
     with psycopg.connect(server.url("memweb"), autocommit=True) as conn:
         conn.execute("CREATE TABLE survivor (note text)")
         conn.execute("INSERT INTO survivor VALUES ('kept')")
-    os.kill(embedded_db._postmaster_pid(server), signal.SIGKILL)
+    os.kill(embedded_db.postmaster_pid(server), signal.SIGKILL)
 
     recovered, started = embedded_db.ensure_running(fresh_server, "memweb")
 
@@ -67,3 +68,27 @@ def test_it_stops_cleanly(fresh_server):
     server, _ = embedded_db.ensure_running(fresh_server, "memweb")
     embedded_db.stop(server)
     assert not embedded_db.is_running(server)
+
+
+def test_it_starts_afresh_a_server_whose_socket_file_was_removed(fresh_server):
+    # What the soak met: a running postmaster whose socket file (and its lock) something removed.
+    # PostgreSQL never recreates it, so no new connection could reach the server again.
+    server, _ = embedded_db.ensure_running(fresh_server, "memweb")
+    server.socket_file.unlink()
+    server.socket_file.with_name(server.socket_file.name + ".lock").unlink()
+    assert "socket file" in embedded_db.serving_fault(server)
+
+    _, started = embedded_db.ensure_running(fresh_server, "memweb")
+
+    assert started
+    assert embedded_db.serving_fault(server) is None
+    assert _query(server, "SELECT 1") == 1
+
+
+def test_it_names_a_dead_server_as_the_fault(fresh_server):
+    server, _ = embedded_db.ensure_running(fresh_server, "memweb")
+    pid = embedded_db.postmaster_pid(server)
+    os.kill(pid, signal.SIGKILL)
+
+    fault = wait_until(lambda: embedded_db.serving_fault(server), timeout=60, message="the kill to be seen")
+    assert fault == f"PostgreSQL (PID {pid}) is no longer running"

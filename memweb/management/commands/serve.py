@@ -1,18 +1,26 @@
-"""Command 1's second half: prepare the database and run web + worker until Ctrl-C."""
+"""Command 1's second half: prepare the database and run web + worker until Ctrl-C, restarting
+whichever of web server, worker and embedded database dies."""
 import os
 import secrets
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections import deque
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import BaseCommand, call_command
 
+from memweb import embedded_db
 from memweb.env import env_int, env_str
 
 WEB_WORKERS = 2  # gunicorn worker processes, each with 4 threads
+WATCH_SECONDS = 0.5  # how often the supervisor looks at its processes
+RESTART_LIMIT = 5  # restarts of one process within RESTART_WINDOW_SECONDS; one more and serve gives up
+RESTART_WINDOW_SECONDS = 300
+BACKOFF_MAX_SECONDS = 30
 
 
 class Command(BaseCommand):
@@ -32,13 +40,17 @@ class Command(BaseCommand):
         # it, and Python then raises no KeyboardInterrupt, so Ctrl-C or `kill -INT` would do nothing.
         for stop_signal in (signal.SIGTERM, signal.SIGINT):
             signal.signal(stop_signal, _interrupt)
-        children = [self._start_worker(), self._start_web(host, port)]
+        children = [Child("worker", self._start_worker), Child("web server", lambda: self._start_web(host, port))]
+        supervisor = Supervisor(children, say=self._say)
+        supervisor.start()
         self.stdout.write(self.style.SUCCESS(f"\nmemweb is running at http://{host}:{port}/  (Ctrl-C stops everything)\n"))
         try:
             if self._load_demo(skip=options["no_demo"]):
-                self._wait(children)
+                self._wait()
         finally:
-            self._stop(children)
+            self._stop(supervisor)
+        if supervisor.gave_up:
+            sys.exit(1)
 
     def _load_demo(self, *, skip: bool) -> bool:
         """Load the demo while the dashboard already serves: the first start plays whole
@@ -79,21 +91,25 @@ class Command(BaseCommand):
                        "--no-control-socket", "--config", "python:memweb.gunicorn_conf"],
                       env={"OMP_NUM_THREADS": str(web_torch_threads())} | os.environ)
 
-    def _wait(self, children: list[subprocess.Popen]) -> None:
+    def _say(self, text: str, *, fault: bool = False) -> None:
+        self.stdout.write(self.style.ERROR(text) if fault else self.style.WARNING(text))
+
+    def _wait(self) -> None:
+        # Until Ctrl-C, SIGTERM or the supervisor giving up (it sends this process SIGTERM).
         try:
-            while all(child.poll() is None for child in children):
+            while True:
                 time.sleep(0.5)
-            self.stderr.write("A memweb process exited on its own; stopping the others.")
         except KeyboardInterrupt:
             self.stdout.write("\nStopping memweb…")
 
-    def _stop(self, children: list[subprocess.Popen]) -> None:
+    def _stop(self, supervisor: "Supervisor") -> None:
         # SIGTERM to each main process only: gunicorn and Celery then shut their
         # own workers down gracefully; whatever is left after that is killed.
-        for child in children:
+        processes = supervisor.stop()
+        for child in processes:
             if child.poll() is None:
                 child.terminate()
-        for child in children:
+        for child in processes:
             try:
                 child.wait(timeout=30)
             except subprocess.TimeoutExpired:
@@ -103,11 +119,167 @@ class Command(BaseCommand):
         if settings.USES_EMBEDDED_DB:
             from django.db import connections
 
-            from memweb import embedded_db
-
             connections.close_all()
             embedded_db.stop(embedded_db.EmbeddedServer(settings.DATA_DIR))
         self.stdout.write("memweb stopped: web server, worker and database are down.")
+
+
+class Restarts:
+    """When one process was restarted lately: paces the next restart (the first at once, then 1, 2,
+    4... s later, at most BACKOFF_MAX_SECONDS) and says when too many came within the window to go on."""
+
+    def __init__(self):
+        self._times: deque[float] = deque()
+
+    def _recent(self) -> int:
+        cutoff = time.monotonic() - RESTART_WINDOW_SECONDS
+        while self._times and self._times[0] < cutoff:
+            self._times.popleft()
+        return len(self._times)
+
+    def exhausted(self) -> bool:
+        return self._recent() >= RESTART_LIMIT
+
+    def delay(self) -> float:
+        recent = self._recent()
+        return min(BACKOFF_MAX_SECONDS, 2.0 ** (recent - 1)) if recent else 0.0
+
+    def record(self) -> None:
+        self._times.append(time.monotonic())
+
+
+class Child:
+    """The web server or the worker: a process serve starts, each leading a process group of its own."""
+
+    def __init__(self, name: str, start):
+        self.name, self._start, self.restarts = name, start, Restarts()
+        self.process: subprocess.Popen = start()
+
+    def restart(self) -> None:
+        # A Celery main process killed by SIGKILL leaves its pool processes behind in its group.
+        _kill_group(self.process.pid)
+        self.process = self._start()
+
+    def signal_group(self, signum: int) -> None:
+        try:
+            os.killpg(self.process.pid, signum)
+        except ProcessLookupError:
+            pass
+
+
+class Database:
+    """The embedded PostgreSQL. pg_ctl detaches it, so it is no child of serve: it is looked at
+    (process alive, socket file present) rather than waited for."""
+
+    name = "database"
+
+    def __init__(self):
+        self.server, self.restarts = embedded_db.EmbeddedServer(settings.DATA_DIR), Restarts()
+
+    def fault(self) -> str | None:
+        return embedded_db.serving_fault(self.server)
+
+    def restart(self) -> int | None:
+        embedded_db.ensure_running(settings.DATA_DIR, settings.EMBEDDED_DB_NAME)
+        return embedded_db.postmaster_pid(self.server)
+
+
+class Supervisor:
+    """Watches the web server, the worker and the embedded database from a thread of its own (the
+    main thread loads the demo and receives Ctrl-C), restarts whichever died and says so, and gives
+    up - the main thread then stops everything - when one keeps dying."""
+
+    def __init__(self, children: list[Child], *, say):
+        self.children, self.say, self.gave_up = children, say, False
+        self.database = Database() if settings.USES_EMBEDDED_DB else None
+        self._stopping = threading.Event()
+        self._worker_paused = False
+        self._thread = threading.Thread(target=self._watch, name="memweb-supervisor", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> list[subprocess.Popen]:
+        """Ends the watching (a restart under way finishes first) and hands over the processes to stop."""
+        self._stopping.set()
+        self._thread.join(timeout=120)
+        self._resume_worker()  # a stopped process would not act on the SIGTERM that follows
+        return [child.process for child in self.children]
+
+    def _watch(self) -> None:
+        while not self._stopping.wait(WATCH_SECONDS) and not self.gave_up:
+            if self.database is not None:
+                self._check_database()
+            for child in self.children:
+                if not self.gave_up:
+                    self._check_child(child)
+
+    def _check_child(self, child: Child) -> None:
+        code = child.process.poll()
+        if code is None:
+            return
+        self.say(f"memweb: the {child.name} (PID {child.process.pid}) {_ended(code)}.", fault=True)
+        if self._may_restart(child):
+            child.restart()
+            self.say(f"memweb: restarted the {child.name} (PID {child.process.pid}).")
+
+    def _check_database(self) -> None:
+        fault = self.database.fault()
+        if fault is None:
+            return
+        self.say(f"memweb: the database is unreachable: {fault}.", fault=True)
+        self._pause_worker()
+        if not self._may_restart(self.database):
+            return
+        try:
+            pid = self.database.restart()
+        except Exception as exc:  # pg_ctl's failure or a refused connection: the next look tries again
+            self.say(f"memweb: restarting the database failed: {exc}", fault=True)
+            return
+        self.say(f"memweb: restarted the database (PostgreSQL, PID {pid}).")
+        self._resume_worker()
+
+    def _may_restart(self, watched: "Child | Database") -> bool:
+        if watched.restarts.exhausted():
+            self.say(f"memweb: giving up: the {watched.name} was restarted {RESTART_LIMIT} times within "
+                     f"{RESTART_WINDOW_SECONDS} s and is down again. Stopping everything.", fault=True)
+            self.gave_up = True
+            os.kill(os.getpid(), signal.SIGTERM)  # the main thread stops everything, as on Ctrl-C
+            return False
+        delay = watched.restarts.delay()
+        if delay:
+            self.say(f"memweb: restarting the {watched.name} in {delay:g} s.")
+        if self._stopping.wait(delay):
+            return False
+        watched.restarts.record()
+        return True
+
+    def _pause_worker(self) -> None:
+        """Without its database the worker can only fail, restart its consumer and log a traceback
+        a second (kilobytes per second); stopped, it picks up where it was once the database is back."""
+        worker = self._child("worker")
+        if worker is not None and not self._worker_paused:
+            worker.signal_group(signal.SIGSTOP)
+            self._worker_paused = True
+            self.say("memweb: the worker is paused until the database is back.")
+
+    def _resume_worker(self) -> None:
+        worker = self._child("worker")
+        if worker is not None and self._worker_paused:
+            worker.signal_group(signal.SIGCONT)
+            self._worker_paused = False
+
+    def _child(self, name: str) -> Child | None:
+        return next((child for child in self.children if child.name == name), None)
+
+
+def _ended(code: int) -> str:
+    if code >= 0:
+        return f"exited with code {code}"
+    try:
+        return f"was killed by {signal.Signals(-code).name}"
+    except ValueError:
+        return f"was killed by signal {-code}"
 
 
 def web_torch_threads() -> int:
