@@ -56,7 +56,7 @@ class EmbeddedServer:
 
     @property
     def socket_file(self) -> Path:
-        return self.socket_dir / f".s.PGSQL.{PORT}"
+        return self.socket_dir / f".s.PGSQL.{self.tcp_port or PORT}"  # the socket is named after the port
 
     def url(self, database: str) -> str:
         if self.tcp_port:
