@@ -164,7 +164,7 @@ def bank_import_jsonl(request, response: HttpResponse, file: File[UploadedFile],
     report, job = bank_import_start(upload=file, name=name.strip() or None, user=request.auth,
                                     workspace=request.workspace)
     if job is None:
-        return Status(422, {**report.__dict__, "ok": report.ok})
+        return Status(422, report.as_dict())
     return job_accepted(request, response, job)
 
 
