@@ -17,6 +17,7 @@ from evaluation.api import router as evaluation_router
 from memweb.auth import TooManyFailures, api_auth, schema_access
 from memweb.health import health_report, liveness
 from memweb.job_api import router as jobs_router
+from memweb.json_input import JsonTooDeep, json_loads_bounded
 from memweb.openapi import errors_declare
 from memweb.roles import user_roles
 from memweb.services import unstorable_at
@@ -35,7 +36,10 @@ class StorableParser(Parser):
     with a 500: PostgreSQL's text and jsonb hold no NUL, unpaired surrogate, NaN or Infinity."""
 
     def parse_body(self, request):
-        data = super().parse_body(request)
+        try:
+            data = json_loads_bounded(request.body)  # Python's reader recurses: a deep body would be a 500
+        except JsonTooDeep as too_deep:
+            raise ValidationError([{"type": "too_deep", "loc": ["body"], "msg": str(too_deep)}]) from None
         _refuse_unstorable(data, ("body",))
         return data
 

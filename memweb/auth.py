@@ -6,7 +6,8 @@ Use `auth=api_auth(Role.OPERATOR, scope=ApiKey.Scope.MEMORY_WRITE)` on a ninja o
 needs that scope, and its user that role in the key's workspace; `api_auth()` (no roles, no scope)
 admits anyone authenticated. `api_auth(Role.REVIEWER, review=True)` marks a route that reviews
 memories: no key may call it, only a reviewer's session. `request.auth` and `request.user` are the
-User; `request.workspace` the workspace (the key's, or the session's).
+User; `request.workspace` the workspace (the key's, or the session's); `request.api_key` the key
+when one was used (`request_by_key`).
 """
 import ipaddress
 import math
@@ -241,8 +242,14 @@ class RouteAccess:
         if self.scope and self.scope not in key.scopes:
             raise AuthorizationError(403, f"this API key lacks the scope {self.scope!r} this route needs")
         request.workspace = key.workspace
+        request.api_key = key  # what a program may do can differ from what its user may do signed in
         workspace_activate(user=key.user, workspace=key.workspace)
         return role_check(request=request, user=key.user, roles=self.roles)
+
+
+def request_by_key(request) -> bool:
+    """Whether the request was authenticated by an API key (a program) rather than a session."""
+    return getattr(request, "api_key", None) is not None
 
 
 # --- the three ways in; each carries `.roles` (and `.access`) for the authorisation-matrix test ---

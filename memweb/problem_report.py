@@ -48,6 +48,7 @@ class ProblemReport:
     more_records: int  # records with problems left out
     total: int  # problems in all
     record_count: int  # records with problems in all
+    unlisted: int = 0  # problems the importer counted but did not keep (its own cap), in `total`
 
 
 def field_path(path: str) -> str:
@@ -108,8 +109,11 @@ def _merged(problems: list[Problem]) -> list[Problem]:
 
 
 def problem_report(problems: Iterable[tuple[str, str, str]], *, max_records: int = MAX_RECORDS,
-                   max_per_record: int = MAX_PER_RECORD) -> ProblemReport:
-    """(record, field, message) triples grouped by record in the order first seen, capped."""
+                   max_per_record: int = MAX_PER_RECORD, unlisted: int = 0,
+                   unlisted_records: int = 0) -> ProblemReport:
+    """(record, field, message) triples grouped by record in the order first seen, capped. An
+    importer that keeps only its first problems passes the count of the rest (`unlisted`, on
+    `unlisted_records` records none of the triples names)."""
     grouped: dict[str, list[Problem]] = {}
     total = 0
     for record, field, message in problems:
@@ -119,5 +123,5 @@ def problem_report(problems: Iterable[tuple[str, str, str]], *, max_records: int
     for record, found in list(grouped.items())[:max_records]:
         found = _merged(found)
         shown.append(RecordProblems(record, tuple(found[:max_per_record]), max(len(found) - max_per_record, 0)))
-    return ProblemReport(records=tuple(shown), more_records=max(len(grouped) - max_records, 0), total=total,
-                         record_count=len(grouped))
+    return ProblemReport(records=tuple(shown), more_records=max(len(grouped) - max_records, 0) + unlisted_records,
+                         total=total + unlisted, record_count=len(grouped) + unlisted_records, unlisted=unlisted)

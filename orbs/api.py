@@ -14,7 +14,7 @@ from ninja.files import UploadedFile
 from ninja.pagination import paginate
 from ninja.responses import Status
 
-from memweb.auth import api_auth
+from memweb.auth import api_auth, request_by_key
 from memweb.downloads import attachment
 from memweb.job_api import JobOut, job_accepted, job_out
 from memweb.listing import ApiPagination
@@ -79,6 +79,7 @@ from orbs.services import (
     orbs_retrieve,
     retrieval_outcome_record,
 )
+from orbs.services.banks import approval_policy_refusal
 from orbs.services.deletion import bank_archive, bank_events, bank_restore, orb_delete, orb_restore
 from orbs.services.erasure import customer_erasure, erasure_totals
 from orbs.services.history import history_status, history_verify_start
@@ -141,8 +142,15 @@ def bank_list(request, archived: bool = False):
     return in_workspace(MemoryBank.objects, request.workspace).filter(archived_at__isnull=not archived)
 
 
-@router.post("/banks", response={201: BankOut, 422: ErrorOut}, auth=WRITE)
+@router.post("/banks", response={201: BankOut, 403: ErrorOut, 422: ErrorOut}, auth=WRITE)
 def bank_create(request, payload: BankIn):
+    """A new bank. Its approval policy (approved_only, auto_approve, auto_approve_min_reward) is the
+    review gate: only a reviewer's signed-in session may set it (403 for a key, or a session without
+    the reviewer role, that sends values other than the defaults)."""
+    refused = approval_policy_refusal(policy=payload.dict(exclude_unset=True), by_key=request_by_key(request),
+                                      user=request.auth)
+    if refused:
+        return Status(403, {"detail": refused})
     if MemoryBank.objects.filter(name=payload.name).exists():
         return Status(422, {"detail": f"name: a bank called {payload.name!r} already exists"})
     return Status(201, bank_get_or_create(workspace=request.workspace, **payload.dict()))
@@ -157,7 +165,7 @@ def bank_import_jsonl(request, response: HttpResponse, file: File[UploadedFile],
     report, job = bank_import_start(upload=file, name=name.strip() or None, user=request.auth,
                                     workspace=request.workspace)
     if job is None:
-        return Status(422, {**report.__dict__, "ok": report.ok})
+        return Status(422, report.as_dict())
     return job_accepted(request, response, job)
 
 

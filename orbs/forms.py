@@ -1,11 +1,15 @@
 """Forms of the review pages; each error names its field."""
 from django import forms
 
+from memweb.roles import Role, has_role
 from memweb.workspaces import in_workspace
 from orbs.backends.emotion import LABELS
 from orbs.models import MemoryBank, Orb, Source
-from orbs.services.banks import SETTABLE_FIELDS
+from orbs.services.banks import APPROVAL_FIELDS, SETTABLE_FIELDS
 from orbs.services.queue import OrbFilters, orb_domains
+
+APPROVAL_LOCKED = "Set by a reviewer: it decides which memories skip review."
+OPERATOR_LOCKED = "Set by an operator."
 
 
 class VersionForm(forms.Form):
@@ -99,11 +103,19 @@ class QueueFilterForm(forms.Form):
 
 
 class _BankScopeForm(forms.ModelForm):
-    """A post without the customer scope (a form from before banks had one) keeps the bank's scope."""
+    """A post without the customer scope (a form from before banks had one) keeps the bank's scope.
+    `user` sets what they may: the approval policy (APPROVAL_FIELDS, the review gate) a reviewer,
+    the rest an operator (admins both). A field they may not set is shown disabled and keeps its
+    value whatever is posted."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, user, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["customer_scope"].required = False
+        reviewer, operator = has_role(user, Role.REVIEWER), has_role(user, Role.OPERATOR)
+        for name, field in self.fields.items():
+            if not (reviewer if name in APPROVAL_FIELDS else operator):
+                field.disabled = True
+                field.help_text = APPROVAL_LOCKED if name in APPROVAL_FIELDS else OPERATOR_LOCKED
 
     def clean_customer_scope(self) -> str:
         return self.cleaned_data["customer_scope"] or self.instance.customer_scope

@@ -433,10 +433,13 @@ class ImportLineError(Schema):
 
 
 class ImportReportOut(Schema):
+    detail: str = Field(description="How many problems the file has, and how many of them are listed")
     ok: bool
     bank: str
     orbs: int
     events: int
+    problems: int = Field(description="Problems in all")
+    unlisted: int = Field(description="Problems counted but not listed in `errors` (it holds the first ones)")
     errors: list[ImportLineError]
 
 

@@ -261,14 +261,14 @@ def bank_list(request):
     archived = request.GET.get("archived") == "1"
     state = sort_state(request, BANK_SORTING)
     context = {"rows": rows_sorted(_bank_rows(request, archived=archived), sorting=BANK_SORTING, state=state),
-               "sort": state, "archived": archived, "create_form": BankCreateForm(), "import_form": ImportForm()}
+               "sort": state, "archived": archived, "create_form": BankCreateForm(user=request.user), "import_form": ImportForm()}
     return render(request, "orbs/bank_list.html", context)
 
 
 @require_POST
 @role_required(Role.OPERATOR)
 def bank_create(request):
-    form = BankCreateForm(request.POST)
+    form = BankCreateForm(request.POST, user=request.user)
     if not form.is_valid():
         context = {"rows": _bank_rows(request), "create_form": form, "import_form": ImportForm()}
         return render(request, "orbs/bank_list.html", context, status=422)
@@ -289,14 +289,16 @@ def bank_import_page(request):
                                         workspace=request.workspace)
         if job is not None:
             return redirect("job_detail", job.pk)
-    context = {"rows": _bank_rows(request), "create_form": BankCreateForm(), "import_form": form, "report": report}
+    context = {"rows": _bank_rows(request), "create_form": BankCreateForm(user=request.user), "import_form": form,
+               "report": report}
     return render(request, "orbs/bank_list.html", context, status=422)
 
 
 def _bank_page(request, bank: MemoryBank, form, status: int = 200, copy_form=None):
     context = {
         "bank": bank, "stats": bank_stats(bank=bank), "form": form, "budget_cut": bank_budget_cut(bank=bank),
-        "can_edit": has_role(request.user, Role.OPERATOR), "copy_form": copy_form or BankCopyForm(),
+        "can_edit": has_role(request.user, Role.OPERATOR), "can_set_policy": has_role(request.user, *READERS),
+        "copy_form": copy_form or BankCopyForm(),
         "retrievals": RetrievalLog.objects.filter(bank=bank)[:20],
         "failed": bank.episodes.filter(status="failed")[:20],
         "delete_form": BankDeleteForm(bank=bank), "erasure_form": ErasureForm(), "events": bank_events(bank=bank)[:20],
@@ -309,14 +311,15 @@ def _bank_page(request, bank: MemoryBank, form, status: int = 200, copy_form=Non
 @role_required(*READERS)
 def bank_detail(request, slug: str):
     bank = get_in_workspace_or_404(MemoryBank.objects, request.workspace, slug=slug)
-    return _bank_page(request, bank, BankPolicyForm(instance=bank))
+    return _bank_page(request, bank, BankPolicyForm(instance=bank, user=request.user))
 
 
 @require_POST
-@role_required(Role.OPERATOR)
+@role_required(Role.OPERATOR, Role.REVIEWER)
 def bank_policy(request, slug: str):
+    """Operators set retrieval, reviewers the approval policy (the form disables the other's fields)."""
     bank = get_in_workspace_or_404(MemoryBank.objects, request.workspace, slug=slug)
-    form = BankPolicyForm(request.POST, instance=MemoryBank.objects.get(pk=bank.pk))
+    form = BankPolicyForm(request.POST, instance=MemoryBank.objects.get(pk=bank.pk), user=request.user)
     if not form.is_valid():
         return _bank_page(request, bank, form, status=422)
     bank_policy_update(bank=bank, **{field: form.cleaned_data[field] for field in SETTABLE_FIELDS})
@@ -336,7 +339,7 @@ def bank_copy_page(request, slug: str):
                                                           user=request.user).pk)
         except OrbsError as refused:
             form.add_error("name", str(refused).partition(": ")[2] or str(refused))
-    return _bank_page(request, bank, BankPolicyForm(instance=bank), status=422, copy_form=form)
+    return _bank_page(request, bank, BankPolicyForm(instance=bank, user=request.user), status=422, copy_form=form)
 
 
 @require_POST
@@ -377,7 +380,7 @@ def restore(request, orb_id: int):
 
 def _refuse_on_bank_page(request, bank: MemoryBank, form) -> HttpResponse:
     messages.error(request, _first_error(form))
-    return _bank_page(request, bank, BankPolicyForm(instance=bank), status=422)
+    return _bank_page(request, bank, BankPolicyForm(instance=bank, user=request.user), status=422)
 
 
 @require_POST

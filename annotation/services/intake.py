@@ -15,6 +15,7 @@ from django.db import IntegrityError, transaction
 from annotation.links import link_is_safe
 from annotation.metrics import HUMAN, SIMULATED, TIE
 from annotation.models import Campaign, FeedbackTask, Item, Reaction
+from memweb.json_input import JsonTooDeep, json_depth_problem, json_loads_bounded
 from memweb.problem_report import ProblemReport, problem_report
 from memweb.services import unstorable_problem
 
@@ -97,9 +98,12 @@ def _jsonl_records(text: str, problems: _RowErrors) -> list[tuple[int, dict]]:
     records = []
     for row, line in enumerate((line for line in text.splitlines() if line.strip()), start=1):
         try:
-            record = json.loads(line)
+            record = json_loads_bounded(line)
         except json.JSONDecodeError as error:
             problems.add(row, "(row)", f"not valid JSON: {error.msg} at column {error.colno}")
+            continue
+        except JsonTooDeep as error:
+            problems.add(row, "(row)", str(error))
             continue
         if not isinstance(record, dict):
             problems.add(row, "(row)", "each line must be a JSON object")
@@ -159,6 +163,9 @@ def _validated_items(campaign: Campaign, records: list[tuple[int, dict]], errors
     seen_refs: dict[str, int] = {}
     items = []
     for row, record in records:
+        if (too_deep := json_depth_problem(record)) is not None:  # records from an API body, decoded already
+            errors.add(row, "(row)", too_deep)
+            continue
         values = _row_values(campaign, row, record, errors)
         ref = values.get("source_ref", "")
         if ref and ref in existing_refs:
@@ -278,9 +285,12 @@ def _conversation(row: int, value, errors: _RowErrors) -> list:
         return []
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = json_loads_bounded(value)
         except json.JSONDecodeError as error:
             errors.add(row, "conversation", f"not valid JSON: {error.msg}")
+            return []
+        except JsonTooDeep as error:
+            errors.add(row, "conversation", str(error))
             return []
     if not isinstance(value, list) or len(value) > MAX_MESSAGES:
         errors.add(row, "conversation", f"must be a list of at most {MAX_MESSAGES} messages")
@@ -334,9 +344,12 @@ def _gold_expected(campaign: Campaign, row: int, value, checked: bool, errors: _
         return {}
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = json_loads_bounded(value)
         except json.JSONDecodeError as error:
             errors.add(row, "gold_expected", f"not valid JSON: {error.msg}")
+            return {}
+        except JsonTooDeep as error:
+            errors.add(row, "gold_expected", str(error))
             return {}
     allowed = (HUMAN, SIMULATED, TIE) if campaign.allow_ties else (HUMAN, SIMULATED)
     if not isinstance(value, dict) or set(value) - set(campaign.criterion_keys) or set(value.values()) - set(allowed):

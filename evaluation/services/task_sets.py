@@ -12,6 +12,7 @@ from evaluation.models import Task, TaskSet, TaskVersion
 from evaluation.shop.task_content import task_content_hash
 from evaluation.shop.task_specs import tasks_generate
 from evaluation.shop.validate import spec_errors
+from memweb.json_input import JsonTooDeep, json_loads_bounded
 from memweb.models import default_workspace_id
 from memweb.problem_report import ProblemReport, problem_report
 from memweb.services import unstorable_problem
@@ -205,8 +206,8 @@ def _file_problem(text: str, name: str) -> str:
 def _given_id(line: str) -> str:
     """The id a line gives, however broken the rest of it is ("" when it gives none)."""
     try:
-        raw = json.loads(line)
-    except json.JSONDecodeError:
+        raw = json_loads_bounded(line)
+    except ValueError:  # not JSON, or nested too deep (_line_spec says which)
         return ""
     task_id = raw.get("id") if isinstance(raw, dict) else None
     return str(task_id)[:100] if isinstance(task_id, str | int) else ""
@@ -214,9 +215,11 @@ def _given_id(line: str) -> str:
 
 def _line_spec(line: str) -> tuple[dict | None, list[str]]:
     try:
-        raw = json.loads(line)
+        raw = json_loads_bounded(line)
     except json.JSONDecodeError as exc:
         return None, [f"not valid JSON ({exc.msg} at column {exc.colno})"]
+    except JsonTooDeep as exc:
+        return None, [str(exc)]
     if not isinstance(raw, dict):
         return None, [f"a task must be a JSON object, got {type(raw).__name__}"]
     unstorable = unstorable_problem(raw)

@@ -8,6 +8,7 @@ from django.utils.text import slugify
 
 from memweb.embeddings import embedder
 from memweb.llm.backends import TextBackend
+from memweb.roles import Role, has_role
 from memweb.workspaces import in_workspace
 from orbs.budget import DEFAULT_K, orbs_that_fit, prompt_budget_for
 from orbs.errors import BankArchived, BankModelMismatch
@@ -21,6 +22,15 @@ POLICY_FIELDS = (
 # Whom a bank's Orbs belong to; bank files do not carry it yet.
 SCOPE_FIELDS = ("customer_scope", "cross_customer_retrieval")
 SETTABLE_FIELDS = (*POLICY_FIELDS, *SCOPE_FIELDS)
+# The review gate: whether agents see pending Orbs, and which Orbs skip review. Only a reviewer's
+# (or admin's) signed-in session sets these; a key, an operator and a bank file get the defaults.
+APPROVAL_FIELDS = ("approved_only", "auto_approve", "auto_approve_min_reward")
+KEY_CANNOT_SET_APPROVAL = (
+    "an API key cannot set a bank's approval policy ({fields}): memories that a key writes would skip "
+    "review. Leave them out (the bank then serves approved Orbs only and approves none by itself); a "
+    "reviewer sets them on the bank's page")
+NEEDS_A_REVIEWER = ("only a reviewer sets a bank's approval policy ({fields}): it decides which memories skip "
+                    "review")
 
 
 # Paths of their own under /orbs/banks/ and /api/orbs/banks/.
@@ -58,6 +68,23 @@ def bank_get_or_create(*, name: str, workspace=None, **policy) -> MemoryBank:
 def bank_slug_known(*, slug: str, workspace_id: int) -> bool:
     """Whether that workspace has a bank of this slug; another workspace's answers as a missing one."""
     return MemoryBank.objects.filter(slug=slug, workspace_id=workspace_id).exists()
+
+
+def approval_defaults() -> dict:
+    """The approval policy of a bank nobody with the right to choose one set up: review everything,
+    serve approved Orbs only."""
+    return {name: MemoryBank._meta.get_field(name).get_default() for name in APPROVAL_FIELDS}
+
+
+def approval_policy_refusal(*, policy: dict, by_key: bool, user) -> str | None:
+    """Why this caller may not set `policy`'s approval fields to values other than the defaults
+    (None when it may): a key never, a session only when its user reviews in the workspace."""
+    chosen = sorted(name for name in APPROVAL_FIELDS if name in policy and policy[name] != approval_defaults()[name])
+    if not chosen:
+        return None
+    if by_key:
+        return KEY_CANNOT_SET_APPROVAL.format(fields=", ".join(chosen))
+    return None if has_role(user, Role.REVIEWER) else NEEDS_A_REVIEWER.format(fields=", ".join(chosen))
 
 
 def banks_all(*, workspace=None):

@@ -7,6 +7,19 @@ file can be imported into another server; an Orb's stable id and revision number
 rebuilt from its revision chain (its ids are the importing server's). Import checks every line first and
 writes nothing unless all of them are valid.
 
+A file's review decisions were made elsewhere, and nothing in a file proves who made them (a file
+without a chain is taken as it is, and a chain can be rebuilt around an edited line). So an imported
+Orb (and DMRM experience) that the file says is approved arrives pending, with no local reviewer: its
+review events keep their actors' names marked "(imported)" and link to no account here, and a
+"flagged" event says who approved it elsewhere. A reviewer here approves it in the queue. The
+imported bank's approval policy (approved_only, auto_approve, auto_approve_min_reward) is the
+default one, whatever the file says; a reviewer sets it. A copy of this server's own bank
+(bank_copy, the copy job) keeps review state and policy, which were decided here.
+
+The file is read line by line (a job holds its text once, never a list of its lines): at most
+MAX_IMPORT_LINES lines, each nested at most memweb.json_input.MAX_JSON_DEPTH levels, and a refused
+file lists its first MAX_LISTED_PROBLEMS problems and counts the rest.
+
 The last lines are the bank's hash chain (orbs.services.history), one "history" line per entry. Import
 checks the chain against the file's other lines and refuses a file whose chain breaks, naming the first
 entry that does; a file without a chain (exported before banks had one) is taken as it is. The
@@ -20,7 +33,9 @@ bank file part (memweb.registry.bank_file_parts): a module providing
   lines_read(lines, *, bank_name, model_name, report) -> state
                                                check its (line number, text) pairs, adding every
                                                problem to the report; `state` is what it writes;
-  lines_write(bank, state, report)             write them, inside the import's transaction.
+  lines_write(bank, state, report, *, keep_review)
+                                               write them, inside the import's transaction; approved
+                                               rows arrive pending unless `keep_review` (a copy).
 """
 import json
 from collections.abc import Iterable, Iterator
@@ -33,10 +48,12 @@ import pydantic
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.urls import reverse
+from django.utils import timezone
 
 from memweb.embeddings import DIMENSIONS, SUPPORTED_DIMENSIONS, VectorDimensionError, vector_dimension_check
 from memweb.errors import problems_of
 from memweb.jobs import JobContext, JobFailed, job_start
+from memweb.json_input import JsonTooDeep, json_loads_bounded
 from memweb.models import Workspace, default_workspace_id
 from memweb.problem_report import ProblemReport, problem_report
 from memweb.registry import bank_file_parts, history_kinds
@@ -51,7 +68,7 @@ from orbs.models import (
     Source,
     content_hash_of,
 )
-from orbs.services.banks import SETTABLE_FIELDS, bank_slug_unique
+from orbs.services.banks import SETTABLE_FIELDS, approval_defaults, bank_slug_unique
 from orbs.services.history import HistoryCheck, history_file_check, history_import_record, history_lines
 from orbs.services.identity import orbs_lineages_rebuild
 
@@ -60,6 +77,13 @@ FORMAT_VERSION = 1
 # A 384-d vector is ~8 KB of JSON (1024-d: ~21 KB), so this holds several thousand Orbs; every line of a file is
 # parsed into memory before anything is written (all or nothing), which is what the limit bounds.
 MAX_IMPORT_BYTES = 64 * 1024 * 1024
+# Many times the lines of the largest bank that fits MAX_IMPORT_BYTES with its vectors (an Orb or an
+# experience line is several KB); a file of short junk lines stops here instead of being checked
+# for minutes.
+MAX_IMPORT_LINES = 100_000
+# A refused file lists this many problems and counts the rest: a file of junk lines has tens of
+# problems per line, and each listed one costs memory (20,000 lines of "{}" once took 1.3 GB).
+MAX_LISTED_PROBLEMS = 100
 PROGRESS_LINES = 500  # an import job reports its progress every this many lines checked
 _REFERENCES = ("supersedes", "near_duplicate_of", "merged_into")
 _COPIED = (
@@ -248,28 +272,86 @@ class ImportReport:
     bank: str = ""
     orbs: int = 0
     events: int = 0
-    errors: list[dict] = field(default_factory=list)
+    errors: list[dict] = field(default_factory=list)  # the first MAX_LISTED_PROBLEMS problems
     written: dict[str, int] = field(default_factory=dict)  # rows of the bank file parts, by kind
+    unlisted: int = 0  # problems past MAX_LISTED_PROBLEMS, counted only
+    unlisted_lines: set[int] = field(default_factory=set)  # the lines they are on that no listed problem names
 
     @property
     def ok(self) -> bool:
         return not self.errors
 
+    @property
+    def problems(self) -> int:
+        return len(self.errors) + self.unlisted
+
+    @property
+    def full(self) -> bool:
+        """Whether further problems are only counted."""
+        return len(self.errors) >= MAX_LISTED_PROBLEMS
+
     def add(self, line: int, field_name: str, message: str) -> None:
-        self.errors.append({"line": line, "field": field_name, "message": message})
+        if not self.full:
+            self.errors.append({"line": line, "field": field_name, "message": message})
+        else:
+            self.count_unlisted(line, 1)
+
+    def count_unlisted(self, line: int, problems: int) -> None:
+        self.unlisted += problems
+        if line != self.errors[-1]["line"]:
+            self.unlisted_lines.add(line)
+
+    def add_first(self, line: int, field_name: str, message: str) -> None:
+        """A problem of the whole file, listed first however many line problems came before it."""
+        self.errors.insert(0, {"line": line, "field": field_name, "message": message})
+        if len(self.errors) > MAX_LISTED_PROBLEMS:
+            dropped = self.errors.pop()
+            self.unlisted += 1
+            self.unlisted_lines.add(dropped["line"])
+
+    def summary(self) -> str:
+        """One sentence for a refused file's answer: how many problems, how many of them listed."""
+        listed = "" if not self.unlisted else f"; the first {len(self.errors)} are listed"
+        return f"Nothing was imported: {self.problems} problem{'s' if self.problems != 1 else ''}{listed}"
+
+    def as_dict(self) -> dict:
+        """The API's answer to a refused file (ImportReportOut)."""
+        return {"detail": self.summary(), "ok": self.ok, "bank": self.bank, "orbs": self.orbs, "events": self.events,
+                "problems": self.problems, "unlisted": self.unlisted, "errors": self.errors}
 
     def problem_report(self) -> ProblemReport:
-        return problem_report((f"line {error['line']}", error["field"], error["message"]) for error in self.errors)
+        listed_lines = {error["line"] for error in self.errors}
+        return problem_report(((f"line {error['line']}", error["field"], error["message"]) for error in self.errors),
+                              unlisted=self.unlisted, unlisted_records=len(self.unlisted_lines - listed_lines))
 
 
-def line_parse(report: ImportReport, number: int, text: str, model):
+def line_value(report: ImportReport, number: int, text: str):
+    """The line's JSON value, or None with the problem in `report` (not JSON, nested too deep)."""
+    try:
+        return json_loads_bounded(text)
+    except json.JSONDecodeError as exc:
+        report.add(number, "(line)", f"not valid JSON ({exc.msg} at column {exc.colno})")
+    except JsonTooDeep as exc:
+        report.add(number, "(line)", str(exc))
+    return None
+
+
+def line_parse(report: ImportReport, number: int, text: str, model, value=None):
+    """The line as `model`, or None with its problems in `report`. `value`: the line's JSON value,
+    when the caller decoded it already (line_value)."""
+    value = line_value(report, number, text) if value is None else value
+    if value is None:
+        return None
     try:
         parsed = model.model_validate_json(text)
     except pydantic.ValidationError as exc:
+        if report.full:  # only counted: wording each problem would cost more than the rest of the check
+            report.count_unlisted(number, exc.error_count())
+            return None
         for field, message in problems_of(exc, whole="(line)"):
             report.add(number, field, message)
         return None
-    unstorable = unstorable_problem(json.loads(text))
+    unstorable = unstorable_problem(value)
     if unstorable:
         report.add(number, *unstorable)
         return None
@@ -327,13 +409,30 @@ def vector_problem(vector: list[float], model_name: str) -> str | None:
     return None
 
 
-def _line_type(text: str):
-    """The "type" of a JSON object line; None for anything else (the Orb line's parse reports it)."""
-    try:
-        line = json.loads(text)
-    except json.JSONDecodeError:
-        return None
-    return line.get("type") if isinstance(line, dict) else None
+def line_count(text: str) -> int:
+    """How many lines text_lines gives, counted without splitting."""
+    return text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+
+
+def text_lines(text: str) -> Iterator[str]:
+    """The lines of `text`, one at a time (never a list of them all), split at "\n" only: the JSON
+    of a line may hold other line separators (U+2028, form feeds) inside its strings."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        yield text[start:end]
+        start = end + 1
+
+
+def _chained_keys() -> dict[str, set[str]]:
+    """Line type -> the keys of its lines that the chain's check reads (history_file_check), so the
+    rest of a line (its vector: most of it) is not kept twice."""
+    keys: dict[str, set[str]] = {}
+    for kind in history_kinds():
+        wanted = {kind.in_line} if kind.in_line else {name for name, _ in kind.fields}
+        keys.setdefault(kind.line_type, set()).update(wanted | {key for _, key in kind.parent_fields})
+    return keys
 
 
 @dataclass
@@ -344,13 +443,37 @@ class _Read:
     history: list[tuple[int, str]] = field(default_factory=list)  # the chain's (line number, text) pairs
     chained: dict = field(default_factory=dict)  # line type -> [(line number, line dict)] of chained rows' lines
     chain: HistoryCheck | None = None  # the file's chain, checked; None when it has none
+    lines: int = 0  # lines read
+
+
+def _read_line(report: ImportReport, read: _Read, number: int, text: str, chained_keys: dict) -> None:
+    """Sort one line after the first to its reader: the chain, a bank file part, or the Orbs."""
+    value = line_value(report, number, text)
+    if value is None:
+        return
+    kind = value.get("type") if isinstance(value, dict) else None
+    if kind == "history":
+        read.history.append((number, text))
+        return
+    if kind in chained_keys:
+        read.chained.setdefault(kind, []).append((number, {key: value[key] for key in chained_keys[kind] if key in value}))
+    part = next((part for part in read.parts if kind in part.LINE_TYPES), None)
+    if part is not None:
+        read.parts[part].append((number, text))
+    elif (parsed := line_parse(report, number, text, OrbLine, value)) is not None:
+        read.orbs.append((number, parsed))
 
 
 def _read(lines: Iterable[str], name: str | None, model_name: str, workspace,
           progress=None) -> tuple[ImportReport, _Read]:
     report, read = ImportReport(), _Read(parts={part: [] for part in bank_file_parts()})
-    chained_types = {kind.line_type for kind in history_kinds()}  # the lines whose rows the chain covers
+    chained_keys = _chained_keys()  # the lines whose rows the chain covers
     for number, text in enumerate(lines, start=1):
+        if number > MAX_IMPORT_LINES:
+            report.add_first(number, "(file)", f"the file has more than {MAX_IMPORT_LINES} lines; a bank file has "
+                                               f"at most {MAX_IMPORT_LINES}")
+            break
+        read.lines = number
         if progress is not None and number % PROGRESS_LINES == 0:
             progress(number, message=f"Checked {number} lines")
         if not text.strip():
@@ -359,17 +482,7 @@ def _read(lines: Iterable[str], name: str | None, model_name: str, workspace,
             # Editors on Windows start UTF-8 files with a byte-order mark; it is not part of the JSON.
             read.header = line_parse(report, 1, text.removeprefix("\ufeff"), BankLine)
             continue
-        kind = _line_type(text)
-        if kind == "history":
-            read.history.append((number, text))
-            continue
-        if kind in chained_types:
-            read.chained.setdefault(kind, []).append((number, json.loads(text)))
-        part = next((part for part in read.parts if kind in part.LINE_TYPES), None)
-        if part is not None:
-            read.parts[part].append((number, text))
-        elif (parsed := line_parse(report, number, text, OrbLine)) is not None:
-            read.orbs.append((number, parsed))
+        _read_line(report, read, number, text, chained_keys)
     if read.header is None and not report.errors:
         report.add(1, "(line)", "the file is empty; line 1 must describe the bank")
     if read.header is not None:
@@ -394,8 +507,10 @@ def _check_history(report: ImportReport, read: _Read) -> None:
         report.add(at_line, "history", f"the bank's history does not verify: {problem.message}")
 
 
-def _bank_from(header: BankLine, name: str | None, workspace) -> MemoryBank:
+def _bank_from(header: BankLine, name: str | None, workspace, keep_review: bool) -> MemoryBank:
     policy = {field_name: getattr(header, field_name) for field_name in SETTABLE_FIELDS}
+    if not keep_review:
+        policy |= approval_defaults()  # the review gate is this server's reviewers' decision
     target = name or header.name
     bank, _ = MemoryBank.objects.get_or_create(
         name=target, workspace=workspace, defaults={"slug": bank_slug_unique(target), "embedding_model": header.embedding_model,
@@ -415,20 +530,48 @@ def _episode_from(bank: MemoryBank, line: EpisodeLine | None, episodes: dict) ->
     return episodes[line.key]
 
 
-def _write(bank: MemoryBank, orbs: list[tuple[int, OrbLine]], report: ImportReport) -> None:
-    users = {u.get_username(): u for u in get_user_model().objects.all()}
+def imported_name(name: str) -> str:
+    """A person named in a bank file, as this server shows them: not one of its own accounts."""
+    return f"{name[:139]} (imported)" if name else ""
+
+
+def _review_state(line: OrbLine, users: dict, keep_review: bool) -> dict:
+    """The Orb's review fields as written (module docstring): a copy keeps them; a file's approved
+    Orb arrives pending, reviewed by nobody here."""
+    if keep_review:
+        return {"reviewer": users.get(line.reviewer)}
+    if line.status != Orb.Status.APPROVED:
+        return {"reviewer": None}
+    return {"reviewer": None, "status": Orb.Status.PENDING, "reviewed_at": None}
+
+
+def _events_of(orb: Orb, line: OrbLine, users: dict, keep_review: bool) -> list[ReviewEvent]:
+    if keep_review:
+        return [ReviewEvent(orb=orb, actor=users.get(e.actor), actor_name=e.actor, action=e.action, before=e.before,
+                            after=e.after, note=e.note, at=e.at) for e in line.events]
+    events = [ReviewEvent(orb=orb, actor=None, actor_name=imported_name(e.actor), action=e.action, before=e.before,
+                          after=e.after, note=e.note, at=e.at) for e in line.events]
+    if line.status == Orb.Status.APPROVED:
+        by = f" by {line.reviewer}" if line.reviewer else ""
+        events.append(ReviewEvent(
+            orb=orb, actor=None, actor_name="", action=ReviewEvent.Action.FLAGGED, before={"status": line.status},
+            after={"status": Orb.Status.PENDING}, at=timezone.now(),
+            note=f"imported from a bank file: approved elsewhere{by}; waiting for a reviewer here"))
+    return events
+
+
+def _write(bank: MemoryBank, orbs: list[tuple[int, OrbLine]], report: ImportReport, keep_review: bool) -> None:
+    users = {u.get_username(): u for u in get_user_model().objects.all()} if keep_review else {}
     created, episodes = {}, {}
     for _, line in orbs:
         orb = Orb.objects.create(
-            bank=bank, content_hash=line.content_hash, vector=line.vector, reviewer=users.get(line.reviewer),
-            episode=_episode_from(bank, line.episode, episodes), **{name: getattr(line, name) for name in _COPIED},
+            bank=bank, content_hash=line.content_hash, vector=line.vector,
+            episode=_episode_from(bank, line.episode, episodes),
+            **{name: getattr(line, name) for name in _COPIED} | _review_state(line, users, keep_review),
         )
         created[line.content_hash] = orb
-        ReviewEvent.objects.bulk_create([
-            ReviewEvent(orb=orb, actor=users.get(e.actor), actor_name=e.actor, action=e.action, before=e.before,
-                        after=e.after, note=e.note, at=e.at) for e in line.events
-        ])
-        report.events += len(line.events)
+        events = ReviewEvent.objects.bulk_create(_events_of(orb, line, users, keep_review))
+        report.events += len(events)
     for _, line in orbs:  # references can point forward (an older Orb merged into a newer one)
         links = {f"{name}_id": created[getattr(line, name)].pk for name in _REFERENCES if getattr(line, name)}
         if links:
@@ -455,23 +598,24 @@ def bank_upload_read(upload, report: ImportReport) -> str | None:
 
 
 def bank_import(*, lines: Iterable[str], name: str | None = None, model_name: str | None = None,
-                progress=None, workspace=None) -> ImportReport:
+                progress=None, workspace=None, keep_review: bool = False) -> ImportReport:
     """Import an exported bank into `workspace` (None: the default one) under its own name or
     `name`; all lines or nothing.
     `model_name` (default: this server's embedder) is the model the vectors must come from.
-    `progress(done, total=None, message="")` (a job's, which passes `lines` as a list) hears how
-    many lines were checked."""
+    `progress(done, total=None, message="")` (a job's) hears how many lines were checked.
+    `keep_review`: the lines are this server's own export (a copy), whose review state and approval
+    policy stand; a file's do not (module docstring)."""
     workspace = workspace or Workspace.objects.get(pk=default_workspace_id())
     report, read = _read(lines, name, _model_name(model_name), workspace, progress)
     if not report.ok:
         return report
     if progress is not None:
-        progress(len(lines), message=f"Checked every line; writing {len(read.orbs)} Orbs in one transaction")
+        progress(read.lines, message=f"Checked every line; writing {len(read.orbs)} Orbs in one transaction")
     with transaction.atomic():
-        bank = _bank_from(read.header, name, workspace)
-        _write(bank, read.orbs, report)
+        bank = _bank_from(read.header, name, workspace, keep_review)
+        _write(bank, read.orbs, report, keep_review)
         for part, state in read.parts.items():
-            part.lines_write(bank, state, report)
+            part.lines_write(bank, state, report, keep_review=keep_review)
         history_import_record(bank_id=bank.pk, check=read.chain, file_bank=read.header.name)
     return report
 
@@ -487,7 +631,8 @@ def bank_copy(*, source: MemoryBank, name: str) -> MemoryBank:
     Raises OrbsError naming the first line that could not be copied. The memories above orbs are
     left out: their callers copy them with their own services (a run's set-up calls
     dmrm_memory_copy next), and copying them here too would write each row twice."""
-    report = bank_import(lines=bank_export(bank=source, with_parts=False), name=name, workspace=source.workspace)
+    report = bank_import(lines=bank_export(bank=source, with_parts=False), name=name, workspace=source.workspace,
+                         keep_review=True)
     if not report.ok:
         raise OrbsError(_first_problem(report))
     return MemoryBank.objects.get(name=name)
@@ -508,7 +653,10 @@ def bank_import_start(*, upload, workspace, name: str | None = None,
     text = bank_upload_read(upload, report)
     if text is None:
         return report, None
-    report, _ = _read(text.splitlines(), name, _model_name(None), workspace)
+    if (lines := line_count(text)) > MAX_IMPORT_LINES:  # said first, not after a list of the lines' problems
+        report.add(0, "file", f"has {lines} lines; a bank file has at most {MAX_IMPORT_LINES}")
+        return report, None
+    report, _ = _read(text_lines(text), name, _model_name(None), workspace)
     if not report.ok:
         return report, None
     job = job_start(kind="orbs.bank_import", title=f"Import of bank “{report.bank}”", payload={"name": name},
@@ -519,12 +667,14 @@ def bank_import_start(*, upload, workspace, name: str | None = None,
 def bank_import_job(context: JobContext, *, name: str | None) -> dict:
     """The import job: the stored file checked again (a bank may have taken the name meanwhile),
     then written in one transaction."""
-    lines = context.upload.splitlines()
-    context.progress(0, len(lines) + 1, "Checking the lines")
-    report = bank_import(lines=lines, name=name, progress=context.progress, workspace=context.workspace)
+    text = context.upload
+    total = line_count(text)
+    context.progress(0, total + 1, "Checking the lines")
+    report = bank_import(lines=text_lines(text), name=name, progress=context.progress,
+                         workspace=context.workspace)
     if not report.ok:
         raise JobFailed(f"Nothing was imported: {_first_problem(report)}")
-    context.progress(len(lines) + 1, message=f"Imported {report.orbs} Orbs and {report.events} review events")
+    context.progress(total + 1, message=f"Imported {report.orbs} Orbs and {report.events} review events")
     return _bank_result(report)
 
 
@@ -555,7 +705,8 @@ def bank_copy_job(context: JobContext, *, source_id: int, name: str) -> dict:
         raise JobFailed(f"a bank called {name!r} was created meanwhile; copy under another name")
     lines = list(bank_export(bank=source))
     context.progress(0, len(lines) + 1, f"Copying {len(lines) - 1} lines of “{source.name}”")
-    report = bank_import(lines=lines, name=name, progress=context.progress, workspace=context.workspace)
+    report = bank_import(lines=lines, name=name, progress=context.progress, workspace=context.workspace,
+                         keep_review=True)
     if not report.ok:
         raise JobFailed(f"Nothing was copied: {_first_problem(report)}")
     context.progress(len(lines) + 1, message=f"Copied {report.orbs} Orbs and {report.events} review events")

@@ -7,7 +7,7 @@ from django.db import connection
 
 from orbs.dialogues.services import dialogue_from_trajectory
 from orbs.models import BankEvent, Orb
-from orbs.services import bank_resolve
+from orbs.services import bank_policy_update, bank_resolve
 from orbs.services.erasure import customer_key_sha256
 from tests.orbs.conftest import post, success_trajectory
 
@@ -65,10 +65,11 @@ def _customer_data(agent, bank_slug: str, customer: str, n: int) -> None:
 
 @pytest.fixture
 def two_customers(agent):
-    created = post(agent, f"{API}/banks", {"name": "Coffee shop", "customer_scope": "per_customer",
-                                        "auto_approve": "always"})
+    created = post(agent, f"{API}/banks", {"name": "Coffee shop", "customer_scope": "per_customer"})
     assert created.status_code == 201, created.content
     slug = created.json()["slug"]
+    # A reviewer's choice (no key may make it): the customers' lessons are served at once.
+    bank_policy_update(bank=bank_resolve(slug), auto_approve="always")
     for n, customer in enumerate((ALICE, BOB)):
         _customer_data(agent, slug, customer, n)
     # A copy elsewhere (another team's bank) of something Alice said.

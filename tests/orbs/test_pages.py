@@ -142,7 +142,7 @@ def test_it_shows_an_orb_with_its_episode_history_and_retrievals(reviewer, bank)
     assert "cust-&lt;b&gt;" in page  # escaped
 
 
-def test_it_manages_banks_and_their_policy(operator, reviewer_user, client, bank):
+def test_it_manages_banks_and_their_policy(operator, annotator_user, client, bank):
     page = operator.get(reverse("orbs:bank_detail", args=[bank.slug])).content.decode()
     assert "Save policy" in page
     bad = operator.post(reverse("orbs:bank_policy", args=[bank.slug]), {"retrieval_k": 0, "auto_approve": "never",
@@ -154,13 +154,13 @@ def test_it_manages_banks_and_their_policy(operator, reviewer_user, client, bank
         "auto_approve_min_reward": 1, "prompt_token_budget": 400, "approved_only": "on"})
     assert good.status_code == 302
     bank.refresh_from_db()
-    assert (bank.retrieval_k, bank.auto_approve, bank.min_score) == (3, "by_rule", 0.2)
+    # The approval policy is a reviewer's (tests/orbs/test_bank_approval_policy.py): kept as it was.
+    assert (bank.retrieval_k, bank.auto_approve, bank.min_score) == (3, "never", 0.2)
     created = operator.post(reverse("orbs:bank_create"), {"name": "New", "retrieval_k": 5, "auto_approve": "never",
                             "min_score": 0, "near_duplicate_threshold": 0.95, "auto_approve_min_reward": 1,
                             "prompt_token_budget": 600, "approved_only": "on"})
     assert created.status_code == 302 and MemoryBank.objects.get(name="New").slug == "new-2"
-    client.force_login(reviewer_user)
-    assert "Save policy" not in client.get(reverse("orbs:bank_detail", args=[bank.slug])).content.decode()
+    client.force_login(annotator_user)
     assert client.post(reverse("orbs:bank_policy", args=[bank.slug]), {}).status_code == 403
 
 

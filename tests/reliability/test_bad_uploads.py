@@ -211,8 +211,8 @@ REFUSALS = {
         empty: (422, '"row": 0, "field": "file", "reason": "no rows to import"'),
     },
     ("bank", "page"): {
-        malformed: (422, "line 2 : Invalid JSON: key must be a string at line 1 column 2"),
-        truncated: (422, "line 2 : Invalid JSON: EOF while parsing"),
+        malformed: (422, "line 2 : not valid JSON (Expecting property name enclosed in double quotes at column 2)"),
+        truncated: (422, "line 2 : not valid JSON (Expecting ',' delimiter at column"),
         latin_1: (422, "line 0 : file : not UTF-8 text (invalid continuation byte"),
         utf_16: (422, "line 0 : file : not UTF-8 text (invalid start byte at byte 0)"),
         nul_character: (422, "line 2 : source_label : text must not contain NUL"),
@@ -220,8 +220,8 @@ REFUSALS = {
         empty: (422, "JSONL file A file from a bank's “Export JSONL”. The submitted file is empty."),
     },
     ("bank", "api"): {
-        malformed: (422, '"line": 2, "field": "(line)", "message": "Invalid JSON: key must be a string'),
-        truncated: (422, '"line": 2, "field": "(line)", "message": "Invalid JSON: EOF while parsing'),
+        malformed: (422, '"line": 2, "field": "(line)", "message": "not valid JSON (Expecting property name'),
+        truncated: (422, '"line": 2, "field": "(line)", "message": "not valid JSON (Expecting \',\' delimiter at column'),
         latin_1: (422, '"line": 0, "field": "file", "message": "not UTF-8 text (invalid continuation byte'),
         utf_16: (422, '"line": 0, "field": "file", "message": "not UTF-8 text (invalid start byte at byte 0)"'),
         nul_character: (422, '"line": 2, "field": "source_label", "message": "text must not contain NUL'),

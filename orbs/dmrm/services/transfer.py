@@ -271,17 +271,31 @@ def lines_read(lines: list[tuple[int, str]], *, bank_name: str, model_name: str,
 
 # --- import: writing ------------------------------------------------------------
 
-def lines_write(bank, lines: DMRMLines, report: ImportReport) -> None:
-    """Write the checked lines into `bank` (inside the import's transaction)."""
-    users = {u.get_username(): u for u in get_user_model().objects.all()}
+def _review_state(line: ExperienceLine, users: dict, keep_review: bool) -> dict:
+    """As for Orbs (orbs.services.transfer): a file's approved experience arrives pending, reviewed
+    by nobody here; a copy of this server's own bank keeps its review."""
+    if keep_review:
+        return {"reviewer": users.get(line.reviewer)}
+    if line.status != Experience.Status.APPROVED:
+        return {"reviewer": None}
+    by = f" by {line.reviewer}" if line.reviewer else ""
+    return {"reviewer": None, "status": Experience.Status.PENDING, "reviewed_at": None,
+            "review_note": f"imported from a bank file: approved elsewhere{by}; waiting for a reviewer here"}
+
+
+def lines_write(bank, lines: DMRMLines, report: ImportReport, *, keep_review: bool = False) -> None:
+    """Write the checked lines into `bank` (inside the import's transaction); `keep_review`: the lines
+    are this server's own (a copy), so reviewers and approvals stand."""
+    users = {u.get_username(): u for u in get_user_model().objects.all()} if keep_review else {}
     for _, settings in lines.settings:
         DMRMSettings.objects.update_or_create(bank=bank, defaults=settings.model_dump(include=set(SETTINGS_FIELDS)))
     memories = {line.key: SourceMemory.objects.create(
         bank=bank, created_by=users.get(line.created_by), **line.model_dump(include=set(_SOURCE_COPIED)))
         for _, line in lines.source_memories}
     entries = {line.key: Experience(
-        bank=bank, source_memory=memories.get(line.source_memory), reviewer=users.get(line.reviewer),
-        vector=line.vector, **line.model_dump(include=set(_EXPERIENCE_COPIED))) for _, line in lines.experiences}
+        bank=bank, source_memory=memories.get(line.source_memory), vector=line.vector,
+        **line.model_dump(include=set(_EXPERIENCE_COPIED)) | _review_state(line, users, keep_review))
+        for _, line in lines.experiences}
     Experience.objects.bulk_create(entries.values(), batch_size=500)
     ExperienceTrajectory.objects.bulk_create(
         [ExperienceTrajectory(bank=bank, **line.model_dump(include=set(_TRAJECTORY_COPIED)))
