@@ -71,11 +71,13 @@ from evaluation.runs.services.spec import (
 from evaluation.runs.services.studies import (
     MAX_EPISODES,
     SELECTIONS,
-    StudyAdded,
+    SHOWN_IDS,
     StudyError,
-    episodes_to_campaign,
+    episodes_to_campaign_start,
     episodes_to_task_set,
     run_episodes_select,
+    study_episodes,
+    study_selection,
 )
 from evaluation.runs.services.transfer import (
     RunImportError,
@@ -99,8 +101,8 @@ __all__ = [
     "run_retry_errors", "run_spec_parse", "run_start", "run_sweep", "run_watch", "runs_comparable_check",
     "runs_compare", "runs_count_active", "runs_filtered", "runs_plan_trials", "runs_sweep", "runs_watch_overdue", "trial_finish",
     "watch_interval", "window_fill",
-    "MAX_EPISODES", "SELECTIONS", "StudyAdded", "StudyError", "episodes_to_campaign", "episodes_to_task_set",
-    "run_episodes_select",
+    "MAX_EPISODES", "SELECTIONS", "SHOWN_IDS", "StudyError", "episodes_to_campaign_start", "episodes_to_task_set",
+    "run_episodes_select", "study_episodes", "study_selection",
     "RegradeRefused", "change_summary", "regrade_flips", "regrade_side_by_side", "run_pins_out", "run_pins_record",
     "run_regrade_current", "run_regrade_job_active", "run_regrade_latest", "run_regrade_start", "run_staleness",
     "runs_staleness_annotate",
