@@ -19,7 +19,7 @@ from evaluation.runs.services.curve import (
     curve_step,
 )
 from evaluation.runs.services.drive import run_drive
-from evaluation.runs.services.launch import run_launch, run_launch_check, run_launch_validate
+from evaluation.runs.services.launch import run_launch, run_launch_check, run_launch_validate, run_preparation_job
 from evaluation.runs.services.memory import run_memory_config, run_pending_memories
 from evaluation.runs.services.pins import (
     change_summary,
@@ -96,7 +96,7 @@ __all__ = [
     "RunLaunchError", "RunSpec", "RunsNotComparable", "episode_seed", "run_advance", "run_cancel", "run_charts",
     "run_detectable_effect", "run_drive", "run_episodes_execute", "run_errors", "run_export_csv", "run_export_json",
     "run_heatmap", "run_import", "run_import_parse", "run_imported_feedback", "run_launch", "run_launch_check",
-    "run_launch_validate", "run_matrix",
+    "run_launch_validate", "run_matrix", "run_preparation_job",
     "run_memory_config", "run_metrics_compute", "run_outcomes", "run_pending_memories", "run_progress", "run_resume",
     "run_retry_errors", "run_spec_parse", "run_start", "run_sweep", "run_watch", "runs_comparable_check",
     "runs_compare", "runs_count_active", "runs_filtered", "runs_plan_trials", "runs_sweep", "runs_watch_overdue", "trial_finish",

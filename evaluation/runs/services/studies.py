@@ -14,6 +14,7 @@ from annotation.services import (
     CampaignStateError,
     campaign_create_named,
     campaign_find,
+    campaigns_addable,
     conversations_add,
 )
 from evaluation.feedback.formulas import LONG_OUTPUT_TOKENS
@@ -156,9 +157,11 @@ def _campaign_target(campaign_id: int | None, new_name: str, user, workspace):
             return campaign_create_named(name=new_name, user=user, workspace=workspace)
         except CampaignStateError as error:
             raise StudyError(str(error)) from None
-    campaign = campaign_find(campaign_id=campaign_id, workspace=workspace) if campaign_id else None
-    if campaign is None:
+    if campaign_id is None:
         raise StudyError("choose a campaign, or name a new one")
+    campaign = campaigns_addable(workspace=workspace).filter(pk=campaign_id).first()
+    if campaign is None:
+        raise StudyError(f"no open or draft campaign #{campaign_id} here; choose another, or name a new one")
     return campaign
 
 

@@ -4,13 +4,14 @@ import re
 
 import pytest
 from django.contrib.messages import get_messages
+from django.test import Client
 from django.urls import reverse
 
 from annotation.models import Campaign, FeedbackTask
 from evaluation.models import Episode, Task, TaskSet
 from evaluation.runs.services import run_drive, studies
 from memweb.jobs import JobContext, job_execute
-from memweb.models import Job
+from memweb.models import ApiKey, Job
 
 
 @pytest.fixture
@@ -188,3 +189,25 @@ def test_it_adds_a_runs_failing_episodes_to_a_campaign_in_the_browser(browser_pa
     expect(page.locator("#study-forms")).to_be_visible()  # the episode page offers the same, for itself
     page.set_viewport_size({"width": 390, "height": 900})
     page.locator("#to-study").screenshot(path="/tmp/annotation-shots/episode-to-study-390.png")
+
+
+def test_the_api_adds_a_runs_episodes_by_a_job_or_names_the_problem(operator_user, feedback_run, make_campaign,
+                                                                   django_capture_on_commit_callbacks):
+    _, secret = ApiKey.issue(user=operator_user, name="studies")
+    api = Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    url = f"/api/evaluation/runs/{feedback_run.pk}/campaign"
+    with django_capture_on_commit_callbacks(execute=True):
+        accepted = api.post(url, {"which": "all", "new_campaign": "From the API"}, content_type="application/json")
+
+    assert accepted.status_code == 202, accepted.content
+    job = api.get(accepted["Location"]).json()
+    campaign = Campaign.objects.get(name="From the API")
+    assert (job["status"], job["result"]["created"]) == ("succeeded", campaign.items.count())
+    closed = make_campaign()
+    Campaign.objects.filter(pk=closed.pk).update(status=Campaign.Status.CLOSED)
+    refused = api.post(url, {"campaign_id": closed.pk}, content_type="application/json")
+    assert refused.status_code == 422 and refused.json()["detail"] == (
+        f"no open or draft campaign #{closed.pk} here; choose another, or name a new one")
+    empty = api.post(url, {"which": "trial", "trial": 9, "new_campaign": "Nine"}, content_type="application/json")
+    assert empty.status_code == 422 and "has no finished episode in trial 9" in empty.json()["detail"]
+    assert Job.objects.count() == 1 and not Campaign.objects.filter(name="Nine").exists()
