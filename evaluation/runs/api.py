@@ -19,6 +19,7 @@ from evaluation.runs.models import EvaluationRun, FeedbackCurve
 from evaluation.runs.services import (
     DEFAULT_SORT,
     FLIP_SORTS,
+    MAX_TRIALS,
     CurveLaunchError,
     RegradeRefused,
     RunActionError,
@@ -483,8 +484,9 @@ def run_regrade_op(request, response: HttpResponse, run_id: int):
 
 class CampaignAddIn(StrictBody):
     which: Literal["failing", "all", "trial"] = Field(default="failing", description="Which finished episodes")
-    trial: int | None = Field(default=None, ge=1, description="The trial, with which=trial")
-    campaign_id: int | None = Field(default=None, description="An open or draft campaign of this workspace")
+    trial: int | None = Field(default=None, ge=1, le=MAX_TRIALS, description="The trial, with which=trial")
+    campaign_id: int | None = Field(default=None, ge=1, le=2**63 - 1,
+                                    description="An open or draft campaign of this workspace")
     new_campaign: str = Field(default="", max_length=200, description="Or the name of a new draft campaign")
 
 
@@ -501,7 +503,7 @@ def run_to_campaign(request, response: HttpResponse, run_id: int, payload: Campa
             campaign_id=payload.campaign_id, new_name=payload.new_campaign, user=request.auth,
             workspace=request.workspace)
     except StudyError as exc:
-        raise HttpError(422, str(exc)) from None
+        return Status(422, _problems([(exc.field, str(exc))], ("body", "payload")))
     return job_accepted(request, response, job)
 
 

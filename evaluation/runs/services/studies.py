@@ -36,7 +36,11 @@ WORDS_PER_TOKEN = 0.75  # a rough English ratio: enough to tell a long input fro
 
 
 class StudyError(ValueError):
-    """The selection or the target cannot be used; the message says why."""
+    """The selection or the target cannot be used; the message says why, `field` which input it is."""
+
+    def __init__(self, message: str, *, field: str = "which"):
+        super().__init__(message)
+        self.field = field
 
 
 def run_episodes_select(*, run: EvaluationRun, which: str, trial: int | None = None) -> QuerySet[Episode]:
@@ -46,7 +50,7 @@ def run_episodes_select(*, run: EvaluationRun, which: str, trial: int | None = N
         rows = rows.filter(success=False)
     elif which == "trial":
         if trial is None or not rows.filter(trial__number=trial).exists():
-            raise StudyError(f"run #{run.pk} has no finished episode in trial {trial}")
+            raise StudyError(f"run #{run.pk} has no finished episode in trial {trial}", field="trial")
         rows = rows.filter(trial__number=trial)
     elif which != "all":
         raise StudyError(f"choose one of: {', '.join(label for _, label in SELECTIONS)}")
@@ -156,12 +160,13 @@ def _campaign_target(campaign_id: int | None, new_name: str, user, workspace):
         try:
             return campaign_create_named(name=new_name, user=user, workspace=workspace)
         except CampaignStateError as error:
-            raise StudyError(str(error)) from None
+            raise StudyError(str(error), field="new_campaign") from None
     if campaign_id is None:
-        raise StudyError("choose a campaign, or name a new one")
+        raise StudyError("choose a campaign, or name a new one", field="campaign_id")
     campaign = campaigns_addable(workspace=workspace).filter(pk=campaign_id).first()
     if campaign is None:
-        raise StudyError(f"no open or draft campaign #{campaign_id} here; choose another, or name a new one")
+        raise StudyError(f"no open or draft campaign #{campaign_id} here; choose another, or name a new one",
+                         field="campaign_id")
     return campaign
 
 

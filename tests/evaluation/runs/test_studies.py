@@ -206,8 +206,9 @@ def test_the_api_adds_a_runs_episodes_by_a_job_or_names_the_problem(operator_use
     closed = make_campaign()
     Campaign.objects.filter(pk=closed.pk).update(status=Campaign.Status.CLOSED)
     refused = api.post(url, {"campaign_id": closed.pk}, content_type="application/json")
-    assert refused.status_code == 422 and refused.json()["detail"] == (
-        f"no open or draft campaign #{closed.pk} here; choose another, or name a new one")
+    assert refused.status_code == 422 and refused.json()["detail"] == [{"loc": ["body", "payload", "campaign_id"], "msg": (
+        f"no open or draft campaign #{closed.pk} here; choose another, or name a new one")}]
     empty = api.post(url, {"which": "trial", "trial": 9, "new_campaign": "Nine"}, content_type="application/json")
-    assert empty.status_code == 422 and "has no finished episode in trial 9" in empty.json()["detail"]
+    assert empty.status_code == 422 and empty.json()["detail"] == [{"loc": ["body", "payload", "trial"], "msg": (
+        f"run #{feedback_run.pk} has no finished episode in trial 9")}]
     assert Job.objects.count() == 1 and not Campaign.objects.filter(name="Nine").exists()
