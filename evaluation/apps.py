@@ -35,7 +35,9 @@ class EvaluationConfig(AppConfig):
     # Linked from annotation campaigns: runs and episodes add their conversations to a campaign.
     study_sources: tuple = (("Evaluation runs", "evaluation:run_list"),)
     # Read by memweb.registry: the functions background jobs of these kinds run (memweb.jobs).
-    job_kinds: tuple = (("evaluation.run_regrade", "evaluation.runs.services.regrade.run_regrade_job"),)
+    job_kinds: tuple = (("evaluation.run_regrade", "evaluation.runs.services.regrade.run_regrade_job"),
+                        ("evaluation.episodes_to_campaign", "evaluation.runs.services.studies.episodes_to_campaign_job"),
+                        ("evaluation.run_prepare", "evaluation.runs.services.launch.run_prepare_job"))
     # Read by memweb's load_demo: the runs' demo, which loads the core's (evaluation.demo) first.
     demo_module = "evaluation.runs.demo"
     role_permissions: dict = {

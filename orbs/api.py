@@ -44,7 +44,6 @@ from orbs.schemas import (
     EpisodeIn,
     EpisodeQueuedOut,
     ErasureIn,
-    ErasureOut,
     ErrorOut,
     ImportReportOut,
     IngestOut,
@@ -81,7 +80,7 @@ from orbs.services import (
 )
 from orbs.services.banks import approval_policy_refusal
 from orbs.services.deletion import bank_archive, bank_events, bank_restore, orb_delete, orb_restore
-from orbs.services.erasure import customer_erasure, erasure_totals
+from orbs.services.erasure import customer_erasure_start
 from orbs.services.history import history_status, history_verify_start
 from orbs.services.queue import orbs_queue
 
@@ -411,12 +410,13 @@ def bank_event_list(request, slug: str):
     return bank_events(bank=bank_or_404(request, slug))
 
 
-@router.post("/banks/{slug}/erasures", response={201: ErasureOut, 404: ErrorOut, 422: ErrorOut}, auth=WRITE)
+@router.post("/banks/{slug}/erasures", response={202: JobOut, 404: ErrorOut, 422: ErrorOut}, auth=WRITE)
 @_review_errors
-def customer_erasure_view(request, slug: str, payload: ErasureIn):
+def customer_erasure_view(request, response: HttpResponse, slug: str, payload: ErasureIn):
     """Erase one customer's data from the bank (and, with `every_bank`, from every bank): their Orbs and
     vectors, episodes, own retrievals, dialogues and the stored idempotent answers that quote them.
-    Irreversible; an audit record without the content is kept per bank."""
-    records = customer_erasure(bank=bank_or_404(request, slug), actor=request.auth, **payload.dict())
-    return Status(201, {"customer_key_sha256": records[0].customer_key_sha256, "counts": erasure_totals(records),
-                        "records": records})
+    Irreversible; an audit record without the content is kept per bank. A background job does it:
+    202 with the job, whose `status_url` (also the Location header) gives its progress, then the
+    counts, the SHA-256 of the key and the audit records' ids in `result`."""
+    job = customer_erasure_start(bank=bank_or_404(request, slug), actor=request.auth, **payload.dict())
+    return job_accepted(request, response, job)

@@ -421,6 +421,9 @@ class BankEvent(AppendOnly):
         max_length=64, blank=True, db_index=True,
         help_text="Erasures: SHA-256 of the customer key, so 'was X erased?' is answerable without keeping X.")
     counts = models.JSONField(default=dict, blank=True, help_text="Erasures: rows removed, per kind.")
+    # The erasure job that wrote it: a re-delivered job skips the banks it has erased already.
+    job = models.ForeignKey("memweb.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+                            help_text="Erasures: the background job that did it.")
     at = models.DateTimeField(default=timezone.now, db_index=True)
 
     class Meta:

@@ -504,12 +504,6 @@ class BankEventOut(Schema):
         return event.actor_name
 
 
-class ErasureOut(Schema):
-    customer_key_sha256: str
-    counts: dict[str, int] = Field(description="Rows removed, per kind, over every bank erased")
-    records: list[BankEventOut]
-
-
 class HistoryProblemOut(Schema):
     sequence: int | None = Field(description="The entry that breaks; empty for a row that no entry holds")
     kind: str = Field(description="orb_revision, review_event, source_memory, or a marker (imported, erasure)")

@@ -49,7 +49,7 @@ from orbs.services import (
 )
 from orbs.services.banks import SETTABLE_FIELDS
 from orbs.services.deletion import bank_archive, bank_events, bank_restore, orb_delete, orb_restore
-from orbs.services.erasure import customer_erasure, erasure_totals
+from orbs.services.erasure import customer_erasure_start
 from orbs.services.history import history_status, history_verify_start
 from orbs.services.queue import orbs_filtered, orbs_queue
 
@@ -407,15 +407,12 @@ def bank_restore_page(request, slug: str):
 @require_POST
 @role_required(Role.OPERATOR)
 def customer_erase_page(request, slug: str):
-    """The message names no customer: it is kept in the session until shown."""
+    """The erasure runs as a job whose page follows it; neither names the customer."""
     bank = get_in_workspace_or_404(MemoryBank.objects, request.workspace, slug=slug)
     form = ErasureForm(request.POST)
     if not form.is_valid():
         return _refuse_on_bank_page(request, bank, form)
     data = form.cleaned_data
-    records = customer_erasure(bank=bank, customer_key=data["customer_key"], actor=request.user,
-                               reason=data["reason"], every_bank=data["every_bank"])
-    removed = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in erasure_totals(records).items())
-    messages.success(request, f"Customer erased from {len(records)} bank{'s' if len(records) != 1 else ''}: "
-                              f"{removed} removed.")
-    return redirect("orbs:bank_detail", bank.slug)
+    job = customer_erasure_start(bank=bank, customer_key=data["customer_key"], actor=request.user,
+                                 reason=data["reason"], every_bank=data["every_bank"])
+    return redirect("job_detail", job.pk)

@@ -2,6 +2,7 @@
 simulated customer is, a test prompt that hands it the conversation and the ground truth, and the
 scorer's prompt. Plain functions of plain data, so they are easy to read and test.
 """
+import hashlib
 import json
 
 STANDARD_RULES = (
@@ -117,3 +118,24 @@ REVISION_SYSTEM = (
     "words, correcting or completing what you told them with facts from the conversation only. Do not claim "
     "to make changes or invent orders, prices or policies."
 )
+
+
+def _frames() -> dict[str, str]:
+    """The fixed text of each part's prompts, rendered around placeholders: what a release can change.
+    A profile's persona, expertise, criteria and rules are data of the profile, not of the template."""
+    fields = {name: f"{{{name}}}" for name in ("persona", "domain_expertise", "evaluation_criteria", "behaviour_rules")}
+    return {
+        "critique": profile_prompt(**fields) + test_prompt(history=[], response="", task_description="{task}",
+                                                           evaluation_context={}, language="{language}"),
+        "scorer": SCORER_SYSTEM + scorer_prompt(history=[], response="", evaluation_context={}),
+        "revision": REVISION_SYSTEM,
+    }
+
+
+FEEDBACK_PARTS = ("critique", "scorer", "revision")
+
+
+def feedback_prompt_hash(*, part: str) -> str:
+    """SHA-256 of the prompt templates of the simulated user's `part` (critique, scorer or revision), to
+    pin with a run as the agent's prompt template is (evaluation.llm_backends.prompt_template_hash)."""
+    return hashlib.sha256(_frames()[part].encode()).hexdigest()

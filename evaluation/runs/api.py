@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from django.http import HttpResponse
+from django.urls import reverse
 from ninja import Body, Query, Router, Schema
 from ninja.errors import HttpError
 from ninja.responses import Status
@@ -18,6 +19,7 @@ from evaluation.runs.models import EvaluationRun, FeedbackCurve
 from evaluation.runs.services import (
     DEFAULT_SORT,
     FLIP_SORTS,
+    MAX_TRIALS,
     CurveLaunchError,
     RegradeRefused,
     RunActionError,
@@ -25,13 +27,16 @@ from evaluation.runs.services import (
     RunLaunchError,
     RunsNotComparable,
     RunSpec,
+    StudyError,
     curve_launch,
+    episodes_to_campaign_start,
     run_cancel,
     run_export_csv,
     run_export_json,
     run_import,
     run_launch,
     run_pins_out,
+    run_preparation_job,
     run_regrade_current,
     run_regrade_latest,
     run_regrade_start,
@@ -41,6 +46,7 @@ from evaluation.runs.services import (
     runs_compare,
     runs_filtered,
     runs_staleness_annotate,
+    study_selection,
 )
 from memweb.auth import api_auth
 from memweb.job_api import JobOut, job_accepted
@@ -149,6 +155,8 @@ class RunOut(RunSummaryOut):
                                    "agent and customer configuration, starting memory")
     staleness: StalenessOut
     regrade: RegradeOut | None = Field(description="The latest re-grade: new scores beside the original ones")
+    preparation_url: str | None = Field(description="A run started from a copy of a bank: the status URL of the "
+                                                    "job that copies it (the run is `preparing` until it is done)")
 
 
 class RunListOut(Schema):
@@ -178,15 +186,18 @@ def _regrade(run: EvaluationRun) -> dict | None:
     return {**{name: getattr(regrade, name) for name in fields}, "current": run_regrade_current(run=run) == regrade}
 
 
-_DERIVED = ("progress", "pins", "staleness", "regrade")
+_DERIVED = ("progress", "pins", "staleness", "regrade", "preparation_url")
 
 
-def _detail(run: EvaluationRun) -> dict:
+def _detail(run: EvaluationRun, request) -> dict:
     extra = {name: getattr(run, name) for name in RunOut.model_fields
              if name not in RunSummaryOut.model_fields and name not in _DERIVED}
     progress = [{name: getattr(t, name) for name in TrialOut.model_fields} for t in run.trial_rows.order_by("number")]
+    preparation = run_preparation_job(run=run)
     return {**_summary(run), **extra, "progress": progress, "pins": run_pins_out(run=run),
-            "staleness": run_staleness(run=run), "regrade": _regrade(run)}
+            "staleness": run_staleness(run=run), "regrade": _regrade(run),
+            "preparation_url": request.build_absolute_uri(reverse("api:job_status", kwargs={"job_id": preparation.pk}))
+            if preparation else None}
 
 
 def _run(request, run_id: int) -> EvaluationRun:
@@ -201,14 +212,20 @@ def _problems(problems: list[tuple[str, str]], where: tuple[str, ...]) -> dict:
     return {"detail": [{"loc": [*where, *field.split(".")], "msg": message} for field, message in problems]}
 
 
-@router.post("/", response={201: RunOut, 422: RunErrorOut}, auth=RUNS_LAUNCH)
-def run_create(request, payload: RunSpec):
-    """Launch a run: validated, written in one transaction and queued for the workers."""
+@router.post("/", response={201: RunOut, 202: RunOut, 422: RunErrorOut}, auth=RUNS_LAUNCH)
+def run_create(request, response: HttpResponse, payload: RunSpec):
+    """Launch a run: validated, written in one transaction and queued for the workers (201). A run that
+    starts from a copy of a bank (`bank_source`) answers 202, `preparing`: a background job copies the
+    bank, then queues the run; the Location header is that job's status URL (also `preparation_url`)."""
     try:
         run = run_launch(spec=payload, user=request.auth, workspace=request.workspace)
     except RunLaunchError as exc:
         return Status(422, _problems(exc.problems, ("body", "payload")))
-    return Status(201, _detail(_run(request, run.pk)))
+    detail = _detail(_run(request, run.pk), request)
+    if run.status == EvaluationRun.Status.PREPARING:
+        response["Location"] = detail["preparation_url"]
+        return Status(202, detail)
+    return Status(201, detail)
 
 
 @router.get("/", response=RunListOut, auth=RUNS_READ)
@@ -349,7 +366,7 @@ def run_import_op(request, payload: dict = Body(...)):
         run = run_import(data=payload, user=request.auth, workspace=request.workspace)
     except RunImportError as exc:
         return Status(422, _problems(exc.problems, ("body",)))
-    return Status(201, _detail(_run(request, run.pk)))
+    return Status(201, _detail(_run(request, run.pk), request))
 
 
 class FeedbackCurveIn(StrictBody, Schema):
@@ -422,7 +439,7 @@ def feedback_curve_create(request, run_id: int, payload: FeedbackCurveIn):
 @router.get("/{run_id}", response={200: RunOut, 404: RunErrorOut}, auth=RUNS_READ)
 def run_get(request, run_id: int):
     """A run with its per-trial progress and the metrics of its finished trials."""
-    return _detail(_run(request, run_id))
+    return _detail(_run(request, run_id), request)
 
 
 def _act(request, run_id: int, act) -> dict:
@@ -431,7 +448,7 @@ def _act(request, run_id: int, act) -> dict:
         act(run)
     except RunActionError as exc:
         raise HttpError(409, str(exc)) from None
-    return _detail(_run(request, run_id))
+    return _detail(_run(request, run_id), request)
 
 
 @router.post("/{run_id}/cancel", response={200: RunOut, 404: RunErrorOut, 409: RunErrorOut}, auth=RUNS_LAUNCH)
@@ -462,6 +479,31 @@ def run_regrade_op(request, response: HttpResponse, run_id: int):
         job = run_regrade_start(run=_run(request, run_id), user=request.auth)
     except RegradeRefused as exc:
         raise HttpError(409, str(exc)) from None
+    return job_accepted(request, response, job)
+
+
+class CampaignAddIn(StrictBody):
+    which: Literal["failing", "all", "trial"] = Field(default="failing", description="Which finished episodes")
+    trial: int | None = Field(default=None, ge=1, le=MAX_TRIALS, description="The trial, with which=trial")
+    campaign_id: int | None = Field(default=None, ge=1, le=2**63 - 1,
+                                    description="An open or draft campaign of this workspace")
+    new_campaign: str = Field(default="", max_length=200, description="Or the name of a new draft campaign")
+
+
+@router.post("/{run_id}/campaign", response={202: JobOut, 404: RunErrorOut, 422: RunErrorOut}, auth=RUNS_LAUNCH)
+def run_to_campaign(request, response: HttpResponse, run_id: int, payload: CampaignAddIn):
+    """Add the run's failing, all or one trial's episodes to an annotation campaign, any number of them,
+    as a background job: 202 with the job, whose `status_url` (also the Location header) gives its
+    progress, then the counts added, already there and without simulated feedback. 422 when the
+    selection is empty or has no simulated feedback, or the campaign is unknown, closed or taken."""
+    run = _run(request, run_id)
+    try:
+        job = episodes_to_campaign_start(
+            selection=study_selection(run=run, which=payload.which, trial=payload.trial),
+            campaign_id=payload.campaign_id, new_name=payload.new_campaign, user=request.auth,
+            workspace=request.workspace)
+    except StudyError as exc:
+        return Status(422, _problems([(exc.field, str(exc))], ("body", "payload")))
     return job_accepted(request, response, job)
 
 

@@ -39,6 +39,8 @@ class RunPreset(models.TextChoices):
 
 class EvaluationRun(models.Model):
     class Status(models.TextChoices):
+        # A background job copies the bank the run starts from, then queues it (runs.services.launch).
+        PREPARING = "preparing", "copying its memory bank"
         QUEUED = "queued", "queued"
         RUNNING = "running", "running"
         WAITING_FOR_REVIEW = "waiting_for_review", "waiting for review"
@@ -50,7 +52,7 @@ class EvaluationRun(models.Model):
         CELERY = "celery", "Celery workers"
         INLINE = "inline", "in-process (demo loader)"
 
-    ACTIVE = (Status.QUEUED, Status.RUNNING, Status.WAITING_FOR_REVIEW)
+    ACTIVE = (Status.PREPARING, Status.QUEUED, Status.RUNNING, Status.WAITING_FOR_REVIEW)
 
     workspace = workspace_field("runs")
     name = models.CharField(max_length=200)

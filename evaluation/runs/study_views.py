@@ -10,17 +10,16 @@ from evaluation.runs.forms import CampaignTargetForm, TaskSetTargetForm
 from evaluation.runs.models import EvaluationRun
 from evaluation.runs.services import (
     MAX_EPISODES,
-    StudyAdded,
+    SHOWN_IDS,
     StudyError,
-    episodes_to_campaign,
+    episodes_to_campaign_start,
     episodes_to_task_set,
-    run_episodes_select,
+    study_episodes,
+    study_selection,
 )
 from evaluation.services import TaskCopyError
 from memweb.roles import Role, role_required
 from memweb.workspaces import get_in_workspace_or_404
-
-SHOWN_IDS = 10  # ids named in a message; the count covers the rest
 
 
 @require_GET
@@ -48,14 +47,14 @@ def _forms(request, context: dict):
 def run_keep(request, run_id: int, target: str):
     """The run's selected episodes into a campaign or a task set (`target`)."""
     run = get_in_workspace_or_404(EvaluationRun, request.workspace, pk=run_id)
-    return _keeper(target)(request, run, _of_run(run))
+    return _keeper(target)(request, run)
 
 
 @require_POST
 @role_required(Role.OPERATOR)
 def episode_keep(request, episode_id: int, target: str):
     episode = get_in_workspace_or_404(Episode, request.workspace, pk=episode_id)
-    return _keeper(target)(request, episode, _of_episode(episode))
+    return _keeper(target)(request, episode)
 
 
 def _keeper(target: str):
@@ -65,61 +64,38 @@ def _keeper(target: str):
     return keepers[target]
 
 
-def _of_run(run: EvaluationRun):
-    """The run's episodes the posted form selects (failing ones unless it says otherwise)."""
-    return lambda form: run_episodes_select(run=run, which=form.cleaned_data["which"] or "failing",
-                                            trial=form.cleaned_data["trial"])
+def _selection(source, form) -> dict:
+    """The episode, or the run's episodes the posted form selects (failing ones unless it says otherwise)."""
+    if isinstance(source, Episode):
+        return study_selection(episode=source)
+    return study_selection(run=source, which=form.cleaned_data["which"] or "failing", trial=form.cleaned_data["trial"])
 
 
-def _of_episode(episode: Episode):
-    return lambda form: Episode.objects.filter(pk=episode.pk)
-
-
-def _to_campaign(request, source, episodes_of):
-    """Back to the source page with the reason on any refusal; to the campaign once items were added."""
+def _to_campaign(request, source):
+    """Back to the source page with the reason on any refusal; to the job's page once it is queued
+    (its card links to the campaign when done)."""
     form = CampaignTargetForm(request.POST, workspace=request.workspace)
     if not form.is_valid():
         messages.error(request, f"Nothing added to a campaign: {form.problems()}")
         return redirect(source)
     try:
-        result = episodes_to_campaign(episodes=episodes_of(form), campaign_id=form.cleaned_data["campaign"],
-                                      new_name=form.cleaned_data["new_campaign"], user=request.user,
-                                      workspace=request.workspace)
+        job = episodes_to_campaign_start(selection=_selection(source, form), campaign_id=form.cleaned_data["campaign"],
+                                         new_name=form.cleaned_data["new_campaign"], user=request.user,
+                                         workspace=request.workspace)
     except StudyError as error:
         messages.error(request, f"Nothing added to a campaign: {error}")
         return redirect(source)
-    _campaign_messages(request, result)
-    if result.created:
-        return redirect("annotation:campaign_detail", pk=result.campaign.pk)
-    return redirect(source)
+    return redirect("job_detail", job.pk)
 
 
-def _campaign_messages(request, result: StudyAdded) -> None:
-    name = result.campaign.name
-    report = result.added.report if result.added else None
-    if report and not report.ok:
-        problems = "; ".join(f"row {p.row} {p.field}: {p.reason}" for p in report.problems[:SHOWN_IDS])
-        messages.error(request, f"Nothing added to “{name}”: {problems}")
-    elif result.created:
-        messages.success(request, f"Added {result.created} conversation{'s' if result.created != 1 else ''} to "
-                                  f"“{name}”. Annotators write their human feedback first; each then goes to "
-                                  "pairwise judging against the episode's simulated feedback.")
-    if result.added and result.added.duplicates:
-        messages.warning(request, f"Already in “{name}”, not added again: {_named(result.added.duplicates)}.")
-    if result.without_feedback:
-        messages.warning(request, "No simulated feedback to compare with, not added: episode "
-                                  f"{_named([f'#{pk}' for pk in result.without_feedback])}. Generate it on the "
-                                  "episode's page, or run with simulated feedback on.")
-
-
-def _to_task_set(request, source, episodes_of):
+def _to_task_set(request, source):
     form = TaskSetTargetForm(request.POST, workspace=request.workspace)
     if not form.is_valid():
         messages.error(request, f"No task copied: {form.problems()}")
         return redirect(source)
     try:
-        copied = episodes_to_task_set(episodes=episodes_of(form), task_set_name=form.task_set_name,
-                                      workspace=request.workspace)
+        episodes = study_episodes(selection=_selection(source, form), workspace=request.workspace)
+        copied = episodes_to_task_set(episodes=episodes, task_set_name=form.task_set_name, workspace=request.workspace)
     except (StudyError, TaskCopyError) as error:
         messages.error(request, f"No task copied: {error}")
         return redirect(source)

@@ -47,6 +47,7 @@ from evaluation.runs.services import (
     run_launch_validate,
     run_pending_memories,
     run_pins_out,
+    run_preparation_job,
     run_progress,
     run_regrade_current,
     run_regrade_job_active,
@@ -137,7 +138,9 @@ def _feedback_context(run: EvaluationRun) -> dict:
 
 
 def _live_context(run: EvaluationRun) -> dict:
+    preparing = run.status == EvaluationRun.Status.PREPARING
     return {"run": run, "trials": run_progress(run=run), "errors": run_errors(run=run),
+            "preparation": run_preparation_job(run=run) if preparing else None,
             "pending_memories": run_pending_memories(run=run) if run.bank_id else 0,
             "feedback": _feedback_context(run) if run.feedback_enabled else None,
             "detectable": run_detectable_effect(run=run) if run.metrics_trials else None,

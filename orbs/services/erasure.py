@@ -12,6 +12,9 @@ What goes (docs/ERASURE.md lists every table and why each is or is not touched):
   (evaluation episodes' per-turn prompt blocks).
 Bank exports are written from these tables when asked for, so none made afterwards holds them.
 
+It runs as a background job (memweb.jobs), each bank in a transaction of its own: a worker that dies
+mid-way leaves every bank erased fully or not at all, and the job's re-delivery erases the rest.
+
 The audit record (BankEvent, action customer_erased) keeps the bank, the actor, the time, the
 reason, the counts and a SHA-256 of the key: enough to answer "was this customer erased, by whom",
 not enough to say what they said.
@@ -21,9 +24,13 @@ from dataclasses import dataclass
 
 from django.db import transaction
 from django.db.models import Q, QuerySet
+from django.urls import reverse
 
+from memweb.jobs import JobContext, JobFailed, job_start
+from memweb.models import Job
 from memweb.registry import erasure_hooks
 from memweb.services import idempotent_answers_forget
+from memweb.workspaces import in_workspace
 from orbs.dialogues.models import Dialogue
 from orbs.errors import FieldRequired
 from orbs.models import BankEvent, EpisodeRecord, MemoryBank, Orb, RetrievalLog, ReviewEvent
@@ -34,6 +41,7 @@ from orbs.services.ingest import REMEMBERED_OBS
 # Shorter texts ("yes", "ok") could sit in any other customer's stored answer too; the key
 # itself and the longer texts around them identify the customer's answers.
 MIN_TEXT_TO_MATCH = 12
+ERASURE_JOB = "orbs.customer_erasure"
 
 
 @dataclass(frozen=True)
@@ -104,9 +112,10 @@ def _named(customer_key: str) -> str:
     return customer_key.strip()
 
 
-def customer_erase(*, bank: MemoryBank, customer_key: str, actor, reason: str = "") -> BankEvent:
-    """Erase everything of `customer_key` in `bank` and record that it was done (with counts). Erasing
-    a customer with nothing left is recorded too, so a repeated request is on the record."""
+def customer_erase(*, bank: MemoryBank, customer_key: str, actor, reason: str = "", job_id: int | None = None) -> BankEvent:
+    """Erase everything of `customer_key` in `bank` and record that it was done (with counts, and the
+    job that did it). Erasing a customer with nothing left is recorded too, so a repeated request is
+    on the record."""
     customer_key = _named(customer_key)
     with transaction.atomic():
         history_lock(bank_id=bank.pk)
@@ -119,7 +128,7 @@ def customer_erase(*, bank: MemoryBank, customer_key: str, actor, reason: str = 
         counts = _delete(found)
         counts["idempotent_answers"] = idempotent_answers_forget(values=[customer_key], texts=texts)
         return bank_event(bank, action=BankEvent.Action.CUSTOMER_ERASED, actor=actor, note=reason.strip(),
-                          customer_key_sha256=customer_key_sha256(customer_key), counts=counts)
+                          customer_key_sha256=customer_key_sha256(customer_key), counts=counts, job_id=job_id)
 
 
 def _banks_holding(customer_key: str) -> set[int]:
@@ -133,26 +142,58 @@ def _banks_holding(customer_key: str) -> set[int]:
     ) for bank_id in queryset.values_list("bank_id", flat=True).distinct()}
 
 
-def customer_erase_everywhere(*, customer_key: str, actor, reason: str = "", first: MemoryBank) -> list[BankEvent]:
-    """The erasure in `first` and in every other bank of its workspace holding the customer (copies
-    of a bank, a run's bank), archived ones included; one audit record per bank, in one transaction.
-    Another workspace's banks are its own: nobody here may change them, or learn they hold the customer."""
-    customer_key = _named(customer_key)
+def _banks_to_erase(first: MemoryBank, customer_key: str, every_bank: bool) -> list[MemoryBank]:
+    """`first`, then (`every_bank`) every other bank of its workspace holding the customer (copies of a
+    bank, a run's bank), archived ones included. Another workspace's banks are its own: nobody here
+    may change them, or learn they hold the customer."""
+    if not every_bank:
+        return [first]
     holding = (MemoryBank.objects.filter(pk__in=_banks_holding(customer_key), workspace_id=first.workspace_id)
                .exclude(pk=first.pk).order_by("pk"))
+    return [first, *holding]
+
+
+# --- as a background job (memweb.jobs): every bank's erasure can take longer than a request ------
+
+def customer_erasure_start(*, bank: MemoryBank, customer_key: str, actor, reason: str = "",
+                           every_bank: bool = False) -> Job:
+    """Check the request now (a customer named) and queue the erasure in `bank` (or, `every_bank`,
+    everywhere) as a job. The key travels in the job's upload, which is emptied when the job ends,
+    never in its title, payload or result."""
+    customer_key = _named(customer_key)
+    where = f"bank “{bank.name}”" + (" and every bank holding them" if every_bank else "")
+    return job_start(kind=ERASURE_JOB, title=f"Erasure of a customer from {where}", upload=customer_key,
+                     payload={"bank_id": bank.pk, "reason": reason.strip(), "every_bank": every_bank},
+                     user=actor, workspace=bank.workspace)
+
+
+def _erase_once(bank: MemoryBank, customer_key: str, actor, reason: str, job_id: int) -> None:
+    """Each bank in a transaction of its own, skipped when this job has erased it already (a message
+    re-delivered after a worker died erases the rest, and records no bank twice)."""
     with transaction.atomic():
-        for bank_id in sorted([first.pk, *(bank.pk for bank in holding)]):  # one order for every eraser
-            history_lock(bank_id=bank_id)
-        return [customer_erase(bank=bank, customer_key=customer_key, actor=actor, reason=reason)
-                for bank in [first, *holding]]
+        history_lock(bank_id=bank.pk)  # two deliveries of the job take turns on the bank
+        if not BankEvent.objects.filter(bank=bank, job_id=job_id).exists():
+            customer_erase(bank=bank, customer_key=customer_key, actor=actor, reason=reason, job_id=job_id)
 
 
-def customer_erasure(*, bank: MemoryBank, customer_key: str, actor, reason: str = "",
-                     every_bank: bool = False) -> list[BankEvent]:
-    """The erasure a person asks for on a bank: in that bank only, or (`every_bank`) everywhere."""
-    if every_bank:
-        return customer_erase_everywhere(customer_key=customer_key, actor=actor, reason=reason, first=bank)
-    return [customer_erase(bank=bank, customer_key=customer_key, actor=actor, reason=reason)]
+def customer_erasure_job(context: JobContext, *, bank_id: int, reason: str, every_bank: bool) -> dict:
+    """The job: the customer erased bank by bank (progress per bank); the result holds the counts and
+    the audit records, never the key."""
+    first = in_workspace(MemoryBank.objects, context.workspace).filter(pk=bank_id).first()
+    if first is None or not context.upload:
+        raise JobFailed("the bank or the customer key is gone; nothing was erased")
+    banks = _banks_to_erase(first, context.upload, every_bank)
+    context.progress(0, len(banks), f"Erasing the customer from {len(banks)} bank{'s' if len(banks) != 1 else ''}.")
+    for done, bank in enumerate(banks, start=1):
+        _erase_once(bank, context.upload, context.user, reason, context.job_id)
+        context.progress(done, len(banks), f"Erased from {done} of {len(banks)}: “{bank.name}”.")
+    records = list(BankEvent.objects.filter(job_id=context.job_id).order_by("pk"))
+    totals = erasure_totals(records)
+    removed = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in totals.items())
+    link_text = f"Erased from {len(records)} bank{'s' if len(records) != 1 else ''} ({removed}): open “{first.name}”"
+    return {"url": reverse("orbs:bank_detail", args=[first.slug]), "link_text": link_text,
+            "customer_key_sha256": customer_key_sha256(context.upload), "counts": totals,
+            "records": [record.pk for record in records], "banks": [record.bank_name for record in records]}
 
 
 def erasure_totals(records: list[BankEvent]) -> dict[str, int]:

@@ -626,13 +626,17 @@ def _model_name(model_name: str | None) -> str:
     return model_name or embedder().model_name
 
 
-def bank_copy(*, source: MemoryBank, name: str) -> MemoryBank:
+def bank_copy(*, source: MemoryBank, name: str, progress=None) -> MemoryBank:
     """A new bank called `name` holding `source`'s Orbs, vectors and history, through its export.
     Raises OrbsError naming the first line that could not be copied. The memories above orbs are
     left out: their callers copy them with their own services (a run's set-up calls
-    dmrm_memory_copy next), and copying them here too would write each row twice."""
-    report = bank_import(lines=bank_export(bank=source, with_parts=False), name=name, workspace=source.workspace,
-                         keep_review=True)
+    dmrm_memory_copy next), and copying them here too would write each row twice.
+    `progress`: a job's, as bank_import takes it."""
+    lines = bank_export(bank=source, with_parts=False)
+    if progress is not None:
+        lines = list(lines)
+        progress(0, len(lines) + 1, f"Copying {len(lines) - 1} lines of “{source.name}”")
+    report = bank_import(lines=lines, name=name, progress=progress, workspace=source.workspace, keep_review=True)
     if not report.ok:
         raise OrbsError(_first_problem(report))
     return MemoryBank.objects.get(name=name)

@@ -5,6 +5,8 @@ import json
 import pytest
 from django.db import connection
 
+from memweb.jobs import JobContext, job_execute
+from memweb.models import Job
 from orbs.dialogues.services import dialogue_from_trajectory
 from orbs.models import BankEvent, Orb
 from orbs.services import bank_policy_update, bank_resolve
@@ -79,12 +81,25 @@ def two_customers(agent):
     return slug
 
 
+@pytest.fixture
+def erase(agent, django_capture_on_commit_callbacks):
+    """POST an erasure: 202 with the job, which runs when the request commits; answers the job as its
+    status URL shows it once finished."""
+    def erase(slug: str, body: dict, **headers) -> dict:
+        with django_capture_on_commit_callbacks(execute=True):
+            accepted = post(agent, f"{API}/banks/{slug}/erasures", body, **headers)
+        assert accepted.status_code == 202, accepted.content
+        assert accepted["Location"] == accepted.json()["status_url"]
+        return agent.get(accepted["Location"]).json()
+    return erase
+
+
 def _export(agent, slug: str) -> str:
     response = agent.get(f"{API}/banks/{slug}/export")
     return b"".join(response.streaming_content).decode()
 
 
-def test_erasure_leaves_no_trace_of_the_customer_anywhere(agent, operator_user, two_customers):
+def test_erasure_leaves_no_trace_of_the_customer_anywhere(agent, operator_user, two_customers, erase):
     slug = two_customers
     assert MARKS[ALICE] in _export(agent, slug)
     before = columns_holding(MARKS[ALICE])
@@ -92,18 +107,17 @@ def test_erasure_leaves_no_trace_of_the_customer_anywhere(agent, operator_user, 
     assert {"public.orbs_orb.obs", "public.orbs_episoderecord.trajectory", "public.orbs_retrievallog.query",
             "public.orbs_dialogue.text", "public.memweb_idempotentrequest.body"} <= set(before)
 
-    response = post(agent, f"{API}/banks/{slug}/erasures",
-                    {"customer_key": ALICE, "reason": "request #41", "every_bank": True},
-                    HTTP_IDEMPOTENCY_KEY="erase-1")
+    job = erase(slug, {"customer_key": ALICE, "reason": "request #41", "every_bank": True},
+                HTTP_IDEMPOTENCY_KEY="erase-1")
 
-    assert response.status_code == 201, response.content
+    assert job["status"] == "succeeded", job
     assert columns_holding(MARKS[ALICE]) == []
     assert columns_holding(ALICE) == []  # the key itself is kept only as a hash
     assert MARKS[ALICE] not in _export(agent, slug)
     assert MARKS[BOB] in _export(agent, slug)
     assert {"public.orbs_orb.obs", "public.orbs_episoderecord.trajectory", "public.orbs_retrievallog.query",
             "public.orbs_dialogue.text", "public.memweb_idempotentrequest.body"} <= set(columns_holding(MARKS[BOB]))
-    body = response.json()
+    body = job["result"]
     assert body["customer_key_sha256"] == customer_key_sha256(ALICE)
     assert body["counts"] | {"idempotent_answers": 0} == {"orbs": 3, "episodes": 2, "retrievals": 1,
                                                           "dialogues": 1, "idempotent_answers": 0,
@@ -116,30 +130,69 @@ def test_erasure_leaves_no_trace_of_the_customer_anywhere(agent, operator_user, 
     assert Orb.objects.filter(customer_key=BOB).count() == 2
 
 
-def test_erasure_is_scoped_to_the_bank_unless_every_bank_is_asked(agent, two_customers):
-    response = post(agent, f"{API}/banks/{two_customers}/erasures", {"customer_key": ALICE})
+def test_erasure_is_scoped_to_the_bank_unless_every_bank_is_asked(two_customers, erase):
+    job = erase(two_customers, {"customer_key": ALICE})
 
-    assert response.status_code == 201
-    assert [r["bank"] for r in response.json()["records"]] == ["Coffee shop"]
+    assert job["result"]["banks"] == ["Coffee shop"]
     assert Orb.objects.filter(customer_key=ALICE).count() == 1  # the copy in the other bank
 
 
-def test_erasing_again_finds_nothing_and_is_recorded(agent, two_customers):
-    url = f"{API}/banks/{two_customers}/erasures"
-    post(agent, url, {"customer_key": ALICE})
+def test_erasing_again_finds_nothing_and_is_recorded(agent, two_customers, erase):
+    erase(two_customers, {"customer_key": ALICE})
 
-    again = post(agent, url, {"customer_key": ALICE})
+    again = erase(two_customers, {"customer_key": ALICE})
 
-    assert again.status_code == 201
-    assert set(again.json()["counts"].values()) == {0}
+    assert set(again["result"]["counts"].values()) == {0}
     events = agent.get(f"{API}/banks/{two_customers}/events").json()
     assert [e["action"] for e in events] == ["customer_erased", "customer_erased"]
     assert json.dumps(events).find(ALICE) == -1
 
 
 def test_erasure_needs_a_customer_an_operator_and_a_known_bank(agent, reviewer_user, client, two_customers):
-    assert post(agent, f"{API}/banks/{two_customers}/erasures", {"customer_key": "  "}).status_code == 422
+    blank = post(agent, f"{API}/banks/{two_customers}/erasures", {"customer_key": "  "})
+    assert blank.status_code == 422 and "name the customer whose data is to be erased" in blank.json()["detail"][0]["msg"]
+    assert not Job.objects.exists()  # refused before any job
     assert post(agent, f"{API}/banks/no-such-bank/erasures", {"customer_key": ALICE}).status_code == 404
     client.force_login(reviewer_user)
     client.defaults.pop("HTTP_AUTHORIZATION", None)
     assert post(client, f"{API}/banks/{two_customers}/erasures", {"customer_key": ALICE}).status_code == 403
+
+
+def test_it_reports_the_erasure_bank_by_bank_and_keeps_the_key_out_of_the_job(agent, two_customers, erase):
+    job = erase(two_customers, {"customer_key": ALICE, "every_bank": True})
+
+    assert (job["kind"], job["done"], job["total"]) == ("orbs.customer_erasure", 2, 2)
+    assert job["result"]["banks"] == ["Coffee shop", "Coffee shop copy"]
+    stored = Job.objects.get(pk=job["id"])
+    assert ALICE not in json.dumps([stored.title, stored.payload, stored.result, stored.message]) and stored.upload == ""
+
+
+class WorkerDied(BaseException):
+    """A worker killed between two banks: nothing of the job function runs after it."""
+
+
+def test_it_erases_the_rest_when_the_job_is_redelivered_and_records_no_bank_twice(
+        agent, two_customers, monkeypatch, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks():  # queued; the worker below runs it
+        accepted = post(agent, f"{API}/banks/{two_customers}/erasures", {"customer_key": ALICE, "every_bank": True})
+    job_id = accepted.json()["id"]
+    real_progress = JobContext.progress
+
+    def dies_after_the_first_bank(context, done, total=None, message=""):
+        real_progress(context, done, total, message)
+        if done == 1:
+            raise WorkerDied
+    monkeypatch.setattr(JobContext, "progress", dies_after_the_first_bank)
+    with pytest.raises(WorkerDied):
+        job_execute(job_id=job_id)
+    assert BankEvent.objects.filter(job_id=job_id).count() == 1
+    assert Orb.objects.filter(customer_key=ALICE).count() == 1  # the copy's, not yet erased
+    monkeypatch.setattr(JobContext, "progress", real_progress)
+
+    job_execute(job_id=job_id)  # the message re-delivered to another worker
+
+    job = agent.get(accepted["Location"]).json()
+    assert job["status"] == "succeeded" and job["result"]["banks"] == ["Coffee shop", "Coffee shop copy"]
+    assert job["result"]["counts"]["orbs"] == 3
+    assert BankEvent.objects.filter(customer_key_sha256=customer_key_sha256(ALICE)).count() == 2
+    assert not Orb.objects.filter(customer_key=ALICE).exists()

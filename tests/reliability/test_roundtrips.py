@@ -173,8 +173,7 @@ RUN_NOT_CARRIED = {
     "task_pks": "this server's task rows", "bank": "this server's bank; a bank travels in a file of its own",
     "executor": "how this server played it", "watch_until": PROCESSING, "created_by": "the account that imported it",
     "imported": "marks the copy", "imported_from": "marks the copy with where it came from",
-    "pins": "exported for reading; it names this server's bank, so a copy is unpinned (staleness unknown)",
-    "reward_version": "exported in pins; a copy is unpinned, never guessed stale or fresh",
+    "pins": "carried as the exporting server pinned them, with `import` added: what the copy could not carry",
 }
 TRIAL_NOT_CARRIED = {
     "id": IDENTITY, "run": "the imported run", "orbs_written": "the Orbs stay in this server's bank",

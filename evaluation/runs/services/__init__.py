@@ -19,7 +19,7 @@ from evaluation.runs.services.curve import (
     curve_step,
 )
 from evaluation.runs.services.drive import run_drive
-from evaluation.runs.services.launch import run_launch, run_launch_check, run_launch_validate
+from evaluation.runs.services.launch import run_launch, run_launch_check, run_launch_validate, run_preparation_job
 from evaluation.runs.services.memory import run_memory_config, run_pending_memories
 from evaluation.runs.services.pins import (
     change_summary,
@@ -71,11 +71,13 @@ from evaluation.runs.services.spec import (
 from evaluation.runs.services.studies import (
     MAX_EPISODES,
     SELECTIONS,
-    StudyAdded,
+    SHOWN_IDS,
     StudyError,
-    episodes_to_campaign,
+    episodes_to_campaign_start,
     episodes_to_task_set,
     run_episodes_select,
+    study_episodes,
+    study_selection,
 )
 from evaluation.runs.services.transfer import (
     RunImportError,
@@ -94,13 +96,13 @@ __all__ = [
     "RunLaunchError", "RunSpec", "RunsNotComparable", "episode_seed", "run_advance", "run_cancel", "run_charts",
     "run_detectable_effect", "run_drive", "run_episodes_execute", "run_errors", "run_export_csv", "run_export_json",
     "run_heatmap", "run_import", "run_import_parse", "run_imported_feedback", "run_launch", "run_launch_check",
-    "run_launch_validate", "run_matrix",
+    "run_launch_validate", "run_matrix", "run_preparation_job",
     "run_memory_config", "run_metrics_compute", "run_outcomes", "run_pending_memories", "run_progress", "run_resume",
     "run_retry_errors", "run_spec_parse", "run_start", "run_sweep", "run_watch", "runs_comparable_check",
     "runs_compare", "runs_count_active", "runs_filtered", "runs_plan_trials", "runs_sweep", "runs_watch_overdue", "trial_finish",
     "watch_interval", "window_fill",
-    "MAX_EPISODES", "SELECTIONS", "StudyAdded", "StudyError", "episodes_to_campaign", "episodes_to_task_set",
-    "run_episodes_select",
+    "MAX_EPISODES", "SELECTIONS", "SHOWN_IDS", "StudyError", "episodes_to_campaign_start", "episodes_to_task_set",
+    "run_episodes_select", "study_episodes", "study_selection",
     "RegradeRefused", "change_summary", "regrade_flips", "regrade_side_by_side", "run_pins_out", "run_pins_record",
     "run_regrade_current", "run_regrade_job_active", "run_regrade_latest", "run_regrade_start", "run_staleness",
     "runs_staleness_annotate",

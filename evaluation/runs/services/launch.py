@@ -1,22 +1,27 @@
 """Launching a run: validate everything first, then write the run, its bank and its trials in one
-transaction and queue its start when that transaction commits."""
+transaction and queue its start when that transaction commits. A run that starts from a copy of a
+bank is written `preparing` and a background job copies the bank, then queues its start."""
 from dataclasses import dataclass
 
 from django.core.exceptions import ObjectDoesNotExist
 from django.db import transaction
+from django.utils import timezone
 
 from evaluation.configs import NAIVE_RAG_KINDS, AgentBackend, CustomerBackend
 from evaluation.models import Domain, Split, Task, TaskSet
 from evaluation.runs.models import EvaluationRun, MemoryMode, Trial
 from evaluation.runs.services.dispatch import work_send
-from evaluation.runs.services.memory import run_memory_prepare
+from evaluation.runs.services.memory import run_bank_copy, run_memory_prepare
 from evaluation.runs.services.pins import run_pins_record
 from evaluation.runs.services.spec import NO_MEMORY_CONTEXT_TOKENS, RunLaunchError, RunSpec, run_spec_parse
 from evaluation.services import BUILTIN_SET, tasks_fingerprint
+from memweb.jobs import JobContext, JobFailed, job_start
 from memweb.llm import role_config
-from memweb.models import Workspace, default_workspace_id
+from memweb.models import Job, Workspace, default_workspace_id
 from memweb.workspaces import in_workspace
 from orbs.services import bank_resolve
+
+PREPARE_JOB = "evaluation.run_prepare"
 
 
 @dataclass
@@ -151,28 +156,88 @@ def _withhold_probability(spec: RunSpec) -> float:
 def run_launch(*, spec: RunSpec | dict, user=None, workspace=None,
                executor: str = EvaluationRun.Executor.CELERY) -> EvaluationRun:
     """Validate, create the run in `workspace` (None: the default one) with its bank and trials in
-    one transaction, and queue its start. Raises RunLaunchError naming each bad field; nothing is
-    written then."""
+    one transaction, and queue its start. A run that starts from a copy of a bank is `preparing`
+    instead: a job (run_prepare_job) copies the bank and queues the start, since a big bank takes
+    longer than a request. Raises RunLaunchError naming each bad field; nothing is written then."""
     workspace = workspace or Workspace.objects.get(pk=default_workspace_id())
     spec, checked = run_launch_validate(spec=spec, workspace=workspace)
+    by_job = checked.bank_source is not None and executor == EvaluationRun.Executor.CELERY
     with transaction.atomic():
-        run = EvaluationRun.objects.create(
-            workspace=workspace, name=spec.name, task_set=checked.task_set, task_domain=spec.domain, task_split=spec.split,
-            task_ids=spec.task_ids, task_pks=checked.task_pks,
-            tasks_fingerprint=tasks_fingerprint(task_pks=checked.task_pks), agent_config=_agent_config(spec),
-            customer_config=spec.customer.model_dump(), memory_mode=spec.memory_mode, memory_k=spec.memory_k,
-            memory_approved_only=spec.approved_only, memory_same_customer_only=spec.same_customer_only,
-            memory_per_turn=spec.per_turn, withhold_probability=_withhold_probability(spec),
-            reflection_style=spec.reflection_style, preset=spec.preset or "",
-            bank_copied_from=checked.bank_source.name if checked.bank_source else "",
-            trials=spec.trials, pass_k=spec.pass_k, seed=spec.seed, max_turns=spec.max_turns,
-            concurrency=spec.concurrency, review_gate=spec.review_gate, feedback_enabled=spec.feedback_enabled,
-            feedback_memory=spec.feedback_memory, feedback_rounds=spec.feedback_rounds,
-            episodes_total=len(checked.task_pks) * spec.trials, scripted=_scripted(spec),
-            agent_backend=spec.agent.backend, created_by=user, executor=executor)
-        run_memory_prepare(run=run, spec=spec, source=checked.bank_source)
-        run_pins_record(run=run)
+        run = _run_create(spec, checked, workspace, user, executor, preparing=by_job)
         Trial.objects.bulk_create([Trial(run=run, number=n) for n in range(1, spec.trials + 1)])
-        work_send("start", run_id=run.pk)
+        if by_job:
+            job_start(kind=PREPARE_JOB, title=f"Memory of run #{run.pk} {run.name}: a copy of “{checked.bank_source.name}”",
+                      payload={"run_id": run.pk, "spec": spec.model_dump(mode="json")}, workspace=workspace, user=user)
+        else:
+            _prepare(run, spec, checked.bank_source)
     return run
 
+
+def _run_create(spec: RunSpec, checked: _Checked, workspace, user, executor: str, *, preparing: bool) -> EvaluationRun:
+    return EvaluationRun.objects.create(
+        workspace=workspace, name=spec.name, task_set=checked.task_set, task_domain=spec.domain, task_split=spec.split,
+        task_ids=spec.task_ids, task_pks=checked.task_pks,
+        tasks_fingerprint=tasks_fingerprint(task_pks=checked.task_pks), agent_config=_agent_config(spec),
+        customer_config=spec.customer.model_dump(), memory_mode=spec.memory_mode, memory_k=spec.memory_k,
+        memory_approved_only=spec.approved_only, memory_same_customer_only=spec.same_customer_only,
+        memory_per_turn=spec.per_turn, withhold_probability=_withhold_probability(spec),
+        reflection_style=spec.reflection_style, preset=spec.preset or "",
+        bank_copied_from=checked.bank_source.name if checked.bank_source else "",
+        trials=spec.trials, pass_k=spec.pass_k, seed=spec.seed, max_turns=spec.max_turns,
+        concurrency=spec.concurrency, review_gate=spec.review_gate, feedback_enabled=spec.feedback_enabled,
+        feedback_memory=spec.feedback_memory, feedback_rounds=spec.feedback_rounds,
+        episodes_total=len(checked.task_pks) * spec.trials, scripted=_scripted(spec),
+        agent_backend=spec.agent.backend, created_by=user, executor=executor,
+        status=EvaluationRun.Status.PREPARING if preparing else EvaluationRun.Status.QUEUED)
+
+
+def _prepare(run: EvaluationRun, spec: RunSpec, source) -> None:
+    """The run's memory and pins, then its start (both inside the caller's transaction)."""
+    run_memory_prepare(run=run, spec=spec, source=source)
+    run_pins_record(run=run)
+    work_send("start", run_id=run.pk)
+
+
+# --- the bank copy as a background job (memweb.jobs) ----------------------------------------
+
+def run_preparation_job(*, run: EvaluationRun) -> Job | None:
+    """The job that copies (or copied) the run's starting bank, if it had one."""
+    return Job.objects.filter(kind=PREPARE_JOB, payload__run_id=run.pk).order_by("-pk").first()
+
+
+def _refused(run: EvaluationRun, message: str) -> JobFailed:
+    EvaluationRun.objects.filter(pk=run.pk, status=EvaluationRun.Status.PREPARING).update(
+        status=EvaluationRun.Status.FAILED, status_message=message, finished_at=timezone.now())
+    return JobFailed(message)
+
+
+@transaction.atomic
+def _set_up(run: EvaluationRun, spec: RunSpec, source, *, copied) -> None:
+    """After the copy: the rest of the memory, the pins and the start, at once. A run cancelled
+    meanwhile gets its memory and pins, not its start."""
+    run_memory_prepare(run=run, spec=spec, source=source, copied=copied)
+    run_pins_record(run=run)
+    if EvaluationRun.objects.filter(pk=run.pk, status=EvaluationRun.Status.PREPARING).update(
+            status=EvaluationRun.Status.QUEUED):
+        work_send("start", run_id=run.pk)
+
+
+def run_prepare_job(context: JobContext, *, run_id: int, spec: dict) -> dict:
+    """The job: copy the starting bank (its own transaction, with progress), then the rest of the
+    memory, the pins and the start in one more. A re-delivered job finds the copy made, or the run
+    queued already, and does nothing twice; a run cancelled meanwhile gets its memory, not its start."""
+    run = in_workspace(EvaluationRun, context.workspace).filter(pk=run_id).first()
+    if run is None:
+        raise JobFailed(f"run #{run_id} no longer exists")
+    result = {"url": run.get_absolute_url(), "link_text": f"Open run #{run.pk} {run.name}", "run": run.pk}
+    if run.bank_id is not None:
+        return result  # prepared by an earlier delivery
+    parsed = RunSpec.model_validate(spec)
+    try:
+        source = bank_resolve(parsed.bank_source, workspace=context.workspace)
+        _set_up(run, parsed, source, copied=run_bank_copy(run=run, source=source, progress=context.progress))
+    except ObjectDoesNotExist:
+        raise _refused(run, f"the bank {parsed.bank_source!r} to copy no longer exists") from None
+    except RunLaunchError as exc:
+        raise _refused(run, str(exc)) from None
+    return result

@@ -10,6 +10,8 @@ service functions.
   reset between trials), the review gate's auto-approval, and (with withholding) the review flag
   on Orbs measured to do harm.
 """
+from django.core.exceptions import ObjectDoesNotExist
+
 from evaluation.configs import MemoryConfig
 from evaluation.feedback.services import feedback_of, feedback_trajectory
 from evaluation.models import Episode
@@ -33,6 +35,7 @@ from orbs.services import (
     bank_copy,
     bank_get_or_create,
     bank_policy_update,
+    bank_resolve,
     orbs_from_episodes,
     orbs_pending_approve,
     orbs_pending_count,
@@ -44,29 +47,44 @@ BANK_NAME_CHARS = 100
 
 # --- set-up ---------------------------------------------------------------------------------
 
-def run_memory_prepare(*, run: EvaluationRun, spec: RunSpec, source) -> None:
+def run_memory_prepare(*, run: EvaluationRun, spec: RunSpec, source, copied=None) -> None:
     """Give a run with memory its own bank (a copy of `source`, a bank, or a fresh one) and, for
-    DMRM, apply the run's parameters to it. Raises RunLaunchError when the copy fails."""
+    DMRM, apply the run's parameters to it. `copied`: the copy of `source` made already
+    (run_bank_copy). Raises RunLaunchError when the copy fails."""
     if spec.memory_mode == MemoryMode.NONE:
         return
-    run.bank = _run_bank(run, source)
+    run.bank = _run_bank(run, source, copied)
     _dialogues_prepare(run, source)
     if run.uses_dmrm:
         run.dmrm_config = _dmrm_configure(run, spec)
     run.save(update_fields=["bank", "dmrm_config"])
 
 
-def _run_bank(run: EvaluationRun, source):
-    name = f"run #{run.pk} · {run.name}"[:BANK_NAME_CHARS]
+def _run_bank_name(run: EvaluationRun) -> str:
+    return f"run #{run.pk} · {run.name}"[:BANK_NAME_CHARS]
+
+
+def _run_bank(run: EvaluationRun, source, copied=None):
     if source is None:
-        return bank_get_or_create(name=name, workspace=run.workspace, description=f"Memory of evaluation run #{run.pk}.",
-                                  retrieval_k=run.memory_k, approved_only=False)
-    try:
-        bank = bank_copy(source=source, name=name)
-    except OrbsError as exc:
-        raise RunLaunchError([("bank_source", f"copying bank {source.name!r} {exc}")]) from None
+        return bank_get_or_create(name=_run_bank_name(run), workspace=run.workspace, retrieval_k=run.memory_k,
+                                  description=f"Memory of evaluation run #{run.pk}.", approved_only=False)
+    bank = copied or run_bank_copy(run=run, source=source)
     dmrm_memory_copy(source=source, target=bank)
     return bank
+
+
+def run_bank_copy(*, run: EvaluationRun, source, progress=None):
+    """The copy of `source`'s Orbs the run starts from, written in one transaction of its own (a
+    launch's job makes it ahead of the rest of the set-up, with `progress`). The copy an earlier,
+    interrupted delivery of that job made is whole, and taken as it is. Raises RunLaunchError."""
+    try:
+        return bank_resolve(_run_bank_name(run), workspace=run.workspace)
+    except ObjectDoesNotExist:
+        pass
+    try:
+        return bank_copy(source=source, name=_run_bank_name(run), progress=progress)
+    except OrbsError as exc:
+        raise RunLaunchError([("bank_source", f"copying bank {source.name!r} {exc}")]) from None
 
 
 def _dialogues_prepare(run: EvaluationRun, source) -> None:

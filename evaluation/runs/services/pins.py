@@ -3,7 +3,8 @@ reward code say today.
 
 A run pins the version and content hash of each of its tasks (RunTaskPin), the reward code version
 (evaluation.shop.reward.REWARD_VERSION, with a hash of its source), the agent's and customer's
-configuration (backend, model, a hash of their prompt templates) and its starting memory
+configuration (backend, model, a hash of their prompt templates), with feedback on the simulated
+user's critic, scorer and reviser the same way, and its starting memory
 (orbs.services.bank_snapshot). A run is *stale* when a task it was scored against has a newer
 version now, or the reward code a newer version: its scores answer an older question. A re-grade
 (regrade.py) scores its stored trajectories again; it is *current* while nothing changed since.
@@ -13,6 +14,11 @@ import hashlib
 from django.db.models import BooleanField, Exists, ExpressionWrapper, F, OuterRef, Q, QuerySet
 
 from evaluation.configs import AgentBackend
+from evaluation.feedback.models import CalibrationSetting
+from evaluation.feedback.prompts import feedback_prompt_hash
+from evaluation.feedback.services.critique import CRITIQUE_ROLE
+from evaluation.feedback.services.revision import REVISION_ROLE
+from evaluation.feedback.services.score import SCORER_ROLE
 from evaluation.llm_backends import prompt_template_hash
 from evaluation.models import Task, TaskVersion
 from evaluation.runs.models import EvaluationRun, RunRegrade, RunTaskPin
@@ -34,6 +40,20 @@ def _backend_pin(config: dict, role: str) -> dict:
             "config_hash": hashlib.sha256(canonical_json(config).encode()).hexdigest()}
 
 
+def _feedback_pin(run: EvaluationRun) -> dict | None:
+    """The simulated user's critic, scorer and reviser (feedback runs): backend, model and a hash of
+    their prompt templates, since an LLM judge's scores move with its prompts as an agent's do."""
+    if not run.feedback_enabled:
+        return None
+    use_llm = CalibrationSetting.current().params().use_llm
+    pins = {}
+    for part, role in (("critique", CRITIQUE_ROLE), ("scorer", SCORER_ROLE), ("revision", REVISION_ROLE)):
+        llm = use_llm and not role_config(role).is_offline
+        pins[part] = {"backend": "llm" if llm else "scripted", "model": role_config(role).model if llm else None,
+                      "prompt_hash": feedback_prompt_hash(part=part) if llm else None}
+    return pins
+
+
 def run_pins_record(*, run: EvaluationRun) -> None:
     """Pin what the run is scored against (at launch, once its bank is prepared)."""
     tasks = Task.objects.filter(pk__in=run.task_pks).values_list("pk", "version", "content_hash")
@@ -43,7 +63,7 @@ def run_pins_record(*, run: EvaluationRun) -> None:
     run.pins = {"agent": _backend_pin(run.agent_config, "actor"),
                 "customer": _backend_pin(run.customer_config, "user_simulator"),
                 "reward": {"version": REWARD_VERSION, "source_hash": reward_source_hash()},
-                "memory": bank_snapshot(bank=run.bank) if run.bank_id else None}
+                "memory": bank_snapshot(bank=run.bank) if run.bank_id else None, "feedback": _feedback_pin(run)}
     run.save(update_fields=["pins", "reward_version"])
 
 

@@ -1,5 +1,7 @@
 """A run's results as JSON or CSV, and JSON results from elsewhere imported as a run (checked in
-full first, then written in one transaction, marked imported) so they chart beside memweb's."""
+full first, then written in one transaction, marked imported) so they chart beside memweb's. An
+import restores the pins its file carries (what the run was scored against), so its staleness is
+known here too, and notes on the run what it could not carry."""
 import csv
 import io
 from datetime import datetime
@@ -11,11 +13,22 @@ from django.utils import timezone
 
 from evaluation.feedback.models import EpisodeFeedback
 from evaluation.feedback.services import MAX_FEEDBACK_ROUNDS
-from evaluation.runs.models import EvaluationRun, FeedbackMemory, MemoryMode, ReviewGate, RunEpisode, RunPreset, Trial
+from evaluation.models import Task, TaskVersion
+from evaluation.runs.models import (
+    EvaluationRun,
+    FeedbackMemory,
+    MemoryMode,
+    ReviewGate,
+    RunEpisode,
+    RunPreset,
+    RunTaskPin,
+    Trial,
+)
 from evaluation.runs.services.pins import run_pins_out, run_staleness
 from evaluation.runs.services.results import CHART_SERIES, run_metrics_compute
 from memweb.errors import problems_of
 from memweb.problem_report import ProblemReport, problem_report
+from memweb.workspaces import in_workspace
 from orbs.services import ReflectionStyle
 
 FORMAT = "memweb.evaluation-run"
@@ -68,8 +81,8 @@ def _episode_rows(run: EvaluationRun):
 
 def run_export_json(*, run: EvaluationRun) -> dict:
     """Everything needed to chart the run elsewhere: settings, one line per episode, metrics; and what
-    it was scored against (`pins`, `staleness`), which an import does not carry over (its task
-    versions are this server's)."""
+    it was scored against (`pins`, `staleness`). An import restores the pins, matching the task
+    versions to the importing server's tasks by id, version and content hash."""
     header = {**_run_header(run), "pins": run_pins_out(run=run), "staleness": run_staleness(run=run)}
     return {"format": FORMAT, "format_version": FORMAT_VERSION, "run": header,
             "episodes": [_episode_line(row) for row in _episode_rows(run)], "metrics": run.metrics}
@@ -137,6 +150,25 @@ class ImportedEpisode(_Line):
         return self
 
 
+class ImportedTaskPin(_Line):
+    task: str = pydantic.Field(min_length=1, max_length=100)
+    version: int = pydantic.Field(ge=1)
+    content_hash: str = pydantic.Field(pattern=r"^[0-9a-f]{64}$")
+
+
+class ImportedPins(_Line):
+    """What the exporting server pinned (pins.run_pins_out): kept as it was, the task versions matched
+    to this server's tasks."""
+
+    tasks: list[ImportedTaskPin] = pydantic.Field(default_factory=list, max_length=MAX_IMPORT_EPISODES)
+    reward_version: int | None = pydantic.Field(default=None, ge=1)
+    agent: dict | None = None
+    customer: dict | None = None
+    reward: dict | None = None
+    memory: dict | None = None
+    feedback: dict | None = None
+
+
 class ImportedRun(_Line):
     name: str = pydantic.Field(min_length=1, max_length=200)
     source: str = pydantic.Field(default="", max_length=200)
@@ -169,6 +201,7 @@ class ImportedRun(_Line):
     created_at: datetime | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    pins: ImportedPins | None = pydantic.Field(default=None, description="empty: an older file, staleness unknown")
 
 
 class ImportedFile(_Line):
@@ -270,6 +303,50 @@ def _imported_trials(run: EvaluationRun, data: ImportedFile) -> dict[int, Trial]
     return trials
 
 
+UNPINNED_NOTE = "imported without pins: staleness unknown"
+
+
+def _task_pin_matches(pins: list[ImportedTaskPin], workspace) -> tuple[list[tuple[Task, ImportedTaskPin]], list[str]]:
+    """Each pinned task matched to this workspace's task with that id whose current or kept version has
+    the pinned number and content hash (the first such, by id); the ids nothing matched."""
+    wanted = {pin.task: pin for pin in pins}
+    tasks = in_workspace(Task.objects, workspace).filter(external_id__in=wanted).order_by("pk")
+    kept = set(TaskVersion.objects.filter(task__in=tasks).values_list("task_id", "number", "content_hash"))
+    matched: dict[str, Task] = {}
+    for task in tasks:
+        pin = wanted[task.external_id]
+        same = (task.version, task.content_hash) == (pin.version, pin.content_hash)
+        if (same or (task.pk, pin.version, pin.content_hash) in kept) and task.external_id not in matched:
+            matched[task.external_id] = task
+    return [(task, wanted[name]) for name, task in matched.items()], sorted(set(wanted) - set(matched))
+
+
+def _import_note(pins: ImportedPins, unmatched: list[str]) -> str:
+    if not pins.tasks:
+        return "imported: pins from the exporting server, but no task versions: staleness of its tasks unknown"
+    if not unmatched:
+        return "imported: pins from the exporting server, staleness checked against these task versions"
+    shown = ", ".join(unmatched[:10]) + (f" and {len(unmatched) - 10} more" if len(unmatched) > 10 else "")
+    return (f"imported: pins from the exporting server for {len(pins.tasks) - len(unmatched)} of {len(pins.tasks)} "
+            f"tasks; staleness unknown for {shown} (no task here has that version and content)")
+
+
+def _pins_restore(run: EvaluationRun, pins: ImportedPins | None, workspace) -> None:
+    """Restore what the file pinned, and say on the run what it could not carry."""
+    if pins is None:
+        run.pins = {"import": {"pinned": False, "unmatched_tasks": [], "note": UNPINNED_NOTE}}
+        run.save(update_fields=["pins"])
+        return
+    matches, unmatched = _task_pin_matches(pins.tasks, workspace)
+    RunTaskPin.objects.bulk_create([RunTaskPin(run=run, task=task, version=pin.version, content_hash=pin.content_hash)
+                                    for task, pin in matches])
+    carried = pins.model_dump(exclude={"tasks", "reward_version"})
+    run.pins = {**carried, "import": {"pinned": True, "unmatched_tasks": unmatched,
+                                      "note": _import_note(pins, unmatched)}}
+    run.reward_version = pins.reward_version
+    run.save(update_fields=["pins", "reward_version"])
+
+
 def run_import(*, data: dict, user=None, workspace=None) -> EvaluationRun:
     """Import a run exported by memweb (or written in its format) into `workspace` (None: the
     default one); RunImportError names each bad field and nothing is written then."""
@@ -282,6 +359,7 @@ def run_import(*, data: dict, user=None, workspace=None) -> EvaluationRun:
                        reward=e.reward, turns=e.turns, tokens=e.tokens, latency_ms=e.latency_ms, error=e.error,
                        seed=e.seed, finished_at=e.finished_at or run.finished_at,
                        imported_feedback=e.feedback.model_dump() if e.feedback else None) for e in parsed.episodes])
+        _pins_restore(run, parsed.run.pins, run.workspace)
         EvaluationRun.objects.filter(pk=run.pk).update(metrics=run_metrics_compute(run=run, trials=run.trials),
                                                        metrics_trials=run.trials)
     run.refresh_from_db()

@@ -3,8 +3,11 @@ import pytest
 from kombu import Connection, pools
 from sqlalchemy.pool import NullPool
 
+from evaluation.runs.models import EvaluationRun
 from evaluation.runs.services import run_launch
+from evaluation.runs.services.launch import run_preparation_job
 from memweb.celery import app as celery_app
+from memweb.jobs import job_execute
 from tests.support.processes import database_url_for_tests
 
 # Three tasks whose error kinds the scripted agent can make (and memory can fix).
@@ -18,11 +21,20 @@ def spec(**overrides) -> dict:
             "agent": {"error_rates": RATES}, **overrides}
 
 
+def prepared(run: EvaluationRun) -> EvaluationRun:
+    """A run that starts from a copy of a bank, once its preparation job has copied it (in a `db` test
+    the job's message never leaves: it runs here), queued; any other run as it is."""
+    if run.status == EvaluationRun.Status.PREPARING:
+        job_execute(job_id=run_preparation_job(run=run).pk)
+        run.refresh_from_db()
+    return run
+
+
 @pytest.fixture
 def launch(builtin, operator_user):
     """Launch a run (queued; in a `db` test its start message never leaves: drive it with run_drive)."""
     def make(**overrides):
-        return run_launch(spec=spec(**overrides), user=operator_user)
+        return prepared(run_launch(spec=spec(**overrides), user=operator_user))
     return make
 
 

@@ -1,14 +1,21 @@
 """Launching: validation names the field and writes nothing; a valid launch writes the run, its
 bank and trials at once; a copied bank is the run's own."""
+import json
+
 import pytest
+from django.urls import reverse
 
 from evaluation.models import TaskSet
 from evaluation.runs.models import EvaluationRun, RunEpisode, Trial
 from evaluation.runs.services import RunLaunchError, run_drive, run_launch
+from evaluation.runs.services import launch as launch_module
+from evaluation.runs.services.launch import run_preparation_job
 from evaluation.services import episode_run, episode_trajectory
+from memweb.jobs import job_execute
+from memweb.models import ApiKey, Job
 from orbs.models import MemoryBank, Orb
 from orbs.services import bank_get_or_create, orb_from_episode
-from tests.evaluation.runs.conftest import spec
+from tests.evaluation.runs.conftest import prepared, spec
 
 BAD_SPECS = [
     ({"trials": 3, "pass_k": 5}, "pass_k", "Pass^k with k=5 needs at least 5 trials; the run has 3"),
@@ -68,10 +75,91 @@ def test_a_copied_bank_is_the_runs_own(builtin):
     episode = episode_run(task=builtin.tasks.get(external_id="shop-app-001"), agent_config={"error_rates": {
         "wrong_tool": 1.0}})
     orb_from_episode(bank=source, trajectory=episode_trajectory(episode), source_label="before")
-    run = run_launch(spec=spec(bank_source="team-memory", trials=1))
+    run = prepared(run_launch(spec=spec(bank_source="team-memory", trials=1)))
     assert run.bank != source and run.bank_copied_from == "team memory"
     assert run.bank.orbs.count() == 1 and run.bank.orbs.get().status == Orb.Status.APPROVED
     run = run_drive(run=run)
     hits = [hit for row in run.run_episodes.select_related("episode") for m in row.episode.memories for hit in m["hits"]]
     assert hits, "trial 1 starts from the copied memory"
     assert run.bank.orbs.count() > 1 and source.orbs.count() == 1  # the source is never changed
+
+
+@pytest.fixture
+def team_memory(builtin):
+    source = bank_get_or_create(name="team memory", auto_approve="always")
+    for seed in (1, 2):
+        episode = episode_run(task=builtin.tasks.get(external_id="shop-app-001"), seed=seed,
+                              agent_config={"error_rates": {"wrong_tool": 1.0}})
+        orb_from_episode(bank=source, trajectory=episode_trajectory(episode), source_label=f"before {seed}")
+    return source
+
+
+@pytest.fixture
+def api(client, operator_user):
+    _, secret = ApiKey.issue(user=operator_user, name="runs-api")
+    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {secret}"
+    return client
+
+
+def _launched(api, capture, **overrides):
+    """POST a launch; the job it queues is held (not run) and handed back with the answer."""
+    with capture() as queued:
+        answer = api.post("/api/evaluation/runs/", json.dumps(spec(**overrides)), content_type="application/json")
+    return answer, queued
+
+
+def test_it_answers_202_and_copies_the_bank_in_a_job_that_then_queues_the_run(
+        api, operator_user, client, team_memory, django_capture_on_commit_callbacks):
+    answer, queued = _launched(api, django_capture_on_commit_callbacks, bank_source="team-memory", trials=1)
+
+    assert answer.status_code == 202, answer.content
+    body = answer.json()
+    job = Job.objects.get(kind="evaluation.run_prepare")
+    assert answer["Location"] == body["preparation_url"] == f"http://testserver/api/jobs/{job.pk}"
+    assert (body["status"], body["bank"], body["pins"]["tasks"]) == ("preparing", None, [])  # pinned once copied
+    assert not MemoryBank.objects.filter(name__startswith=f"run #{body['id']} ").exists()  # nothing copied yet
+    client.force_login(operator_user)
+    page = client.get(reverse("evaluation:run_detail", args=[body["id"]])).content.decode()
+    assert "copying its memory bank" in page and f"job #{job.pk}" in page
+    queued[0]()  # the worker takes the job
+
+    job.refresh_from_db()
+    run = EvaluationRun.objects.get(pk=body["id"])
+    assert (job.status, job.result["run"], run.status) == ("succeeded", run.pk, EvaluationRun.Status.QUEUED)
+    assert job.total == job.done + 1 > 2  # every line of the bank's file checked, then one write
+    assert run.bank.orbs.count() == 2 and run.pins["memory"]["orbs"] == 2 and run.task_pins.count() == 3
+    assert run_drive(run=run).status == EvaluationRun.Status.COMPLETED
+
+
+class WorkerDied(BaseException):
+    """A worker killed after the bank's copy committed, before the rest of the set-up."""
+
+
+def test_it_takes_the_copy_an_interrupted_job_made_and_copies_nothing_twice(
+        api, team_memory, monkeypatch, django_capture_on_commit_callbacks):
+    answer, _ = _launched(api, django_capture_on_commit_callbacks, bank_source="team-memory", trials=1)
+    run = EvaluationRun.objects.get(pk=answer.json()["id"])
+    job = run_preparation_job(run=run)
+
+    def dies(*, run):
+        raise WorkerDied
+    monkeypatch.setattr(launch_module, "run_pins_record", dies)
+    with pytest.raises(WorkerDied):
+        job_execute(job_id=job.pk)
+    copies = MemoryBank.objects.filter(name__startswith=f"run #{run.pk} ")
+    assert copies.count() == 1 and EvaluationRun.objects.get(pk=run.pk).bank is None
+    monkeypatch.undo()
+
+    job_execute(job_id=job.pk)  # the message re-delivered to another worker
+
+    run.refresh_from_db()
+    assert (run.status, run.bank) == (EvaluationRun.Status.QUEUED, copies.get())
+    assert run.bank.orbs.count() == 2 and MemoryBank.objects.count() == 2
+    job_execute(job_id=job.pk)  # and once more, finished: nothing
+    assert MemoryBank.objects.count() == 2
+
+
+def test_it_refuses_an_unknown_bank_before_any_job(api, builtin, django_capture_on_commit_callbacks):
+    answer, queued = _launched(api, django_capture_on_commit_callbacks, bank_source="no-such-bank")
+    assert answer.status_code == 422 and "no memory bank 'no-such-bank'" in answer.content.decode()
+    assert not Job.objects.exists() and not EvaluationRun.objects.exists() and not queued

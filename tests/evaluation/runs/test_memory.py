@@ -9,6 +9,7 @@ from evaluation.services import bank_effects_rank, episode_ref, episode_run, epi
 from evaluation.shop.errors import RESULT_UNUSED
 from orbs.models import Orb, RetrievalLog, ReviewEvent
 from orbs.services import bank_get_or_create, orb_edit, orb_from_episode
+from tests.evaluation.runs.conftest import prepared
 
 
 def test_it_records_each_retrievals_outcome_with_the_run_episode_that_used_it(launch):
@@ -49,9 +50,9 @@ def test_a_harmful_orb_is_flagged_for_review_within_200_episodes(builtin, operat
     # One trial of 40 tasks: the flag is raised at its end, after 40 episodes (~8 of them withheld).
     tasks = [t for t in builtin.tasks.order_by("external_id") if RESULT_UNUSED in t.spec["error_kinds"]][:40]
     source, bad = _planted_harmful_orb(builtin, tasks[0])
-    run = run_launch(spec={"name": "harmful orb", "task_ids": [t.external_id for t in tasks], "trials": 1,
-                           "memory_mode": "memorb", "per_turn": False, "agent": {"error_rates": {}},
-                           "bank_source": source.slug}, user=operator_user)
+    run = prepared(run_launch(spec={"name": "harmful orb", "task_ids": [t.external_id for t in tasks], "trials": 1,
+                                    "memory_mode": "memorb", "per_turn": False, "agent": {"error_rates": {}},
+                                    "bank_source": source.slug}, user=operator_user))
     assert run.withhold_probability == 0.2 and run.episodes_total <= 200
     run = run_drive(run=run)
     planted = Orb.objects.get(bank=run.bank, content_hash=bad.content_hash)
