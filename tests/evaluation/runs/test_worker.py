@@ -4,6 +4,7 @@ no finished episode, doubles none, and the run completes when another worker sta
 import os
 import signal
 
+import psutil
 import pytest
 
 from evaluation.models import Episode
@@ -83,3 +84,54 @@ def test_a_killed_worker_loses_nothing_and_duplicates_nothing(builtin, operator_
     # again, by the rescuer, once.
     replayed = run.run_episodes.filter(pk__in=held_by_the_dead)
     assert all(row.attempts >= 2 and row.claimed_by.startswith("runs-rescuer@") for row in replayed)
+
+
+def _claimants(run) -> set[str]:
+    return set(run.run_episodes.filter(status=RunEpisode.Status.RUNNING).values_list("claimed_by", flat=True))
+
+
+def _held_by(run, claimants: set[str]) -> list[int]:
+    return list(run.run_episodes.filter(status=RunEpisode.Status.RUNNING, claimed_by__in=claimants)
+                .values_list("pk", flat=True))
+
+
+def _assert_replayed_by_others(run, held: list[int], dead: set[str]) -> None:
+    replayed = list(run.run_episodes.filter(pk__in=held))
+    assert all(row.attempts >= 2 and row.claimed_by not in dead for row in replayed)
+
+
+def test_a_worker_restarted_under_the_same_name_takes_over_the_dead_ones_claims(builtin, operator_user,
+                                                                                real_broker):
+    """`make run` restarts a killed worker as celery@<host> again: the new instance must not take
+    the dead one's claims for its own (they would wait out HARD_CLAIM_TIMEOUT, an hour)."""
+    run = run_launch(spec=spec(task_ids=KILL_TASKS, trials=2, concurrency=3, per_turn=True), user=operator_user)
+    chunks = worker_env(MEMWEB_RUN_CHUNK_EPISODES="3")
+    with celery_worker(chunks, concurrency=2, hostname="celery@samehost") as worker:
+        wait_on_progress(lambda: (_episodes_done(run) >= 3 and _claimants(run)) or worker.poll() is not None,
+                         progress=lambda: _progress(run), stall=120, interval=0.1, message="claims mid-run")
+        _kill(worker)
+    dead = _claimants(run)
+    held = _held_by(run, dead)
+    assert held, "the worker must die holding claims"
+    with celery_worker(chunks, concurrency=2, hostname="celery@samehost") as restarted:
+        _wait_for_completion(run, restarted)
+    _assert_each_episode_stored_once(run)
+    _assert_replayed_by_others(run, held, dead)  # by the new instance, under the same hostname
+
+
+def test_a_killed_pool_process_claims_are_played_again_by_its_replacement(builtin, operator_user, real_broker):
+    """The worker's main process lives on and replaces the killed pool process: the claims of the dead
+    one go back once its worker's heartbeat no longer lists it."""
+    run = run_launch(spec=spec(task_ids=KILL_TASKS, trials=2, concurrency=3, per_turn=True), user=operator_user)
+    with celery_worker(worker_env(MEMWEB_RUN_CHUNK_EPISODES="3"), concurrency=1, hostname="celery@poolhost") as worker:
+        wait_on_progress(lambda: (_episodes_done(run) >= 3 and _claimants(run)) or worker.poll() is not None,
+                         progress=lambda: _progress(run), stall=120, interval=0.1, message="claims mid-run")
+        [pool_process] = psutil.Process(worker.pid).children()  # one slot: the one process that claims
+        pool_process.send_signal(signal.SIGKILL)
+        pool_process.wait()
+        dead = _claimants(run)
+        held = _held_by(run, dead)
+        assert held, "the pool process must die holding claims"
+        _wait_for_completion(run, worker)
+    _assert_each_episode_stored_once(run)
+    _assert_replayed_by_others(run, held, dead)  # by the process that replaced it
