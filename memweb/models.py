@@ -326,8 +326,9 @@ class Job(models.Model):
     result = models.JSONField(default=dict, blank=True, help_text="What it made, with `url` linking to it.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="jobs")
-    worker = models.CharField(max_length=255, blank=True)
+    worker = models.CharField(max_length=255, blank=True, help_text="The worker process that claimed it.")
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    queued_at = models.DateTimeField(default=timezone.now, help_text="When its message was last sent.")
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
