@@ -42,7 +42,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
 @admin.register(WorkerHeartbeat)
 class WorkerHeartbeatAdmin(admin.ModelAdmin):
-    list_display = ("hostname", "pid", "started_at", "seen_at")
+    list_display = ("hostname", "instance", "pid", "started_at", "seen_at")
 
 
 @admin.register(TaskProbe)

@@ -120,7 +120,9 @@ class BrokerOut(Schema):
 
 class WorkerOut(Schema):
     hostname: str
+    instance: str
     pid: int
+    processes: list[int]
     started_at: datetime
     seen_at: datetime
 

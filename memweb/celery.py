@@ -1,8 +1,10 @@
-"""The Celery app. Workers also keep a heartbeat row so the health page can
-count live workers on brokers that have no broadcast channel."""
+"""The Celery app. Each worker instance (one start of a worker) keeps a heartbeat row that lists
+its processes, so the health page can count live workers on brokers that have no broadcast channel
+and a claim can be told from one whose worker or pool process died (memweb.services.claims_stale)."""
 import logging
 import os
 import socket
+import uuid
 
 from celery import Celery, bootsteps
 from celery.signals import celeryd_after_setup, worker_init, worker_process_init
@@ -15,13 +17,37 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 
+_instance = ""  # this worker instance's id, chosen when it starts; its forked pool processes inherit it
+
+
+@worker_init.connect
+def _start_a_new_instance(**kwargs):
+    # Sent in the worker's main process before its pool forks.
+    global _instance
+    _instance = uuid.uuid4().hex[:16]
+
+
+def worker_claimant_here(hostname: str | None) -> str:
+    """The name the process running a task claims work under (memweb.services.worker_claimant);
+    outside a worker (tasks run eagerly) the task's hostname, as before instances existed."""
+    from memweb.services import worker_claimant
+
+    if not _instance:
+        return hostname or "celery"
+    return worker_claimant(hostname=hostname or socket.gethostname(), instance=_instance, pid=os.getpid())
+
+
 class HeartbeatStep(bootsteps.StartStopStep):
-    requires = {"celery.worker.components:Timer"}
+    # After the pool: its processes are listed from the first beat, before any task can claim work.
+    requires = {"celery.worker.components:Timer", "celery.worker.components:Pool"}
 
     def start(self, worker):
         from django.conf import settings
 
-        self.hostname = worker.hostname or socket.gethostname()
+        from memweb.services import heartbeats_replace
+
+        self.worker, self.hostname = worker, worker.hostname or socket.gethostname()
+        heartbeats_replace(instance=_instance, hostname=self.hostname)
         self.beat()
         self.timer = worker.timer.call_repeatedly(settings.WORKER_HEARTBEAT_SECONDS, self.beat)
 
@@ -30,13 +56,18 @@ class HeartbeatStep(bootsteps.StartStopStep):
 
         if getattr(self, "timer", None):
             self.timer.cancel()
-            heartbeat_forget(hostname=self.hostname)
+            heartbeat_forget(instance=_instance)
 
     def beat(self):
         from memweb.services import heartbeat_record
 
-        heartbeat_record(hostname=self.hostname, pid=os.getpid())
+        heartbeat_record(instance=_instance, hostname=self.hostname, pid=os.getpid(), processes=self.processes())
         self.run_app_beats()
+
+    def processes(self) -> list[int]:
+        """The pool's live processes (a prefork pool replaces a killed one under a new pid); other
+        pools run tasks in this process, which the heartbeat names anyway."""
+        return [pid for pid in self.worker.pool.info.get("processes", []) if pid]
 
     def run_app_beats(self):
         # Work that must not depend on messages (a run's watchdog lives in countdown messages, which

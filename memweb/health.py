@@ -77,7 +77,8 @@ def _queue_depth(broker: Connection) -> int | None:
 
 def workers_status() -> list[dict]:
     return [
-        {"hostname": beat.hostname, "pid": beat.pid, "started_at": beat.started_at, "seen_at": beat.seen_at}
+        {"hostname": beat.hostname, "instance": beat.instance, "pid": beat.pid, "processes": beat.processes,
+         "started_at": beat.started_at, "seen_at": beat.seen_at}
         for beat in workers_live()
     ]
 

@@ -11,17 +11,25 @@ A job function is called as `function(context, **payload)`: it reports progress 
 made). It must leave nothing half-written when it fails: its writes run in transactions per step,
 or it cleans up. `JobFailed` is a refusal shown as it is; any other exception is shown with its
 type, and its traceback goes to the worker's log.
+
+A worker claims a job with a conditional update, in the name of its process (a worker instance and
+pid, memweb.services.worker_claimant), so a message delivered twice runs the job once. The worker
+beat `jobs_resend_stale` sends again the message of a job nobody claimed for JOB_RESEND_SECONDS
+(the broker lost it) and of a job whose worker process died while running it.
 """
 import logging
 from dataclasses import dataclass
+from datetime import timedelta
 
-from django.db import close_old_connections, connection
-from django.db.models import QuerySet
+from django.conf import settings
+from django.db import close_old_connections, connection, transaction
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from memweb.models import Job, default_workspace_id
 from memweb.registry import job_function
 from memweb.roles import Role, has_role
+from memweb.services import claims_stale, worker_liveness_window
 from memweb.workspaces import in_workspace, workspace_current
 
 logger = logging.getLogger(__name__)
@@ -53,22 +61,25 @@ class JobContext:
 def job_start(*, kind: str, title: str, payload: dict, workspace=None, user=None, upload: str = "") -> Job:
     """Create the job in `workspace` (None: the default one, for scripts) and queue it for a worker
     when the current transaction commits."""
-    from memweb.tasks import job_run
-
     job_function(kind)  # an unregistered kind is refused here, not later on the worker
     job = Job.objects.create(workspace_id=workspace.pk if workspace else default_workspace_id(), kind=kind,
                              title=title[:Job._meta.get_field("title").max_length], payload=payload,
                              upload=upload, created_by=user if getattr(user, "is_authenticated", False) else None,
                              message="Waiting for a worker.")
-    job_run.delay_on_commit(job.pk)
+    _send(job.pk)
     return job
 
 
+def _dead_claim() -> Q:
+    """A running job whose worker process is gone (claims_stale; a job's claim dates from its start)."""
+    return Q(status=Job.Status.RUNNING) & claims_stale(field="worker", at="started_at", grace=worker_liveness_window())
+
+
 def job_execute(*, job_id: int, worker: str = "") -> None:
-    """Run the job (the body of the Celery task). A job that finished already is left alone: a
-    redelivered message does nothing. One still marked running lost its worker and starts over,
-    which job functions allow since they leave nothing half-written."""
-    claimed = Job.objects.filter(pk=job_id, status__in=(Job.Status.QUEUED, Job.Status.RUNNING)).update(
+    """Run the job (the body of the Celery task). A job that finished, or that a live worker
+    process is running, is left alone: a redelivered or resent message does nothing. One whose
+    worker died starts over, which job functions allow since they leave nothing half-written."""
+    claimed = Job.objects.filter(Q(status=Job.Status.QUEUED) | _dead_claim(), pk=job_id).update(
         status=Job.Status.RUNNING, started_at=timezone.now(), worker=worker, error="", message="Started.")
     if not claimed:
         return
@@ -77,20 +88,44 @@ def job_execute(*, job_id: int, worker: str = "") -> None:
     try:
         result = job_function(job.kind)(context, **job.payload)
     except JobFailed as refused:
-        _finish(job_id, status=Job.Status.FAILED, error=str(refused))
+        _finish(job_id, worker, status=Job.Status.FAILED, error=str(refused))
     except Exception as exc:
         logger.exception("job #%s (%s) failed", job_id, job.kind)
-        _finish(job_id, status=Job.Status.FAILED, error=f"{type(exc).__name__}: {exc}")
+        _finish(job_id, worker, status=Job.Status.FAILED, error=f"{type(exc).__name__}: {exc}")
     else:
-        _finish(job_id, status=Job.Status.SUCCEEDED, result=result or {})
+        _finish(job_id, worker, status=Job.Status.SUCCEEDED, result=result or {})
 
 
-def _finish(job_id: int, *, status: str, error: str = "", result: dict | None = None) -> None:
+def _finish(job_id: int, worker: str, *, status: str, error: str = "", result: dict | None = None) -> None:
+    """Record the end, unless the job was meanwhile given to another worker (this one was presumed dead)."""
     if not connection.in_atomic_block:  # (a test's transaction) a broken connection is replaced to record it
         close_old_connections()
     message = "Failed." if status == Job.Status.FAILED else "Done."
-    Job.objects.filter(pk=job_id).update(status=status, error=error, result=result or {}, upload="",
-                                         message=message, finished_at=timezone.now())
+    Job.objects.filter(pk=job_id, status=Job.Status.RUNNING, worker=worker).update(
+        status=status, error=error, result=result or {}, upload="", message=message, finished_at=timezone.now())
+
+
+def jobs_resend_stale() -> int:
+    """Worker beat: queue again each job that waited JOB_RESEND_SECONDS without a worker claiming it
+    (its message was lost: a broker restarted without persistence) or whose worker process died while
+    running it. A resent message that finds its job claimed meanwhile does nothing."""
+    now = timezone.now()
+    waited = Q(status=Job.Status.QUEUED, queued_at__lt=now - timedelta(seconds=settings.JOB_RESEND_SECONDS))
+    with transaction.atomic():
+        # skip_locked: of many workers' beats, one resends each job.
+        ids = list(Job.objects.filter(waited | _dead_claim()).select_for_update(skip_locked=True)
+                   .values_list("pk", flat=True))
+        Job.objects.filter(pk__in=ids).update(status=Job.Status.QUEUED, queued_at=now, worker="",
+                                              message="Waiting for a worker (sent again).")
+        for job_id in ids:
+            _send(job_id)
+    return len(ids)
+
+
+def _send(job_id: int) -> None:
+    from memweb.tasks import job_run
+
+    job_run.delay_on_commit(job_id)
 
 
 def jobs_visible_to(user) -> QuerySet:

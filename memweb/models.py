@@ -266,16 +266,21 @@ class WebhookDelivery(models.Model):
 
 
 class WorkerHeartbeat(models.Model):
-    """Written by each Celery worker every few seconds; works on any broker,
-    including ones without broadcast (where `inspect().ping()` cannot)."""
+    """Written by each Celery worker instance (one start of a worker) every few seconds; works on
+    any broker, including ones without broadcast (where `inspect().ping()` cannot). Work is claimed
+    in the name of an instance's process, never of a hostname: a worker restarted under the same
+    name is a new instance, and the claims of the one that died are not taken for its own."""
 
-    hostname = models.CharField(max_length=255, unique=True)
+    instance = models.CharField(max_length=32, unique=True, help_text="A random id chosen when the worker started.")
+    hostname = models.CharField(max_length=255, db_index=True)
     pid = models.PositiveIntegerField()
+    processes = models.JSONField(default=list, blank=True,
+                                 help_text="PIDs of the pool processes that run its tasks, as of its last beat.")
     started_at = models.DateTimeField()
     seen_at = models.DateTimeField(db_index=True)
 
     def __str__(self) -> str:
-        return self.hostname
+        return f"{self.hostname} ({self.instance})"
 
 
 class TaskProbe(models.Model):
@@ -343,8 +348,9 @@ class Job(models.Model):
     result = models.JSONField(default=dict, blank=True, help_text="What it made, with `url` linking to it.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="jobs")
-    worker = models.CharField(max_length=255, blank=True)
+    worker = models.CharField(max_length=255, blank=True, help_text="The worker process that claimed it.")
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    queued_at = models.DateTimeField(default=timezone.now, help_text="When its message was last sent.")
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

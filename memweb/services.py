@@ -18,18 +18,39 @@ from memweb.models import IdempotentRequest, TaskProbe, WorkerHeartbeat
 IDEMPOTENT_NEEDLES_PER_QUERY = 50
 
 
-def heartbeat_record(*, hostname: str, pid: int) -> None:
+def worker_claimant(*, hostname: str, instance: str, pid: int) -> str:
+    """The name a worker process claims work under: its worker instance (one start of a worker) and
+    its own pid. A worker restarted under the same hostname is a new instance, and a pool process
+    that replaces a killed one has a new pid: neither is taken for the process that held the claim."""
+    return f"{_instance_prefix(hostname, instance)}{pid}"
+
+
+def _instance_prefix(hostname: str, instance: str) -> str:
+    return f"{hostname[:200]}#{instance}/"
+
+
+def heartbeat_record(*, instance: str, hostname: str, pid: int, processes: list[int]) -> None:
     # Runs on the worker's timer thread, outside any request cycle.
     close_old_connections()
     now = timezone.now()
-    WorkerHeartbeat.objects.update_or_create(
-        hostname=hostname, defaults={"pid": pid, "seen_at": now}, create_defaults={"pid": pid, "seen_at": now, "started_at": now}
-    )
+    fields = {"hostname": hostname, "pid": pid, "processes": processes, "seen_at": now}
+    WorkerHeartbeat.objects.update_or_create(instance=instance, defaults=fields,
+                                             create_defaults=fields | {"started_at": now})
 
 
-def heartbeat_forget(*, hostname: str) -> None:
+def heartbeats_replace(*, instance: str, hostname: str) -> int:
+    """A worker instance starts: earlier instances under its node name are dead (Celery node names
+    are unique among running workers, so this one replaces them, as `make run` restarts a killed
+    worker), and so are those silent for a liveness window. Their rows go, so their claims count
+    as dead at once, not after a liveness window. Returns how many went."""
     close_old_connections()
-    WorkerHeartbeat.objects.filter(hostname=hostname).delete()
+    gone = Q(hostname=hostname) | Q(seen_at__lt=timezone.now() - worker_liveness_window())
+    return WorkerHeartbeat.objects.filter(gone).exclude(instance=instance).delete()[0]
+
+
+def heartbeat_forget(*, instance: str) -> None:
+    close_old_connections()
+    WorkerHeartbeat.objects.filter(instance=instance).delete()
 
 
 def worker_liveness_window() -> timedelta:
@@ -41,11 +62,23 @@ def worker_liveness_window() -> timedelta:
 def workers_live() -> list[WorkerHeartbeat]:
     """Workers whose heartbeat is younger than the liveness window."""
     cutoff = timezone.now() - worker_liveness_window()
-    return list(WorkerHeartbeat.objects.filter(seen_at__gte=cutoff).order_by("hostname"))
+    return list(WorkerHeartbeat.objects.filter(seen_at__gte=cutoff).order_by("hostname", "started_at"))
 
 
-def workers_live_hostnames() -> list[str]:
-    return [beat.hostname for beat in workers_live()]
+def claims_stale(*, field: str = "claimed_by", at: str = "claimed_at", grace: timedelta) -> Q:
+    """Rows whose claim (the claimant in `field`, claimed at `at`) no live worker process holds.
+    A claim of an instance whose row is gone (a worker started under its name: heartbeats_replace)
+    is stale at once; one of an instance that went silent, or of a process its live instance no
+    longer lists (a killed pool process), once it is older than `grace`: a late beat is not a death,
+    and a pool process started after its instance's last beat is not listed yet."""
+    beats = list(WorkerHeartbeat.objects.all())
+    cutoff = timezone.now() - worker_liveness_window()
+    holders = [worker_claimant(hostname=beat.hostname, instance=beat.instance, pid=pid)
+               for beat in beats if beat.seen_at >= cutoff for pid in [beat.pid, *beat.processes]]
+    known = Q(pk__in=[])
+    for beat in beats:
+        known |= Q(**{f"{field}__startswith": _instance_prefix(beat.hostname, beat.instance)})
+    return ~Q(**{f"{field}__in": holders}) & (~known | Q(**{f"{at}__lt": timezone.now() - grace}))
 
 
 def probe_queue() -> TaskProbe:

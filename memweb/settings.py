@@ -199,6 +199,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"pool_pre_ping": True} if CELERY_BROKER_URL.s
 # How often a worker polls the database broker while its queue is empty (memweb/celery.py).
 BROKER_POLL_SECONDS = env_float("MEMWEB_BROKER_POLL_SECONDS", 0.1, minimum=0.01, maximum=10.0)
 WORKER_HEARTBEAT_SECONDS = env_int("MEMWEB_WORKER_HEARTBEAT_SECONDS", 10, minimum=1)
+# A job queued this long with no worker claiming it has its message sent again (memweb/jobs.py).
+JOB_RESEND_SECONDS = env_int("MEMWEB_JOB_RESEND_SECONDS", 120, minimum=1)
 # Episodes of an evaluation run that one message claims and plays; 0 = chosen per run
 # (evaluation/runs/services/protocol.py, chunk_size).
 RUN_CHUNK_EPISODES = env_int("MEMWEB_RUN_CHUNK_EPISODES", 0, minimum=0, maximum=1000)

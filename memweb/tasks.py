@@ -1,5 +1,6 @@
 from celery import shared_task
 
+from memweb.celery import worker_claimant_here
 from memweb.jobs import job_execute
 from memweb.services import probe_complete
 from memweb.webhooks import delivery_attempt
@@ -19,4 +20,4 @@ def deliver_webhook(delivery_id: int) -> None:
 @shared_task(bind=True)
 def job_run(self, job_id: int) -> None:
     """Every background job (memweb.jobs) runs through this one task."""
-    job_execute(job_id=job_id, worker=self.request.hostname or "")
+    job_execute(job_id=job_id, worker=worker_claimant_here(self.request.hostname))

@@ -8,6 +8,7 @@ from celery import shared_task
 from celery.signals import worker_ready
 
 from evaluation.runs import services
+from memweb.celery import worker_claimant_here
 
 # After its own chunk a worker slot keeps claiming and playing the trial's next chunks for this long
 # before it lets go: one broker round trip per many quick episodes (polling brokers answer in up to a
@@ -16,7 +17,7 @@ KEEP_GOING_SECONDS = 10.0
 
 
 def _worker(task) -> str:
-    return task.request.hostname or "celery"
+    return worker_claimant_here(task.request.hostname)
 
 
 @shared_task

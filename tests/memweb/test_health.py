@@ -74,11 +74,14 @@ def test_it_shows_each_roles_last_call(client, reviewer_user, one_role_online):
 
 def test_it_lists_live_workers_only(client, reviewer_user):
     now = timezone.now()
-    WorkerHeartbeat.objects.create(hostname="celery@alive", pid=41, started_at=now, seen_at=now)
-    WorkerHeartbeat.objects.create(hostname="celery@gone", pid=42, started_at=now, seen_at=now - timedelta(hours=1))
+    WorkerHeartbeat.objects.create(hostname="celery@alive", instance="a1b2", pid=41, processes=[43, 44],
+                                   started_at=now, seen_at=now)
+    WorkerHeartbeat.objects.create(hostname="celery@gone", instance="c3d4", pid=42, started_at=now,
+                                   seen_at=now - timedelta(hours=1))
     client.force_login(reviewer_user)
     page = client.get(reverse("health")).content.decode()
     assert "celery@alive" in page and "celery@gone" not in page and "1 live" in page
+    assert "a1b2" in page and "43, 44" in page  # the instance and its pool processes, which claims name
 
 
 def test_it_reports_an_unreachable_broker(client, reviewer_user, settings):

@@ -1,10 +1,14 @@
 """Background jobs (memweb.jobs): a registered function runs on the job's task, its progress and
 its result or failure are recorded, and its status is read through the API by its owner only."""
+from datetime import timedelta
+
 import pytest
 from django.apps import apps
+from django.utils import timezone
 
-from memweb.jobs import JobFailed, job_execute, job_start
-from memweb.models import ApiKey, Job
+from memweb.jobs import JobFailed, job_execute, job_start, jobs_resend_stale
+from memweb.models import ApiKey, Job, WorkerHeartbeat
+from memweb.services import worker_claimant
 
 seen: list[tuple] = []  # what the job's row held after each of its progress calls
 
@@ -25,11 +29,18 @@ def crashing_job(context) -> dict:
     raise ValueError("a bug")
 
 
+def delivered_twice_job(context) -> dict:
+    seen.append("ran")
+    if len(seen) == 1:  # its message is delivered again while it runs (a broker's redelivery)
+        job_execute(job_id=context.job_id, worker="celery@other#i2/9")
+    return {}
+
+
 @pytest.fixture(autouse=True)
 def test_kinds(monkeypatch):
     """Job kinds of this module, declared as an app declares its own (memweb.registry)."""
     kinds = (("test.count", f"{__name__}.counting_job"), ("test.refuse", f"{__name__}.refusing_job"),
-             ("test.crash", f"{__name__}.crashing_job"))
+             ("test.crash", f"{__name__}.crashing_job"), ("test.twice", f"{__name__}.delivered_twice_job"))
     monkeypatch.setattr(apps.get_app_config("memweb"), "job_kinds", kinds, raising=False)
     seen.clear()
 
@@ -64,6 +75,38 @@ def test_a_redelivered_message_of_a_finished_job_runs_nothing(db):
     job_execute(job_id=job.pk)
     job_execute(job_id=job.pk)
     assert len(seen) == 1
+
+
+def _live_worker_process() -> str:
+    """The claimant name of a pool process of a worker that beats now."""
+    now = timezone.now()
+    WorkerHeartbeat.objects.create(hostname="celery@h", instance="i1", pid=7, processes=[8], started_at=now,
+                                   seen_at=now)
+    return worker_claimant(hostname="celery@h", instance="i1", pid=8)
+
+
+def test_a_second_delivery_while_a_live_worker_runs_the_job_runs_nothing(db):
+    job = job_start(kind="test.twice", title="Twice", payload={})
+    job_execute(job_id=job.pk, worker=_live_worker_process())
+    job.refresh_from_db()
+    assert seen == ["ran"] and (job.status, job.worker) == ("succeeded", "celery@h#i1/8")
+
+
+def test_the_beat_resends_jobs_nobody_claimed_for_long_and_those_whose_worker_died(
+        db, settings, django_capture_on_commit_callbacks):
+    settings.JOB_RESEND_SECONDS = 60
+    now, live = timezone.now(), _live_worker_process()
+    lost, fresh, orphaned, busy = (job_start(kind="test.count", title=f"Count {n}", payload={"steps": 1})
+                                   for n in range(4))
+    Job.objects.filter(pk=lost.pk).update(queued_at=now - timedelta(minutes=5))  # its message never came
+    Job.objects.filter(pk=orphaned.pk).update(status=Job.Status.RUNNING, worker="celery@h#i0/5", started_at=now)
+    Job.objects.filter(pk=busy.pk).update(status=Job.Status.RUNNING, worker=live, started_at=now - timedelta(hours=1))
+    with django_capture_on_commit_callbacks() as sent:
+        assert jobs_resend_stale() == 2
+    for send in sent:
+        send()  # the resent messages, run eagerly
+    states = dict(Job.objects.values_list("pk", "status"))
+    assert [states[job.pk] for job in (lost, fresh, orphaned, busy)] == ["succeeded", "queued", "succeeded", "running"]
 
 
 def test_an_unregistered_kind_is_refused_before_anything_is_queued(db):

@@ -1,5 +1,7 @@
 """What an operator does to a run: cancel, resume, retry its infrastructure errors. Each hands
 the run back to the workers through a watchdog sweep."""
+from datetime import timedelta
+
 from django.db import transaction
 from django.utils import timezone
 
@@ -8,6 +10,7 @@ from evaluation.runs.models import EvaluationRun, RunEpisode, Trial
 from evaluation.runs.services.announce import run_finished_announce
 from evaluation.runs.services.dispatch import work_send
 from evaluation.runs.services.protocol import run_cancelled_settle, run_counts_add
+from evaluation.runs.services.watchdog import run_claims_release
 
 Status = EvaluationRun.Status
 
@@ -33,7 +36,9 @@ RESUMABLE = (Status.CANCELLED, Status.FAILED, Status.RUNNING, Status.WAITING_FOR
 
 def run_resume(*, run: EvaluationRun) -> None:
     """Continue a cancelled or failed run, re-check a waiting one, or nudge a stuck one: every
-    unfinished episode is queued again (duplicates are harmless) and the workers take it from there."""
+    unfinished episode is queued again (duplicates are harmless) and the workers take it from there.
+    Claims that no live worker process holds are released now, however recent: the operator saw
+    the run stuck, so waiting out a grace period would only keep it stuck."""
     if run.imported or run.status not in RESUMABLE:
         raise RunActionError(f"run #{run.pk} is {'imported' if run.imported else run.get_status_display()}; "
                              "there is nothing to resume")
@@ -41,6 +46,7 @@ def run_resume(*, run: EvaluationRun) -> None:
         target = Status.QUEUED if run.started_at is None else Status.RUNNING
         EvaluationRun.objects.filter(pk=run.pk).update(status=target, status_message="", finished_at=None,
                                                        executor=EvaluationRun.Executor.CELERY, watch_until=None)
+        run_claims_release(run_id=run.pk, grace=timedelta(0))
         run.run_episodes.filter(status__in=(RunEpisode.Status.PENDING, RunEpisode.Status.CANCELLED)).update(
             status=RunEpisode.Status.PENDING, queued_at=None)
         cancelled = run.trial_rows.filter(status=Trial.Status.CANCELLED)

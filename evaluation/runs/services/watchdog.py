@@ -2,8 +2,9 @@
 
 A sweep runs when a worker starts, on resume, and every watch interval while a run is active
 (protocol.run_watch arms it); memweb's worker heartbeat sends the sweeps whose countdown message
-was lost. Rows whose worker stopped beating are put back, lost messages re-sent, and trials whose
-finish message was lost are finished.
+was lost. Rows whose worker process is gone are put back (claims name a worker instance and
+process, never just a hostname: memweb.services.claims_stale), lost messages re-sent, and trials
+whose finish message was lost are finished.
 """
 from datetime import timedelta
 
@@ -13,7 +14,7 @@ from django.utils import timezone
 from evaluation.runs.models import EvaluationRun, RunEpisode, Trial
 from evaluation.runs.services.dispatch import work_send
 from evaluation.runs.services.protocol import ADVANCING, run_advance, run_start, run_watch, watch_interval, window_fill
-from memweb.services import workers_live_hostnames
+from memweb.services import claims_stale
 
 HARD_CLAIM_TIMEOUT = timedelta(hours=1)  # no episode takes this long, even on a slow LLM
 
@@ -32,13 +33,21 @@ def runs_watch_overdue() -> int:
     return sent
 
 
-def _stale_claims(*, everything: bool) -> Q:
-    """Claims whose worker is gone: no fresh heartbeat, or held far longer than any episode takes."""
-    if everything:
-        return Q()
-    now, interval = timezone.now(), watch_interval()
-    live = workers_live_hostnames()
-    return Q(claimed_at__lt=now - HARD_CLAIM_TIMEOUT) | (Q(claimed_at__lt=now - interval) & ~Q(claimed_by__in=live))
+def _stale_claims(*, grace: timedelta) -> Q:
+    """Claims no live worker process holds (see claims_stale), or held far longer than any episode takes."""
+    return Q(claimed_at__lt=timezone.now() - HARD_CLAIM_TIMEOUT) | claims_stale(grace=grace)
+
+
+def run_claims_release(*, run_id: int, everything: bool = False, grace: timedelta | None = None) -> int:
+    """Put the run's episodes and trial finishes whose worker is gone back to be done again; how
+    many. `grace`: how old a claim of a process its live worker no longer lists must be (the watch
+    interval by default). `everything`: no other worker can hold a claim (an inline driver resuming
+    its own run)."""
+    stale = Q() if everything else _stale_claims(grace=watch_interval() if grace is None else grace)
+    episodes = RunEpisode.objects.filter(stale, run_id=run_id, status=RunEpisode.Status.RUNNING).update(
+        status=RunEpisode.Status.PENDING, claim_token=None, claimed_by="", queued_at=None)
+    return episodes + Trial.objects.filter(stale, run_id=run_id, status=Trial.Status.REFLECTING).update(
+        status=Trial.Status.RUNNING, claim_token=None)
 
 
 def run_sweep(*, run_id: int, everything: bool = False) -> None:
@@ -50,12 +59,9 @@ def run_sweep(*, run_id: int, everything: bool = False) -> None:
     if run.status == EvaluationRun.Status.QUEUED:
         run_start(run_id=run_id)
         return
-    stale = _stale_claims(everything=everything)
-    run.run_episodes.filter(stale, status=RunEpisode.Status.RUNNING).update(
-        status=RunEpisode.Status.PENDING, claim_token=None, claimed_by="", queued_at=None)
+    run_claims_release(run_id=run_id, everything=everything)
     lost_before = timezone.now() - (timedelta(0) if everything else watch_interval())
     run.run_episodes.filter(status=RunEpisode.Status.PENDING, queued_at__lt=lost_before).update(queued_at=None)
-    run.trial_rows.filter(stale, status=Trial.Status.REFLECTING).update(status=Trial.Status.RUNNING, claim_token=None)
     for trial in run.trial_rows.filter(status=Trial.Status.RUNNING):
         window_fill(trial_id=trial.pk)
         if not trial.run_episodes.filter(status__in=RunEpisode.UNFINISHED).exists():

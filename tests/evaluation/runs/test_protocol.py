@@ -255,12 +255,13 @@ def test_the_sweeper_replays_rows_of_dead_workers_and_leaves_live_ones(launch):
         run_start(run_id=run.pk)
         work.clear()  # the messages were lost with a worker
         row = _orphan_claim(run, worker="dead@host", age=timedelta(minutes=5))
-        WorkerHeartbeat.objects.create(hostname="dead@host", pid=1, started_at=timezone.now() - timedelta(hours=1),
+        WorkerHeartbeat.objects.create(hostname="dead@host", instance="d1", pid=1, started_at=timezone.now() - timedelta(hours=1),
                                        seen_at=timezone.now() - timedelta(minutes=5))
         live = run.run_episodes.exclude(pk=row.pk).order_by("pk").first()
-        RunEpisode.objects.filter(pk=live.pk).update(status=RunEpisode.Status.RUNNING, claimed_by="live@host",
+        RunEpisode.objects.filter(pk=live.pk).update(status=RunEpisode.Status.RUNNING, claimed_by="live@host#l1/3",
                                                      claimed_at=timezone.now() - timedelta(minutes=5))
-        WorkerHeartbeat.objects.create(hostname="live@host", pid=2, started_at=timezone.now(), seen_at=timezone.now())
+        WorkerHeartbeat.objects.create(hostname="live@host", instance="l1", pid=2, processes=[3],
+                                       started_at=timezone.now(), seen_at=timezone.now())
         run_sweep(run_id=run.pk)
         assert RunEpisode.objects.get(pk=row.pk).status == RunEpisode.Status.PENDING
         assert RunEpisode.objects.get(pk=live.pk).status == RunEpisode.Status.RUNNING

@@ -4,12 +4,14 @@ no finished episode, doubles none, and the run completes when another worker sta
 import os
 import signal
 
+import psutil
 import pytest
 
 from evaluation.models import Episode
 from evaluation.runs.models import EvaluationRun, RunEpisode
 from evaluation.runs.services import run_launch
 from tests.evaluation.runs.conftest import spec
+from tests.fakes.openai_server import text_reply
 from tests.support.processes import celery_worker, output_tail, wait_on_progress, worker_env
 
 KILL_TASKS = ["shop-app-009", "shop-app-013", "shop-app-017", "shop-app-029", "shop-app-045", "shop-clo-004"]
@@ -83,3 +85,69 @@ def test_a_killed_worker_loses_nothing_and_duplicates_nothing(builtin, operator_
     # again, by the rescuer, once.
     replayed = run.run_episodes.filter(pk__in=held_by_the_dead)
     assert all(row.attempts >= 2 and row.claimed_by.startswith("runs-rescuer@") for row in replayed)
+
+
+def _claimants(run) -> set[str]:
+    return set(run.run_episodes.filter(status=RunEpisode.Status.RUNNING).values_list("claimed_by", flat=True))
+
+
+def _held_by(run, claimants: set[str]) -> list[int]:
+    return list(run.run_episodes.filter(status=RunEpisode.Status.RUNNING, claimed_by__in=claimants)
+                .values_list("pk", flat=True))
+
+
+def _assert_replayed_by_others(run, held: list[int], dead: set[str]) -> None:
+    replayed = list(run.run_episodes.filter(pk__in=held))
+    assert all(row.attempts >= 2 and row.claimed_by not in dead for row in replayed)
+
+
+@pytest.fixture
+def slow_llm_run(builtin, operator_user, real_broker, fake_llm):
+    """A run whose agent (an LLM) takes a second per answer, so a kill lands while an episode plays;
+    the worker environment that reaches the fake LLM. Two tasks, one trial, no memory: quick."""
+    fake_llm.use_for("actor")
+    fake_llm.set_default(lambda request: text_reply("Could you give me your order number, please?", delay=1.0))
+    run = run_launch(spec=spec(task_ids=["shop-app-001", "shop-clo-008"], trials=1, concurrency=2, memory_mode="none",
+                               max_turns=2, agent={"backend": "llm", "max_steps": 2}), user=operator_user)
+    env = worker_env(MEMWEB_LLM_ACTOR_BASE_URL=fake_llm.base_url, MEMWEB_LLM_ACTOR_API_KEY="fake-key",
+                     MEMWEB_LLM_ACTOR_MODEL="fake-model", MEMWEB_LLM_ACTOR_TIMEOUT="10")
+    return run, env, fake_llm
+
+
+def _wait_for_claims_mid_episode(run, worker, fake) -> None:
+    wait_on_progress(lambda: (fake.chat_requests and _claimants(run)) or worker.poll() is not None,
+                     progress=lambda: (len(worker.output_lines), _progress(run)), stall=120, interval=0.05,
+                     message="an episode to be playing")
+
+
+def test_a_worker_restarted_under_the_same_name_takes_over_the_dead_ones_claims(slow_llm_run):
+    """`make run` restarts a killed worker as celery@<host> again: the new instance must not take
+    the dead one's claims for its own (they would wait out HARD_CLAIM_TIMEOUT, an hour)."""
+    run, env, fake = slow_llm_run
+    with celery_worker(env, hostname="celery@samehost") as worker:
+        _wait_for_claims_mid_episode(run, worker, fake)
+        _kill(worker)
+    dead = _claimants(run)
+    held = _held_by(run, dead)
+    assert held, "the worker must die holding claims"
+    with celery_worker(env, hostname="celery@samehost") as restarted:
+        _wait_for_completion(run, restarted)
+    _assert_each_episode_stored_once(run)
+    _assert_replayed_by_others(run, held, dead)  # by the new instance, under the same hostname
+
+
+def test_a_killed_pool_process_claims_are_played_again_by_its_replacement(slow_llm_run):
+    """The worker's main process lives on and replaces the killed pool process: the claims of the dead
+    one go back once its worker's heartbeat no longer lists it."""
+    run, env, fake = slow_llm_run
+    with celery_worker(env, hostname="celery@poolhost") as worker:
+        _wait_for_claims_mid_episode(run, worker, fake)
+        [pool_process] = psutil.Process(worker.pid).children()  # one slot (the default): one pool process
+        pool_process.send_signal(signal.SIGKILL)
+        pool_process.wait()
+        dead = _claimants(run)
+        held = _held_by(run, dead)
+        assert held, "the pool process must die holding claims"
+        _wait_for_completion(run, worker)
+    _assert_each_episode_stored_once(run)
+    _assert_replayed_by_others(run, held, dead)  # by the process that replaced it
