@@ -9,6 +9,7 @@ from evaluation.models import Episode
 from evaluation.runs.models import EvaluationRun, RunEpisode, Trial
 from evaluation.runs.services.announce import run_finished_announce
 from evaluation.runs.services.dispatch import work_send
+from evaluation.runs.services.launch import run_preparation_job
 from evaluation.runs.services.protocol import run_cancelled_settle, run_counts_add
 from evaluation.runs.services.watchdog import run_claims_release
 
@@ -42,6 +43,8 @@ def run_resume(*, run: EvaluationRun) -> None:
     if run.imported or run.status not in RESUMABLE:
         raise RunActionError(f"run #{run.pk} is {'imported' if run.imported else run.get_status_display()}; "
                              "there is nothing to resume")
+    if unprepared := _bank_missing(run):
+        raise RunActionError(unprepared)
     with transaction.atomic():
         target = Status.QUEUED if run.started_at is None else Status.RUNNING
         EvaluationRun.objects.filter(pk=run.pk).update(status=target, status_message="", finished_at=None,
@@ -53,6 +56,18 @@ def run_resume(*, run: EvaluationRun) -> None:
         cancelled.filter(started_at__isnull=True).update(status=Trial.Status.PENDING)
         cancelled.update(status=Trial.Status.RUNNING)
         work_send("sweep", run_id=run.pk)
+
+
+def _bank_missing(run: EvaluationRun) -> str | None:
+    """Why a run cancelled while its starting bank was being copied cannot go on yet (None: it can):
+    started without its bank, every episode would fail for want of its memory."""
+    if not run.bank_copied_from or run.bank_id is not None:
+        return None
+    job = run_preparation_job(run=run)
+    if job is not None and not job.is_finished:
+        return f"run #{run.pk} is still copying its memory bank (job #{job.pk}); resume it once the copy is done"
+    return (f"run #{run.pk} never got its memory bank: the copy of {run.bank_copied_from!r} did not finish; "
+            "launch the run again")
 
 
 RETRYABLE = (Status.RUNNING, Status.WAITING_FOR_REVIEW, Status.COMPLETED, Status.FAILED)

@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from evaluation.models import TaskSet
 from evaluation.runs.models import EvaluationRun, RunEpisode, Trial
-from evaluation.runs.services import RunLaunchError, run_drive, run_launch
+from evaluation.runs.services import RunActionError, RunLaunchError, run_cancel, run_drive, run_launch, run_resume
 from evaluation.runs.services import launch as launch_module
 from evaluation.runs.services.launch import run_preparation_job
 from evaluation.services import episode_run, episode_trajectory
@@ -157,6 +157,22 @@ def test_it_takes_the_copy_an_interrupted_job_made_and_copies_nothing_twice(
     assert run.bank.orbs.count() == 2 and MemoryBank.objects.count() == 2
     job_execute(job_id=job.pk)  # and once more, finished: nothing
     assert MemoryBank.objects.count() == 2
+
+
+def test_it_resumes_a_run_cancelled_while_copying_its_bank_only_once_the_copy_is_done(
+        api, team_memory, django_capture_on_commit_callbacks):
+    answer, _ = _launched(api, django_capture_on_commit_callbacks, bank_source="team-memory", trials=1)
+    run = EvaluationRun.objects.get(pk=answer.json()["id"])
+    run_cancel(run=run)
+
+    with pytest.raises(RunActionError, match="still copying its memory bank"):
+        run_resume(run=EvaluationRun.objects.get(pk=run.pk))
+    job_execute(job_id=run_preparation_job(run=run).pk)  # the copy ends; a cancelled run is not started
+    run.refresh_from_db()
+    assert run.status == EvaluationRun.Status.CANCELLED and run.bank is not None
+
+    run_resume(run=run)
+    assert run_drive(run=EvaluationRun.objects.get(pk=run.pk)).status == EvaluationRun.Status.COMPLETED
 
 
 def test_it_refuses_an_unknown_bank_before_any_job(api, builtin, django_capture_on_commit_callbacks):
