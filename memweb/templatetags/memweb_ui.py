@@ -2,6 +2,7 @@
 column headers, saved views)."""
 from django import template
 from django.utils.html import format_html
+from django.utils.http import url_has_allowed_host_and_scheme
 
 from memweb.listing import SortState
 from memweb.navigation import nav_for
@@ -16,6 +17,16 @@ def main_nav(context) -> list[dict]:
     if request is None or not hasattr(request, "user"):
         return []
     return nav_for(user=request.user, current_path=request.path)
+
+
+@register.filter
+def local_path(url: str) -> str:
+    """`url` if it is a path on this site, else "": a stored link must not run script (javascript:)
+    or lead elsewhere (//host, /\\host: browsers read a backslash as a slash and drop tabs)."""
+    plain = not any(char.isspace() or char == "\\" or not char.isprintable() for char in url)
+    if url.startswith("/") and plain and url_has_allowed_host_and_scheme(url, allowed_hosts=set()):
+        return url
+    return ""
 
 
 @register.filter
