@@ -18,6 +18,7 @@ from orbs.services import orb_edit, orb_reject
 from tests.memweb.test_roles import PUBLIC_PAGES, _walk
 from tests.memweb.test_workspace_matrix import Owned, Route
 from tests.orbs.conftest import success_trajectory
+from tests.orbs.dmrm.conftest import build_approved
 
 PROJECT_APPS = ("memweb", "orbs", "evaluation", "annotation")
 # The code's own choices, whatever a form offers: `javascript:` in a link field, markup elsewhere.
@@ -30,7 +31,7 @@ SHAPE_KEYS = {"role", "type", "kind", "status", "id"}
 class World(Owned):
     """One object of each kind in the default workspace, and a little more than the matrix needs:
     a played run with simulated feedback (episodes, transcripts, memories, scores), an Orb with
-    review history, a feedback profile, a saved view, a health probe."""
+    review history, a DMRM source memory, a feedback profile, a saved view, a health probe."""
 
     def __init__(self, admin):
         super().__init__(Workspace.objects.get(pk=default_workspace_id()), admin)
@@ -74,6 +75,7 @@ class World(Owned):
             self.url(route)
         for name in ("run", "orb", "experience", "episode", "assignment", "feedback_task", "webhook"):
             getattr(self, name)
+        build_approved(self.bank, name="hostile source")
 
 
 def page_routes() -> list[Route]:

@@ -82,8 +82,7 @@ NOT_SHOWN = {
     "orbs.RetrievalLog.client": STATE, "orbs.RetrievalLog.context": STATE, "orbs.RetrievalLog.filters": NO_PAGE,
     "orbs.RetrievalLog.hits": NO_ROWS, "orbs.RetrievalLog.outcome_episode_ref": STATE,
     "orbs.RetrievalLog.query": STATE, "orbs.RetrievalLog.rewritten_query": STATE,
-    "orbs.SourceMemory.approval_note": NO_PAGE, "orbs.SourceMemory.name": NO_ROWS,
-    "orbs.SourceMemory.source_domain": NO_ROWS,
+    "orbs.SourceMemory.approval_note": NO_PAGE,
 }
 
 FIELDS = [field for field in text_fields() if field_label(field) not in NOT_WRITABLE]
