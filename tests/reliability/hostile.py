@@ -1,5 +1,5 @@
-"""What the probe tests share: one object of every kind a page names (the workspace matrix's
-`Owned`, with a played run and review history added), the real URL of every page route, and a
+"""What the probe tests share (stored payloads, CSRF, injection): one object of every kind a page
+names (the workspace matrix's `Owned`, with a played run and review history added), the real URL of every page route, and a
 stored payload written into every free-text column of every model, found by introspection so a
 field added later is probed without anyone listing it."""
 from functools import cached_property
@@ -14,16 +14,17 @@ from django.urls import get_resolver, reverse
 from evaluation.feedback.models import FeedbackProfile
 from evaluation.runs.services import run_drive, run_launch
 from memweb.models import SavedView, TaskProbe, Workspace, default_workspace_id
-from orbs.services import orb_edit, orb_reject
+from orbs.services import orb_edit, orb_from_episode, orb_reject
 from tests.memweb.test_roles import PUBLIC_PAGES, _walk
 from tests.memweb.test_workspace_matrix import Owned, Route
 from tests.orbs.conftest import success_trajectory
 from tests.orbs.dmrm.conftest import build_approved
 
 PROJECT_APPS = ("memweb", "orbs", "evaluation", "annotation")
-# The code's own choices, whatever a form offers: `javascript:` in a link field, markup elsewhere.
+# Whatever a form would refuse: `javascript:` in a link field, markup (and a markdown link) elsewhere.
 # Each payload starts with a marker naming its field, so a page showing it proves the field rendered.
-MARKUP = "\"'></textarea></title></script><img src=x onerror=window.__xss=1><script>window.__xss=1</script>"
+MARKUP = ("\"'></textarea></title></script><img src=x onerror=window.__xss=1><script>window.__xss=1</script>"
+          "[markdown](javascript:window.__xss=1)")  # instructions are markdown
 LINK = "javascript:window.__xss=1//"
 SHAPE_KEYS = {"role", "type", "kind", "status", "id"}
 
@@ -39,22 +40,16 @@ class World(Owned):
     @cached_property
     def run(self):
         spec = {"name": "hostile run", "task_set": self.task.task_set.name, "task_ids": [self.task.external_id],
-                "trials": 1, "memory_mode": "memorb",
-                "per_turn": False, "feedback_enabled": True}
+                "trials": 1, "memory_mode": "memorb", "per_turn": False, "feedback_enabled": True}
         return run_drive(run=run_launch(spec=spec, user=self.admin))
 
     @cached_property
     def orb(self):
         orb = super().orb
         orb_edit(orb_id=orb.pk, expected_version=orb.version, actor=self.admin, outcome="Check the order first.")
-        rejected = self.orb_of("The lamp is the wrong colour.")
+        rejected = orb_from_episode(bank=self.bank, trajectory=success_trajectory("The lamp is the wrong colour.")).orb
         orb_reject(orb_id=rejected.pk, expected_version=rejected.version, actor=self.admin, reason="not actionable")
         return orb
-
-    def orb_of(self, text: str):
-        from orbs.services import orb_from_episode
-
-        return orb_from_episode(bank=self.bank, trajectory=success_trajectory(text)).orb
 
     @cached_property
     def extras(self) -> dict:
