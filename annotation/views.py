@@ -95,7 +95,8 @@ ITEM_FILTERS = ("q", "language", "task_format", "domain", "stage")
 
 
 def _detail_context(request, campaign: Campaign, **extra) -> dict:
-    filters = {name: request.GET.get(name, "").strip() for name in ITEM_FILTERS}
+    # PostgreSQL text holds no NUL: left in, a NUL in a filter made the page a 500.
+    filters = {name: request.GET.get(name, "").replace("\x00", "").strip() for name in ITEM_FILTERS}
     items = services.items_browse(campaign=campaign, **filters)
     return {
         **_progress_context(campaign),

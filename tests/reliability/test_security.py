@@ -29,6 +29,9 @@ from tests.annotation.test_blindness import (  # noqa: F401  (assignment is a fi
     assignment,
 )
 from tests.memweb.test_roles import APIS, PAGES, PUBLIC_PAGES, ApiRoute, _call_page
+from tests.memweb.test_workspace_matrix import BODIES, Route
+from tests.reliability.hostile import World, page_routes, page_url
+from tests.reliability.test_backup_restore import database_snapshot
 from tests.support.processes import ROOT, database_url_for_tests, subprocess_env
 
 SECURITY_HEADERS = {
@@ -126,39 +129,73 @@ def test_it_sends_hsts_and_secure_cookies_with_the_production_variables():
 
 # --- CSRF -------------------------------------------------------------------------------------------
 
-def _page_urls() -> dict[str, str]:
-    """Every page the matrix checks (the API's docs included), plus the public ones (sign in and out)."""
-    return {route.name: route.url for route in PAGES} | {name: reverse(name) for name in PUBLIC_PAGES}
+def _page_urls(world: World) -> dict[str, str]:
+    """Every page of the URL configuration with real objects in its path (the API's docs included),
+    plus the public ones (sign in and out)."""
+    return {route.label: page_url(world, route) for route in page_routes()} | {
+        name: reverse(name) for name in PUBLIC_PAGES}
 
 
-@pytest.mark.django_db
-def test_it_refuses_a_post_without_a_csrf_token_on_every_page(role_admin_user):
-    """Signed in as an admin (every role check passes), so a 403 here can only be the CSRF check:
-    it runs before the view, on GET-only pages too."""
-    browser = Client(enforce_csrf_checks=True)
-    browser.force_login(role_admin_user)
-    answers = {name: browser.post(url, {"name": "x"}) for name, url in _page_urls().items()}
-    accepted = {name: response.status_code for name, response in answers.items()
-                if response.status_code != 403 or CSRF_PAGE_REFUSAL not in response.content.decode()}
-    assert not accepted, accepted
-    assert {"login", "logout", "api_key_create", "api_key_revoke"} <= answers.keys()
+def _served_unsafe_operations(client: Client) -> list[Route]:
+    """(method, path) of every unsafe operation the served OpenAPI schema lists."""
+    schema = client.get(reverse("api:openapi-json")).json()
+    return [Route(f"{method.upper()} {path}", method.upper(), path, tuple(re.findall(r"\{(\w+)\}", path)), ())
+            for path, operations in schema["paths"].items() for method in operations
+            if method.upper() in UNSAFE_METHODS]
 
 
 PROTECTED_APIS = [route for route in APIS if route.roles is not None]
 UNSAFE_APIS = [route for route in PROTECTED_APIS if route.method in UNSAFE_METHODS]
+# The matrix's valid bodies, by the schema's spelling of a path.
+VALID_BODIES = {re.sub(r"\{\w+:", "{", label): body for label, body in BODIES.items()}
+
+
+def _changed_tables(before: dict) -> list[str]:
+    after = database_snapshot()
+    return sorted(label for label in after.keys() | before.keys() if after.get(label) != before.get(label))
+
+
+@pytest.fixture
+def csrf_probe(role_admin_user):
+    """Objects behind every path, and a browser signed in as an admin (every role check passes, so a
+    403 can only be the CSRF check) that sends no token."""
+    world = World(role_admin_user)
+    world.build()
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(role_admin_user)
+    return world, browser
 
 
 @pytest.mark.django_db
-def test_it_refuses_every_unsafe_api_call_by_session_without_a_csrf_token(role_admin_user):
-    browser = Client(enforce_csrf_checks=True)
-    browser.force_login(role_admin_user)
-    accepted = {}
-    for route in UNSAFE_APIS:
-        response = _api_call(browser, route)
-        if response.status_code != 403 or "CSRF" not in response.json()["detail"]:
-            accepted[f"{route.method} {route.url}"] = response.status_code
+def test_it_refuses_a_post_without_a_csrf_token_on_every_page_and_changes_nothing(csrf_probe):
+    """The check runs before the view, on GET-only pages too; real objects in each path, so the view
+    would act on one if the check let the request through."""
+    world, browser = csrf_probe
+    urls = _page_urls(world)
+    before = database_snapshot()
+    answers = {name: browser.post(url, {"name": "x", "reason": "x", "expected_version": 1}) for name, url in urls.items()}
+    accepted = {name: response.status_code for name, response in answers.items()
+                if response.status_code != 403 or CSRF_PAGE_REFUSAL not in response.content.decode()}
     assert not accepted, accepted
-    assert len(UNSAFE_APIS) >= 10
+    assert _changed_tables(before) == []
+    assert {"login", "logout", "api_key_create", "api_key_revoke", "orbs:approve", "evaluation:run_cancel"} <= answers.keys()
+
+
+@pytest.mark.django_db
+def test_it_refuses_every_unsafe_api_operation_by_session_without_a_csrf_token_and_changes_nothing(csrf_probe):
+    """Every unsafe operation of the served schema, with real objects and a valid body (so it would
+    reach its effect)."""
+    world, browser = csrf_probe
+    operations = [(route, world.url(route)) for route in _served_unsafe_operations(browser)]
+    before, accepted = database_snapshot(), {}
+    for route, url in operations:
+        body = json.dumps(VALID_BODIES.get(route.label, {}))
+        response = browser.generic(route.method, url, body, "application/json")
+        if response.status_code != 403 or "CSRF" not in response.json()["detail"]:
+            accepted[route.label] = response.status_code
+    assert not accepted, accepted
+    assert _changed_tables(before) == []
+    assert len(operations) == len(UNSAFE_APIS) >= 10  # the schema serves what the URL configuration routes
 
 
 @pytest.mark.django_db
