@@ -632,14 +632,20 @@ def bank_copy(*, source: MemoryBank, name: str, progress=None) -> MemoryBank:
     left out: their callers copy them with their own services (a run's set-up calls
     dmrm_memory_copy next), and copying them here too would write each row twice.
     `progress`: a job's, as bank_import takes it."""
-    lines = bank_export(bank=source, with_parts=False)
-    if progress is not None:
-        lines = list(lines)
-        progress(0, len(lines) + 1, f"Copying {len(lines) - 1} lines of “{source.name}”")
-    report = bank_import(lines=lines, name=name, progress=progress, workspace=source.workspace, keep_review=True)
+    report, _ = _copy_import(source, name=name, workspace=source.workspace, progress=progress, with_parts=False)
     if not report.ok:
         raise OrbsError(_first_problem(report))
     return MemoryBank.objects.get(name=name)
+
+
+def _copy_import(source: MemoryBank, *, name: str, workspace, progress, with_parts: bool) -> tuple[ImportReport, int]:
+    """`source` imported as `name` through its export, keeping its review state (a copy is this
+    server's own decisions); with the number of lines copied. `progress` hears the lines' count first."""
+    lines = list(bank_export(bank=source, with_parts=with_parts))
+    if progress is not None:
+        progress(0, len(lines) + 1, f"Copying {len(lines) - 1} lines of “{source.name}”")
+    report = bank_import(lines=lines, name=name, progress=progress, workspace=workspace, keep_review=True)
+    return report, len(lines)
 
 
 def _first_problem(report: ImportReport) -> str:
@@ -707,11 +713,9 @@ def bank_copy_job(context: JobContext, *, source_id: int, name: str) -> dict:
         raise JobFailed("the bank to copy no longer exists")
     if MemoryBank.objects.filter(name=name).exists():
         raise JobFailed(f"a bank called {name!r} was created meanwhile; copy under another name")
-    lines = list(bank_export(bank=source))
-    context.progress(0, len(lines) + 1, f"Copying {len(lines) - 1} lines of “{source.name}”")
-    report = bank_import(lines=lines, name=name, progress=context.progress, workspace=context.workspace,
-                         keep_review=True)
+    report, lines = _copy_import(source, name=name, workspace=context.workspace, progress=context.progress,
+                                 with_parts=True)
     if not report.ok:
         raise JobFailed(f"Nothing was copied: {_first_problem(report)}")
-    context.progress(len(lines) + 1, message=f"Copied {report.orbs} Orbs and {report.events} review events")
+    context.progress(lines + 1, message=f"Copied {report.orbs} Orbs and {report.events} review events")
     return _bank_result(report)

@@ -26,8 +26,8 @@ def run_cancel(*, run: EvaluationRun, user=None) -> None:
         if not EvaluationRun.objects.filter(pk=run.pk, status__in=EvaluationRun.ACTIVE).update(
                 status=Status.CANCELLED, status_message=f"cancelled{who}", finished_at=timezone.now(),
                 watch_until=None):
-            raise RunActionError(f"run #{run.pk} is {run.get_status_display()}; only a queued, running or waiting "
-                                 "run can be cancelled")
+            raise RunActionError(f"run #{run.pk} is {run.get_status_display()}; only a preparing, queued, running "
+                                 "or waiting run can be cancelled")
         run_cancelled_settle(run_id=run.pk)
     run_finished_announce(run_id=run.pk)
 

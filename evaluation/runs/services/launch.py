@@ -240,4 +240,6 @@ def run_prepare_job(context: JobContext, *, run_id: int, spec: dict) -> dict:
         raise _refused(run, f"the bank {parsed.bank_source!r} to copy no longer exists") from None
     except RunLaunchError as exc:
         raise _refused(run, str(exc)) from None
+    except Exception as exc:  # the job fails; so must the run, or it would stay "preparing" for ever
+        raise _refused(run, f"the copy of bank {parsed.bank_source!r} failed: {type(exc).__name__}: {exc}") from exc
     return result

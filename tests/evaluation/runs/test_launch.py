@@ -159,6 +159,21 @@ def test_it_takes_the_copy_an_interrupted_job_made_and_copies_nothing_twice(
     assert MemoryBank.objects.count() == 2
 
 
+def test_a_bank_copy_that_breaks_fails_its_run_instead_of_leaving_it_preparing(
+        api, team_memory, monkeypatch, django_capture_on_commit_callbacks):
+    answer, _ = _launched(api, django_capture_on_commit_callbacks, bank_source="team-memory", trials=1)
+    run = EvaluationRun.objects.get(pk=answer.json()["id"])
+
+    def breaks(**kwargs):
+        raise RuntimeError("no space left on device")
+    monkeypatch.setattr(launch_module, "run_bank_copy", breaks)
+    job_execute(job_id=run_preparation_job(run=run).pk)
+
+    run.refresh_from_db()
+    assert run.status == EvaluationRun.Status.FAILED
+    assert "no space left on device" in run.status_message and run_preparation_job(run=run).status == "failed"
+
+
 def test_it_resumes_a_run_cancelled_while_copying_its_bank_only_once_the_copy_is_done(
         api, team_memory, django_capture_on_commit_callbacks):
     answer, _ = _launched(api, django_capture_on_commit_callbacks, bank_source="team-memory", trials=1)
