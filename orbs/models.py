@@ -171,6 +171,8 @@ class EpisodeRecord(models.Model):
     submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
+    claimed_by = models.CharField(max_length=255, blank=True,
+                                  help_text="The worker process reflecting it (memweb.services.worker_claimant).")
     finished_at = models.DateTimeField(null=True, blank=True)
     message_sent_at = models.DateTimeField(
         null=True, blank=True,

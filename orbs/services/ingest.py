@@ -16,6 +16,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from memweb.errors import problems_of
+from memweb.services import claims_stale, worker_liveness_window
 from orbs.backends import BackendResult
 from orbs.backends.emotion import emotion_tag, emotion_text
 from orbs.backends.reflector import RECENT_REFLECTIONS_M, ReflectionStyle, reflection_write
@@ -266,8 +267,15 @@ def _unsent(now) -> Q:
     worker that died; the sync path claims its own at once, well within UNSENT_AFTER."""
     no_recent_message = Q(message_sent_at__isnull=True) | Q(message_sent_at__lt=now - STALE_CLAIM_AFTER)
     waiting = Q(status=EpisodeRecord.Status.QUEUED, created_at__lt=now - UNSENT_AFTER)
-    abandoned = Q(status=EpisodeRecord.Status.RUNNING, started_at__lt=now - STALE_CLAIM_AFTER)
-    return no_recent_message & (waiting | abandoned)
+    return no_recent_message & (waiting | Q(status=EpisodeRecord.Status.RUNNING) & _claim_dead(now))
+
+
+def _claim_dead(now) -> Q:
+    """A reflection claim no live worker process holds (memweb.services.claims_stale: at once for a
+    worker restarted under its name), or one older than any reflection takes (the synchronous path's
+    claims name no worker: a web request that died rolled its claim back with it)."""
+    named = ~Q(claimed_by="") & claims_stale(field="claimed_by", at="started_at", grace=worker_liveness_window())
+    return named | Q(started_at__lt=now - STALE_CLAIM_AFTER)
 
 
 def episodes_send_unsent() -> int:
@@ -291,23 +299,22 @@ def episodes_send_unsent() -> int:
     return sent
 
 
-def _claim(ingest_id: int) -> bool:
-    """Take the episode unless another worker holds a fresh claim or it is finished
+def _claim(ingest_id: int, worker: str) -> bool:
+    """Take the episode unless a live worker holds it or it is finished
     (a re-delivered task is harmless: the Orb's hash makes ingest idempotent)."""
     now = timezone.now()
-    claimable = Q(status=EpisodeRecord.Status.QUEUED) | Q(
-        status=EpisodeRecord.Status.RUNNING, started_at__lt=now - STALE_CLAIM_AFTER
-    )
+    claimable = Q(status=EpisodeRecord.Status.QUEUED) | Q(status=EpisodeRecord.Status.RUNNING) & _claim_dead(now)
     return bool(
         EpisodeRecord.objects.filter(claimable, pk=ingest_id).update(
-            status=EpisodeRecord.Status.RUNNING, started_at=now, attempts=F("attempts") + 1
+            status=EpisodeRecord.Status.RUNNING, started_at=now, claimed_by=worker, attempts=F("attempts") + 1
         )
     )
 
 
-def episode_reflect(*, ingest_id: int) -> EpisodeRecord:
-    """Turn a stored episode into its Orb; a failure is recorded on the episode, never raised."""
-    if _claim(ingest_id):
+def episode_reflect(*, ingest_id: int, worker: str = "") -> EpisodeRecord:
+    """Turn a stored episode into its Orb; a failure is recorded on the episode, never raised.
+    `worker`: the claimant a worker's task claims it under (empty in a web request)."""
+    if _claim(ingest_id, worker):
         record = EpisodeRecord.objects.select_related("bank").get(pk=ingest_id)
         try:
             _ingest(bank=record.bank, trajectory=trajectory_parse(record.trajectory), episode=record)

@@ -7,7 +7,9 @@ import pytest
 from django.utils import timezone
 
 from memweb.embeddings import embedder
+from memweb.models import WorkerHeartbeat
 from memweb.registry import worker_beats
+from memweb.services import worker_claimant
 from orbs.errors import InvalidTrajectory
 from orbs.models import EpisodeRecord, MemoryBank, Orb, RetrievalLog, ReviewEvent
 from orbs.schemas import TrajectoryIn
@@ -124,6 +126,24 @@ def test_the_worker_beat_sends_an_episode_again_once_its_worker_died_holding_it(
     assert record.status == EpisodeRecord.Status.DONE and record.attempts == 1
     _worker_beat()  # done: nothing more to send
     assert EpisodeRecord.objects.get(pk=record.pk).attempts == 1
+
+
+def test_the_worker_beat_takes_back_at_once_an_episode_a_restarted_worker_held_but_not_a_live_ones(bank):
+    """A reflection claimed by a worker restarted under the same name (its instance's row gone) is sent
+    again at the next beat, not after ten minutes; one held by a live worker's process is left alone."""
+    now = timezone.now()
+    WorkerHeartbeat.objects.create(instance="live", hostname="celery@host", pid=10, processes=[11],
+                                   started_at=now, seen_at=now)
+    held = {}
+    for name, claimant in (("dead", worker_claimant(hostname="celery@host", instance="gone", pid=11)),
+                           ("live", worker_claimant(hostname="celery@host", instance="live", pid=11))):
+        record = episode_submit(bank=bank, trajectory=TrajectoryIn.model_validate(trajectory()), queue=False)
+        EpisodeRecord.objects.filter(pk=record.pk).update(status=EpisodeRecord.Status.RUNNING, started_at=now,
+                                                          claimed_by=claimant, message_sent_at=None)
+        held[name] = record.pk
+    _worker_beat()
+    statuses = dict(EpisodeRecord.objects.values_list("pk", "status"))
+    assert (statuses[held["dead"]], statuses[held["live"]]) == (EpisodeRecord.Status.DONE, EpisodeRecord.Status.RUNNING)
 
 
 def test_it_records_why_an_episode_could_not_be_reflected(bank):
