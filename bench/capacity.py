@@ -48,7 +48,8 @@ def load_average() -> str:
 def api(base_url: str, key: str, method: str, path: str, **kwargs) -> dict:
     answer = requests.request(method, base_url + path, headers={"Authorization": f"Bearer {key}"}, timeout=120,
                               **kwargs)
-    answer.raise_for_status()
+    if answer.status_code >= 300:
+        raise SystemExit(f"{method} {path}: {answer.status_code} {answer.text[:500]}")
     return answer.json()
 
 
@@ -57,7 +58,8 @@ def episodes_per_second(cluster: Cluster, key: str, *, memory: str, tasks: int, 
     A MemOrb run starts from a fresh bank, as the protocol's first trial does."""
     node = cluster.nodes[0]
     memory_fields = {"memory_mode": "memorb", "per_turn": True} if memory == "memorb" else {}
-    ids = [f"shop-app-{n:03d}" for n in range(1, tasks + 1)]
+    ids = [external_id for (external_id,) in cluster.sql(
+        "SELECT external_id FROM evaluation_task ORDER BY external_id LIMIT %s", (tasks,))]
     began = time.perf_counter()
     run = api(node.base_url, key, "post", "/api/evaluation/runs/", json={
         "name": f"capacity ({memory})", "task_ids": ids, "trials": trials, "concurrency": 8, **memory_fields})

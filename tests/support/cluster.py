@@ -34,9 +34,11 @@ class Node:
         return f"http://127.0.0.1:{self.port}"
 
     def web_start(self, *, workers: int = 1) -> None:
+        """gunicorn as docs/DEPLOYMENT.md runs it: each process embeds with its share of the cores."""
+        torch_threads = str(max(1, (os.cpu_count() or 1) // workers))
         self.web = _spawn([sys.executable, "-m", "gunicorn", "memweb.wsgi", "--bind", f"127.0.0.1:{self.port}",
                            "--workers", str(workers), "--threads", "4", "--config", "python:memweb.gunicorn_conf"],
-                          self.env, self._log("web"))
+                          self.env | {"OMP_NUM_THREADS": torch_threads}, self._log("web"))
         wait_until(self._web_answers, timeout=180, message=f"{self.name}'s web server to answer")
 
     def worker_start(self, *, concurrency: int = 1) -> None:
