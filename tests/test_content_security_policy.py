@@ -89,5 +89,5 @@ def test_no_page_breaks_the_policy(browser_page, live_server, role_admin_user, o
     assert page.locator("#run-rows .progress-bar").first.evaluate("bar => bar.style.width") == "100%"
     # The check can see a violation: an inline style added now is refused, and reported.
     page.evaluate("document.head.appendChild(document.createElement('style')).textContent = 'body {}'")
-    page.wait_for_function("window.cspViolations.length > 0")
+    page.wait_for_function("() => window.cspViolations.length > 0")
     assert page.evaluate("window.cspViolations")[0].startswith("style-src")

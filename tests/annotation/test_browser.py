@@ -108,12 +108,13 @@ def test_it_excludes_an_annotator_and_takes_it_back(browser_page, live_server, o
     row = page.locator("tr[data-annotator='demo-always-a']")
     before = page.get_by_role("table", name="Agreement per criterion").locator("tbody tr").first.inner_text()
     row.get_by_role("button", name="Exclude").click()
-    page.wait_for_function("document.querySelector(\"tr[data-annotator='demo-always-a']\").classList.contains('row-excluded')")
+    excluded = "document.querySelector(\"tr[data-annotator='demo-always-a']\").classList.contains('row-excluded')"
+    page.wait_for_function(f"() => {excluded}")
     assert "by an operator" in row.inner_text()
     from annotation.models import Participant
     assert Participant.objects.get(campaign=campaign, annotator__username="demo-always-a").standing == "excluded"
     row.get_by_role("button", name="Include again").click()
-    page.wait_for_function("!document.querySelector(\"tr[data-annotator='demo-always-a']\").classList.contains('row-excluded')")
+    page.wait_for_function(f"() => !{excluded}")
     after = page.get_by_role("table", name="Agreement per criterion").locator("tbody tr").first.inner_text()
     assert after == before  # the same judgments count again
 

@@ -78,7 +78,7 @@ def test_the_dashboard_draws_its_charts_and_links_what_needs_attention(browser_p
     login(page, live_server, operator_user)
     page.goto(live_server.url + HOME)
     # Chart.js drew every trend on its canvas (no CDN: served as a static file).
-    page.wait_for_function("document.querySelectorAll('canvas[data-drawn=true]').length === 2")
+    page.wait_for_function("() => document.querySelectorAll('canvas[data-drawn=true]').length === 2")
     assert page.evaluate("Object.keys(Chart.instances).length") == 2  # success by mode and by model
     assert page.locator("[data-empty]").count() == 1  # no priced calls here: the cost chart says so
     # An attention count links to the runs it counts.

@@ -12,7 +12,8 @@ from tests.reliability.hostile import World, field_label, page_routes, page_url,
 # Columns no person, agent or model writes: memweb fills them itself, so they are left as they are.
 HASH = "a hash, key or token memweb computes"
 CONFIGURED = "the name of a backend, model or endpoint from the server's own configuration"
-WORKER = "a worker's host name"
+WORKER = "a worker's host name, instance id or process ids"
+CALLER = "the credential memweb records a request under: an API key's or a session's id"
 CODE = "a name from the code: a role, job kind, event, list page or suppression mode"
 NOT_WRITABLE = {
     "auth.User.password": HASH, "memweb.ApiKey.prefix": HASH, "memweb.ApiKey.key_hash": HASH,
@@ -33,6 +34,9 @@ NOT_WRITABLE = {
     "evaluation.Trial.claimed_by": WORKER, "evaluation.RunEpisode.claimed_by": WORKER,
     "memweb.LLMCall.role": CODE, "memweb.Job.kind": CODE, "memweb.WebhookDelivery.event": CODE,
     "memweb.SavedView.list_name": CODE, "orbs.HistoryEntry.kind": CODE, "orbs.DMRMRetrievalLog.suppression_mode": CODE,
+    "memweb.WorkerHeartbeat.instance": WORKER, "memweb.WorkerHeartbeat.processes": WORKER,
+    "orbs.EpisodeRecord.claimed_by": WORKER, "memweb.AuthFailure.scope": CODE, "memweb.AuthFailure.subject": HASH,
+    "memweb.SigningKeyFingerprint.fingerprint": HASH, "memweb.IdempotentRequest.caller": CALLER,
 }
 # Columns no page showed in the probe world, with the reason; the test fails when one of them is
 # shown after all (so this list only shrinks) and names any other column no page showed.
@@ -54,7 +58,7 @@ NOT_SHOWN = {
     "evaluation.EpisodeFeedback.reasoning": STATE, "evaluation.EpisodeFeedback.rounds": NO_ROWS,
     "evaluation.EvaluationRun.agent_config": STATE, "evaluation.EvaluationRun.dmrm_config": NO_ROWS,
     "evaluation.EvaluationRun.imported_from": STATE, "evaluation.EvaluationRun.metrics": NO_ROWS,
-    "evaluation.EvaluationRun.pins": NO_PAGE, "evaluation.EvaluationRun.task_pks": NO_ROWS,
+    "evaluation.EvaluationRun.task_pks": NO_ROWS,
     "evaluation.FeedbackCurve.feedback_episode_ids": NO_PAGE, "evaluation.FeedbackCurve.points": NO_ROWS,
     "evaluation.FeedbackCurve.test_task_pks": NO_ROWS, "evaluation.RegradeScore.reward_breakdown": NO_ROWS,
     "evaluation.RunEpisode.error": STATE, "evaluation.RunEpisode.imported_feedback": NO_PAGE,

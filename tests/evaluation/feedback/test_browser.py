@@ -30,7 +30,7 @@ def test_it_draws_the_curves_and_redraws_the_histogram_for_another_selection(
     assert "0 episodes with feedback" in page.locator("#rates").inner_text()
     page.get_by_label("Domain").select_option("appliances")
     page.locator("#histogram-chart").wait_for()
-    page.wait_for_function(f"({DRAWN})('histogram-chart')")
+    page.wait_for_function(f"() => ({DRAWN})('histogram-chart')")
     assert "6 episodes with feedback" in page.locator("#rates").inner_text()
     assert "domain=appliances" in page.url and errors == []
 

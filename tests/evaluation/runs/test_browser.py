@@ -32,7 +32,7 @@ def test_it_launches_a_run_and_its_charts_fill_in(browser_page, live_server, ope
 
     with celery_worker(worker_env(), concurrency=2, hostname="runs-browser@%h"):
         expect(page.locator("#run-status")).to_contain_text("completed", timeout=180_000)
-    page.wait_for_function("document.getElementById('chart-pass-k').dataset.points === '2'")
+    page.wait_for_function("() => document.getElementById('chart-pass-k').dataset.points === '2'")
     assert _points(page, "chart-per-trial") == 2 and _points(page, "chart-cumulative") == 2
     expect(page.locator("#run-counts")).to_contain_text("4 of 4 episodes finished")
     expect(page.locator("#feedback-title")).to_be_visible()

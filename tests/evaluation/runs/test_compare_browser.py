@@ -24,7 +24,7 @@ def test_it_compares_two_runs_sorts_the_flips_and_opens_a_transcript(browser_pag
     pair = page.locator(f"#pair-{memory.pk}")
     expect(pair.locator(".verdict")).to_contain_text("95 % CI")
     expect(page.locator(f"#pair-{memory.pk}-pass-k tbody tr")).to_have_count(3)
-    page.wait_for_function("Chart.getChart('chart-per-trial').data.datasets.length >= 2")
+    page.wait_for_function("() => Chart.getChart('chart-per-trial').data.datasets.length >= 2")
     SHOTS.mkdir(exist_ok=True)
     page.screenshot(path=str(SHOTS / "compare.png"), full_page=True)
 

@@ -106,7 +106,7 @@ def test_the_action_buttons_cancel_and_resume(operator, launch):
     run.refresh_from_db()
     assert run.status == "cancelled" and "operator" in run.status_message
     response = operator.post(reverse("evaluation:run_cancel", args=[run.pk]), follow=True)
-    assert "only a queued, running or waiting run can be cancelled" in response.content.decode()
+    assert "only a preparing, queued, running or waiting run can be cancelled" in response.content.decode()
     operator.post(reverse("evaluation:run_resume", args=[run.pk]))
     run.refresh_from_db()
     assert run.status == "queued"  # never started: it is queued again

@@ -228,7 +228,7 @@ def test_cancel_stops_the_run_and_resume_finishes_it(launch, settings):
     # Nothing is left "running": the unplayed episodes and both trials say cancelled.
     assert run.run_episodes.filter(status=RunEpisode.Status.CANCELLED).count() == 2
     assert list(run.trial_rows.values_list("status", flat=True)) == [Trial.Status.CANCELLED] * 2
-    with pytest.raises(RunActionError, match="only a queued, running or waiting"):
+    with pytest.raises(RunActionError, match="only a preparing, queued, running or waiting"):
         run_cancel(run=run)
 
     run_resume(run=run)
