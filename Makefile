@@ -15,7 +15,7 @@ llm-smoke:
 	scripts/llm_smoke.sh
 
 # Opt-in: memweb on two nodes (one PostgreSQL over TCP, one redis, two web + worker pairs), about
-# three to five minutes; docs/DEPLOYMENT.md.
+# one minute on a quiet machine, two to four under load; docs/DEPLOYMENT.md.
 test-two-nodes:
 	scripts/bootstrap.sh
 	.venv/bin/python -m pytest tests/reliability/test_two_nodes.py -m two_nodes -p no:xdist -rA
