@@ -13,6 +13,8 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 echo "memweb: ruff check"
 .venv/bin/ruff check .
-# Two processes (pytest-xdist), each with its own test database: the suite is mostly waiting on
-# browsers, workers and the database, so two halve much of it even on two cores.
-exec .venv/bin/python -m pytest --numprocesses "${MEMWEB_TEST_PROCESSES:-2}" "$@"
+# Three processes (pytest-xdist), each with its own test database: the suite is mostly waiting on
+# browsers, workers and the database, so even two cores take a third. Work stealing: the few
+# minute-long tests (real workers and `serve` killed and restarted) would otherwise leave one
+# process working alone at the end.
+exec .venv/bin/python -m pytest --numprocesses "${MEMWEB_TEST_PROCESSES:-3}" --dist worksteal "$@"
