@@ -1,20 +1,9 @@
 """The evaluation JSON API: tasks, import/export and single episodes, for operators only."""
 import json
 
-import pytest
-
 from evaluation.models import Episode, TaskSet
-from memweb.models import ApiKey
 
 API = "/api/evaluation"
-
-
-@pytest.fixture
-def agent(client, operator_user):
-    """A client authenticated like a program: an operator's API key, no session."""
-    _, secret = ApiKey.issue(user=operator_user, name="agent-dev")
-    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {secret}"
-    return client
 
 
 def post(client, url, payload):

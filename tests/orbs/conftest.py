@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from memweb.models import ApiKey
 from orbs.models import Orb
 from orbs.schemas import TRAJECTORY_EXAMPLE
 from orbs.services import bank_get_or_create, orb_approve, orb_from_episode
@@ -48,14 +47,6 @@ def make_orb(bank):
         return orb
 
     return make
-
-
-@pytest.fixture
-def agent(client, operator_user):
-    """A client that authenticates like an agent program: with an API key, no session."""
-    _, secret = ApiKey.issue(user=operator_user, name="agent")
-    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {secret}"
-    return client
 
 
 def post(client, url, payload, **extra):

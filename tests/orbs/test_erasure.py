@@ -5,13 +5,14 @@ import json
 import pytest
 from django.db import connection
 
-from memweb.jobs import JobContext, job_execute
+from memweb.jobs import job_execute
 from memweb.models import Job
 from orbs.dialogues.services import dialogue_from_trajectory
 from orbs.models import BankEvent, Orb
 from orbs.services import bank_policy_update, bank_resolve
 from orbs.services.erasure import customer_key_sha256
 from tests.orbs.conftest import post, success_trajectory
+from tests.support.jobs import WorkerDied, job_worker_dies_at
 
 API = "/api/orbs"
 ALICE, BOB = "alice-7q2x", "bob-3k9w"
@@ -167,27 +168,17 @@ def test_it_reports_the_erasure_bank_by_bank_and_keeps_the_key_out_of_the_job(ag
     assert ALICE not in json.dumps([stored.title, stored.payload, stored.result, stored.message]) and stored.upload == ""
 
 
-class WorkerDied(BaseException):
-    """A worker killed between two banks: nothing of the job function runs after it."""
-
-
 def test_it_erases_the_rest_when_the_job_is_redelivered_and_records_no_bank_twice(
         agent, two_customers, monkeypatch, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks():  # queued; the worker below runs it
         accepted = post(agent, f"{API}/banks/{two_customers}/erasures", {"customer_key": ALICE, "every_bank": True})
     job_id = accepted.json()["id"]
-    real_progress = JobContext.progress
-
-    def dies_after_the_first_bank(context, done, total=None, message=""):
-        real_progress(context, done, total, message)
-        if done == 1:
-            raise WorkerDied
-    monkeypatch.setattr(JobContext, "progress", dies_after_the_first_bank)
+    job_worker_dies_at(monkeypatch, done=1)  # after the first bank
     with pytest.raises(WorkerDied):
         job_execute(job_id=job_id)
     assert BankEvent.objects.filter(job_id=job_id).count() == 1
     assert Orb.objects.filter(customer_key=ALICE).count() == 1  # the copy's, not yet erased
-    monkeypatch.setattr(JobContext, "progress", real_progress)
+    monkeypatch.undo()
 
     job_execute(job_id=job_id)  # the message re-delivered to another worker
 

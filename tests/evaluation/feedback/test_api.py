@@ -4,17 +4,9 @@ import json
 import pytest
 
 from evaluation.feedback.models import CalibrationSetting, EpisodeFeedback
-from memweb.models import ApiKey
 from tests.evaluation.feedback.conftest import CONTRADICTORY, PEOPLE, make_run, plant_campaign, play_many
 
 API = "/api/evaluation/feedback"
-
-
-@pytest.fixture
-def agent(client, operator_user):
-    _, secret = ApiKey.issue(user=operator_user, name="feedback-agent")
-    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {secret}"
-    return client
 
 
 def post(client, url, payload):

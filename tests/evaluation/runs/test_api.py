@@ -2,21 +2,11 @@
 cancel, resume, retry, export and import."""
 import json
 
-import pytest
-
 from evaluation.runs.models import EvaluationRun
 from evaluation.runs.services import run_drive
-from memweb.models import ApiKey
 from tests.evaluation.runs.conftest import spec
 
 API = "/api/evaluation/runs"
-
-
-@pytest.fixture
-def agent(client, operator_user):
-    _, secret = ApiKey.issue(user=operator_user, name="runs-api")
-    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {secret}"
-    return client
 
 
 def post(client, url, payload=None):

@@ -10,18 +10,10 @@ from evaluation.models import Episode
 from evaluation.runs.models import EvaluationRun, FeedbackCurve, FeedbackMemory
 from evaluation.runs.services import CurveLaunchError, curve_drive, curve_launch, run_drive
 from evaluation.runs.services import curve as curve_module
-from memweb.models import ApiKey
 from orbs.models import Orb
 from tests.evaluation.runs.conftest import spec
 
 API = "/api/evaluation/runs"
-
-
-@pytest.fixture
-def agent(client, operator_user):
-    _, secret = ApiKey.issue(user=operator_user, name="feedback-modes")
-    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {secret}"
-    return client
 
 
 def _orbs_of_trial(run, number: int):

@@ -12,10 +12,11 @@ from evaluation.runs.services import launch as launch_module
 from evaluation.runs.services.launch import run_preparation_job
 from evaluation.services import episode_run, episode_trajectory
 from memweb.jobs import job_execute
-from memweb.models import ApiKey, Job
+from memweb.models import Job
 from orbs.models import MemoryBank, Orb
 from orbs.services import bank_get_or_create, orb_from_episode
 from tests.evaluation.runs.conftest import prepared, spec
+from tests.support.jobs import WorkerDied
 
 BAD_SPECS = [
     ({"trials": 3, "pass_k": 5}, "pass_k", "Pass^k with k=5 needs at least 5 trials; the run has 3"),
@@ -94,23 +95,16 @@ def team_memory(builtin):
     return source
 
 
-@pytest.fixture
-def api(client, operator_user):
-    _, secret = ApiKey.issue(user=operator_user, name="runs-api")
-    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {secret}"
-    return client
-
-
-def _launched(api, capture, **overrides):
+def _launched(agent, capture, **overrides):
     """POST a launch; the job it queues is held (not run) and handed back with the answer."""
     with capture() as queued:
-        answer = api.post("/api/evaluation/runs/", json.dumps(spec(**overrides)), content_type="application/json")
+        answer = agent.post("/api/evaluation/runs/", json.dumps(spec(**overrides)), content_type="application/json")
     return answer, queued
 
 
 def test_it_answers_202_and_copies_the_bank_in_a_job_that_then_queues_the_run(
-        api, operator_user, client, team_memory, django_capture_on_commit_callbacks):
-    answer, queued = _launched(api, django_capture_on_commit_callbacks, bank_source="team-memory", trials=1)
+        agent, operator_user, client, team_memory, django_capture_on_commit_callbacks):
+    answer, queued = _launched(agent, django_capture_on_commit_callbacks, bank_source="team-memory", trials=1)
 
     assert answer.status_code == 202, answer.content
     body = answer.json()
@@ -131,13 +125,9 @@ def test_it_answers_202_and_copies_the_bank_in_a_job_that_then_queues_the_run(
     assert run_drive(run=run).status == EvaluationRun.Status.COMPLETED
 
 
-class WorkerDied(BaseException):
-    """A worker killed after the bank's copy committed, before the rest of the set-up."""
-
-
 def test_it_takes_the_copy_an_interrupted_job_made_and_copies_nothing_twice(
-        api, team_memory, monkeypatch, django_capture_on_commit_callbacks):
-    answer, _ = _launched(api, django_capture_on_commit_callbacks, bank_source="team-memory", trials=1)
+        agent, team_memory, monkeypatch, django_capture_on_commit_callbacks):
+    answer, _ = _launched(agent, django_capture_on_commit_callbacks, bank_source="team-memory", trials=1)
     run = EvaluationRun.objects.get(pk=answer.json()["id"])
     job = run_preparation_job(run=run)
 
@@ -160,8 +150,8 @@ def test_it_takes_the_copy_an_interrupted_job_made_and_copies_nothing_twice(
 
 
 def test_a_bank_copy_that_breaks_fails_its_run_instead_of_leaving_it_preparing(
-        api, team_memory, monkeypatch, django_capture_on_commit_callbacks):
-    answer, _ = _launched(api, django_capture_on_commit_callbacks, bank_source="team-memory", trials=1)
+        agent, team_memory, monkeypatch, django_capture_on_commit_callbacks):
+    answer, _ = _launched(agent, django_capture_on_commit_callbacks, bank_source="team-memory", trials=1)
     run = EvaluationRun.objects.get(pk=answer.json()["id"])
 
     def breaks(**kwargs):
@@ -175,8 +165,8 @@ def test_a_bank_copy_that_breaks_fails_its_run_instead_of_leaving_it_preparing(
 
 
 def test_it_resumes_a_run_cancelled_while_copying_its_bank_only_once_the_copy_is_done(
-        api, team_memory, django_capture_on_commit_callbacks):
-    answer, _ = _launched(api, django_capture_on_commit_callbacks, bank_source="team-memory", trials=1)
+        agent, team_memory, django_capture_on_commit_callbacks):
+    answer, _ = _launched(agent, django_capture_on_commit_callbacks, bank_source="team-memory", trials=1)
     run = EvaluationRun.objects.get(pk=answer.json()["id"])
     run_cancel(run=run)
 
@@ -190,7 +180,7 @@ def test_it_resumes_a_run_cancelled_while_copying_its_bank_only_once_the_copy_is
     assert run_drive(run=EvaluationRun.objects.get(pk=run.pk)).status == EvaluationRun.Status.COMPLETED
 
 
-def test_it_refuses_an_unknown_bank_before_any_job(api, builtin, django_capture_on_commit_callbacks):
-    answer, queued = _launched(api, django_capture_on_commit_callbacks, bank_source="no-such-bank")
+def test_it_refuses_an_unknown_bank_before_any_job(agent, builtin, django_capture_on_commit_callbacks):
+    answer, queued = _launched(agent, django_capture_on_commit_callbacks, bank_source="no-such-bank")
     assert answer.status_code == 422 and "no memory bank 'no-such-bank'" in answer.content.decode()
     assert not Job.objects.exists() and not EvaluationRun.objects.exists() and not queued

@@ -12,6 +12,7 @@ from evaluation.models import Episode, Task, TaskSet
 from evaluation.runs.services import run_drive, studies
 from memweb.jobs import JobContext, job_execute
 from memweb.models import ApiKey, Job
+from tests.support.jobs import WorkerDied, job_worker_dies_at
 
 
 @pytest.fixture
@@ -71,10 +72,6 @@ def test_it_refuses_an_episode_without_simulated_feedback_before_making_anything
     assert not Campaign.objects.filter(name="Empty").exists()  # nothing to add, so no campaign made either
 
 
-class WorkerDied(BaseException):
-    """A worker killed between two batches: nothing of the job function runs after it."""
-
-
 @pytest.fixture
 def small_batches(monkeypatch):
     """Batches of 2, and the old per-request cap (200) down to 2: a run's episodes take several batches."""
@@ -111,18 +108,12 @@ def test_it_adds_the_rest_when_the_job_is_redelivered_and_nothing_twice(client, 
         client.post(reverse("evaluation:run_keep", args=[feedback_run.pk, "campaign"]),
                     {"which": "all", "new_campaign": "Whole run"})
     job = Job.objects.get()
-    real_progress = JobContext.progress
-
-    def dies_after_the_first_batch(context, done, total=None, message=""):
-        real_progress(context, done, total, message)
-        if done == 2:
-            raise WorkerDied
-    monkeypatch.setattr(JobContext, "progress", dies_after_the_first_batch)
+    job_worker_dies_at(monkeypatch, done=2)  # after the first batch
     with pytest.raises(WorkerDied):
         job_execute(job_id=job.pk)
     campaign = Campaign.objects.get(name="Whole run")
     assert campaign.items.count() == 2
-    monkeypatch.setattr(JobContext, "progress", real_progress)
+    monkeypatch.undo()
 
     job_execute(job_id=job.pk)  # the message re-delivered to another worker
 
