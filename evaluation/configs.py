@@ -53,7 +53,8 @@ class AgentConfig(_Config):
     context_tokens: int | None = Field(
         default=None, ge=1024, le=1_000_000,
         description="LLM agent only: the context window its prompt and answer must fit (oldest turns are dropped, the "
-                    "system prompt kept); empty: no cap, except a run without memory gets the paper's 4096")
+                    "system prompt kept); empty: no cap, except that a run's LLM agent gets the paper's 4096, "
+                    "with memory or without")
 
     @model_validator(mode="after")
     def _rates_are_probabilities(self):

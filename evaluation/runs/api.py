@@ -140,6 +140,8 @@ class RunOut(RunSummaryOut):
     reflection_style: str
     preset: str
     withhold_probability: float
+    measures_memory_effects: bool = Field(description="Launched in the effect-measurement mode (memory_effects): "
+                                                      "retrieved memories were withheld at random")
     dmrm_config: dict
     seed: int
     max_turns: int
@@ -278,11 +280,25 @@ class FlipOut(Schema):
     difference: float | None
 
 
+class SettingDifferenceOut(Schema):
+    setting: str
+    run: str = Field(description="The run's value")
+    baseline: str = Field(description="The baseline's value")
+    refuses: bool = Field(description="A difference that refuses the comparison unless accept_differences=true; "
+                                      "otherwise it only widens or dilutes the measured difference (a warning)")
+
+
 class RunPairOut(Schema):
     run: int
     baseline: int
     success: DifferenceOut
-    verdict: str
+    verdict: str = Field(description="The result, then what was measured: replayed or held-out tasks, all or the "
+                                     "shared ones, which settings were equal and which were not")
+    measures: str = Field(description="What was measured, the verdict's second sentence")
+    equal: list[str] = Field(description="Identity settings both runs had equal")
+    differences: list[SettingDifferenceOut] = Field(description="Identity settings the runs differ in")
+    shared_tasks: int | None = Field(description="Compared on this many tasks both runs share (shared_tasks=true); "
+                                                 "null: on all their tasks")
     test: str
     pass_k: list[PassKDifferenceOut]
     per_trial: list[TrialDifferenceOut]
@@ -316,6 +332,11 @@ class CompareQuery(Schema):
         default="original", description="regraded: a stale run's current re-grade instead of its original scores")
     allow_stale: bool = Field(default=False, description="Compare runs scored against different task or reward "
                                                          "versions anyway (refused with 409 otherwise)")
+    shared_tasks: bool = Field(default=False, description="Runs with different task lists: compare them on the "
+                                                          "tasks all of them share (refused with 409 otherwise)")
+    accept_differences: bool = Field(
+        default=False, description="Compare runs that differ in a setting other than their memory (context window, "
+                                   "turn limit, agent, customer...) anyway; each verdict names the differences")
 
 
 def _flip(row: dict) -> dict:
@@ -332,7 +353,9 @@ def _pair(pair: dict) -> dict:
             auth=RUNS_READ)
 def run_compare(request, query: Query[CompareQuery]):
     """Each run against the oldest (the baseline): paired intervals, p-values, verdict and the flip table.
-    409 when the runs may not be compared (different tasks, agents, customers; no finished trial), and
+    409 when the runs may not be compared (a setting other than memory differs: agent, context window,
+    customer, turn limit... unless `accept_differences=true`; different tasks, unless `shared_tasks=true`
+    and they share some; no finished trial), and
     when their scores answer to different task or reward versions (a stale run beside a fresh one):
     the detail names the stale runs and what changed; `scores=regraded` compares their re-grades,
     `allow_stale=true` compares anyway (`stale` still lists them)."""
@@ -340,15 +363,24 @@ def run_compare(request, query: Query[CompareQuery]):
     if len(runs) < 2:
         raise HttpError(422, "compare needs two different runs")
     try:
-        comparison = runs_compare(runs=runs, sort=query.sort, scores=query.scores)
+        comparison = runs_compare(runs=runs, sort=query.sort, scores=query.scores, shared=query.shared_tasks,
+                                  accept_differences=query.accept_differences)
     except RunsNotComparable as exc:
-        raise HttpError(409, f"These runs cannot be compared: {exc}") from None
+        raise HttpError(409, f"These runs cannot be compared: {exc}{_comparable_remedy(exc)}") from None
     scoring = comparison["scoring"]
     if scoring["mixed"] and not query.allow_stale:
         raise HttpError(409, _stale_refusal(scoring))
     return {"runs": [run.pk for run in runs], "baseline": runs[0].pk, "sort": comparison["sort"],
             "scores": scoring["scores"], "mixed": scoring["mixed"], "stale": scoring["stale"],
             "pairs": [_pair(pair) for pair in comparison["pairs"]]}
+
+
+def _comparable_remedy(exc: RunsNotComparable) -> str:
+    if exc.shared_tasks:
+        return f". Compare them on the {exc.shared_tasks} shared tasks with shared_tasks=true"
+    if exc.acceptable:
+        return ". Compare them anyway, with the differences named in the verdict, with accept_differences=true"
+    return ""
 
 
 def _stale_refusal(scoring: dict) -> str:

@@ -89,11 +89,16 @@ class RunLaunchForm(forms.Form):
                          help_text="Sets memory and k or the reflection style as the paper's ablation does.")
     per_turn = _spec_field(forms.BooleanField, "per_turn", required=False, label="Retrieve before every turn",
                            help_text="Off: once per episode, before the first answer.")
+    memory_effects = _spec_field(forms.BooleanField, "memory_effects", required=False,
+                                 label="Measure each memory's effect",
+                                 help_text="Effect measurement: retrieved Orbs and experiences are withheld at random, "
+                                           "so this run's memory arm sees fewer memories than a plain one. Off for "
+                                           "runs meant to be compared.")
     withhold_probability = _spec_field(forms.FloatField, "withhold_probability", required=False,
                                        label="Withhold probability",
-                                       help_text="Chance that a retrieved Orb is kept out of an episode's prompt "
-                                                 "(decided once per episode and Orb from the seed), so each "
-                                                 "memory's effect can be measured; 0 serves every memory.")
+                                       help_text="Effect measurement only: chance that a retrieved Orb is kept out of "
+                                                 "an episode's prompt (decided once per episode and Orb from the "
+                                                 "seed); 0 with effect measurement on means 0.2.")
     bank_source = forms.ModelChoiceField(queryset=banks_all(), to_field_name="slug", required=False,
                                          empty_label="a fresh, empty bank", label="Start from",
                                          help_text="The run works on its own copy; the source is never changed.")
@@ -140,7 +145,8 @@ class RunLaunchForm(forms.Form):
         in), so the launch checks still look at the rest and every problem shows in one answer."""
         data = self.cleaned_data
         plain = ("name", "domain", "split", "memory_mode", "memory_k", "approved_only", "same_customer_only",
-                 "per_turn", "trials", "pass_k", "seed", "max_turns", "concurrency", "review_gate", "feedback_enabled")
+                 "per_turn", "memory_effects", "trials", "pass_k", "seed", "max_turns", "concurrency", "review_gate",
+                 "feedback_enabled")
         # Left empty, the spec's default applies (as for a field an older page did not post).
         optional = ("withhold_probability", "reflection_style", "preset", "feedback_memory", "feedback_rounds")
         given = {**{name: data[name] for name in plain if name in data},

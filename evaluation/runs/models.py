@@ -147,6 +147,11 @@ class EvaluationRun(models.Model):
         return self.memory_mode in (MemoryMode.DMRM, MemoryMode.BOTH)
 
     @property
+    def measures_memory_effects(self) -> bool:
+        """Launched in the effect-measurement mode: some retrieved memories were withheld at random."""
+        return self.withhold_probability > 0
+
+    @property
     def uses_dialogues(self) -> bool:
         """A naive-RAG baseline: the run's memory is its raw past dialogues."""
         return self.memory_mode in NAIVE_RAG_KINDS

@@ -298,18 +298,30 @@ def _scores_param(comparison: dict | None) -> list[tuple[str, str]]:
     return [("scores", "regraded")] if comparison and comparison["scoring"]["regrades"] else []
 
 
+# Asked-for ways to compare runs that would be refused: on their shared tasks, despite named differences.
+COMPARE_OPTIONS = (("shared", "shared"), ("accept", "accept_differences"))
+
+
+def _compare_options(request) -> dict[str, bool]:
+    return {argument: request.GET.get(param) == "1" for param, argument in COMPARE_OPTIONS}
+
+
 @require_GET
 @role_required(Role.OPERATOR)
 def run_compare(request):
     """The oldest chosen run is the baseline; runs that may not be compared are refused with the reason."""
-    runs, comparison, refusal = _compared_runs(request), None, ""
+    runs, comparison, refused, options = _compared_runs(request), None, None, _compare_options(request)
     if len(runs) >= 2:
         try:
-            comparison = runs_compare(runs=runs, sort=request.GET.get("sort", ""), scores=request.GET.get("scores", ""))
+            comparison = runs_compare(runs=runs, sort=request.GET.get("sort", ""), scores=request.GET.get("scores", ""),
+                                      **options)
         except RunsNotComparable as exc:
-            refusal = str(exc)
+            refused = exc
     choices = in_workspace(EvaluationRun, request.workspace).filter(metrics__isnull=False)[:100]
+    runs_query = urlencode([("runs", run.pk) for run in runs] + _scores_param(comparison) +
+                           [(param, "1") for param, argument in COMPARE_OPTIONS if options[argument]])
     context = {"runs": runs, "choices": choices,
-               "comparison": comparison, "refusal": refusal, "sorts": FLIP_SORTS, "flip_columns": FLIP_COLUMNS,
-               "runs_query": urlencode([("runs", run.pk) for run in runs] + _scores_param(comparison))}
-    return render(request, "evaluation/runs/compare.html", context, status=409 if refusal else 200)
+               "comparison": comparison, "refusal": str(refused or ""), "refused": refused, "sorts": FLIP_SORTS,
+               "flip_columns": FLIP_COLUMNS,
+               "runs_query": runs_query}
+    return render(request, "evaluation/runs/compare.html", context, status=409 if refused else 200)

@@ -5,67 +5,247 @@ table sorted on the server, every task's trials linked to their transcripts.
 Runs scored against different versions of their tasks (or of the reward code) are compared only
 with that said: `runs_scoring` names the stale runs and what changed, and `scores="regraded"`
 compares the stale runs' current re-grades instead of their original scores.
+
+Whether runs may be compared is read from the run spec's roles (spec.SETTING_ROLES): a difference
+in a memory setting is what a comparison measures; a difference in an identity setting would be
+measured as the memory's effect, so it refuses the comparison (or, for the few that only widen or
+dilute it, warns), and either is named in the verdict sentence. Runs that share only some of their
+tasks are compared on the shared ones when asked (`shared=True`).
 """
-from evaluation.metrics import paired_metrics
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from evaluation.configs import AgentConfig, CustomerConfig
+from evaluation.metrics import paired_metrics, run_metrics
+from evaluation.models import Task
 from evaluation.runs.models import EvaluationRun, RunRegrade
 from evaluation.runs.services.pins import change_summary, run_regrade_current, run_staleness
 from evaluation.runs.services.regrade import regrade_verdicts
 from evaluation.runs.services.results import CHART_SERIES, Verdicts, run_charts, run_heatmap, run_matrix
+from evaluation.runs.services.spec import SettingRole, settings_of_role
 
 SCORES = ("original", "regraded")
 
 
 class RunsNotComparable(ValueError):
-    """The runs differ in something other than what a comparison is for; the message says what."""
+    """The runs differ in something other than what a comparison is for; the message says what.
+    `shared_tasks`: how many tasks all the runs share when their task lists differ (a comparison on
+    those may be asked for); `acceptable`: every refusing difference may be accepted explicitly."""
+
+    def __init__(self, message: str, *, shared_tasks: int = 0, acceptable: bool = False):
+        super().__init__(message)
+        self.shared_tasks, self.acceptable = shared_tasks, acceptable
 
 
-# What may differ between compared runs is their memory (and seed, name, concurrency); a difference
-# in any of these would be measured as a memory effect, so it refuses the comparison.
-def _identity(run: EvaluationRun) -> dict[str, object]:
-    agent, customer = run.agent_config or {}, run.customer_config or {}
-    return {
-        "task set": run.task_set.name if run.task_set else (run.imported_from or "none"),
-        "task selection": (run.task_domain, run.task_split, sorted(run.task_ids)),
-        "tasks": sorted(run.task_pks) or sorted(set(run.run_episodes.values_list("task_key", flat=True))),
-        "agent backend": agent.get("backend", run.agent_backend),
-        "agent model": (agent.get("model"), sorted((agent.get("error_rates") or {}).items())),
-        "customer backend": customer.get("backend"),
-        "customer model": customer.get("model"),
-        "turn limit": run.max_turns,
-    }
+@dataclass(frozen=True)
+class IdentitySetting:
+    """One setting compared arms must agree on: its name in messages, how a run row gives its value
+    (None: unknown for this run, e.g. before it was recorded, and then not compared) and whether a
+    difference only warns."""
+
+    label: str
+    read: Callable[[EvaluationRun], object]
+    warns: bool = False
 
 
-def _pinned_versions(run: EvaluationRun) -> set[tuple[int, int]]:
-    return set(run.task_pins.values_list("task_id", "version"))
+TASKS = "tasks"
+WITHHOLDING = "withholding (effect measurement)"
+_AGENT_LABELS = {"backend": "agent backend", "error_rates": "agent error rates", "max_steps": "agent step limit",
+                 "max_tokens": "agent max tokens", "context_tokens": "agent context window"}
+_CUSTOMER_LABELS = {"backend": "customer backend", "max_tokens": "customer max tokens"}
 
 
-def _same_task_versions(run: EvaluationRun, baseline: EvaluationRun) -> None:
+def _task_keys(run: EvaluationRun) -> tuple[str, ...]:
+    """The run's tasks by external id: those its selection resolved to, or an imported run's."""
+    if run.task_pks:
+        return tuple(sorted(Task.objects.filter(pk__in=run.task_pks).values_list("external_id", flat=True)))
+    return tuple(sorted(set(run.run_episodes.values_list("task_key", flat=True))))
+
+
+def _task_set(run: EvaluationRun) -> str:
+    return run.task_set.name if run.task_set else (run.imported_from or "none")
+
+
+def _config_value(run: EvaluationRun, column: str, name: str, default: object) -> object:
+    """A field of the stored agent or customer config; a field stored before it existed had its default."""
+    value = (getattr(run, column) or {}).get(name, default)
+    return sorted(value.items()) if isinstance(value, dict) else value
+
+
+def _config_settings(config, column: str, labels: dict[str, str]) -> list[IdentitySetting]:
+    settings = []
+    for name, info in config.model_fields.items():
+        default = info.get_default(call_default_factory=True)
+        settings.append(IdentitySetting(labels.get(name, f"{column.split('_')[0]} {name.replace('_', ' ')}"),
+                                        lambda run, n=name, d=default: _config_value(run, column, n, d)))
+    return settings
+
+
+def _agent_backend(run: EvaluationRun) -> str:
+    return (run.agent_config or {}).get("backend", run.agent_backend)
+
+
+def _pinned_model(role: str) -> Callable[[EvaluationRun], object]:
+    """The LLM model a run's role was pinned to at launch; None for a scripted backend or a run from
+    before pins (unknown: not compared)."""
+    return lambda run: ((run.pins or {}).get(role) or {}).get("model")
+
+
+# How each identity setting of the run spec reads back from a run row (its columns today). A test
+# fails on an identity setting without a reader here, so a new one cannot be left uncompared.
+SPEC_READERS: dict[str, list[IdentitySetting]] = {
+    "task_set": [IdentitySetting("task set", _task_set)],
+    "domain": [IdentitySetting(TASKS, _task_keys)],
+    "split": [IdentitySetting(TASKS, _task_keys)],
+    "task_ids": [IdentitySetting(TASKS, _task_keys)],
+    "agent": [IdentitySetting("agent backend", _agent_backend),
+              *[s for s in _config_settings(AgentConfig, "agent_config", _AGENT_LABELS) if s.label != "agent backend"]],
+    "customer": _config_settings(CustomerConfig, "customer_config", _CUSTOMER_LABELS),
+    "max_turns": [IdentitySetting("turn limit", lambda run: run.max_turns)],
+    # Withholding leaves the compared memory arm fewer memories: it dilutes an effect, never makes one.
+    "memory_effects": [IdentitySetting(WITHHOLDING, lambda run: run.withhold_probability, warns=True)],
+    "withhold_probability": [IdentitySetting(WITHHOLDING, lambda run: run.withhold_probability, warns=True)],
+    # Another seed or trial count is another sample of the same arm (trials are paired by number).
+    "trials": [IdentitySetting("trials", lambda run: run.trials, warns=True)],
+    "seed": [IdentitySetting("seed", lambda run: run.seed, warns=True)],
+    "feedback_enabled": [IdentitySetting("simulated feedback", lambda run: run.feedback_enabled)],
+    "feedback_rounds": [IdentitySetting("feedback rounds",
+                                        lambda run: run.feedback_rounds if run.feedback_enabled else 0)],
+}
+# Not settings of the spec but of the deployment at launch, as the run's pins recorded them.
+RECORDED = [
+    IdentitySetting("agent model", _pinned_model("agent")),
+    IdentitySetting("customer model", _pinned_model("customer")),
+    IdentitySetting("embedding model", lambda run: run.bank.embedding_model if run.bank_id else None),
+]
+
+
+def identity_settings() -> list[IdentitySetting]:
+    """The settings compared runs must agree on, one per label, from the spec's identity fields."""
+    by_label = {}
+    for name in settings_of_role(SettingRole.IDENTITY):
+        for setting in SPEC_READERS[name]:
+            by_label.setdefault(setting.label, setting)
+    for setting in RECORDED:
+        by_label.setdefault(setting.label, setting)
+    return list(by_label.values())
+
+
+def _shown(value: object) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, tuple):
+        return f"{len(value)} tasks"
+    if isinstance(value, list):
+        return ", ".join(f"{k} {v}" for k, v in value) or "none"
+    return str(value)
+
+
+@dataclass
+class ArmsCheck:
+    """One run against the baseline: the settings both had, those they differ in, the tasks compared."""
+
+    equal: list[str]
+    differences: list[dict]
+    tasks: set[str]
+    shared: bool
+
+    def as_dict(self) -> dict:
+        return {"equal": self.equal, "differences": self.differences, "shared_tasks": len(self.tasks) if self.shared
+                else None}
+
+
+def runs_differences(run: EvaluationRun, baseline: EvaluationRun) -> tuple[list[str], list[dict], tuple, tuple]:
+    """(labels of equal settings, differences, the run's tasks, the baseline's tasks). A difference:
+    {"setting", "run", "baseline", "refuses"}; tasks are checked apart (they may be narrowed to the
+    shared ones) and not in the differences."""
+    equal, differences, tasks = [], [], ((), ())
+    for setting in identity_settings():
+        value, base = setting.read(run), setting.read(baseline)
+        if setting.label == TASKS:
+            tasks = value, base
+        elif setting in RECORDED and (value is None or base is None):
+            continue
+        elif value == base:
+            equal.append(setting.label)
+        else:
+            differences.append({"setting": setting.label, "run": _shown(value), "baseline": _shown(base),
+                                "refuses": not setting.warns})
+    return equal, differences, *tasks
+
+
+def _difference_text(difference: dict) -> str:
+    return f"{difference['setting']} ({difference['run']} against {difference['baseline']})"
+
+
+def _pinned_versions(run: EvaluationRun, tasks: set[str] | None) -> set[tuple[int, int]]:
+    pins = run.task_pins.all() if tasks is None else run.task_pins.filter(task__external_id__in=tasks)
+    return set(pins.values_list("task_id", "version"))
+
+
+def _same_task_versions(run: EvaluationRun, baseline: EvaluationRun, shared: set[str] | None = None) -> None:
     """Same task ids can hide edited tasks. Runs whose pinned task versions differ are compared with
     that said (`runs_scoring`); otherwise differing fingerprints mean a task was changed without a
     new version (runs launched before versions, or a direct database edit). An imported run from
-    elsewhere has no fingerprint and is taken at its task ids."""
-    pinned = _pinned_versions(run), _pinned_versions(baseline)
-    if all(pinned) and pinned[0] != pinned[1]:
+    elsewhere has no fingerprint and is taken at its task ids. On `shared` tasks only the pins can
+    tell (the fingerprints cover each run's whole task list)."""
+    pinned = _pinned_versions(run, shared), _pinned_versions(baseline, shared)
+    if all(pinned) and (pinned[0] != pinned[1] or shared is not None):
         return
     fingerprints = (run.tasks_fingerprint, baseline.tasks_fingerprint)
+    if shared is not None and all(fingerprints):
+        raise RunsNotComparable(f"run #{run.pk} or run #{baseline.pk} was launched before task versions were "
+                                "pinned: the versions of their shared tasks cannot be checked")
     if all(fingerprints) and fingerprints[0] != fingerprints[1]:
         raise RunsNotComparable(f"run #{run.pk} and run #{baseline.pk} were scored against different versions of "
                                 "their tasks (the tasks were edited or re-imported between them)")
 
 
-def runs_comparable_check(*, runs: list[EvaluationRun]) -> None:
-    """Raise RunsNotComparable naming the first difference from the baseline, or a run with no
-    finished trial."""
-    baseline = _identity(runs[0])
-    for run in runs[1:]:
-        for name, value in _identity(run).items():
-            if value != baseline[name]:
-                raise RunsNotComparable(f"run #{run.pk} and run #{runs[0].pk} have different {name}: "
-                                        "their difference would not be the memory's")
-        _same_task_versions(run, runs[0])
+def runs_comparable_check(*, runs: list[EvaluationRun], shared: bool = False,
+                          accept_differences: bool = False) -> dict[int, ArmsCheck]:
+    """Each later run against the first (the baseline): run id -> ArmsCheck. Raises RunsNotComparable
+    naming every refusing difference (unless `accept_differences`), tasks that differ (unless
+    `shared` and some are shared by all), or a run with no finished trial."""
     for run in runs:
         if not run.metrics_trials:
             raise RunsNotComparable(f"run #{run.pk} has no finished trial yet")
+    baseline, checks = runs[0], {}
+    every = [set(_task_keys(run)) for run in runs]
+    common = set.intersection(*every)
+    narrowed = shared and bool(common) and any(tasks != common for tasks in every)
+    for run in runs[1:]:
+        equal, differences, tasks, base_tasks = runs_differences(run, baseline)
+        refusing = [d for d in differences if d["refuses"]]
+        if refusing and not accept_differences:
+            raise RunsNotComparable(
+                f"run #{run.pk} and run #{baseline.pk} differ in {'; '.join(map(_difference_text, refusing))}: "
+                "the difference would be measured as the memory's", acceptable=True)
+        if tasks != base_tasks and not narrowed:
+            raise RunsNotComparable(
+                f"run #{run.pk} and run #{baseline.pk} have different tasks ({len(tasks)} and {len(base_tasks)}; "
+                f"{len(common)} shared by all the compared runs)", shared_tasks=len(common))
+        _same_task_versions(run, baseline, common if narrowed else None)
+        checks[run.pk] = ArmsCheck(equal + ([] if narrowed else [TASKS]), differences, common, narrowed)
+    return checks
+
+
+def run_measures(run: EvaluationRun) -> str:
+    """What the run's scores measure memory on. Memory written during a run is served back on the same
+    tasks in its later trials: replayed tasks. (A train/test split will add held-out tasks here.)"""
+    return "replayed tasks"
+
+
+def measured_sentence(run: EvaluationRun, baseline: EvaluationRun, check: ArmsCheck) -> str:
+    """What a pair's comparison measured: on which tasks, which memory against which, what was equal
+    and what was not."""
+    measures = {run_measures(run), run_measures(baseline)}
+    on = " and ".join(sorted(measures))
+    scope = f"the {len(check.tasks)} tasks the runs share" if check.shared else f"all {len(check.tasks)} tasks"
+    text = (f"Measured on {on} ({scope}): {run.get_memory_mode_display()} against "
+            f"{baseline.get_memory_mode_display()}; equal: {', '.join(check.equal) or 'nothing checked'}")
+    if check.differences:
+        text += f"; not equal: {'; '.join(map(_difference_text, check.differences))}"
+    return text + "."
 
 
 def _instability(row: dict) -> float:
@@ -119,36 +299,55 @@ def _cells(run: EvaluationRun, regrade: RunRegrade | None) -> dict[str, list]:
     return cells
 
 
-def _charts(run: EvaluationRun, regrade: RunRegrade | None) -> dict:
+def _matrix(run: EvaluationRun, verdicts: dict[int, Verdicts], tasks: set[str]) -> dict:
+    matrix = run_matrix(run=run, trials=run.metrics_trials, verdicts=verdicts.get(run.pk))
+    return {task: results for task, results in matrix.items() if task in tasks}
+
+
+def _charts(run: EvaluationRun, regrade: RunRegrade | None, matrix: dict | None) -> dict:
+    """The run's chart series: its stored ones, a re-grade's, or (on shared tasks, `matrix`) computed
+    over the compared tasks only."""
     chart = run_charts(run=run)
+    if matrix is not None:
+        metrics = run_metrics(matrix, seed=run.seed)
+        name = f"{run.name} ({len(matrix)} shared tasks{', re-graded' if regrade else ''})"
+        return {**chart, "name": name, **{series: metrics[series] for series in CHART_SERIES}}
     if regrade is None or not regrade.metrics:
         return chart
     return {**chart, "name": f"{run.name} (re-graded)", **{name: regrade.metrics[name] for name in CHART_SERIES}}
 
 
-def _pair(run: EvaluationRun, baseline: EvaluationRun, cells: dict[int, dict], verdicts: dict[int, Verdicts],
-          sort: str) -> dict:
-    """`run` (A) against the baseline (B): paired_metrics with each flip row's transcript links."""
-    metrics = paired_metrics(run_matrix(run=run, trials=run.metrics_trials, verdicts=verdicts.get(run.pk)),
-                             run_matrix(run=baseline, trials=baseline.metrics_trials, verdicts=verdicts.get(baseline.pk)),
+def _pair(run: EvaluationRun, baseline: EvaluationRun, check: ArmsCheck, cells: dict[int, dict],
+          verdicts: dict[int, Verdicts], sort: str) -> dict:
+    """`run` (A) against the baseline (B): paired_metrics over the compared tasks with each flip row's
+    transcript links; the verdict says what was measured."""
+    metrics = paired_metrics(_matrix(run, verdicts, check.tasks), _matrix(baseline, verdicts, check.tasks),
                              a_name=f"#{run.pk} {run.name}", b_name=f"#{baseline.pk} {baseline.name}",
                              seed=baseline.seed)
     for row in metrics["flips"]:
         row["a"]["cells"] = cells[run.pk].get(row["task"], [])
         row["b"]["cells"] = cells[baseline.pk].get(row["task"], [])
     metrics["flips"].sort(key=FLIP_SORTS[sort])
-    return {"run": run, "baseline": baseline, **metrics}
+    measured = measured_sentence(run, baseline, check)
+    return {"run": run, "baseline": baseline, **metrics, "verdict": f"{metrics['verdict']} {measured}",
+            "measures": measured, **check.as_dict()}
 
 
-def runs_compare(*, runs: list[EvaluationRun], sort: str = DEFAULT_SORT, scores: str = "original") -> dict:
+def runs_compare(*, runs: list[EvaluationRun], sort: str = DEFAULT_SORT, scores: str = "original",
+                 shared: bool = False, accept_differences: bool = False) -> dict:
     """Each run's chart series and every later run against the first (the baseline), with `scoring`
     (runs_scoring: stale runs and what changed); raises RunsNotComparable first when the runs may
-    not be compared. `scores="regraded"` uses each stale run's current re-grade where it has one."""
-    runs_comparable_check(runs=runs)
+    not be compared (runs_comparable_check: `shared` compares runs with different task lists on the
+    tasks all of them share, `accept_differences` compares despite refusing differences, named in
+    each verdict). `scores="regraded"` uses each stale run's current re-grade where it has one."""
+    checks = runs_comparable_check(runs=runs, shared=shared, accept_differences=accept_differences)
     sort = sort if sort in FLIP_SORTS else DEFAULT_SORT
     scoring = runs_scoring(runs=runs, scores=scores if scores in SCORES else "original")
     regrades = scoring["regrades"]
     verdicts = {pk: regrade_verdicts(regrade=regrade) for pk, regrade in regrades.items()}
     cells = {run.pk: _cells(run, regrades.get(run.pk)) for run in runs}
-    return {"charts": [_charts(run, regrades.get(run.pk)) for run in runs], "sort": sort, "scoring": scoring,
-            "pairs": [_pair(run, runs[0], cells, verdicts, sort) for run in runs[1:]]}
+    narrowed = next((check.tasks for check in checks.values() if check.shared), None)
+    return {"charts": [_charts(run, regrades.get(run.pk), None if narrowed is None else _matrix(run, verdicts, narrowed))
+                       for run in runs],
+            "sort": sort, "scoring": scoring, "shared_tasks": None if narrowed is None else len(narrowed),
+            "pairs": [_pair(run, runs[0], checks[run.pk], cells, verdicts, sort) for run in runs[1:]]}

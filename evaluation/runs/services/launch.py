@@ -7,13 +7,13 @@ from django.core.exceptions import ObjectDoesNotExist
 from django.db import transaction
 from django.utils import timezone
 
-from evaluation.configs import NAIVE_RAG_KINDS, AgentBackend, CustomerBackend
+from evaluation.configs import AgentBackend, CustomerBackend
 from evaluation.models import Domain, Split, Task, TaskSet
 from evaluation.runs.models import EvaluationRun, MemoryMode, Trial
 from evaluation.runs.services.dispatch import work_send
 from evaluation.runs.services.memory import run_bank_copy, run_memory_prepare
 from evaluation.runs.services.pins import run_pins_record
-from evaluation.runs.services.spec import NO_MEMORY_CONTEXT_TOKENS, RunLaunchError, RunSpec, run_spec_parse
+from evaluation.runs.services.spec import LLM_CONTEXT_TOKENS, RunLaunchError, RunSpec, run_spec_parse
 from evaluation.services import BUILTIN_SET, tasks_fingerprint
 from memweb.jobs import JobContext, JobFailed, job_start
 from memweb.llm import role_config
@@ -90,7 +90,7 @@ def _backends(spec: RunSpec, problems: list) -> None:
 def run_launch_check(spec: RunSpec, workspace) -> _Checked:
     """The spec's task set, tasks and starting bank, looked up in `workspace` only; RunLaunchError
     naming each bad field."""
-    problems: list[tuple[str, str]] = spec.preset_conflicts()
+    problems: list[tuple[str, str]] = spec.preset_conflicts() + spec.withholding_conflicts()
     if spec.pass_k is not None and spec.pass_k > spec.trials:
         problems.append(("pass_k", f"Pass^k with k={spec.pass_k} needs at least {spec.pass_k} trials; "
                                    f"the run has {spec.trials}"))
@@ -139,18 +139,18 @@ def _scripted(spec: RunSpec) -> bool:
 
 
 def _agent_config(spec: RunSpec) -> dict:
-    """The agent's settings as the run keeps them: an LLM agent without memory gets the paper's 4k context
-    window unless the spec names one."""
+    """The agent's settings as the run keeps them: an LLM agent gets the paper's 4k context window unless the
+    spec names one, with memory or without, so that memory is the only difference between the arms."""
     config = spec.agent.model_dump()
-    no_memory_llm = spec.agent.backend == AgentBackend.LLM and spec.memory_mode == MemoryMode.NONE
-    if no_memory_llm and config["context_tokens"] is None:
-        config["context_tokens"] = NO_MEMORY_CONTEXT_TOKENS
+    if spec.agent.backend == AgentBackend.LLM and config["context_tokens"] is None:
+        config["context_tokens"] = LLM_CONTEXT_TOKENS
     return config
 
 
 def _withhold_probability(spec: RunSpec) -> float:
-    # Naive RAG withholds nothing (raw dialogues are not Orbs): keep it from showing a probability.
-    return 0.0 if spec.memory_mode in (MemoryMode.NONE, *NAIVE_RAG_KINDS) else spec.withhold_probability
+    # Only the effect-measurement mode withholds; RunSpec.withholding_conflicts refuses it without Orbs or
+    # experiences (naive RAG's raw dialogues are never withheld).
+    return spec.withhold_probability if spec.memory_effects else 0.0
 
 
 def run_launch(*, spec: RunSpec | dict, user=None, workspace=None,

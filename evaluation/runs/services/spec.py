@@ -3,7 +3,7 @@ offers (its fields, defaults and bounds are read from here) and what a run row k
 import pydantic
 from django.db import models
 
-from evaluation.configs import AgentConfig, CustomerConfig, MemoryKind
+from evaluation.configs import NAIVE_RAG_KINDS, AgentConfig, CustomerConfig, MemoryKind
 from evaluation.feedback.services import MAX_FEEDBACK_ROUNDS
 from evaluation.runs.models import FeedbackMemory, ReviewGate, RunPreset
 from memweb.errors import problems_of
@@ -14,9 +14,12 @@ from orbs.services import ReflectionStyle
 MAX_TRIALS = 100
 MAX_CONCURRENCY = 32
 MAX_TURNS = 50
-# A fifth of the retrievals withheld gives each memory a comparison group at a small cost in
-# memory served; above a half, the run mostly measures itself without memory.
-DEFAULT_WITHHOLD_PROBABILITY = 0.2
+# Withholding serves an arm fewer memories than its plain counterpart, so it is off unless a run
+# is launched to measure each memory's effect (memory_effects).
+DEFAULT_WITHHOLD_PROBABILITY = 0.0
+# Effect measurement: a fifth of the retrievals withheld gives each memory a comparison group at a
+# small cost in memory served; above a half, the run mostly measures itself without memory.
+EFFECT_WITHHOLD_PROBABILITY = 0.2
 MAX_WITHHOLD_PROBABILITY = 0.5
 
 
@@ -52,8 +55,9 @@ PRESETS = {
     RunPreset.MEMORB_K1: {"memory_mode": MemoryKind.MEMORB, "memory_k": 1},
     RunPreset.MEMORB_STRUCTURED: {"memory_mode": MemoryKind.MEMORB, "reflection_style": ReflectionStyle.STRUCTURED},
 }
-# The paper's No-Memory baseline: an LLM agent with a 4k-token context window.
-NO_MEMORY_CONTEXT_TOKENS = 4096
+# The paper's agent: an LLM agent with a 4k-token context window, with memory (MemOrb) or without
+# (the No-Memory baseline), so every arm of a comparison gets the same window.
+LLM_CONTEXT_TOKENS = 4096
 
 
 class RunSpec(StrictBody):
@@ -81,10 +85,14 @@ class RunSpec(StrictBody):
         default=None, description="One of the paper's ablations; sets " + "; ".join(
             f"{name}: {', '.join(f'{k}={v}' for k, v in fields.items())}" for name, fields in PRESETS.items()))
     per_turn: bool = True
+    memory_effects: bool = pydantic.Field(
+        default=False, description="Effect-measurement mode: retrieved memories are withheld at random "
+                                   f"(withhold_probability, {EFFECT_WITHHOLD_PROBABILITY} when not given or 0) so each "
+                                   "memory's effect can be measured; off, the agent sees every retrieved memory")
     withhold_probability: float = pydantic.Field(
         default=DEFAULT_WITHHOLD_PROBABILITY, ge=0.0, le=MAX_WITHHOLD_PROBABILITY,
-        description="Chance that a retrieved Orb is kept out of an episode's prompt, decided once per (episode, Orb) "
-                    "from the seed: measures each memory's effect; ignored without memory")
+        description="Effect-measurement mode only: chance that a retrieved Orb is kept out of an episode's prompt, "
+                    "decided once per (episode, Orb) from the seed")
     bank_source: str = pydantic.Field(default="", max_length=200, description="Bank to copy; a fresh bank when empty")
     trials: int = pydantic.Field(default=10, ge=1, le=MAX_TRIALS)
     pass_k: int | None = pydantic.Field(default=None, ge=1, description="Largest k of Pass^k to report")
@@ -110,9 +118,53 @@ class RunSpec(StrictBody):
                 setattr(self, name, value)
         return self
 
+    @pydantic.model_validator(mode="after")
+    def _effect_mode_withholds(self):
+        if self.memory_effects and not self.withhold_probability:
+            self.withhold_probability = EFFECT_WITHHOLD_PROBABILITY
+        return self
+
     def preset_conflicts(self) -> list[tuple[str, str]]:
         return [(name, f"the preset {self.preset} sets {name} to {value}, got {getattr(self, name)}")
                 for name, value in PRESETS.get(self.preset, {}).items() if getattr(self, name) != value]
+
+
+    def withholding_conflicts(self) -> list[tuple[str, str]]:
+        """Withholding only as the explicit effect-measurement mode, and only where there are Orbs or
+        experiences to withhold (naive RAG serves raw dialogues, which are never withheld)."""
+        if self.withhold_probability and not self.memory_effects:
+            return [("withhold_probability", "withholding is the effect-measurement mode: set memory_effects to "
+                                             "true, or leave withhold_probability at 0")]
+        if self.memory_effects and self.memory_mode in (MemoryKind.NONE, *NAIVE_RAG_KINDS):
+            return [("memory_effects", f"effect measurement needs MemOrb or DMRM memory, not {self.memory_mode}")]
+        return []
+
+
+class SettingRole(models.TextChoices):
+    """What a comparison of two runs makes of a difference in a setting (runs.services.compare)."""
+
+    MEMORY = "memory", "the memory configuration under test: what a comparison measures"
+    IDENTITY = "identity", "changes what the agent, customer or tasks do: compared arms must agree"
+    BOOKKEEPING = "bookkeeping", "changes nothing an episode does"
+
+
+_M, _I, _B = SettingRole.MEMORY, SettingRole.IDENTITY, SettingRole.BOOKKEEPING
+# Every RunSpec field by role; a test fails on a field left out, so no new setting can slip past the
+# compare page. Reflection style and the preset are memory: how memories are written is the memory
+# under test (the paper's structured-reflection ablation compares exactly that).
+SETTING_ROLES: dict[str, SettingRole] = {
+    "name": _B, "concurrency": _B, "pass_k": _B,
+    "task_set": _I, "domain": _I, "split": _I, "task_ids": _I, "agent": _I, "customer": _I, "max_turns": _I,
+    "memory_effects": _I, "withhold_probability": _I, "trials": _I, "seed": _I, "feedback_enabled": _I,
+    "feedback_rounds": _I,
+    "memory_mode": _M, "memory_k": _M, "dmrm": _M, "approved_only": _M, "same_customer_only": _M,
+    "reflection_style": _M, "preset": _M, "per_turn": _M, "bank_source": _M, "review_gate": _M,
+    "feedback_memory": _M,
+}
+
+
+def settings_of_role(role: SettingRole) -> list[str]:
+    return [name for name, given in SETTING_ROLES.items() if given == role]
 
 
 class RunLaunchError(ValueError):

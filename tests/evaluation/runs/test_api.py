@@ -81,7 +81,7 @@ def test_it_compares_runs_with_paired_statistics_and_links_the_transcripts(agent
 def test_it_refuses_a_comparison_it_cannot_make(agent, launch):
     one, other = run_drive(run=launch(memory_mode="none")), launch(max_turns=6)
     response = agent.get(f"{API}/compare", {"runs": [one.pk, other.pk]})
-    assert response.status_code == 409 and "different turn limit" in response.json()["detail"]
+    assert response.status_code == 409 and "differ in turn limit (6 against 12)" in response.json()["detail"]
     response = agent.get(f"{API}/compare", {"runs": [one.pk, launch().pk]})
     assert response.status_code == 409 and "no finished trial" in response.json()["detail"]
     assert agent.get(f"{API}/compare", {"runs": [one.pk]}).status_code == 422

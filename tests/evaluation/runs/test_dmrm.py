@@ -157,7 +157,8 @@ def test_each_episode_writes_its_steps_as_it_is_stored_so_the_same_trial_retriev
 
 
 def test_withholding_draws_per_experience_and_logs_served_and_withheld(launch, operator):
-    run = run_drive(run=launch(memory_mode="dmrm", trials=1, per_turn=True, withhold_probability=0.5))
+    run = run_drive(run=launch(memory_mode="dmrm", trials=1, per_turn=True, memory_effects=True,
+                                    withhold_probability=0.5))
     records = [r for row in run.run_episodes.select_related("episode") for r in _dmrm_records(row)]
     withheld = {pk for r in records for pk in r["withheld_ids"]}
     served = {pk for r in records for pk in r["served_ids"]}

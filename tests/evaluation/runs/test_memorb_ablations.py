@@ -6,7 +6,7 @@ from django.urls import reverse
 
 from evaluation.runs.models import EvaluationRun
 from evaluation.runs.services import RunLaunchError, run_drive, run_launch
-from evaluation.runs.services.spec import NO_MEMORY_CONTEXT_TOKENS, RunSpec
+from evaluation.runs.services.spec import LLM_CONTEXT_TOKENS, RunSpec
 from memweb.models import ApiKey
 from orbs.models import Orb
 from tests.evaluation.runs.conftest import spec
@@ -72,12 +72,13 @@ def test_a_structured_run_writes_structured_orbs_and_shows_it(launch, client, op
     assert "structured reflection" in page
 
 
-def test_a_no_memory_llm_run_gets_the_papers_4k_window(builtin, fake_llm, client, operator_user):
+def test_every_llm_arm_gets_the_papers_4k_window_with_memory_or_without(builtin, fake_llm, client, operator_user):
     fake_llm.use_for("actor")
     run = run_launch(spec=spec(name="no memory", memory_mode="none", agent={"backend": "llm"}))
-    assert run.agent_config["context_tokens"] == NO_MEMORY_CONTEXT_TOKENS == 4096
+    assert run.agent_config["context_tokens"] == LLM_CONTEXT_TOKENS == 4096
     memory = run_launch(spec=spec(name="memory", agent={"backend": "llm"}))
-    assert memory.agent_config["context_tokens"] is None
+    assert memory.agent_config["context_tokens"] == 4096  # memory is the only difference between the arms
+    assert run_launch(spec=spec(name="scripted")).agent_config["context_tokens"] is None
     chosen = run_launch(spec=spec(name="8k", memory_mode="none", agent={"backend": "llm", "context_tokens": 8192}))
     assert chosen.agent_config["context_tokens"] == 8192
     client.force_login(operator_user)

@@ -21,10 +21,11 @@ def test_it_records_each_retrievals_outcome_with_the_run_episode_that_used_it(la
         assert log.outcome_episode_ref == episode_ref(row.episode)
 
 
-def test_a_run_with_memory_withholds_a_fifth_of_its_retrievals_by_default_reproducibly(launch, builtin):
+def test_only_the_effect_measurement_mode_withholds_a_fifth_of_the_retrievals_reproducibly(launch, builtin):
     assert launch(memory_mode="none").withhold_probability == 0.0
-    run = launch(trials=2, withhold_probability=0.5)
-    assert launch().withhold_probability == 0.2
+    assert launch().withhold_probability == 0.0  # every arm of a comparison sees all its memories
+    assert launch(memory_effects=True).withhold_probability == 0.2
+    run = launch(trials=2, memory_effects=True, withhold_probability=0.5)
     run = run_drive(run=run)
     rows = list(run.run_episodes.filter(trial__number=2).select_related("episode"))
     hits = [(row, hit) for row in rows for record in row.episode.memories for hit in record["hits"]]
@@ -52,7 +53,7 @@ def test_a_harmful_orb_is_flagged_for_review_within_200_episodes(builtin, operat
     source, bad = _planted_harmful_orb(builtin, tasks[0])
     run = prepared(run_launch(spec={"name": "harmful orb", "task_ids": [t.external_id for t in tasks], "trials": 1,
                                     "memory_mode": "memorb", "per_turn": False, "agent": {"error_rates": {}},
-                                    "bank_source": source.slug}, user=operator_user))
+                                    "bank_source": source.slug, "memory_effects": True}, user=operator_user))
     assert run.withhold_probability == 0.2 and run.episodes_total <= 200
     run = run_drive(run=run)
     planted = Orb.objects.get(bank=run.bank, content_hash=bad.content_hash)

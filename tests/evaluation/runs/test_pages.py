@@ -166,14 +166,14 @@ def test_it_refuses_runs_over_different_tasks_with_the_reason(operator, launch):
     response = operator.get(reverse("evaluation:run_compare"), {"runs": [one.pk, other.pk]})
     assert response.status_code == 409 and response.context["comparison"] is None
     assert "cannot be compared" in response.content.decode()
-    assert "different task selection" in response.context["refusal"]
+    assert "different tasks (2 and 3; 2 shared" in response.context["refusal"]
 
 
 def test_it_refuses_runs_of_different_agents(operator, launch):
     one = run_drive(run=launch(memory_mode="none"))
     other = run_drive(run=launch(agent={"error_rates": {"wrong_tool": 0.1}}))
     response = operator.get(reverse("evaluation:run_compare"), {"runs": [one.pk, other.pk]})
-    assert response.status_code == 409 and "different agent model" in response.context["refusal"]
+    assert response.status_code == 409 and "differ in agent error rates (wrong_tool 0.1 against" in response.context["refusal"]
 
 
 def test_exports_download_and_the_import_page_takes_them_back(operator, two_runs):
