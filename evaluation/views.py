@@ -168,7 +168,9 @@ def _bank_or_404(request, slug: str):
 def _harm_table(request, slug: str, *, rank, template: str):
     """A bank's memories of one kind ranked by `rank` (most harmful first)."""
     bank = _bank_or_404(request, slug)
-    context = {"bank": bank, "rows": rank(bank=bank), "min_retrievals": MIN_RETRIEVALS}
+    # Runs outside the effect-measurement mode withheld nothing: their episodes add no comparison group.
+    unmeasured = bank.evaluation_runs.filter(withhold_probability=0).order_by("pk")
+    context = {"bank": bank, "rows": rank(bank=bank), "min_retrievals": MIN_RETRIEVALS, "unmeasured_runs": unmeasured}
     return render(request, f"evaluation/{template}", context)
 
 

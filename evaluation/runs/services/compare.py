@@ -206,9 +206,6 @@ def runs_comparable_check(*, runs: list[EvaluationRun], shared: bool = False,
     """Each later run against the first (the baseline): run id -> ArmsCheck. Raises RunsNotComparable
     naming every refusing difference (unless `accept_differences`), tasks that differ (unless
     `shared` and some are shared by all), or a run with no finished trial."""
-    for run in runs:
-        if not run.metrics_trials:
-            raise RunsNotComparable(f"run #{run.pk} has no finished trial yet")
     baseline, checks = runs[0], {}
     every = [set(_task_keys(run)) for run in runs]
     common = set.intersection(*every)
@@ -226,6 +223,9 @@ def runs_comparable_check(*, runs: list[EvaluationRun], shared: bool = False,
                 f"{len(common)} shared by all the compared runs)", shared_tasks=len(common))
         _same_task_versions(run, baseline, common if narrowed else None)
         checks[run.pk] = ArmsCheck(equal + ([] if narrowed else [TASKS]), differences, common, narrowed)
+    for run in runs:
+        if not run.metrics_trials:
+            raise RunsNotComparable(f"run #{run.pk} has no finished trial yet")
     return checks
 
 

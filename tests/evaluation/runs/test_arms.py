@@ -61,6 +61,8 @@ def test_a_comparison_refuses_another_context_window_and_names_what_it_measured(
     assert 'id="compare-accept"' in page and "&amp;accept=1" in page
     run_page = client.get(memory.get_absolute_url()).content.decode()
     assert "per-memory effects not measured" in run_page
+    effects = client.get(reverse("evaluation:memory_effects", args=[memory.bank.slug])).content.decode()
+    assert 'id="effects-unmeasured"' in effects and f"Run #{memory.pk} memory</a> did not measure effects" in effects
 
 
 def test_runs_sharing_some_tasks_compare_on_those_when_asked(launch, agent, operator_user):
