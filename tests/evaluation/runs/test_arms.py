@@ -22,7 +22,7 @@ def test_every_run_setting_has_a_role_and_every_identity_setting_is_read_back_fr
             WITHHOLDING, "seed", "embedding model", "agent model"} <= labels
 
 
-def test_withholding_is_only_the_explicit_effect_measurement_mode(builtin, operator_user):
+def test_withholding_is_only_the_explicit_effect_measurement_mode(builtin, operator_user, client):
     assert RunSpec(name="x").withhold_probability == 0.0
     with pytest.raises(RunLaunchError) as refused:
         run_launch(spec=spec(withhold_probability=0.3), user=operator_user)
@@ -33,6 +33,14 @@ def test_withholding_is_only_the_explicit_effect_measurement_mode(builtin, opera
     assert naive.value.problems == [("memory_effects", "effect measurement needs MemOrb or DMRM memory, "
                                                        "not bm25_dialog")]
     assert not EvaluationRun.objects.exists()
+    client.force_login(operator_user)
+    assert 'name="memory_effects"' in client.get(reverse("evaluation:run_new")).content.decode()
+    posted = {"name": "effects", "task_ids": "shop-app-001", "agent": "scripted", "customer": "agenda",
+              "wrong_tool": 0, "wrong_arguments": 0, "result_unused": 0, "memory_mode": "memorb", "memory_k": 5,
+              "trials": 1, "seed": 0, "max_turns": 12, "concurrency": 1, "review_gate": "auto",
+              "withhold_probability": 0, "memory_effects": "on"}
+    assert client.post(reverse("evaluation:run_new"), posted).status_code == 302
+    assert EvaluationRun.objects.get(name="effects").withhold_probability == 0.2
 
 
 def test_a_comparison_refuses_another_context_window_and_names_what_it_measured(launch, client, operator_user):
