@@ -40,8 +40,7 @@ class RunsNotComparable(ValueError):
 @dataclass(frozen=True)
 class IdentitySetting:
     """One setting compared arms must agree on: its name in messages, how a run row gives its value
-    (None: unknown for this run, e.g. before it was recorded, and then not compared) and whether a
-    difference only warns."""
+    and whether a difference only warns (otherwise it refuses unless accepted)."""
 
     label: str
     read: Callable[[EvaluationRun], object]
@@ -112,7 +111,8 @@ SPEC_READERS: dict[str, list[IdentitySetting]] = {
     "feedback_rounds": [IdentitySetting("feedback rounds",
                                         lambda run: run.feedback_rounds if run.feedback_enabled else 0)],
 }
-# Not settings of the spec but of the deployment at launch, as the run's pins recorded them.
+# Not settings of the spec but of the deployment at launch, as the run recorded them; a run that
+# recorded none (from before pins, scripted, without a bank) is not compared on it: unknown, not guessed.
 RECORDED = [
     IdentitySetting("agent model", _pinned_model("agent")),
     IdentitySetting("customer model", _pinned_model("customer")),
@@ -134,8 +134,6 @@ def identity_settings() -> list[IdentitySetting]:
 def _shown(value: object) -> str:
     if value is None:
         return "none"
-    if isinstance(value, tuple):
-        return f"{len(value)} tasks"
     if isinstance(value, list):
         return ", ".join(f"{k} {v}" for k, v in value) or "none"
     return str(value)
