@@ -2,12 +2,14 @@
 variant), the binary model's published figures, and the scorer prompt's 1-10 bands."""
 import numpy as np
 import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 
 from evaluation.feedback import formulas as fm
 from evaluation.feedback.models import EpisodeFeedback
 from evaluation.feedback.params import FeedbackParams
 from evaluation.feedback.prompts import SCORE_BANDS
-from evaluation.feedback.services import feedback_for_episode
+from evaluation.feedback.services import feedback_for_episode, profile_for
 from evaluation.runs.models import EvaluationRun, RunEpisode, Trial
 from evaluation.runs.services import RunSpec
 from tests.evaluation.feedback.conftest import play_episode, play_many
@@ -99,3 +101,23 @@ def test_the_scorer_is_told_what_each_band_of_the_scale_means(fake_llm, failed_e
     for band, meaning in SCORE_BANDS:
         assert f"{band}: {meaning}" in system
     assert [band for band, _ in SCORE_BANDS] == ["1-2", "3-4", "5-6", "7-8", "9-10"]
+
+
+def test_the_migration_keeps_old_runs_calibration_and_makes_per_reply_profiles_short_families(db):
+    run = EvaluationRun.objects.create(name="stored before issue 28", feedback_enabled=True)
+    executor = MigrationExecutor(connection)
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # so ALTER TABLE waits on no deferred checks
+    before = [("evaluation", "0021_run_status_preparing")]
+    executor.migrate(before)
+    old = executor.loader.project_state(before).apps
+    old.get_model("evaluation", "CalibrationSetting").objects.update_or_create(pk=1, defaults={"calibrate_on": "realised"})
+    old.get_model("evaluation", "FeedbackProfile").objects.create(
+        key="gadgets", name="Gadgets customer", persona="p", domain_expertise="d", evaluation_criteria="e",
+        behaviour_rules="b", long_output=None)
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())
+    run.refresh_from_db()
+    assert run.feedback_calibration == "realised"  # what it did: the setting's choice at the time
+    assert profile_for(key="gadgets").long_output is False
+    assert EvaluationRun.objects.create(name="new").feedback_calibration == "reference"
