@@ -30,13 +30,10 @@ class CalibrationForm(forms.Form):
     score_sigma = forms.FloatField(label="Score noise σ", help_text="Gaussian noise on S before actions are drawn.")
     metric = forms.ChoiceField(label="Offline score", choices=CalibrationSetting.Metric.choices)
     use_llm = forms.BooleanField(label="Use the user-simulator and scorer LLMs when configured", required=False)
-    calibrate_on = forms.ChoiceField(
-        label="Calibrate on", choices=CalibrationSetting.CalibrateOn.choices,
-        help_text=f"Realised: a run's episodes are calibrated on the scores of its finished trials once there are "
-                  f"at least {fm.MIN_REALISED_SCORES}; before that, and for episodes outside runs, on p(S) above.")
     binary_low_share = forms.FloatField(
-        label="Binary model: share of low scores", help_text="P(S_low) when there are too few realised scores; "
-        f"{fm.BINARY_LOW_SHARE} gives the paper's P(D|3) ≈ 2.1 % and P(L|9) ≈ 9.9 %.")
+        label="Binary model: share of low scores",
+        help_text="P(S_low) under the reference distribution (and in a run calibrated on its realised scores "
+        f"until it has enough of them); {fm.BINARY_LOW_SHARE} gives the paper's P(D|3) ≈ 2.1 % and P(L|9) ≈ 9.9 %.")
 
     @classmethod
     def for_setting(cls, setting: CalibrationSetting) -> "CalibrationForm":

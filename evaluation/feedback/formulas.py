@@ -19,7 +19,8 @@ DISLIKE_RATE = 0.065 * 0.14
 # Share of S = 1..10 in percent (MemoryBench's reference distribution); normalised before use.
 DEFAULT_SCORE_DISTRIBUTION = (0.02, 0.93, 3.06, 1.93, 0.40, 2.56, 17.5, 32.12, 41.05, 0.43)
 COPY_FACTOR = 4.0
-# MemoryBench counts an answer as long output, worth copying, when it runs past this many tokens.
+# MemoryBench's task formats call a task's output long (its answers worth copying) past this many
+# tokens; the copy rule applies per task family (FeedbackProfile.long_output), not per reply.
 LONG_OUTPUT_TOKENS = 600
 # The binary model's share of low (wrong) answers in the paper's example: with it, P(D|S_low) ≈ 2.1 %
 # and P(L|S_high) ≈ 9.9 % under the default targets.
@@ -183,11 +184,6 @@ def check_probabilities(model: ActionModel) -> None:
                 f"calibration is infeasible: at S={s}, P(L|S)={like:.4f} and P(D|S)={dislike:.4f} "
                 "(sum must stay within 1); the score distribution has too little mass near the "
                 "like/dislike thresholds for the target rates")
-
-
-def is_long_output(tokens: int) -> bool:
-    """The paper's rule for the copy action: only answers over LONG_OUTPUT_TOKENS tokens are copied."""
-    return tokens > LONG_OUTPUT_TOKENS
 
 
 def score_distribution(scores: Iterable[int]) -> tuple[float, ...]:

@@ -25,9 +25,10 @@ class FeedbackProfile(models.Model):
     behaviour_rules = models.TextField()
     language = models.CharField(max_length=40, default="English", help_text="The language the user answers in.")
     long_output = models.BooleanField(
-        null=True, blank=True, default=None,
-        help_text="Empty: the paper's rule, a reply over 600 tokens is long output worth copying (P(copy|S) = "
-                  "4·P(like|S), else 0). Yes/no: every reply of this family is (is not) long output.")
+        default=False,
+        help_text="Whether this task family's outputs are long (MemoryBench: answers that run past 600 tokens, "
+                  "e.g. writing): every reply of a long-output family may be copied (P(copy|S) = 4·P(like|S)), "
+                  "none of a short-output one. Customer-service replies are short.")
     updated_at = models.DateTimeField(default=timezone.now)
     updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")
@@ -47,8 +48,11 @@ class CalibrationSetting(models.Model):
     """A single row (pk 1): the parameters new feedback is generated with."""
 
     class CalibrateOn(models.TextChoices):
-        REALISED = "realised", "the run's own realised scores (reference distribution when too few)"
-        REFERENCE = "reference", "always the reference distribution below"
+        """Where a run takes p(S) from (the run's setting, `EvaluationRun.feedback_calibration`). The
+        reference is the default: calibrating each run on its own scores pins every run's like rate at
+        the target, so likes could no longer rank systems."""
+        REFERENCE = "reference", "the reference distribution (by default MemoryBench's)"
+        REALISED = "realised", "variant: the run's own realised scores (the reference when too few)"
 
     class Metric(models.TextChoices):
         SHOP = "shop", "shop reward breakdown (S = 1..10)"
@@ -66,14 +70,13 @@ class CalibrationSetting(models.Model):
     score_sigma = models.FloatField(default=0.0)
     metric = models.CharField(max_length=16, choices=Metric.choices, default=Metric.SHOP)
     use_llm = models.BooleanField(default=True)
-    calibrate_on = models.CharField(max_length=10, choices=CalibrateOn.choices, default=CalibrateOn.REALISED)
     binary_low_share = models.FloatField(default=FeedbackParams.model_fields["binary_low_share"].default)
     updated_at = models.DateTimeField(default=timezone.now)
     updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")
 
     PARAM_FIELDS = ("s0_like", "s0_dislike", "k_like", "k_dislike", "like_rate", "dislike_rate", "like_shift",
-                    "score_sigma", "metric", "use_llm", "calibrate_on", "binary_low_share")
+                    "score_sigma", "metric", "use_llm", "binary_low_share")
 
     def __str__(self) -> str:
         return f"calibration ({self.distribution_source})"

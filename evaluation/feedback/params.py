@@ -30,10 +30,12 @@ class FeedbackParams(BaseModel):
     like_shift: float = Field(0.0, ge=-10, le=10, description="Noise control: added to S0L (+ selective, - lenient).")
     score_sigma: float = Field(0.0, ge=0, le=10, description="Noise control: std. dev. of the Gaussian added to S.")
     calibrate_on: CalibrateOn = Field(
-        "realised", description="realised: the run's own scores of its finished trials (at least "
-        f"{fm.MIN_REALISED_SCORES}, else the reference); reference: always `distribution`.")
+        "reference", description="reference: always `distribution` (by default MemoryBench's reference p(S), so "
+        "like rates can rank systems); realised (variant): the run's own scores of its finished trials (at least "
+        f"{fm.MIN_REALISED_SCORES}, else the reference), which pins every system's like rate at the target.")
     binary_low_share: float = Field(fm.BINARY_LOW_SHARE, gt=0, lt=1,
-                                    description="Binary model: P(S_low) used without enough realised scores.")
+                                    description="Binary model: P(S_low) under the reference (and until a "
+                                    "realised run has enough scores).")
     metric: Metric = Field("shop", description="Offline S: shop reward breakdown (1..10) or correctness (9/3).")
     use_llm: bool = Field(True, description="Use the user_simulator and scorer LLMs when they are configured.")
 

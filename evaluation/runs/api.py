@@ -150,6 +150,7 @@ class RunOut(RunSummaryOut):
     feedback_enabled: bool
     feedback_memory: str
     feedback_rounds: int
+    feedback_calibration: str
     progress: list[TrialOut]
     metrics: dict | None
     metrics_trials: int

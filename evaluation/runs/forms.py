@@ -7,7 +7,7 @@ from django import forms
 from annotation.services import campaigns_addable
 from evaluation.configs import AgentBackend, AgentConfig, CustomerBackend, CustomerConfig, MemoryKind
 from evaluation.models import Domain, Split, TaskSet
-from evaluation.runs.models import EvaluationRun, FeedbackMemory, ReviewGate, RunPreset
+from evaluation.runs.models import EvaluationRun, FeedbackCalibration, FeedbackMemory, ReviewGate, RunPreset
 from evaluation.runs.services import MAX_CONCURRENCY, MAX_TRIALS, DMRMParams, RunLaunchError, RunSpec
 from evaluation.runs.services.spec import PRESETS, DMRMWriteTiming
 from evaluation.runs.services.studies import SELECTIONS
@@ -132,8 +132,13 @@ class RunLaunchForm(forms.Form):
                                   help_text="With feedback and MemOrb memory: on-policy writes each trial's Orbs "
                                             "with its users' feedback, so the next trial plays against it.")
     feedback_rounds = _spec_field(forms.IntegerField, "feedback_rounds", required=False, label="Feedback rounds",
-                                  help_text="1 to 3: after each critique but the last, the agent answers it and "
-                                            "the user judges the answer.")
+                                  help_text="1 to 3 (MemoryBench: up to 3): after each critique but the last, "
+                                            "while the user goes on, the agent answers it and the user judges the answer.")
+    feedback_calibration = _spec_field(forms.ChoiceField, "feedback_calibration", choices=FeedbackCalibration.choices,
+                                       required=False, label="Feedback calibrated on",
+                                       help_text="Reference: like rates can rank runs. Realised: each trial is "
+                                                 "calibrated on the run's earlier scores, so every run likes at the "
+                                                 "target rate.")
 
     def __init__(self, *args, workspace, **kwargs):
         super().__init__(*args, **kwargs)
@@ -148,7 +153,8 @@ class RunLaunchForm(forms.Form):
                  "per_turn", "memory_effects", "trials", "pass_k", "seed", "max_turns", "concurrency", "review_gate",
                  "feedback_enabled")
         # Left empty, the spec's default applies (as for a field an older page did not post).
-        optional = ("withhold_probability", "reflection_style", "preset", "feedback_memory", "feedback_rounds")
+        optional = ("withhold_probability", "reflection_style", "preset", "feedback_memory", "feedback_rounds",
+                    "feedback_calibration")
         given = {**{name: data[name] for name in plain if name in data},
                  **{name: data[name] for name in optional if data.get(name) not in (None, "")}}
         # A preset sets its own fields: the page's values for them are left out rather than refused.

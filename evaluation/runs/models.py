@@ -11,12 +11,14 @@ from django.urls import reverse
 from django.utils import timezone
 
 from evaluation.configs import NAIVE_RAG_KINDS, AgentBackend, MemoryKind
+from evaluation.feedback.models import CalibrationSetting
 from memweb.models import workspace_field
 
-__all__ = ["EvaluationRun", "FeedbackCurve", "FeedbackMemory", "MemoryMode", "RegradeScore", "ReviewGate", "RunEpisode",
-           "RunPreset", "RunRegrade", "RunTaskPin", "Trial"]
+__all__ = ["EvaluationRun", "FeedbackCalibration", "FeedbackCurve", "FeedbackMemory", "MemoryMode", "RegradeScore",
+           "ReviewGate", "RunEpisode", "RunPreset", "RunRegrade", "RunTaskPin", "Trial"]
 
 MemoryMode = MemoryKind  # a run's memory is the kind its episodes retrieve with
+FeedbackCalibration = CalibrationSetting.CalibrateOn  # where a feedback run's action model takes p(S) from
 
 
 class ReviewGate(models.TextChoices):
@@ -104,6 +106,9 @@ class EvaluationRun(models.Model):
     feedback_memory = models.CharField(max_length=8, choices=FeedbackMemory.choices, default=FeedbackMemory.NONE)
     feedback_rounds = models.PositiveSmallIntegerField(
         default=1, help_text="Feedback turns per episode; after each but the last the agent answers the critique.")
+    # Runs stored before this setting calibrated on their own realised scores; the migration keeps that.
+    feedback_calibration = models.CharField(max_length=10, choices=FeedbackCalibration.choices,
+                                            default=FeedbackCalibration.REFERENCE)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED, db_index=True)
     status_message = models.TextField(blank=True)
     executor = models.CharField(max_length=8, choices=Executor.choices, default=Executor.CELERY)

@@ -24,9 +24,8 @@ from evaluation.feedback.services.revision import (
     revision_stated,
 )
 from evaluation.feedback.services.score import SCORER_ROLE, Satisfaction, score_llm, score_offline
-from evaluation.feedback.services.selectors import run_scores_before
+from evaluation.feedback.services.selectors import run_calibration_source
 from evaluation.models import Episode
-from memweb.embeddings import embedder
 from memweb.llm import LLMError, role_config
 
 Backend = EpisodeFeedback.Backend
@@ -89,7 +88,7 @@ class _Draws:
     action_rng: np.random.Generator
 
     def action(self, judgement: Judgement) -> tuple[bool, int, fm.Action]:
-        long_output = reply_is_long(profile=self.profile, reply=judgement.judged.response)
+        long_output = self.profile.long_output  # the task family's output format, never the single reply's length
         sampled, action = action_sample(satisfaction=judgement.satisfaction, params=self.params,
                                         long_output=long_output, noise_rng=self.noise_rng, action_rng=self.action_rng)
         return long_output, sampled, action
@@ -141,26 +140,19 @@ def feedback_for_episode(*, episode: Episode, seed: int, profile: FeedbackProfil
         return existing
     params = params or CalibrationSetting.current().params()
     params.check()
-    params, calibrated_on = params.calibrated_to(run_scores_before(episode=episode))
+    calibrate_on, scores = run_calibration_source(episode=episode)
+    params, calibrated_on = params.model_copy(update={"calibrate_on": calibrate_on}).calibrated_to(scores)
     profile = profile or profile_for(key=episode.task_snapshot["domain"])
     draws = _Draws(profile, params, *action_streams(seed=seed, episode_pk=episode.pk))
     judgement = _judge(episode=episode, profile=profile, params=params)
     long_output, sampled, action = draws.action(judgement)
     snapshot = {**params.model_dump(mode="json"), "profile": profile.key, "long_output": long_output,
-                "long_output_rule": "profile" if profile.long_output is not None else f"> {fm.LONG_OUTPUT_TOKENS} tokens",
+                "long_output_rule": "task family",
                 "calibrated_on": calibrated_on, "rounds": rounds}
     return _store(episode=episode, values={
         **judgement.fields(), "profile": profile, "sampled_score": sampled, "action": action.reaction,
         "copied": action.copy, "seed": seed, "params": snapshot,
         "rounds": _later_rounds(episode=episode, first=judgement, draws=draws, rounds=rounds)})
-
-
-def reply_is_long(*, profile: FeedbackProfile, reply: str) -> bool:
-    """The profile's choice when it makes one; else the paper's rule on the reply's token count
-    (the embedding model's tokenizer: offline, no download)."""
-    if profile.long_output is not None:
-        return profile.long_output
-    return fm.is_long_output(embedder().count_tokens(reply))
 
 
 def _store(*, episode: Episode, values: dict) -> EpisodeFeedback:

@@ -47,16 +47,19 @@ def run_episodes(*, run) -> QuerySet[Episode]:
     return Episode.objects.filter(run_episode__run=run)
 
 
-def run_scores_before(*, episode: Episode) -> list[int]:
-    """Satisfaction scores realised in the finished trials before `episode`'s, in its run (none for
-    an episode outside a run). Earlier trials only: trials run one after another, so every episode
-    of a trial is calibrated on the same scores whatever order its episodes were judged in."""
-    place = Episode.objects.filter(pk=episode.pk).values("run_episode__run_id", "run_episode__trial__number").first()
+def run_calibration_source(*, episode: Episode) -> tuple[str, list[int]]:
+    """(where the episode's run takes p(S) from, the satisfaction scores realised in the run's
+    finished trials before the episode's). An episode outside a run: the reference, no scores.
+    Earlier trials only: trials run one after another, so every episode of a trial is calibrated on
+    the same scores whatever order its episodes were judged in."""
+    place = Episode.objects.filter(pk=episode.pk).values(
+        "run_episode__run_id", "run_episode__trial__number", "run_episode__run__feedback_calibration").first()
     if not place or place["run_episode__run_id"] is None:
-        return []
-    return list(EpisodeFeedback.objects.filter(
+        return CalibrationSetting.CalibrateOn.REFERENCE.value, []
+    scores = EpisodeFeedback.objects.filter(
         episode__run_episode__run_id=place["run_episode__run_id"],
-        episode__run_episode__trial__number__lt=place["run_episode__trial__number"]).values_list("score", flat=True))
+        episode__run_episode__trial__number__lt=place["run_episode__trial__number"]).values_list("score", flat=True)
+    return place["run_episode__run__feedback_calibration"], list(scores)
 
 
 @dataclass(frozen=True)

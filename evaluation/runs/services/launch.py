@@ -186,6 +186,7 @@ def _run_create(spec: RunSpec, checked: _Checked, workspace, user, executor: str
         trials=spec.trials, pass_k=spec.pass_k, seed=spec.seed, max_turns=spec.max_turns,
         concurrency=spec.concurrency, review_gate=spec.review_gate, feedback_enabled=spec.feedback_enabled,
         feedback_memory=spec.feedback_memory, feedback_rounds=spec.feedback_rounds,
+        feedback_calibration=spec.feedback_calibration,
         episodes_total=len(checked.task_pks) * spec.trials, scripted=_scripted(spec),
         agent_backend=spec.agent.backend, created_by=user, executor=executor,
         status=EvaluationRun.Status.PREPARING if preparing else EvaluationRun.Status.QUEUED)

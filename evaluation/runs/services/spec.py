@@ -5,7 +5,7 @@ from django.db import models
 
 from evaluation.configs import NAIVE_RAG_KINDS, AgentConfig, CustomerConfig, MemoryKind
 from evaluation.feedback.services import MAX_FEEDBACK_ROUNDS
-from evaluation.runs.models import FeedbackMemory, ReviewGate, RunPreset
+from evaluation.runs.models import FeedbackCalibration, FeedbackMemory, ReviewGate, RunPreset
 from memweb.errors import problems_of
 from memweb.schemas import StrictBody
 from orbs.dmrm.services import StateMatch, Suppression
@@ -106,9 +106,14 @@ class RunSpec(StrictBody):
         description="Feedback runs with MemOrb memory: onpolicy writes each trial's Orbs with its users' feedback "
                     "(MemoryBench), none writes them from the plain trajectories")
     feedback_rounds: int = pydantic.Field(
-        default=1, ge=1, le=MAX_FEEDBACK_ROUNDS,
-        description="Feedback runs: turns of feedback per episode; after each but the last, the agent answers "
-                    "the critique and the user judges the answer (MemoryBench allows up to 3)")
+        default=MAX_FEEDBACK_ROUNDS, ge=1, le=MAX_FEEDBACK_ROUNDS,
+        description="Feedback runs: turns of feedback per episode at most (MemoryBench's up to 3); after each but "
+                    "the last, while the user goes on, the agent answers the critique and the user judges the answer")
+    feedback_calibration: FeedbackCalibration = pydantic.Field(
+        default=FeedbackCalibration.REFERENCE,
+        description="Feedback runs: where the like/dislike model takes p(S) from. reference (MemoryBench's "
+                    "distribution) lets like rates rank systems; realised calibrates each trial on the run's earlier "
+                    "scores, which pins every run's like rate at the target")
 
     @pydantic.model_validator(mode="after")
     def _preset_fills_its_fields(self):

@@ -16,6 +16,7 @@ from evaluation.feedback.services import MAX_FEEDBACK_ROUNDS
 from evaluation.models import Task, TaskVersion
 from evaluation.runs.models import (
     EvaluationRun,
+    FeedbackCalibration,
     FeedbackMemory,
     MemoryMode,
     ReviewGate,
@@ -68,6 +69,7 @@ def _run_header(run: EvaluationRun) -> dict:
             "bank_copied_from": run.bank_copied_from, "pass_k": run.pass_k,
             "concurrency": run.concurrency, "feedback_enabled": run.feedback_enabled,
             "feedback_memory": run.feedback_memory, "feedback_rounds": run.feedback_rounds,
+            "feedback_calibration": run.feedback_calibration,
             "reflection_style": run.reflection_style, "preset": run.preset,
             "trials": run.trials, "seed": run.seed, "max_turns": run.max_turns,
             "created_at": run.created_at.isoformat(),
@@ -193,6 +195,8 @@ class ImportedRun(_Line):
     feedback_enabled: bool = False
     feedback_memory: Literal[tuple(FeedbackMemory.values)] = FeedbackMemory.NONE
     feedback_rounds: int = pydantic.Field(default=1, ge=1, le=MAX_FEEDBACK_ROUNDS)
+    # Files written before the setting existed come from runs calibrated on their realised scores.
+    feedback_calibration: Literal[tuple(FeedbackCalibration.values)] = FeedbackCalibration.REALISED
     reflection_style: Literal[tuple(ReflectionStyle.values)] = ReflectionStyle.SIMPLE
     preset: Literal["", *RunPreset.values] = ""
     trials: int = pydantic.Field(ge=1, le=100)
@@ -285,6 +289,7 @@ def _imported_run(data: ImportedFile, user, workspace) -> EvaluationRun:
         tasks_fingerprint=head.tasks_fingerprint,
         pass_k=head.pass_k, concurrency=head.concurrency, feedback_enabled=head.feedback_enabled,
         feedback_memory=head.feedback_memory, feedback_rounds=head.feedback_rounds,
+        feedback_calibration=head.feedback_calibration,
         reflection_style=head.reflection_style, preset=head.preset,
         started_at=head.started_at, finished_at=head.finished_at or timezone.now(),
         episodes_total=len(data.episodes), episodes_finished=len(data.episodes),

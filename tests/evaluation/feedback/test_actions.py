@@ -66,7 +66,7 @@ def test_a_like_threshold_shift_changes_likes_only(episodes):
     assert sum(a == "like" for _, a in top) > sum(b == "like" for b, _ in top)
 
 
-def _profiles_long_output(value: bool | None) -> None:
+def _profiles_long_output(value: bool) -> None:
     for key in ("appliances", "clothing"):
         profile = profile_for(key=key)
         profile.long_output = value
@@ -83,10 +83,21 @@ def test_short_output_profiles_never_copy(episodes):
     assert [r["action"] for r in short_rows] == [r["action"] for r in long_rows]
 
 
-def test_by_default_only_replies_over_600_tokens_can_be_copied(episodes):
-    """The paper's rule: the shop agent's short replies are never long output."""
-    assert profile_for(key="clothing").long_output is None
-    rows = judge(episodes)
-    assert not any(r["copied"] for r in rows)
-    stored = EpisodeFeedback.objects.first().params
-    assert (stored["long_output"], stored["long_output_rule"]) == (False, "> 600 tokens")
+def _make_final_reply_long(episode) -> None:
+    """The episode's last agent reply runs to about 1,500 tokens (past the paper's 600)."""
+    last = max(i for i, m in enumerate(episode.transcript) if m["role"] == "assistant" and m.get("content"))
+    episode.transcript[last]["content"] = "Here is everything about your order in detail. " * 170
+    episode.save(update_fields=["transcript"])
+
+
+def test_copy_is_the_task_familys_rule_not_one_replys_length(builtin):
+    """MemoryBench's long output is a property of a task's format: a shop family's replies are short
+    even when one of them runs long, and every reply of a long-output family may be copied."""
+    long_reply, short_reply = play_many(builtin, 2)
+    _make_final_reply_long(long_reply)
+    family = long_reply.task_snapshot["domain"]
+    assert profile_for(key=family).long_output is False
+    stored = feedback_for_episode(episode=long_reply, seed=1, params=ACTIVE).params
+    assert (stored["long_output"], stored["long_output_rule"]) == (False, "task family")
+    _profiles_long_output(True)
+    assert feedback_for_episode(episode=short_reply, seed=1, params=ACTIVE).params["long_output"] is True

@@ -8,7 +8,14 @@ from django.urls import reverse
 from evaluation.feedback.models import EpisodeFeedback
 from evaluation.models import Episode
 from evaluation.runs.models import EvaluationRun, FeedbackCurve, FeedbackMemory
-from evaluation.runs.services import CurveLaunchError, curve_drive, curve_launch, run_drive
+from evaluation.runs.services import (
+    CurveLaunchError,
+    curve_drive,
+    curve_launch,
+    run_drive,
+    run_export_json,
+    run_import,
+)
 from evaluation.runs.services import curve as curve_module
 from orbs.models import Orb
 from tests.evaluation.runs.conftest import spec
@@ -43,15 +50,38 @@ def test_the_plain_variant_keeps_feedback_out_of_memory(launch):
 
 
 def test_the_api_and_the_form_offer_the_feedback_modes(agent, builtin, operator_user, client):
-    body = agent.post(f"{API}/", json.dumps(spec(feedback_enabled=True, feedback_rounds=2)),
+    body = agent.post(f"{API}/", json.dumps(spec(feedback_enabled=True, feedback_rounds=2,
+                                                  feedback_calibration="realised")),
                       content_type="application/json").json()
-    assert (body["feedback_memory"], body["feedback_rounds"]) == ("onpolicy", 2)
+    assert (body["feedback_memory"], body["feedback_rounds"], body["feedback_calibration"]) == \
+        ("onpolicy", 2, "realised")
     refused = agent.post(f"{API}/", json.dumps(spec(feedback_rounds=4)), content_type="application/json")
     assert refused.status_code == 422
     assert [d["loc"] for d in refused.json()["detail"]] == [["body", "payload", "feedback_rounds"]]
     client.force_login(operator_user)
     page = client.get(reverse("evaluation:run_new")).content.decode()
     assert 'name="feedback_memory"' in page and 'name="feedback_rounds"' in page
+    assert 'name="feedback_calibration"' in page
+
+
+def test_a_feedback_run_by_default_has_up_to_three_rounds_on_the_reference_and_exports_it(
+        launch, client, operator_user):
+    """MemoryBench's user gives up to three feedback turns and its action model is calibrated on the
+    reference p(S); a run file written before the calibration setting existed is from a realised run."""
+    run = run_drive(run=launch(feedback_enabled=True, trials=1, feedback_memory="none"))
+    assert (run.feedback_rounds, run.feedback_calibration) == (3, "reference")
+    rows = EpisodeFeedback.objects.filter(episode__run_episode__run=run)
+    assert {row.params["rounds"] for row in rows} == {3}
+    assert {row.params["calibrate_on"] for row in rows} == {"reference"}
+    client.force_login(operator_user)
+    assert "3 rounds · calibrated on the reference distribution" in client.get(run.get_absolute_url()).content.decode()
+    exported = json.loads(json.dumps(run_export_json(run=run)))
+    assert exported["run"]["feedback_calibration"] == "reference"
+    assert run_import(data=exported, user=operator_user).feedback_calibration == "reference"
+    del exported["run"]["feedback_calibration"]
+    older = run_import(data=exported, user=operator_user)
+    assert older.feedback_calibration == "realised"
+    assert "calibrated on its realised scores" in client.get(older.get_absolute_url()).content.decode()
 
 
 def test_a_multi_turn_feedback_run_stores_and_shows_each_round(launch, client, operator_user):
