@@ -110,6 +110,8 @@ SPEC_READERS: dict[str, list[IdentitySetting]] = {
     "feedback_enabled": [IdentitySetting("simulated feedback", lambda run: run.feedback_enabled)],
     "feedback_rounds": [IdentitySetting("feedback rounds",
                                         lambda run: run.feedback_rounds if run.feedback_enabled else 0)],
+    "feedback_calibration": [IdentitySetting("feedback calibration",
+                                             lambda run: run.feedback_calibration if run.feedback_enabled else None)],
 }
 # Not settings of the spec but of the deployment at launch, as the run recorded them; a run that
 # recorded none (from before pins, scripted, without a bank) is not compared on it: unknown, not guessed.

@@ -161,7 +161,7 @@ SETTING_ROLES: dict[str, SettingRole] = {
     "name": _B, "concurrency": _B, "pass_k": _B,
     "task_set": _I, "domain": _I, "split": _I, "task_ids": _I, "agent": _I, "customer": _I, "max_turns": _I,
     "memory_effects": _I, "withhold_probability": _I, "trials": _I, "seed": _I, "feedback_enabled": _I,
-    "feedback_rounds": _I,
+    "feedback_rounds": _I, "feedback_calibration": _I,
     "memory_mode": _M, "memory_k": _M, "dmrm": _M, "approved_only": _M, "same_customer_only": _M,
     "reflection_style": _M, "preset": _M, "per_turn": _M, "bank_source": _M, "review_gate": _M,
     "feedback_memory": _M,
