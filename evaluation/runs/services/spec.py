@@ -69,6 +69,7 @@ PRESETS = {
     **{RunPreset(f"dmrm_n{n}"): {"memory_mode": MemoryKind.DMRM, "dmrm.n_success": n} for n in DMRM_N_SWEEP},
 }
 # "Without DMRM" is the run without memory (memory_mode none): no preset is needed.
+_PRESET_SECTIONS = {"dmrm": DMRMParams}  # the sections a preset's dotted names reach into
 # The paper's No-Memory baseline: an LLM agent with a 4k-token context window.
 NO_MEMORY_CONTEXT_TOKENS = 4096
 
@@ -134,7 +135,7 @@ class RunSpec(StrictBody):
             return self, name
         section, field = name.split(".", 1)
         if getattr(self, section) is None:
-            setattr(self, section, self.model_fields[section].annotation.__args__[0]())
+            setattr(self, section, _PRESET_SECTIONS[section]())
         return getattr(self, section), field
 
     def preset_conflicts(self) -> list[tuple[str, str]]:
