@@ -1,9 +1,12 @@
 """DMRM retrieves at every decision step (issue 28): the episode asks a per-step hook again after
 each tool call, both agents use the new block, and the hook queries with the state exactly as the
 target memory stores it (the last tool result included)."""
+from django.urls import reverse
+
 from evaluation.configs import MemoryConfig
 from evaluation.llm_backends import LLMAgent
 from evaluation.memory import DMRMHook
+from evaluation.services import episode_run, episode_trajectory
 from evaluation.shop.env import ShopEnv
 from evaluation.shop.errors import ADVICE, RESULT_UNUSED
 from evaluation.shop.generator import shop_fresh
@@ -81,3 +84,18 @@ def test_the_hook_queries_with_the_state_the_target_memory_stored(db):
         assert record["dmrm"]["observation"] == observation and hook.goal == goal
         best = record["dmrm"]["hits"][0]
         assert best["action"] == action and best["score"] > 0.999
+
+
+def test_the_episode_page_shows_every_step_retrieval(builtin, client, operator_user):
+    bank = bank_get_or_create(name="DMRM page")
+    DMRMSettings.objects.create(bank=bank, min_similarity=-1.0)
+    task = next(t for t in builtin.tasks.order_by("external_id") if t.spec["template"] == "track_order_no_id")
+    seed = episode_run(task=task, seed=1)
+    experiences_from_trajectory(bank=bank, trajectory=episode_trajectory(seed), trajectory_id="seed")
+    episode = episode_run(task=task, memory_config={"kind": "dmrm", "bank": bank.slug}, seed=2)
+    steps = [m for m in episode.memories if m.get("step")]
+    assert len(steps) == episode.tool_calls > 0 and all(m["dmrm"]["hits"] for m in steps)
+    client.force_login(operator_user)
+    page = client.get(reverse("evaluation:episode_detail", args=[episode.pk])).content.decode()
+    assert page.count('data-memory="dmrm"') == len(episode.memories)
+    assert page.count('data-step="') == len(steps) and "Before decision 2 of this turn (1 tool call so far)" in page
