@@ -257,3 +257,17 @@ def test_an_episode_that_failed_on_infrastructure_writes_no_steps(launch):
         run_episode_dmrm_record(episode=episode, run=run)
     assert list(ExperienceTrajectory.objects.filter(bank=run.bank).values_list("trajectory_id", flat=True)) == [
         f"evaluation-episode:{fine.pk}"]
+
+
+def test_the_launch_form_runs_an_n_sweep_preset_over_the_pages_dmrm_values(builtin, client, operator_user):
+    client.force_login(operator_user)
+    form = client.get(reverse("evaluation:run_new")).content.decode()
+    assert 'value="dmrm_n1"' in form and 'value="dmrm_no_transfer"' in form and 'name="dmrm_c_max_rule"' in form
+    posted = {"name": "n = 1 from the form", "task_ids": "shop-app-001", "agent": "scripted", "wrong_tool": 0.3,
+              "wrong_arguments": 0.3, "result_unused": 0.3, "customer": "agenda", "memory_mode": "dmrm",
+              "memory_k": 5, "reflection_style": "simple", "preset": "dmrm_n1", "approved_only": "on",
+              "per_turn": "on", "trials": 1, "seed": 0, "max_turns": 12, "concurrency": 1, "review_gate": "auto",
+              "withhold_probability": 0, "dmrm_n_success": 2, "dmrm_c_max_rule": "minilm_512"}
+    assert client.post(reverse("evaluation:run_new"), posted).status_code == 302
+    run = EvaluationRun.objects.get(name="n = 1 from the form")
+    assert (run.preset, run.dmrm_config["n_success"], run.dmrm_config["c_max"]) == ("dmrm_n1", 1, 512)
