@@ -19,6 +19,7 @@ from memweb.embeddings import embedder
 from memweb.llm import llm_chat, role_config
 
 GIVE_UP_REPLY = "I'm sorry, I could not finish that request."
+MEMORY_NOTE = "\nUse these lessons when they fit the situation."  # after the memory block in the system prompt
 
 AGENT_RULES = (
     "You are the customer-service assistant of an online shop selling household appliances and clothing. "
@@ -49,6 +50,15 @@ def prompt_template_hash(role: str) -> str:
     prompted with (rules and shop policies; the task's own text is covered by its content hash)."""
     template = AGENT_RULES + _policies() if role == "actor" else CUSTOMER_RULES
     return hashlib.sha256(template.encode()).hexdigest()
+
+
+def memory_room(*, context_tokens: int, answer_tokens: int) -> int:
+    """Tokens a memory block may take in the agent's prompt: the context window minus the rest of
+    the prompt that is always sent (rules, shop policies, the note after the memories) and the
+    answer. The dialogue gets what the memory leaves (the current customer turn is always sent);
+    the tool schemas go uncounted, as they do in `LLMAgent._messages`."""
+    fixed = embedder().count_tokens(AGENT_RULES + _policies() + "\n\n" + MEMORY_NOTE)
+    return context_tokens - fixed - answer_tokens
 
 
 def message_tokens(message: dict) -> int:
@@ -91,12 +101,16 @@ class LLMAgent:
         return [system, *history_fitted(self.history, self.context_tokens - answer - message_tokens(system))]
 
     def _system(self, memory: str) -> dict:
-        memories = f"\n\n{memory}\nUse these lessons when they fit the situation." if memory else ""
+        memories = f"\n\n{memory}{MEMORY_NOTE}" if memory else ""
         return {"role": "system", "content": AGENT_RULES + _policies() + memories}
 
-    def respond(self, *, text: str, memory: str, env) -> str:
+    def respond(self, *, text: str, memory: str, env, recall=None) -> str:
+        """`recall()`, when given, is asked before each decision after the first (the tool results
+        are in by then) for that step's memory block (a per-step memory such as DMRM)."""
         self.history.append({"role": "user", "content": text})
-        for _ in range(self.max_steps):
+        for step in range(self.max_steps):
+            if step and recall is not None:
+                memory = recall()
             reply = llm_chat(role=self.role, messages=self._messages(memory), tools=tool_schemas(),
                              max_tokens=self.max_tokens)
             self.tokens_in += reply.tokens_in

@@ -1,4 +1,5 @@
-"""The memory hooks: what an agent is reminded of before it answers a customer turn.
+"""The memory hooks: what an agent is reminded of before it answers a customer turn (DMRM: before
+each decision step of the turn, `before_step`).
 
 MemOrb retrieval goes through orbs.services.orbs_retrieve (rewrite -> embed -> top-k); DMRM
 retrieval through orbs.dmrm.services.experiences_retrieve (embed (o, g) -> rank source and target
@@ -16,7 +17,8 @@ import hashlib
 
 from evaluation.configs import MemoryConfig
 from evaluation.dialogue_memory import DIALOGUE_HOOKS
-from orbs.dmrm.services import HISTORY_ACTIONS, action_text, experiences_retrieve
+from orbs.dmrm.qlearning import USER_TEXT_MAX_CHARS, clipped, observation_text
+from orbs.dmrm.services import HISTORY_ACTIONS, action_text, experiences_retrieve, goal_text
 from orbs.services import bank_resolve, dialogue_window, orbs_retrieve
 
 _OUTCOME_CHARS = 400
@@ -86,18 +88,42 @@ class MemOrbHook(_Hook):
 
 
 class DMRMHook(_Hook):
-    """Goal g = the customer's opening request, observation o = the current customer turn. With
+    """Retrieves at every decision step, as the paper does: before the turn's first decision
+    (`before_turn`) and before each later one (`before_step`, once the tool results are in). The
+    state is built exactly as the stored one (`trajectory_steps`): goal g = the customer's opening
+    request, observation o = the current customer turn and the last tool result, both bounded. The
+    source memory is switched off by the successful trajectories of the task's own domain. With
     withholding, each retrieved experience is drawn like an Orb, under the key "exp:<id>" so an
     experience and an Orb with the same id draw independently."""
 
     goal = ""
 
+    def before_turn(self, *, turn: int, query: str, calls: list[dict] = (),
+                    dialogue: list[dict] = ()) -> tuple[str, dict | None]:
+        return self._step(turn=turn, step=0, query=query, calls=list(calls))
+
+    def before_step(self, *, turn: int, step: int, query: str, calls: list[dict] = (),
+                    dialogue: list[dict] = ()) -> tuple[str, dict | None]:
+        return self._step(turn=turn, step=step, query=query, calls=list(calls))
+
+    def _step(self, *, turn: int, step: int, query: str, calls: list[dict]) -> tuple[str, dict | None]:
+        if not self.config.per_turn and (turn, step) != (1, 0):
+            return self.block, None
+        self.block, record = self.retrieve(turn=turn, query=query, calls=calls)
+        return self.block, {"turn": turn, "step": step, "query": clipped(query, USER_TEXT_MAX_CHARS), **record}
+
+    def observation(self, *, query: str, calls: list[dict]) -> str:
+        return observation_text(user=query, tool=calls[-1]["content"] if calls else "")
+
     def retrieve(self, *, turn: int, query: str, calls: list[dict]) -> tuple[str, dict]:
-        self.goal = self.goal or query
+        self.goal = self.goal or goal_text(query)
+        observation = self.observation(query=query, calls=calls)
         result = experiences_retrieve(
-            bank=self.bank, goal=self.goal, observation=query, client="evaluation", withhold=self._withheld,
+            bank=self.bank, goal=self.goal, observation=observation, domain=self.task.get("domain", ""),
+            client="evaluation", withhold=self._withheld,
             recent_actions=[action_text(c) for c in calls[-RECENT_ACTIONS:]])
         return result.prompt_block, {"dmrm": {
+            "observation": observation, "after_calls": len(calls),
             "retrieval_id": result.retrieval_id, "prompt_block": result.prompt_block,
             "suppressed": result.suppressed, "budget_used": result.budget_used, "c_max": result.c_max,
             "min_similarity": result.min_similarity,
@@ -125,6 +151,17 @@ class CombinedHook:
     def before_turn(self, *, turn: int, query: str, calls: list[dict] = (),
                     dialogue: list[dict] = ()) -> tuple[str, dict | None]:
         answers = [hook.before_turn(turn=turn, query=query, calls=calls, dialogue=dialogue) for hook in self.hooks]
+        return self._joined(answers)
+
+    def before_step(self, *, turn: int, step: int, query: str, calls: list[dict] = (),
+                    dialogue: list[dict] = ()) -> tuple[str, dict | None]:
+        """The per-step hooks retrieve again; the others keep the block of the turn."""
+        answers = [hook.before_step(turn=turn, step=step, query=query, calls=calls, dialogue=dialogue)
+                   if hasattr(hook, "before_step") else (hook.block, None) for hook in self.hooks]
+        return self._joined(answers)
+
+    @staticmethod
+    def _joined(answers: list[tuple[str, dict | None]]) -> tuple[str, dict | None]:
         block = "\n\n".join(b for b, _ in answers if b)
         records = [r for _, r in answers if r is not None]
         return block, ({k: v for r in records for k, v in r.items()} if records else None)

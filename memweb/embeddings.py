@@ -11,6 +11,7 @@ not on disk is refused with an error that says which files are missing, never
 replaced by another model.
 """
 import os
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -27,6 +28,10 @@ from memweb.fairlock import FairLock
 MINILM = "all-MiniLM-L6-v2"
 BGE_M3 = "bge-m3"
 MAX_TOKENS = 512
+# WordPiece turns a word longer than this into one [UNK]: an 18,822-character base64 string
+# counted as 25 tokens. Counting cuts such runs into pieces of this length first.
+MAX_CHARS_PER_WORD = 100
+_LONG_RUN = re.compile(r"\S{" + str(MAX_CHARS_PER_WORD + 1) + ",}")
 # A folder holds a model's weights when it has its config and one of these weight files.
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
@@ -115,15 +120,26 @@ class Embedder:
         return self.embed([text])[0].tolist()
 
     def count_tokens(self, text: str) -> int:
-        """Offline token count with this model's own tokenizer (no tiktoken download)."""
+        """Offline token count with this model's own tokenizer (no tiktoken download), of the whole
+        text (never truncated to the model's window). A run of more than MAX_CHARS_PER_WORD
+        non-space characters is counted as pieces of that length, so it cannot hide as one [UNK]."""
         with _lock:  # a fast tokenizer used by two threads at once raises "Already borrowed"
-            return len(self._tokenizer(text, add_special_tokens=False)["input_ids"])
+            return len(self._tokenizer(long_runs_split(text), add_special_tokens=False)["input_ids"])
 
     def _encode(self, texts: list[str]):
         batch = settings.EMBEDDING_BATCH_SIZE
         if self.model_name == BGE_M3:
             return self._model.encode(texts, batch_size=batch, max_length=MAX_TOKENS)["dense_vecs"]
         return encode_in_one_pass(self._model, texts, batch_size=batch)
+
+
+def long_runs_split(text: str) -> str:
+    """`text` with every run of non-space characters longer than MAX_CHARS_PER_WORD cut by spaces
+    into pieces of at most that length."""
+    def pieces(run: re.Match) -> str:
+        word = run.group()
+        return " ".join(word[i:i + MAX_CHARS_PER_WORD] for i in range(0, len(word), MAX_CHARS_PER_WORD))
+    return _LONG_RUN.sub(pieces, text)
 
 
 def encode_in_one_pass(flag_model, texts: list[str], *, batch_size: int) -> np.ndarray:

@@ -9,7 +9,7 @@ from evaluation.configs import AgentBackend, AgentConfig, CustomerBackend, Custo
 from evaluation.models import Domain, Split, TaskSet
 from evaluation.runs.models import EvaluationRun, FeedbackCalibration, FeedbackMemory, ReviewGate, RunPreset
 from evaluation.runs.services import MAX_CONCURRENCY, MAX_TRIALS, DMRMParams, RunLaunchError, RunSpec
-from evaluation.runs.services.spec import PRESETS, DMRMWriteTiming
+from evaluation.runs.services.spec import PRESETS, CMaxRule, DMRMWriteTiming
 from evaluation.runs.services.studies import SELECTIONS
 from evaluation.services import BUILTIN_SET
 from evaluation.shop.errors import ERROR_KINDS
@@ -113,6 +113,8 @@ class RunLaunchForm(forms.Form):
     dmrm_alpha = _dmrm_field(forms.FloatField, "alpha", label="DMRM α")
     dmrm_gamma = _dmrm_field(forms.FloatField, "gamma", label="DMRM γ")
     dmrm_c_max = _dmrm_field(forms.IntegerField, "c_max", label="DMRM C_max (tokens)")
+    dmrm_c_max_rule = _dmrm_field(forms.ChoiceField, "c_max_rule", choices=CMaxRule.choices,
+                                  label="DMRM C_max when empty")
     dmrm_n_success = _dmrm_field(forms.IntegerField, "n_success", label="DMRM n")
     dmrm_suppression_mode = _dmrm_field(forms.ChoiceField, "suppression_mode", choices=Suppression.choices,
                                         label="DMRM suppression")
@@ -182,7 +184,8 @@ class RunLaunchForm(forms.Form):
     def _dmrm(data: dict) -> dict:
         if data.get("memory_mode") not in (MemoryKind.DMRM, MemoryKind.BOTH):
             return {}
-        given = {name: data.get(f"dmrm_{name}") for name in DMRMParams.model_fields}
+        preset_fields = PRESETS.get(data.get("preset"), {})  # the preset's own DMRM values stand
+        given = {name: data.get(f"dmrm_{name}") for name in DMRMParams.model_fields if f"dmrm.{name}" not in preset_fields}
         return {"dmrm": {name: value for name, value in given.items() if value not in (None, "")}}
 
     @staticmethod

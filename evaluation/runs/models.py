@@ -33,10 +33,15 @@ class FeedbackMemory(models.TextChoices):
 
 
 class RunPreset(models.TextChoices):
-    """The MemOrb paper's ablations, one choice each (evaluation.runs.services.spec.PRESETS sets their fields)."""
+    """The papers' ablations, one choice each (evaluation.runs.services.spec.PRESETS sets their fields)."""
 
     MEMORB_K1 = "memorb_k1", "MemOrb with k = 1 (the paper's no-cross-user ablation)"
     MEMORB_STRUCTURED = "memorb_structured", "MemOrb with the complex structured reflection (the paper's ablation)"
+    # The DMRM paper's ablations ("without DMRM" is a run without memory).
+    DMRM_NO_TRANSFER = "dmrm_no_transfer", "DMRM without transfer: a fresh bank, no source memory"
+    DMRM_N1 = "dmrm_n1", "DMRM with n = 1 (source memory off after 1 successful trajectory)"
+    DMRM_N2 = "dmrm_n2", "DMRM with n = 2 (the paper's best)"
+    DMRM_N3 = "dmrm_n3", "DMRM with n = 3"
 
 
 class EvaluationRun(models.Model):

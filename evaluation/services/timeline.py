@@ -41,7 +41,12 @@ def _with_width(item: dict, ms: float, longest: float) -> dict:
 
 
 def _turns(episode: Episode, calls: list[dict], longest: float) -> list[dict]:
-    memories = {m["turn"]: m for m in episode.memories}
+    memories, step_memories = {}, defaultdict(list)
+    for record in episode.memories:  # a per-step memory (DMRM) adds a record for each later decision
+        if record.get("step"):
+            step_memories[record["turn"]].append(record)
+        else:
+            memories[record["turn"]] = record
     spans, tool_ms, messages = defaultdict(dict), {}, defaultdict(list)
     for span in episode.spans:
         if span["kind"] == "tool":
@@ -56,8 +61,8 @@ def _turns(episode: Episode, calls: list[dict], longest: float) -> list[dict]:
                 _with_width(call, call["latency_ms"], longest))
     for message in episode.transcript:
         messages[message.get("turn", 0)].append(message)
-    return [_turn(number, messages[number], memories.get(number), spans[number], steps_calls, tool_ms)
-            for number in sorted(messages)]
+    return [{**_turn(number, messages[number], memories.get(number), spans[number], steps_calls, tool_ms),
+             "step_memories": step_memories[number]} for number in sorted(messages)]
 
 
 def _turn(number: int, messages: list[dict], memory: dict | None, spans: dict, steps_calls, tool_ms) -> dict:

@@ -4,9 +4,14 @@ then the episode is scored and its errors diagnosed.
 Agents implement `respond(*, text, memory, env) -> str` (tool calls go through `env`); customers
 implement `opening() -> str` and `respond(agent_text) -> str`; both expose `label`, `tokens_in`
 and `tokens_out`. A memory hook implements `before_turn(*, turn, query, calls, dialogue) -> (prompt_block,
-record)`; `dialogue` is the episode's messages before the current customer turn.
+record)`; `dialogue` is the episode's messages before the current customer turn. A hook that also
+implements `before_step(*, turn, step, query, calls, dialogue)` (DMRM: the paper retrieves at every
+decision) is asked again before each later decision of the turn: the agent gets `recall`, a callable
+it calls after its tool results are in, which answers the new block; each step's record joins the
+episode's memories.
 """
 import functools
+import itertools
 import json
 import time
 from collections.abc import Callable
@@ -123,6 +128,22 @@ def transcript_rescore(*, task: dict, transcript: list[dict], shop_seed: int) ->
                           gold_state_hash=gold_state_hash(task))
 
 
+def _step_recall(memory, *, turn: int, query: str, env: ShopEnv, dialogue: list[dict],
+                 memories: list) -> Callable[[], str] | None:
+    """What the agent calls before each later decision of this turn, when the hook retrieves per step."""
+    if memory is None or not hasattr(memory, "before_step"):
+        return None
+    steps = itertools.count(1)
+
+    def recall() -> str:
+        block, record = memory.before_step(turn=turn, step=next(steps), query=query, calls=env.calls,
+                                           dialogue=dialogue)
+        if record is not None:
+            memories.append(record)
+        return block
+    return recall
+
+
 def _converse(agent, customer, memory, env: ShopEnv, messages: list, memories: list, max_turns: int,
               timeline: _Timeline) -> str:
     timeline.enter(1)
@@ -138,8 +159,9 @@ def _converse(agent, customer, memory, env: ShopEnv, messages: list, memories: l
                 block, record = memory.before_turn(turn=turn, query=text, calls=env.calls, dialogue=messages[:-1])
             if record is not None:
                 memories.append(record)
+        recall = _step_recall(memory, turn=turn, query=text, env=env, dialogue=messages[:-1], memories=memories)
         with timeline.span("agent", backend=agent.label):
-            reply = agent.respond(text=text, memory=block, env=env)
+            reply = agent.respond(text=text, memory=block, env=env, **({"recall": recall} if recall else {}))
         timeline.add(env.drain_tool_spans())
         messages += [{**m, "turn": turn} for m in env.drain()]
         messages.append({"role": "assistant", "content": reply, "turn": turn})

@@ -31,6 +31,21 @@ _IDENTIFY = (("customer_id", "get_customer"), ("email", "find_customer_by_email"
 _PRODUCT_ONLY = ("size_advice", "material_info")
 
 
+class StepRecallingEnv:
+    """The episode's shop, which after each tool call asks the memory for the next decision."""
+
+    def __init__(self, env: ShopEnv, after_call):
+        self._env, self._after_call = env, after_call
+
+    def use(self, name: str, **arguments):
+        result = self._env.use(name, **arguments)
+        self._after_call()
+        return result
+
+    def __getattr__(self, name: str):
+        return getattr(self._env, name)
+
+
 class ScriptedAgent:
     label = "scripted"
     tokens_in = tokens_out = 0
@@ -59,9 +74,19 @@ class ScriptedAgent:
 
     # --- one turn -------------------------------------------------------------------------
 
-    def respond(self, *, text: str, memory: str, env: ShopEnv) -> str:
+    def respond(self, *, text: str, memory: str, env: ShopEnv, recall=None) -> str:
+        """`recall()`, when given, is asked after each tool call for the memory block of the next
+        decision (a per-step memory such as DMRM); its cues count from then on."""
+        self._remember(memory)
+        if recall is not None:
+            env = StepRecallingEnv(env, lambda: self._remember(recall()))
+        return self._answer(text, env)
+
+    def _remember(self, memory: str) -> None:
         self.avoided |= kinds_cued(memory)
         self.misled |= kinds_misled(memory)
+
+    def _answer(self, text: str, env: ShopEnv) -> str:
         parsed = parse_customer(text)
         if self.pending and parsed.affirm:
             return self._execute_pending(env)

@@ -4,7 +4,7 @@ settings; both roles that read the DMRM pages list its experiences. Bad input is
 naming each field; a batch is written completely or not at all. Building a source memory is a
 background job (202 with its status URL)."""
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 from django.http import HttpResponse
 from ninja import Field, Query, Router, Schema
@@ -22,6 +22,7 @@ from memweb.schemas import StrictBody
 from orbs.api_banks import bank_or_404, open_bank_or_409
 from orbs.dmrm.forms import DOMAINS
 from orbs.dmrm.models import Experience
+from orbs.dmrm.qlearning import ACTION_MAX_CHARS, GOAL_MAX_CHARS, HISTORY_ACTIONS, OBSERVATION_MAX_CHARS
 from orbs.dmrm.services import (
     DMRMSettingsInvalid,
     ExperienceFilters,
@@ -50,11 +51,11 @@ REVIEW = api_auth(Role.REVIEWER, review=True)
 class TransitionIn(StrictBody, Schema):
     trajectory_id: str = Field(min_length=1, max_length=200)
     step: int = Field(ge=0, le=2**31 - 1)  # the column is a PostgreSQL integer
-    goal: str = Field(min_length=1)
-    observation: str = Field(min_length=1)
-    action: str = Field(min_length=1)
+    goal: str = Field(min_length=1, max_length=GOAL_MAX_CHARS)
+    observation: str = Field(min_length=1, max_length=OBSERVATION_MAX_CHARS)
+    action: str = Field(min_length=1, max_length=ACTION_MAX_CHARS)
     reward: float
-    next_observation: str = ""
+    next_observation: str = Field("", max_length=OBSERVATION_MAX_CHARS)
     done: bool = False
     success: bool | None = None
     memory: str = "target"
@@ -83,9 +84,12 @@ class TransitionsOut(Schema):
 
 
 class ExperienceRetrieveIn(StrictBody, Schema):
-    goal: str = Field(min_length=1)
-    observation: str = Field(min_length=1)
-    recent_actions: list[str] = []
+    goal: str = Field(min_length=1, max_length=GOAL_MAX_CHARS)
+    observation: str = Field(min_length=1, max_length=OBSERVATION_MAX_CHARS)
+    recent_actions: list[Annotated[str, Field(max_length=ACTION_MAX_CHARS)]] = Field(
+        [], description=f"The last actions of the trajectory; the last {HISTORY_ACTIONS} are shown")
+    domain: str = Field("", max_length=64, description="The task's domain: the source memory is suppressed once "
+                                                         "this domain has enough successful trajectories")
     client: str = Field("", max_length=200)
 
 
@@ -229,7 +233,7 @@ def retrieve(request, slug: str, payload: ExperienceRetrieveIn):
     """The prompt block for the agent's current step, and the trace of every candidate."""
     result = experiences_retrieve(bank=open_bank_or_409(request, slug), goal=payload.goal,
                                   observation=payload.observation, recent_actions=payload.recent_actions,
-                                  client=payload.client)
+                                  domain=payload.domain, client=payload.client)
     return {**{k: getattr(result, k) for k in ("retrieval_id", "prompt_block", "suppressed",
                                                  "successful_trajectories", "budget_used", "c_max",
                                                  "min_similarity")},

@@ -193,6 +193,8 @@ class ExperienceTrajectory(models.Model):
 
     bank = models.ForeignKey("orbs.MemoryBank", on_delete=models.CASCADE, related_name="experience_trajectories")
     trajectory_id = models.CharField(max_length=200)
+    domain = models.CharField(max_length=64, blank=True, default="",
+                              help_text="The task's domain: source suppression counts successes per domain.")
     steps = models.PositiveIntegerField(default=0)
     success = models.BooleanField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -46,6 +46,33 @@ def discounted_returns(rewards: list[float], *, gamma: float) -> list[float]:
 
 
 HISTORY_ACTIONS = 5  # the paper's history: the last five actions of the current trajectory
+
+# Every DMRM text field is bounded, in characters (a 2 MB goal once reached a prompt block): runs
+# and the agent hook cut longer text with a visible marker, the API refuses it naming the field.
+# A customer turn is far shorter than USER_TEXT_MAX_CHARS; an observation is that turn and the
+# last tool result (TOOL_CONTEXT_CHARS) with its label, and room for the marker.
+GOAL_MAX_CHARS = 1000
+USER_TEXT_MAX_CHARS = 1200
+TOOL_CONTEXT_CHARS = 300
+OBSERVATION_MAX_CHARS = 1600
+ACTION_MAX_CHARS = 1000
+_TOOL_LABEL = "\nTool result: "
+
+
+def clipped(text: str, limit: int) -> str:
+    """`text` when it has at most `limit` characters; else its start and a marker saying how long
+    it was, `limit` characters in all."""
+    if len(text) <= limit:
+        return text
+    marker = f" … [cut: {len(text):,} characters]"
+    return text[:max(0, limit - len(marker))] + marker[:limit]
+
+
+def observation_text(*, user: str, tool: str = "") -> str:
+    """An observation o as DMRM stores and queries it alike: the customer's last turn and the last
+    tool result seen, each cut to its share of OBSERVATION_MAX_CHARS."""
+    user = clipped(user, USER_TEXT_MAX_CHARS)
+    return f"{user}{_TOOL_LABEL}{tool[:TOOL_CONTEXT_CHARS]}" if tool else user
 _BLOCK_GAP = "\n\n"
 
 
@@ -119,9 +146,10 @@ def _better(a: Choice, b: Choice) -> bool:
 
 def current_render(*, recent_actions: list[str], observation: str, instruction: str) -> str:
     """The current step as the paper's template has it: the history (last five actions), o and g."""
-    history = recent_actions[-HISTORY_ACTIONS:]
+    history = [clipped(action, ACTION_MAX_CHARS) for action in recent_actions[-HISTORY_ACTIONS:]]
     return "\n".join(["Recent actions: " + ("; ".join(history) if history else "(none)"),
-                      f"Observation: {observation}", f"Instruction: {instruction}"])
+                      f"Observation: {clipped(observation, OBSERVATION_MAX_CHARS)}",
+                      f"Instruction: {clipped(instruction, GOAL_MAX_CHARS)}"])
 
 
 @dataclass(frozen=True)
@@ -137,13 +165,13 @@ class ExperienceView:
 
 
 def experience_render(view: ExperienceView) -> str:
-    lines = [view.heading, f"Observation: {view.observation}", f"Instruction: {view.instruction}",
-             "Actions taken: " + "; ".join(view.actions)]
-    if view.encouraged:
-        lines.append(f"Encouraged: {view.encouraged.action} → {view.encouraged.value:.3f} ({view.encouraged.reason})")
-    if view.discouraged:
-        lines.append(
-            f"Discouraged: {view.discouraged.action} → {view.discouraged.value:.3f} ({view.discouraged.reason})")
+    """Stored fields are bounded on write; rows written before the bounds are cut here as well."""
+    lines = [view.heading, f"Observation: {clipped(view.observation, OBSERVATION_MAX_CHARS)}",
+             f"Instruction: {clipped(view.instruction, GOAL_MAX_CHARS)}",
+             "Actions taken: " + "; ".join(clipped(action, ACTION_MAX_CHARS) for action in view.actions)]
+    for label, choice in (("Encouraged", view.encouraged), ("Discouraged", view.discouraged)):
+        if choice:
+            lines.append(f"{label}: {clipped(choice.action, ACTION_MAX_CHARS)} → {choice.value:.3f} ({choice.reason})")
     return "\n".join(lines)
 
 

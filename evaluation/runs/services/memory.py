@@ -14,11 +14,20 @@ from django.core.exceptions import ObjectDoesNotExist
 
 from evaluation.configs import MemoryConfig
 from evaluation.feedback.services import feedback_of, feedback_trajectory
+from evaluation.llm_backends import memory_room
 from evaluation.models import Episode
 from evaluation.runs.models import EvaluationRun, MemoryMode, ReviewGate, RunEpisode, Trial
-from evaluation.runs.services.spec import DMRMParams, DMRMWriteTiming, RunLaunchError, RunSpec
+from evaluation.runs.services.spec import (
+    LLM_CONTEXT_TOKENS,
+    CMaxRule,
+    DMRMParams,
+    DMRMWriteTiming,
+    RunLaunchError,
+    RunSpec,
+)
 from evaluation.services import EpisodeConfigError, EpisodePlay, bank_harmful_flag, episode_ref, episode_trajectory
 from evaluation.services.memory_effects import bank_harmful_experiences_flag
+from memweb.llm import role_config
 from orbs.dialogues.services import dialogue_from_trajectory, dialogues_copy
 from orbs.dmrm.services import (
     TrajectoryToLearn,
@@ -93,15 +102,34 @@ def _dialogues_prepare(run: EvaluationRun, source) -> None:
         dialogues_copy(source=source, target=run.bank)
 
 
+_RUN_ONLY = {"write_timing", "c_max_rule"}  # DMRMParams that are the run's, not bank settings
+MAX_C_MAX = 8000  # the largest C_max a bank accepts
+
+
+def _c_max(spec: RunSpec, params: DMRMParams) -> tuple[int | None, str]:
+    """C_max to set on the run's bank and where it came from; None keeps a copied bank's own. An agent
+    with no window of its own (the scripted one) is given the paper's 4k."""
+    if params.c_max is not None:
+        return params.c_max, "given"
+    if params.c_max_rule == CMaxRule.MINILM_512:
+        return 512, str(CMaxRule.MINILM_512)
+    if spec.dmrm is None and spec.bank_source:
+        return None, "the copied bank's"
+    answer = spec.agent.max_tokens or role_config("actor").max_tokens
+    room = memory_room(context_tokens=spec.agent.context_tokens or LLM_CONTEXT_TOKENS, answer_tokens=answer)
+    return max(16, min(room, MAX_C_MAX)), str(CMaxRule.AGENT_WINDOW)
+
+
 def _dmrm_configure(run: EvaluationRun, spec: RunSpec) -> dict:
     """The parameters in force, to keep on the run. The run's "approved only" then also gates
     the copied source memory."""
     params = spec.dmrm or DMRMParams()
-    given = spec.dmrm.model_dump(exclude={"write_timing"}) if spec.dmrm else {}
-    settings = dmrm_settings_update(bank=run.bank, params=given)
+    given = spec.dmrm.model_dump(exclude=_RUN_ONLY | {"c_max"}) if spec.dmrm else {}
+    c_max, c_max_rule = _c_max(spec, params)
+    settings = dmrm_settings_update(bank=run.bank, params=given | ({"c_max": c_max} if c_max else {}))
     bank_policy_update(bank=run.bank, approved_only=spec.approved_only)
-    bank_fields = {name: getattr(settings, name) for name in DMRMParams.model_fields if name != "write_timing"}
-    return bank_fields | {"write_timing": str(params.write_timing)}
+    bank_fields = {name: getattr(settings, name) for name in DMRMParams.model_fields if name not in _RUN_ONLY}
+    return bank_fields | {"write_timing": str(params.write_timing), "c_max_rule": c_max_rule}
 
 
 # --- each episode ---------------------------------------------------------------------------

@@ -28,13 +28,24 @@ class DMRMWriteTiming(models.TextChoices):
     TRIAL_END = "trial_end", "when the trial ends"
 
 
+class CMaxRule(models.TextChoices):
+    """Where C_max comes from when the spec gives no number."""
+
+    AGENT_WINDOW = "agent_window", "the agent's context window minus the rest of its prompt (the paper)"
+    MINILM_512 = "minilm_512", "512 tokens, the embedding model's window (memweb before issue 28)"
+
+
 class DMRMParams(StrictBody):
     """DMRM's parameters: all but `write_timing` (a run's choice) are set on the run's bank (the DMRM
     settings page documents each)."""
 
     alpha: float = pydantic.Field(default=0.5, ge=0.0, le=1.0, description="Learning rate α of the Q update")
     gamma: float = pydantic.Field(default=0.9, ge=0.0, le=1.0, description="Discount γ")
-    c_max: int = pydantic.Field(default=512, ge=16, le=8000, description="Token budget C_max")
+    c_max: int | None = pydantic.Field(default=None, ge=16, le=8000,
+                                       description="Token budget C_max; empty: from c_max_rule")
+    c_max_rule: CMaxRule = pydantic.Field(
+        default=CMaxRule.AGENT_WINDOW, description="C_max when no number is given: the agent's window minus the rest "
+                                                   "of its prompt (the paper), or the old fixed 512")
     n_success: int = pydantic.Field(default=2, ge=1, le=100,
                                     description="Successful trajectories before the source memory is suppressed")
     suppression_mode: Suppression = pydantic.Field(
@@ -51,10 +62,17 @@ class DMRMParams(StrictBody):
         description="When an episode's steps enter the target memory: as it is stored (the paper) or at trial end")
 
 
+# The DMRM paper's n: source memory switched off after this many successful target trajectories.
+DMRM_N_SWEEP = (1, 2, 3)
 PRESETS = {
     RunPreset.MEMORB_K1: {"memory_mode": MemoryKind.MEMORB, "memory_k": 1},
     RunPreset.MEMORB_STRUCTURED: {"memory_mode": MemoryKind.MEMORB, "reflection_style": ReflectionStyle.STRUCTURED},
+    # No transfer: DMRM on a fresh bank, so no source memory M_s, the target memory alone.
+    RunPreset.DMRM_NO_TRANSFER: {"memory_mode": MemoryKind.DMRM, "bank_source": ""},
+    **{RunPreset(f"dmrm_n{n}"): {"memory_mode": MemoryKind.DMRM, "dmrm.n_success": n} for n in DMRM_N_SWEEP},
 }
+# "Without DMRM" is the run without memory (memory_mode none): no preset is needed.
+_PRESET_SECTIONS = {"dmrm": DMRMParams}  # the sections a preset's dotted names reach into
 # The paper's agent: an LLM agent with a 4k-token context window, with memory (MemOrb) or without
 # (the No-Memory baseline), so every arm of a comparison gets the same window.
 LLM_CONTEXT_TOKENS = 4096
@@ -117,10 +135,12 @@ class RunSpec(StrictBody):
 
     @pydantic.model_validator(mode="after")
     def _preset_fills_its_fields(self):
-        """The preset's values for the fields not given; a given one that differs is refused at launch."""
+        """The preset's values for the fields not given; a given one that differs is refused at launch.
+        A dotted name ("dmrm.n_success") is a field of a section, which is created when absent."""
         for name, value in PRESETS.get(self.preset, {}).items():
-            if name not in self.model_fields_set:
-                setattr(self, name, value)
+            section, field = self._section_of(name)
+            if field not in section.model_fields_set:
+                setattr(section, field, value)
         return self
 
     @pydantic.model_validator(mode="after")
@@ -129,10 +149,18 @@ class RunSpec(StrictBody):
             self.withhold_probability = EFFECT_WITHHOLD_PROBABILITY
         return self
 
-    def preset_conflicts(self) -> list[tuple[str, str]]:
-        return [(name, f"the preset {self.preset} sets {name} to {value}, got {getattr(self, name)}")
-                for name, value in PRESETS.get(self.preset, {}).items() if getattr(self, name) != value]
+    def _section_of(self, name: str) -> tuple[pydantic.BaseModel, str]:
+        if "." not in name:
+            return self, name
+        section, field = name.split(".", 1)
+        if getattr(self, section) is None:
+            setattr(self, section, _PRESET_SECTIONS[section]())
+        return getattr(self, section), field
 
+    def preset_conflicts(self) -> list[tuple[str, str]]:
+        values = {name: getattr(*self._section_of(name)) for name in PRESETS.get(self.preset, {})}
+        return [(name, f"the preset {self.preset} sets {name} to {value}, got {values[name]}")
+                for name, value in PRESETS.get(self.preset, {}).items() if values[name] != value]
 
     def withholding_conflicts(self) -> list[tuple[str, str]]:
         """Withholding only as the explicit effect-measurement mode, and only where there are Orbs or

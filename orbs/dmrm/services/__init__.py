@@ -30,6 +30,7 @@ from orbs.dmrm.services.review import experience_flag, experience_review
 from orbs.dmrm.services.source import (
     SourceCandidate,
     action_text,
+    goal_text,
     source_memory_build,
     source_memory_build_start,
     source_memory_preview,
@@ -49,7 +50,7 @@ __all__ = [
     "experience_retrieval_outcomes", "experience_review",
     "experiences_append_batch", "experiences_filtered", "experiences_from_trajectory",
     "experiences_from_trajectories", "TrajectoryToLearn", "experiences_retrieve",
-    "experiences_updates", "source_memory_build", "source_memory_build_start",
+    "experiences_updates", "goal_text", "source_memory_build", "source_memory_build_start",
     "source_memory_preview", "source_trajectories_from_episodes", "successful_trajectories", "trajectories_steps",
     "trajectory_steps",
 ]

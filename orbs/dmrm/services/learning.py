@@ -23,7 +23,16 @@ from django.db.models import F, Max, Sum
 from django.utils import timezone
 
 from orbs.dmrm.models import DMRMSettings, Experience, ExperienceStep, ExperienceTrajectory
-from orbs.dmrm.qlearning import entry_text, q_target, q_update, state_key, text_key
+from orbs.dmrm.qlearning import (
+    ACTION_MAX_CHARS,
+    GOAL_MAX_CHARS,
+    OBSERVATION_MAX_CHARS,
+    entry_text,
+    q_target,
+    q_update,
+    state_key,
+    text_key,
+)
 from orbs.dmrm.services.source import trajectory_steps
 from orbs.errors import OrbsError
 from orbs.services.banks import bank_embedder
@@ -36,6 +45,8 @@ DEADLOCK_RETRIES = 3
 SETTINGS_FIELDS = ("alpha", "gamma", "c_max", "n_success", "suppression_mode", "source_weight", "scan_limit",
                    "min_similarity", "state_match", "state_similarity")
 REQUIRED_TEXT = ("trajectory_id", "goal", "observation", "action")
+TEXT_LIMITS = {"goal": GOAL_MAX_CHARS, "observation": OBSERVATION_MAX_CHARS, "action": ACTION_MAX_CHARS,
+               "next_observation": OBSERVATION_MAX_CHARS}
 
 
 class SourceMemoryReadOnly(OrbsError):
@@ -101,13 +112,18 @@ def trajectories_steps(*, bank, trajectory_ids: list[str]) -> int:
     return steps["n"] or 0
 
 
-def successful_trajectories(*, bank) -> int:
-    return ExperienceTrajectory.objects.filter(bank=bank, success=True).count()
+def successful_trajectories(*, bank, domain: str = "") -> int:
+    """Successful trajectories of the target memory: of `domain` when given (the task's own
+    domain, whose M_t the paper counts), else of the whole bank."""
+    finished = ExperienceTrajectory.objects.filter(bank=bank, success=True)
+    return (finished.filter(domain=domain) if domain else finished).count()
 
 
 def _problems(index: int, t: Transition) -> list[tuple[str, str]]:
     where = f"transitions[{index}]"
     problems = [(f"{where}.{name}", "must not be empty") for name in REQUIRED_TEXT if not str(getattr(t, name)).strip()]
+    problems += [(f"{where}.{name}", f"{len(getattr(t, name)):,} characters; at most {limit:,} are allowed")
+                 for name, limit in TEXT_LIMITS.items() if len(getattr(t, name)) > limit]
     if not isinstance(t.reward, (int, float)) or not math.isfinite(t.reward):
         problems.append((f"{where}.reward", "must be a finite number"))
     if t.memory != Experience.Memory.TARGET:
@@ -166,7 +182,8 @@ def _learn(entry: Experience, t: Transition, settings: DMRMSettings, next_vector
 
 
 def _trajectory_note(bank, t: Transition) -> None:
-    row, _ = ExperienceTrajectory.objects.get_or_create(bank=bank, trajectory_id=t.trajectory_id)
+    row, _ = ExperienceTrajectory.objects.get_or_create(bank=bank, trajectory_id=t.trajectory_id,
+                                                        defaults={"domain": t.domain})
     changes = {"steps": F("steps") + 1}
     if t.done:
         changes.update(success=t.success, finished_at=timezone.now())

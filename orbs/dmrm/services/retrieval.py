@@ -17,10 +17,14 @@ from django.db.models import Q
 from memweb.embeddings import query_embed
 from orbs.dmrm.models import DMRMRetrievalLog, DMRMSettings, Experience
 from orbs.dmrm.qlearning import (
+    ACTION_MAX_CHARS,
+    GOAL_MAX_CHARS,
+    OBSERVATION_MAX_CHARS,
     Choice,
     ExperienceView,
     action_choices,
     budget_fill,
+    clipped,
     current_render,
     experience_render,
     prompt_join,
@@ -78,8 +82,8 @@ def _scored(nearest: list[tuple[Experience, float]], *, weight: float) -> list[t
     return sorted(scored, key=lambda item: (-item[2], item[0].pk))
 
 
-def _suppression(bank, settings: DMRMSettings) -> tuple[bool, int]:
-    successes = successful_trajectories(bank=bank)
+def _suppression(bank, settings: DMRMSettings, domain: str) -> tuple[bool, int]:
+    successes = successful_trajectories(bank=bank, domain=domain)
     return successes >= settings.n_success, successes
 
 
@@ -141,12 +145,17 @@ def _select(scored, *, current: str, settings: DMRMSettings, count, withhold) ->
 
 
 def experiences_retrieve(*, bank, goal: str, observation: str, recent_actions: list[str] | None = None,
-                         client: str = "", withhold: Callable[[int], bool] | None = None) -> DMRMResult:
+                         domain: str = "", client: str = "",
+                         withhold: Callable[[int], bool] | None = None) -> DMRMResult:
     """The prompt block for the agent's current step: the current state with its history, then
     each retrieved experience, never more than C_max tokens (empty when no experience fits).
+    Over-long text is cut with a marker (the bounds of orbs.dmrm.qlearning). `domain`: the task's,
+    whose successful trajectories switch M_s off (the whole bank's when empty).
     `withhold(experience_id)` True keeps that entry out of the prompt while logging it."""
+    goal, observation = clipped(goal, GOAL_MAX_CHARS), clipped(observation, OBSERVATION_MAX_CHARS)
+    recent_actions = [clipped(action, ACTION_MAX_CHARS) for action in recent_actions or []]
     settings, model = dmrm_settings_get(bank=bank), bank_embedder(bank)
-    suppressed, successes = _suppression(bank, settings)
+    suppressed, successes = _suppression(bank, settings, domain)
     disable = suppressed and settings.suppression_mode == DMRMSettings.Suppression.DISABLE
     weighted = suppressed and not disable
     start = time.perf_counter()
@@ -155,7 +164,7 @@ def experiences_retrieve(*, bank, goal: str, observation: str, recent_actions: l
     nearest = vectors_nearest(queryset=_servable(bank, source_allowed=not disable), vector=vector,
                               k=settings.scan_limit)
     search_ms = (time.perf_counter() - start) * 1000
-    current = current_render(recent_actions=recent_actions or [], observation=observation, instruction=goal)
+    current = current_render(recent_actions=recent_actions, observation=observation, instruction=goal)
     hits, blocks = _select(_scored(nearest, weight=settings.source_weight if weighted else 1.0), current=current,
                            settings=settings, count=model.count_tokens, withhold=withhold)
     if weighted:

@@ -27,14 +27,21 @@ from memweb.jobs import JobContext, JobFailed, job_start
 from memweb.registry import trajectory_source
 from memweb.workspaces import in_workspace
 from orbs.dmrm.models import Experience, SourceMemory
-from orbs.dmrm.qlearning import discounted_returns, entry_text, state_key, text_key
+from orbs.dmrm.qlearning import (
+    ACTION_MAX_CHARS,
+    GOAL_MAX_CHARS,
+    clipped,
+    discounted_returns,
+    entry_text,
+    observation_text,
+    state_key,
+    text_key,
+)
 from orbs.dmrm.services.history import SOURCE_MEMORY
 from orbs.errors import OrbsError
 from orbs.models import MemoryBank
 from orbs.services.banks import bank_embedder
 from orbs.services.history import history_append
-
-TOOL_CONTEXT_CHARS = 300
 
 
 @dataclass(frozen=True)
@@ -55,25 +62,29 @@ class SourceCandidate:
 
 
 def action_text(call: dict) -> str:
-    """A tool call as DMRM stores an action a: its name with its arguments as sorted JSON."""
-    return f"{call['name']}({json.dumps(call.get('arguments') or {}, sort_keys=True, ensure_ascii=False)})"
+    """A tool call as DMRM stores an action a: its name with its arguments as sorted JSON, bounded."""
+    arguments = json.dumps(call.get("arguments") or {}, sort_keys=True, ensure_ascii=False)
+    return clipped(f"{call['name']}({arguments})", ACTION_MAX_CHARS)
 
 
-def _observation(user: str, tool: str) -> str:
-    return f"{user}\nTool result: {tool[:TOOL_CONTEXT_CHARS]}" if tool else user
+def goal_text(first_user_turn: str) -> str:
+    """The goal g: the customer's opening request, bounded."""
+    return clipped(first_user_turn, GOAL_MAX_CHARS)
 
 
 def trajectory_steps(trajectory: dict) -> list[tuple[str, str, str]]:
-    """(goal, observation, action) for every assistant tool call, in order."""
+    """(goal, observation, action) for every assistant tool call, in order. The observation is the
+    last customer turn and the last tool result seen (`observation_text`), which is also how an
+    agent's hook asks before each step."""
     goal, user, tool, steps = "", "", "", []
     for message in trajectory.get("messages", []):
         if message["role"] == "user":
             user = message.get("content", "")
-            goal = goal or user
+            goal = goal or goal_text(user)
         elif message["role"] == "tool":
             tool = message.get("content", "")
         for call in message.get("tool_calls") or ():
-            steps.append((goal, _observation(user, tool), action_text(call)))
+            steps.append((goal, observation_text(user=user, tool=tool), action_text(call)))
     return steps
 
 

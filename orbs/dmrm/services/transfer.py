@@ -31,7 +31,7 @@ _EXPERIENCE_COPIED = (
     "run_ref", "episode_ref", "embedding_model", "token_length", "status", "reviewed_at", "review_note", "version",
     "flagged_at", "flag_note", "created_at", "updated_at",
 )
-_TRAJECTORY_COPIED = ("trajectory_id", "steps", "success", "finished_at", "created_at")
+_TRAJECTORY_COPIED = ("trajectory_id", "domain", "steps", "success", "finished_at", "created_at")
 
 
 # --- export -------------------------------------------------------------------
@@ -166,6 +166,7 @@ class ExperienceLine(_Line):
 class TrajectoryLine(_Line):
     type: Literal["experience_trajectory"]
     trajectory_id: str = pydantic.Field(min_length=1, max_length=200)
+    domain: str = pydantic.Field(default="", max_length=64)  # absent from exports before issue 28
     steps: int = pydantic.Field(ge=0)
     success: bool | None
     finished_at: datetime | None

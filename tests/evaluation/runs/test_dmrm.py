@@ -4,11 +4,15 @@ source memory, and the transcript links what the agent saw."""
 import pytest
 from django.urls import reverse
 
+from evaluation.llm_backends import AGENT_RULES, memory_room
 from evaluation.models import Episode
 from evaluation.runs.models import EvaluationRun, Trial
-from evaluation.runs.services import run_drive
+from evaluation.runs.services import RunLaunchError, run_drive
 from evaluation.runs.services.memory import run_episode_dmrm_record, trial_memorise
+from evaluation.runs.services.spec import DMRM_N_SWEEP
 from evaluation.services.memory_effects import bank_harmful_experiences_flag, experience_effects_compute
+from memweb.embeddings import embedder
+from memweb.llm import role_config
 from orbs.dmrm.models import DMRMRetrievalLog, DMRMSettings, Experience, ExperienceTrajectory, SourceMemory
 from orbs.dmrm.services import source_memory_build
 from orbs.services import bank_get_or_create
@@ -26,7 +30,7 @@ def _dmrm_records(row) -> list[dict]:
 
 def test_a_dmrm_run_applies_its_parameters_to_its_own_bank(launch):
     run = launch(memory_mode="dmrm", dmrm=PARAMS)
-    assert run.dmrm_config == PARAMS and run.uses_dmrm and not run.uses_memorb
+    assert run.dmrm_config == PARAMS | {"c_max_rule": "given"} and run.uses_dmrm and not run.uses_memorb
     settings = DMRMSettings.objects.get(bank=run.bank)
     assert {name: getattr(settings, name) for name in PARAMS if name != "write_timing"} == {
         name: value for name, value in PARAMS.items() if name != "write_timing"}
@@ -34,9 +38,40 @@ def test_a_dmrm_run_applies_its_parameters_to_its_own_bank(launch):
 
 def test_without_parameters_the_defaults_are_kept_and_shown(launch):
     run = launch(memory_mode="dmrm")
-    assert run.dmrm_config == {"alpha": 0.5, "gamma": 0.9, "c_max": 512, "n_success": 2,
+    assert run.dmrm_config == {"alpha": 0.5, "gamma": 0.9, "c_max": _window_room(4096), "n_success": 2,
                                "suppression_mode": "disable", "source_weight": 0.5, "min_similarity": 0.3,
-                               "state_match": "exact", "state_similarity": 0.9, "write_timing": "episode"}
+                               "state_match": "exact", "state_similarity": 0.9, "write_timing": "episode",
+                               "c_max_rule": "agent_window"}
+
+
+def _window_room(context_tokens: int) -> int:
+    return memory_room(context_tokens=context_tokens, answer_tokens=role_config("actor").max_tokens)
+
+
+def test_c_max_is_the_agents_window_minus_the_rest_of_its_prompt_and_512_a_named_variant(launch):
+    """It was 512 (MiniLM's window), which fits a median of one experience."""
+    scripted = launch(memory_mode="dmrm")
+    assert DMRMSettings.objects.get(bank=scripted.bank).c_max == _window_room(4096) > 2 * 512
+    rules = embedder().count_tokens(AGENT_RULES)  # the rest of the prompt: rules, policies, the memory note
+    assert 4096 - _window_room(4096) - role_config("actor").max_tokens > rules > 100
+    wide = launch(memory_mode="dmrm", agent={"error_rates": {}, "context_tokens": 6000})
+    assert wide.dmrm_config["c_max"] == _window_room(6000)
+    old = launch(memory_mode="dmrm", dmrm={"c_max_rule": "minilm_512"})
+    assert (old.dmrm_config["c_max"], old.dmrm_config["c_max_rule"]) == (512, "minilm_512")
+
+
+def test_the_dmrm_presets_set_their_fields_and_refuse_others(launch):
+    for n in DMRM_N_SWEEP:
+        run = launch(memory_mode="dmrm", preset=f"dmrm_n{n}")
+        assert (run.preset, run.dmrm_config["n_success"]) == (f"dmrm_n{n}", n)
+    fresh = launch(preset="dmrm_no_transfer", **{"memory_mode": "dmrm"})
+    assert fresh.memory_mode == "dmrm" and not SourceMemory.objects.filter(bank=fresh.bank).exists()
+    with pytest.raises(RunLaunchError) as refused:
+        launch(memory_mode="dmrm", preset="dmrm_n1", dmrm={"n_success": 3})
+    assert refused.value.problems == [("dmrm.n_success", "the preset dmrm_n1 sets dmrm.n_success to 1, got 3")]
+    with pytest.raises(RunLaunchError) as refused:
+        launch(memory_mode="dmrm", preset="dmrm_no_transfer", bank_source="some-bank")
+    assert refused.value.problems[0][0] == "bank_source"
 
 
 def test_at_trial_end_each_trial_updates_the_target_memory_and_later_trials_retrieve_it(launch):
@@ -223,3 +258,17 @@ def test_an_episode_that_failed_on_infrastructure_writes_no_steps(launch):
         run_episode_dmrm_record(episode=episode, run=run)
     assert list(ExperienceTrajectory.objects.filter(bank=run.bank).values_list("trajectory_id", flat=True)) == [
         f"evaluation-episode:{fine.pk}"]
+
+
+def test_the_launch_form_runs_an_n_sweep_preset_over_the_pages_dmrm_values(builtin, client, operator_user):
+    client.force_login(operator_user)
+    form = client.get(reverse("evaluation:run_new")).content.decode()
+    assert 'value="dmrm_n1"' in form and 'value="dmrm_no_transfer"' in form and 'name="dmrm_c_max_rule"' in form
+    posted = {"name": "n = 1 from the form", "task_ids": "shop-app-001", "agent": "scripted", "wrong_tool": 0.3,
+              "wrong_arguments": 0.3, "result_unused": 0.3, "customer": "agenda", "memory_mode": "dmrm",
+              "memory_k": 5, "reflection_style": "simple", "preset": "dmrm_n1", "approved_only": "on",
+              "per_turn": "on", "trials": 1, "seed": 0, "max_turns": 12, "concurrency": 1, "review_gate": "auto",
+              "withhold_probability": 0, "dmrm_n_success": 2, "dmrm_c_max_rule": "minilm_512"}
+    assert client.post(reverse("evaluation:run_new"), posted).status_code == 302
+    run = EvaluationRun.objects.get(name="n = 1 from the form")
+    assert (run.preset, run.dmrm_config["n_success"], run.dmrm_config["c_max"]) == ("dmrm_n1", 1, 512)
