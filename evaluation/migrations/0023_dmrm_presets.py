@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('evaluation', '0021_run_status_preparing'),
+        ('evaluation', '0022_feedback_reference_calibration_family_copy'),
     ]
 
     operations = [
