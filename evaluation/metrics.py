@@ -164,26 +164,33 @@ def _series(points: list[tuple[int, float | None, list | None]]) -> dict:
             "high": [p[2][1] if p[2] else None for p in points]}
 
 
-def per_trial_series(matrix: SuccessMatrix, *, seed: int, resamples: int, confidence: float) -> dict:
-    """Per-trial success with CI bands and the success/failure/error counts behind each point."""
+def _proportion_band(successes: int, trials: int, confidence: float) -> list[float] | None:
+    """Wilson's interval of a share of 0/1 outcomes (one per task): unlike a bootstrap over tasks it
+    does not collapse to [0, 0] or [1, 1] when every task failed or every one succeeded."""
+    return list(wilson_interval(successes, trials, confidence=confidence)) if trials else None
+
+
+def per_trial_series(matrix: SuccessMatrix, *, confidence: float) -> dict:
+    """Per-trial success with Wilson bands and the success/failure/error counts behind each point."""
     points, successes, failures, errors = [], [], [], []
     for trial in range(1, trial_count(matrix) + 1):
         outcomes = trial_outcomes(matrix, trial)
-        rate = float(np.mean(outcomes)) if outcomes else None
-        points.append((trial, rate, _ci_or_none(outcomes, seed, resamples, confidence)))
-        successes.append(int(sum(outcomes)))
-        failures.append(len(outcomes) - int(sum(outcomes)))
+        solved = int(sum(outcomes))
+        points.append((trial, solved / len(outcomes) if outcomes else None,
+                       _proportion_band(solved, len(outcomes), confidence)))
+        successes.append(solved)
+        failures.append(len(outcomes) - solved)
         errors.append(trial_errors(matrix, trial))
     return {**_series(points), "successes": successes, "failures": failures, "errors": errors}
 
 
-def cumulative_series(matrix: SuccessMatrix, *, seed: int, resamples: int, confidence: float) -> dict:
-    """Cumulative success by trial with CI bands (resampling the tasks with a verdict)."""
+def cumulative_series(matrix: SuccessMatrix, *, confidence: float) -> dict:
+    """Cumulative success by trial with Wilson bands over the tasks with a verdict."""
     tasks = tasks_with_verdict(matrix)
     points = []
     for trial, rate in enumerate(cumulative_success(matrix), start=1):
-        solved = [solved_by(matrix[task_id], trial) for task_id in tasks]
-        points.append((trial, rate, _ci_or_none(solved, seed, resamples, confidence)))
+        solved = int(sum(solved_by(matrix[task_id], trial) for task_id in tasks))
+        points.append((trial, rate, _proportion_band(solved, len(tasks), confidence)))
     return _series(points)
 
 
@@ -213,8 +220,8 @@ def run_metrics(matrix: SuccessMatrix, *, rewards: Sequence[float | None] | None
         "matrix": {task_id: list(results) for task_id, results in matrix.items()},
         "errors": {"total": sum(task_counts(r)[2] for r in matrix.values()),
                    "tasks_without_verdict": sorted(set(matrix) - set(tasks_with_verdict(matrix)))},
-        "per_trial": per_trial_series(matrix, **options),
-        "cumulative": cumulative_series(matrix, **options),
+        "per_trial": per_trial_series(matrix, confidence=confidence),
+        "cumulative": cumulative_series(matrix, confidence=confidence),
         "pass_k": pass_k_series(matrix, **options),
         "reward": {"mean": mean_reward(rewards), "ci": _ci_or_none(
             [float(r) for r in rewards or () if r is not None], seed, resamples, confidence)},
@@ -700,7 +707,7 @@ def wilson_interval(successes: int, trials: int, *, confidence: float = DEFAULT_
     z, rate = NormalDist().inv_cdf(1 - (1 - confidence) / 2), successes / trials
     centre = (rate + z * z / (2 * trials)) / (1 + z * z / trials)
     half = z / (1 + z * z / trials) * sqrt(rate * (1 - rate) / trials + z * z / (4 * trials * trials))
-    return centre - half, centre + half
+    return max(0.0, centre - half), min(1.0, centre + half)  # rounding must not step outside [0, 1]
 
 
 def difference_interval(successes_a: int, trials_a: int, successes_b: int, trials_b: int, *,
