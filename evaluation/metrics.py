@@ -750,16 +750,85 @@ def memory_effect(outcomes: Sequence[tuple[bool, bool]], *, confidence: float = 
     each side."""
     served = [success for was_served, success in outcomes if was_served]
     withheld = [success for was_served, success in outcomes if not was_served]
-    counts = {"served": len(served), "served_successes": sum(served), "withheld": len(withheld),
-              "withheld_successes": sum(withheld)}
-    if len(outcomes) < min_retrievals or not served or not withheld:
+    return memory_effect_of_counts(served=len(served), served_successes=sum(served), withheld=len(withheld),
+                                   withheld_successes=sum(withheld), confidence=confidence,
+                                   min_retrievals=min_retrievals)
+
+
+def memory_effect_of_counts(*, served: int, served_successes: int, withheld: int, withheld_successes: int,
+                            confidence: float = DEFAULT_CONFIDENCE, min_retrievals: int = MIN_RETRIEVALS) -> MemoryEffect:
+    """`memory_effect` from the four counts."""
+    counts = {"served": served, "served_successes": served_successes, "withheld": withheld,
+              "withheld_successes": withheld_successes}
+    if served + withheld < min_retrievals or not served or not withheld:
         return MemoryEffect(**counts, estimate=None, low=None, high=None)
-    low, high = difference_interval(sum(served), len(served), sum(withheld), len(withheld), confidence=confidence)
-    return MemoryEffect(**counts, estimate=sum(served) / len(served) - sum(withheld) / len(withheld),
-                        low=low, high=high)
+    low, high = difference_interval(served_successes, served, withheld_successes, withheld, confidence=confidence)
+    return MemoryEffect(**counts, estimate=served_successes / served - withheld_successes / withheld, low=low, high=high)
 
 
 def memory_effects_by_harm(effects: Mapping[str, MemoryEffect]) -> list[tuple[str, MemoryEffect]]:
     """Memories with an estimate, most harmful first (lowest upper bound, then lowest estimate)."""
     estimated = [(key, effect) for key, effect in effects.items() if effect.estimate is not None]
     return sorted(estimated, key=lambda item: (item[1].high, item[1].estimate, item[0]))
+
+
+# --- the harm flag: error control across a run's looks and a bank's memories ------------------
+#
+# A run looks at its memories' effects after every trial, and at every memory of the bank; testing
+# each at 5 % every time would flag memories that do no harm far more often than 5 %. The flag is
+# instead controlled family-wise: the chance that a run flags ANY memory of the bank that does not
+# lower success is at most HARM_ERROR_RATE. Across looks the rate is split equally over the run's
+# planned trials (Bonferroni, the simplest alpha spending: early looks keep the power to catch a
+# harmful memory soon); within a look Holm's step-down runs over the memories tested there.
+
+HARM_ERROR_RATE = 0.05
+
+
+def harm_p_values(effects: Mapping[str, MemoryEffect] | Mapping[int, MemoryEffect]) -> dict:
+    """One-sided p-value of "serving it does not lower success" for each memory with an estimate:
+    Fisher's exact test, which is the randomisation test here. If the memory made no difference, the
+    successful episodes would have succeeded either way, and withholding picked at random which of
+    them were served; the p-value is the chance that a random pick serves this few successes."""
+    estimated = [(key, effect) for key, effect in effects.items() if effect.estimate is not None]
+    if not estimated:
+        return {}
+    served = np.array([e.served for _, e in estimated])
+    episodes = served + np.array([e.withheld for _, e in estimated])
+    successes = np.array([e.served_successes + e.withheld_successes for _, e in estimated])
+    tails = stats.hypergeom.cdf(np.array([e.served_successes for _, e in estimated]), episodes, successes, served)
+    return {key: float(tail) for (key, _), tail in zip(estimated, np.atleast_1d(tails))}
+
+
+def look_error_rate(*, look: int, looks: int, rate: float = HARM_ERROR_RATE) -> float:
+    """The error rate spent at trial end `look` of `looks` planned: an equal share, so all the looks
+    together spend at most `rate`; a look beyond the plan has none left."""
+    if looks < 1 or look < 1:
+        raise ValueError(f"look and looks must be at least 1, got {look} and {looks}")
+    return rate / looks if look <= looks else 0.0
+
+
+def holm_rejections(p_values: Mapping, *, alpha: float) -> list:
+    """Holm's step-down: the i-th smallest p-value of m is rejected while each so far lies at or below
+    alpha / (m - i + 1); family-wise error at most alpha, whatever the dependence between the tests."""
+    ordered = sorted(p_values.items(), key=lambda item: item[1])
+    rejected = []
+    for rank, (key, p_value) in enumerate(ordered):
+        if p_value > alpha / (len(ordered) - rank):
+            break
+        rejected.append(key)
+    return rejected
+
+
+def harmful_memories(effects: Mapping, *, look: int = 1, looks: int = 1, rate: float = HARM_ERROR_RATE) -> list:
+    """The memories to flag at this look (see the section comment); with one look and one memory it is
+    the one-sided test at `rate`."""
+    return holm_rejections(harm_p_values(effects), alpha=look_error_rate(look=look, looks=looks, rate=rate))
+
+
+def harm_guarantee_text(*, looks: int, memories: int, rate: float = HARM_ERROR_RATE) -> str:
+    """The error rate the flag guarantees, in one sentence for the pages and the flag note."""
+    return (f"A flag errs at most {100 * rate:g} % of the time: the chance that a run flags any memory that does "
+            f"not lower success is at most {100 * rate:g} %, over its {looks} trial end{'s' if looks != 1 else ''} "
+            f"(each spends {100 * rate / looks:.2g} %) and the bank's memories tested there "
+            f"({memories} at this look, Holm's correction; Fisher's exact one-sided test).")
+

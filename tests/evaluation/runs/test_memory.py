@@ -60,7 +60,7 @@ def test_a_harmful_orb_is_flagged_for_review_within_200_episodes(builtin, operat
     assert effect.harmful and effect.withheld_successes / effect.withheld > effect.served_successes / effect.served
     assert planted.flagged_at is not None and planted.status == Orb.Status.APPROVED  # flagged, never removed
     event = planted.events.get(action=ReviewEvent.Action.FLAGGED)
-    assert "upper bound" in event.note
+    assert "one-sided p = " in event.note and "at most 5 %" in event.note and "trial end 1 of 1" in event.note
     flagged = Orb.objects.filter(bank=run.bank, flagged_at__isnull=False)
     assert list(flagged) == [planted]  # the run's own Orbs (good advice) are not flagged
     ranked = bank_effects_rank(bank=run.bank)
