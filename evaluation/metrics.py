@@ -782,6 +782,10 @@ def memory_effects_by_harm(effects: Mapping[str, MemoryEffect]) -> list[tuple[st
 # harmful memory soon); within a look Holm's step-down runs over the memories tested there.
 
 HARM_ERROR_RATE = 0.05
+HARM_FLAG_RULE = ("At each trial end of a run with withholding, Fisher's one-sided exact test on the run's own "
+                  "episodes, at the error rate divided by the run's planned trials, with Holm's correction over the "
+                  "bank's memories tested there: the chance that a run flags any memory that does not lower success "
+                  "is at most the error rate (family-wise).")
 
 
 def harm_p_values(effects: Mapping[str, MemoryEffect] | Mapping[int, MemoryEffect]) -> dict:
