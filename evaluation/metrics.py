@@ -243,9 +243,6 @@ def run_metrics(matrix: SuccessMatrix, *, rewards: Sequence[float | None] | None
 
 DEFAULT_POWER = 0.8
 DEFAULT_ALPHA = 0.05
-# With no earlier run to estimate it from, assume the largest variance a 0/1 outcome can have
-# (p = 0.5): the planner then asks for more trials than needed, never fewer.
-DEFAULT_BETWEEN_TRIAL_VARIANCE = 0.25
 EXACT_SIGN_FLIPS = 16  # up to 2**16 sign patterns are enumerated; more are sampled
 P_TOLERANCE = 1e-9  # per-task differences are float sums: equal statistics must tie, not miss by rounding
 
