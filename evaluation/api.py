@@ -1,23 +1,28 @@
-"""The evaluation JSON API: tasks (list, read, export, import) and single episodes.
+"""The evaluation JSON API: tasks (list, read, export, import), single episodes, and what each Orb is
+worth (its measured effect and review flag; memory:read, operators and reviewers).
 
-All operations need the operator role (session or API key). Errors are `{"detail": ...}`:
-404 unknown task, task set or episode; 422 invalid input (an import lists each bad line).
+Tasks and episodes need the operator role (session or API key). Errors are `{"detail": ...}`:
+404 unknown task, task set, episode, Orb or bank; 422 invalid input (an import lists each bad line).
 """
+from django.core.exceptions import ObjectDoesNotExist
 from django.http import HttpResponse
 from ninja import Query, Router
 from ninja.errors import HttpError
 from ninja.responses import Status
 from pydantic import ValidationError
 
+from evaluation import metrics
 from evaluation.feedback.api import router as feedback_router
 from evaluation.models import Episode, Task, TaskSet
 from evaluation.runs.api import router as runs_router
 from evaluation.schemas import (
+    BankEffectsOut,
     EpisodeFilters,
     EpisodeOut,
     EpisodePlayIn,
     EpisodeSummaryOut,
     ErrorOut,
+    OrbEffectOut,
     TaskDetailOut,
     TaskFilters,
     TaskImportErrorOut,
@@ -27,8 +32,10 @@ from evaluation.schemas import (
 )
 from evaluation.services import (
     EpisodeConfigError,
+    bank_effects_rank,
     episode_run,
     episode_trajectory,
+    orb_effects_compute,
     tasks_export_jsonl,
     tasks_filtered,
     tasks_import_jsonl,
@@ -38,12 +45,15 @@ from memweb.downloads import attachment
 from memweb.models import ApiKey
 from memweb.roles import Role
 from memweb.workspaces import in_workspace
+from orbs.models import Orb
+from orbs.services import bank_resolve
 
 router = Router(tags=["evaluation"])
 router.add_router("/runs", runs_router)
 router.add_router("/feedback", feedback_router)
 TASKS_READ = api_auth(Role.OPERATOR, scope=ApiKey.Scope.TASKS_READ)
 TASKS_WRITE = api_auth(Role.OPERATOR, scope=ApiKey.Scope.TASKS_WRITE)
+MEMORY_READ = api_auth(Role.OPERATOR, Role.REVIEWER, scope=ApiKey.Scope.MEMORY_READ)
 
 
 def _task_out(task: Task) -> dict:
@@ -140,3 +150,38 @@ def _episode(request, episode_id: int) -> Episode:
     if episode is None:
         raise HttpError(404, f"No episode #{episode_id}")
     return episode
+
+
+# --- what each Orb is worth (randomised withholding; the pages' /evaluation/memory/ views) -------
+
+def _effect_out(effect: metrics.MemoryEffect) -> dict:
+    return {**effect.__dict__, "interval_below_zero": effect.harmful,
+            "harm_p_value": metrics.harm_p_values({0: effect}).get(0)}
+
+
+def _orb_effect_out(orb: Orb, effect: metrics.MemoryEffect) -> dict:
+    return {"orb_id": orb.pk, "bank": orb.bank.slug, "status": orb.status, "flagged_at": orb.flagged_at,
+            "flag_note": orb.flag_note, "effect": _effect_out(effect)}
+
+
+@router.get("/memory/orbs/{orb_id}/effect", response={200: OrbEffectOut, 404: ErrorOut}, auth=MEMORY_READ)
+def orb_effect(request, orb_id: int):
+    """What one Orb is worth: success of the episodes it was served in minus those it was withheld from,
+    with its review flag (docs/STATISTICS.md, "What one memory is worth")."""
+    orb = in_workspace(Orb.objects.select_related("bank"), request.workspace).filter(pk=orb_id).first()
+    if orb is None:
+        raise HttpError(404, f"No Orb #{orb_id}")
+    return _orb_effect_out(orb, orb_effects_compute(orb_ids=[orb.pk])[orb.pk])
+
+
+@router.get("/memory/banks/{slug}/effects", response={200: BankEffectsOut, 404: ErrorOut}, auth=MEMORY_READ)
+def bank_effects(request, slug: str):
+    """The bank's Orbs with a measured effect, most harmful first, and the error rate the flag guarantees."""
+    try:
+        bank = bank_resolve(slug, workspace=request.workspace)
+    except ObjectDoesNotExist:
+        raise HttpError(404, f"No memory bank {slug!r}") from None
+    return {"bank": bank.slug, "min_episodes": metrics.MIN_RETRIEVALS, "harm_error_rate": metrics.HARM_ERROR_RATE,
+            "flag_rule": metrics.HARM_FLAG_RULE,
+            "orbs": [_orb_effect_out(row["orb"], row["effect"]) for row in bank_effects_rank(bank=bank)]}
+

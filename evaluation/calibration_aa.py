@@ -11,6 +11,7 @@ so both pseudo-runs share each task's difficulty and between-trial variance, as 
 configuration would. A lift of L points turns each failure of the second pseudo-run into a success
 with chance L / (1 - mean success), which raises its expected success by exactly L.
 """
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -136,31 +137,78 @@ def _crossing(curve: list[float], target: float) -> float | None:
     return None
 
 
-def planner_check(matrix: metrics.SuccessMatrix, *, effect: float, max_trials: int = 8, comparisons: int = 400,
+def planner_check(matrix: metrics.SuccessMatrix, *, effect: float, max_trials: int = 10, comparisons: int = 400,
                   seed: int = 0, power: float = metrics.DEFAULT_POWER) -> dict:
     """The planner against simulation. It plans from an earlier 4-trial pseudo-run (as an operator
     plans from an earlier run), then simulated power at 1..max_trials trials says where the power
     is really reached; `ratio` is planned over simulated trials."""
     earlier, _ = pseudo_runs(OutcomePools.of(matrix), trials=4, rng=np.random.default_rng(seed))
-    variance = metrics.between_trial_variance(earlier)
-    planned = metrics.trials_for_power(effect=effect, tasks=len(earlier), variance=variance, power=power)
+    rates = metrics.TaskRates.of(earlier)
+    planned = metrics.trials_for_power(effect=effect, tasks=len(earlier), rates=rates, power=power)
     curve = [comparisons_simulate(matrix, comparisons=comparisons, trials=trials, lift=effect, seed=seed + trials).rate
              for trials in range(1, max_trials + 1)]
-    predicted = [metrics.comparison_power(effect=effect, trials=trials, tasks=len(earlier), variance=variance)
+    predicted = [metrics.comparison_power(effect=effect, trials=trials, tasks=len(earlier), rates=rates)
                  for trials in range(1, max_trials + 1)]
     simulated = _crossing(curve, power)
-    return {"effect": effect, "variance": variance, "planned": planned, "simulated": simulated,
-            "ratio": planned / simulated if simulated else None, "simulated_power": curve,
+    return {"effect": effect, "variance": rates.variance, "mean": rates.mean, "square": rates.square,
+            "planned": planned, "simulated": simulated,
+            "ratio": planned / simulated if planned and simulated else None, "simulated_power": curve,
             "predicted_power": predicted}
+
+
+def task_chances(matrix: metrics.SuccessMatrix) -> list[float]:
+    """Each task's share of successes: the success chances its resampled pseudo-runs are drawn with."""
+    pools = OutcomePools.of(matrix)
+    return [float(row[:size].mean()) for row, size in zip(pools.verdicts, pools.sizes)]
 
 
 def calibration_report(matrix: metrics.SuccessMatrix, *, comparisons: int = 1000, trials: int = 4,
                        lift: float = 0.10, effect: float = 0.07, planner_comparisons: int = 400,
-                       seed: int = 0) -> dict:
-    """The A/A false-positive rate, the power at `lift` and the planner check at `effect`, for one run."""
+                       power_comparisons: int = 4000, seed: int = 0) -> dict:
+    """The A/A false-positive rate, the power at `lift`, the power prediction against simulation and the
+    planner check at `effect`, for one run."""
     options = {"comparisons": comparisons, "trials": trials, "seed": seed}
     return {"aa": comparisons_simulate(matrix, **options).as_dict(),
             "power": comparisons_simulate(matrix, lift=lift, **options).as_dict(),
+            "power_check": power_check(task_chances(matrix), effect=effect, comparisons=power_comparisons, seed=seed),
             "planner": planner_check(matrix, effect=effect, comparisons=planner_comparisons, seed=seed),
             "source": {"tasks": len(matrix), "trials": metrics.trial_count(matrix),
                        "success": metrics.pass_k(matrix, 1), "variance": metrics.between_trial_variance(matrix)}}
+
+
+# --- the planner's power prediction against simulation ------------------------------------------
+
+POWER_CHUNK = 500  # comparisons simulated per matrix product (memory: resamples x chunk floats)
+
+
+def power_simulate(chances: Sequence[float], *, effect: float, trials: int, comparisons: int = 2000, seed: int = 0,
+                   alpha: float = metrics.DEFAULT_ALPHA, resamples: int = metrics.DEFAULT_RESAMPLES) -> float:
+    """Simulated power of the sign-flip test: tasks with these success chances, run A as they are, run B
+    with each failure turned into a success with the lift's chance; the share of comparisons whose
+    p-value (sampled sign patterns, the observed one counted in, as `metrics.sign_flip_p_value`) is below
+    alpha with B ahead. Vectorised over comparisons, which share one set of sign patterns."""
+    rng = np.random.default_rng(seed)
+    rate_a = np.asarray(chances, dtype=float)
+    rate_b = rate_a + (1 - rate_a) * metrics.lift_flip_chance(metrics.TaskRates.exact(rate_a), effect)
+    signs = (2 * rng.integers(0, 2, size=(resamples, rate_a.size)) - 1).astype(float)
+    found = 0
+    for start in range(0, comparisons, POWER_CHUNK):
+        size = min(POWER_CHUNK, comparisons - start)
+        differences = (rng.binomial(trials, rate_b, size=(size, rate_a.size))
+                       - rng.binomial(trials, rate_a, size=(size, rate_a.size))) / trials
+        observed = differences.sum(axis=1)
+        extreme = (np.abs(signs @ differences.T) >= np.abs(observed) - metrics.P_TOLERANCE).sum(axis=0)
+        found += int(np.count_nonzero(((extreme + 1) / (resamples + 1) < alpha) & (observed > 0)))
+    return found / comparisons
+
+
+def power_check(chances: Sequence[float], *, effect: float, max_trials: int = 10, comparisons: int = 2000,
+                seed: int = 0, resamples: int = metrics.DEFAULT_RESAMPLES) -> list[dict]:
+    """Predicted (`metrics.comparison_power`, from the chances' mean and mean square only) against
+    simulated power at 1..max_trials trials."""
+    rates = metrics.TaskRates.exact(chances)
+    return [{"trials": trials,
+             "predicted": metrics.comparison_power(effect=effect, trials=trials, tasks=len(chances), rates=rates),
+             "simulated": power_simulate(chances, effect=effect, trials=trials, comparisons=comparisons,
+                                         seed=seed + trials, resamples=resamples)}
+            for trials in range(1, max_trials + 1)]

@@ -76,7 +76,8 @@ class MemOrbHook(_Hook):
             "retrieval_id": result.retrieval_id, "rewritten_query": result.rewritten_query,
             "rewriter_backend": result.rewriter_backend, "timings": result.timings,
             "prompt_block": result.prompt_block, "retrieved": len(result.hits), "injected": result.injected_count,
-            "served_ids": [hit.orb.pk for hit in result.hits if not hit.withheld],
+            # served = in the prompt: an Orb cut by the token budget was neither served nor withheld
+            "served_ids": [hit.orb.pk for hit in result.hits if hit.injected],
             "withheld_ids": [hit.orb.pk for hit in result.hits if hit.withheld],
             "hits": [{"orb_id": hit.orb.pk, "rank": hit.rank, "score": hit.score, "emotion": hit.orb.emotion,
                       "withheld": hit.withheld, "injected": hit.injected,

@@ -14,10 +14,11 @@ column-oriented (`x`, `value`, `low`, `high` lists) so Chart.js can plot them di
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from math import ceil, comb, sqrt
+from math import comb, floor, sqrt
 from statistics import NormalDist
 
 import numpy as np
+from scipy import stats
 
 TrialResult = bool | None
 SuccessMatrix = Mapping[str, Sequence[TrialResult]]
@@ -163,26 +164,33 @@ def _series(points: list[tuple[int, float | None, list | None]]) -> dict:
             "high": [p[2][1] if p[2] else None for p in points]}
 
 
-def per_trial_series(matrix: SuccessMatrix, *, seed: int, resamples: int, confidence: float) -> dict:
-    """Per-trial success with CI bands and the success/failure/error counts behind each point."""
+def _proportion_band(successes: int, trials: int, confidence: float) -> list[float] | None:
+    """Wilson's interval of a share of 0/1 outcomes (one per task): unlike a bootstrap over tasks it
+    does not collapse to [0, 0] or [1, 1] when every task failed or every one succeeded."""
+    return list(wilson_interval(successes, trials, confidence=confidence)) if trials else None
+
+
+def per_trial_series(matrix: SuccessMatrix, *, confidence: float) -> dict:
+    """Per-trial success with Wilson bands and the success/failure/error counts behind each point."""
     points, successes, failures, errors = [], [], [], []
     for trial in range(1, trial_count(matrix) + 1):
         outcomes = trial_outcomes(matrix, trial)
-        rate = float(np.mean(outcomes)) if outcomes else None
-        points.append((trial, rate, _ci_or_none(outcomes, seed, resamples, confidence)))
-        successes.append(int(sum(outcomes)))
-        failures.append(len(outcomes) - int(sum(outcomes)))
+        solved = int(sum(outcomes))
+        points.append((trial, solved / len(outcomes) if outcomes else None,
+                       _proportion_band(solved, len(outcomes), confidence)))
+        successes.append(solved)
+        failures.append(len(outcomes) - solved)
         errors.append(trial_errors(matrix, trial))
     return {**_series(points), "successes": successes, "failures": failures, "errors": errors}
 
 
-def cumulative_series(matrix: SuccessMatrix, *, seed: int, resamples: int, confidence: float) -> dict:
-    """Cumulative success by trial with CI bands (resampling the tasks with a verdict)."""
+def cumulative_series(matrix: SuccessMatrix, *, confidence: float) -> dict:
+    """Cumulative success by trial with Wilson bands over the tasks with a verdict."""
     tasks = tasks_with_verdict(matrix)
     points = []
     for trial, rate in enumerate(cumulative_success(matrix), start=1):
-        solved = [solved_by(matrix[task_id], trial) for task_id in tasks]
-        points.append((trial, rate, _ci_or_none(solved, seed, resamples, confidence)))
+        solved = int(sum(solved_by(matrix[task_id], trial) for task_id in tasks))
+        points.append((trial, rate, _proportion_band(solved, len(tasks), confidence)))
     return _series(points)
 
 
@@ -212,8 +220,8 @@ def run_metrics(matrix: SuccessMatrix, *, rewards: Sequence[float | None] | None
         "matrix": {task_id: list(results) for task_id, results in matrix.items()},
         "errors": {"total": sum(task_counts(r)[2] for r in matrix.values()),
                    "tasks_without_verdict": sorted(set(matrix) - set(tasks_with_verdict(matrix)))},
-        "per_trial": per_trial_series(matrix, **options),
-        "cumulative": cumulative_series(matrix, **options),
+        "per_trial": per_trial_series(matrix, confidence=confidence),
+        "cumulative": cumulative_series(matrix, confidence=confidence),
         "pass_k": pass_k_series(matrix, **options),
         "reward": {"mean": mean_reward(rewards), "ci": _ci_or_none(
             [float(r) for r in rewards or () if r is not None], seed, resamples, confidence)},
@@ -235,9 +243,6 @@ def run_metrics(matrix: SuccessMatrix, *, rewards: Sequence[float | None] | None
 
 DEFAULT_POWER = 0.8
 DEFAULT_ALPHA = 0.05
-# With no earlier run to estimate it from, assume the largest variance a 0/1 outcome can have
-# (p = 0.5): the planner then asks for more trials than needed, never fewer.
-DEFAULT_BETWEEN_TRIAL_VARIANCE = 0.25
 EXACT_SIGN_FLIPS = 16  # up to 2**16 sign patterns are enumerated; more are sampled
 P_TOLERANCE = 1e-9  # per-task differences are float sums: equal statistics must tie, not miss by rounding
 
@@ -465,72 +470,200 @@ def run_instability(matrix: SuccessMatrix) -> dict:
 
 # --- power: how many trials a comparison needs, and what a finished run could have detected ------
 #
-# A task's difference between two runs of n trials each has variance (p_A(1-p_A) + p_B(1-p_B)) / n,
-# where p(1-p) is that task's between-trial variance; the mean over m tasks then has variance
-# 2 s^2 / (n m) with s^2 the mean between-trial variance. A two-sided test at level alpha reaches
-# power 1-beta when the effect is (z_{1-alpha/2} + z_{1-beta}) standard errors. Only the
-# between-trial variance enters: the paired design cancels how much the tasks differ in difficulty.
+# The comparison is the sign-flip test over the per-task differences d_t = success of B minus success
+# of A over n trials each. Its power depends on three things, each modelled here:
+# - each arm's own between-trial variance (p(1-p)/n per task, with B's p raised by the lift);
+# - how unevenly the lift falls on the tasks (the task x arm interaction): a lift cannot raise a task
+#   that always succeeds, so the per-task effects differ, which widens the permutation null, whose
+#   spread is the root of the sum of d_t^2 rather than the sampling spread of the sum of d_t;
+# - the null's granularity: d_t moves in steps of 1/n, so a continuity correction of 1/n applies.
+# A lift of L points is modelled as the A/A calibration plants it (evaluation/calibration_aa.py): each
+# failure becomes a success with chance L / (1 - mean success). Task success chances are described by
+# their mean and mean square, estimated without bias from earlier runs, and spread as a Beta
+# distribution with those moments. docs/STATISTICS.md has the simulation that checks the prediction.
+
+POWER_GRID = 200  # representative tasks the Beta distribution of success chances is evaluated at
+MAX_PLANNED_TRIALS = 1000  # beyond this the planner says the effect cannot be reached over these tasks
+
+
+@dataclass(frozen=True)
+class TaskRates:
+    """How likely the tasks are to succeed in the baseline arm: the mean over tasks of the success
+    chance p and of p^2. mean - square is the mean between-trial variance p(1-p); square - mean^2 is
+    how much the tasks differ in difficulty."""
+
+    mean: float
+    square: float
+    tasks: int = 0  # tasks the moments were estimated from (0: the stated default)
+
+    @classmethod
+    def default(cls) -> "TaskRates":
+        """Every task at p = 0.5, the largest between-trial variance a 0/1 outcome has: with no
+        earlier run the planner asks for more trials than needed rather than fewer."""
+        return cls(mean=0.5, square=0.25)
+
+    @classmethod
+    def of(cls, *matrices: SuccessMatrix) -> "TaskRates | None":
+        """Unbiased moments from the tasks (of all given runs) with two verdicts or more: c/n estimates
+        p and c(c-1)/(n(n-1)) estimates p^2. None when no task has two verdicts."""
+        counts = [(c, n) for matrix in matrices for c, n, _ in map(task_counts, matrix.values()) if n >= 2]
+        if not counts:
+            return None
+        return cls(mean=float(np.mean([c / n for c, n in counts])),
+                   square=float(np.mean([c * (c - 1) / (n * (n - 1)) for c, n in counts])), tasks=len(counts))
+
+    @classmethod
+    def exact(cls, chances: Sequence[float]) -> "TaskRates":
+        """The moments of known success chances (a simulation's planted truth)."""
+        values = np.asarray(chances, dtype=float)
+        return cls(mean=float(values.mean()), square=float((values ** 2).mean()), tasks=len(values))
+
+    @property
+    def variance(self) -> float:
+        """The mean between-trial variance, E[p(1-p)] (what `between_trial_variance` estimates)."""
+        return self.mean - self.square
+
+    def grid(self) -> tuple[np.ndarray, np.ndarray]:
+        """Representative success chances and their weights: the Beta distribution with these moments
+        at `POWER_GRID` quantiles, or its limits (every task alike; every task always or never solved)."""
+        spread = min(max(self.square - self.mean ** 2, 0.0), self.mean * (1 - self.mean))
+        if spread < 1e-9:
+            return np.array([self.mean]), np.array([1.0])
+        if spread > self.mean * (1 - self.mean) - 1e-9:
+            return np.array([0.0, 1.0]), np.array([1 - self.mean, self.mean])
+        size = self.mean * (1 - self.mean) / spread - 1  # alpha + beta of the Beta distribution
+        quantiles = (np.arange(POWER_GRID) + 0.5) / POWER_GRID
+        rates = stats.beta.ppf(quantiles, self.mean * size, (1 - self.mean) * size)
+        return rates, np.full(POWER_GRID, 1 / POWER_GRID)
+
 
 def between_trial_variance(*matrices: SuccessMatrix) -> float | None:
     """Mean over tasks (of all given runs) of the unbiased variance of a task's 0/1 trial results,
     c(n-c) / (n(n-1)); None when no task has two verdicts."""
-    values = [c * (n - c) / (n * (n - 1)) for matrix in matrices
-              for c, n, _ in map(task_counts, matrix.values()) if n >= 2]
-    return float(np.mean(values)) if values else None
+    rates = TaskRates.of(*matrices)
+    return rates.variance if rates else None
 
 
-def _z_total(power: float, alpha: float) -> float:
+def _check_power(power: float, alpha: float) -> None:
     if not (0 < power < 1 and 0 < alpha < 1):
         raise ValueError(f"power and alpha must lie strictly between 0 and 1, got {power} and {alpha}")
-    normal = NormalDist()
-    return normal.inv_cdf(1 - alpha / 2) + normal.inv_cdf(power)
 
 
-def trials_for_power(*, effect: float, tasks: int, variance: float, power: float = DEFAULT_POWER,
+def lift_flip_chance(rates: TaskRates, effect: float) -> float:
+    """The chance of turning a failure into a success that raises mean success by `effect`."""
+    if effect < 0 or effect >= 1 - rates.mean:
+        raise ValueError(f"a lift of {100 * effect:.1f} points cannot be reached from a success rate of "
+                         f"{100 * rates.mean:.1f} %")
+    return effect / (1 - rates.mean)
+
+
+def _mean_moments(rate: np.ndarray, trials: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Variance, third and fourth central moments of the success share of `trials` Bernoulli trials."""
+    spread = rate * (1 - rate)
+    return (spread / trials, spread * (1 - 2 * rate) / trials ** 2,
+            spread * (1 + 3 * (trials - 2) * spread) / trials ** 3)
+
+
+def _difference_moments(rate_a: np.ndarray, rate_b: np.ndarray, trials: float) -> list[np.ndarray]:
+    """Raw moments 1-4 of a task's difference d = success share of B minus that of A, per task."""
+    (var_a, third_a, fourth_a), (var_b, third_b, fourth_b) = _mean_moments(rate_a, trials), _mean_moments(rate_b, trials)
+    shift, var, third, fourth = rate_b - rate_a, var_a + var_b, third_b - third_a, fourth_a + fourth_b + 6 * var_a * var_b
+    return [shift, shift ** 2 + var, shift ** 3 + 3 * shift * var + third,
+            shift ** 4 + 6 * shift ** 2 * var + 4 * shift * third + fourth]
+
+
+def comparison_power(*, effect: float, trials: float, tasks: int, rates: TaskRates,
                      alpha: float = DEFAULT_ALPHA) -> float:
-    """Trials per run (unrounded) for a paired comparison to detect a success difference of `effect`
-    (a fraction: 0.10 = 10 points) over `tasks` tasks with the given power."""
-    if effect <= 0 or tasks < 1:
-        raise ValueError(f"effect must be positive and tasks at least 1, got {effect} and {tasks}")
-    return 2 * variance * _z_total(power, alpha) ** 2 / (tasks * effect ** 2)
-
-
-def trials_needed(*, effect: float, tasks: int, variance: float, power: float = DEFAULT_POWER,
-                  alpha: float = DEFAULT_ALPHA) -> int:
-    """`trials_for_power` rounded up to whole trials (at least one)."""
-    return max(1, ceil(trials_for_power(effect=effect, tasks=tasks, variance=variance, power=power,
-                                        alpha=alpha) - P_TOLERANCE))
-
-
-def minimum_detectable_effect(*, trials: int, tasks: int, variance: float, power: float = DEFAULT_POWER,
-                              alpha: float = DEFAULT_ALPHA) -> float:
-    """The smallest success difference (a fraction) that `trials` x `tasks` detects with the power."""
+    """The chance that the sign-flip test over `tasks` tasks of `trials` trials per run finds a lift of
+    `effect` (a fraction) on the right side. With S the sum of d_t and Q the sum of d_t^2, the test
+    rejects when S >= z sqrt(Q) + 1/n; S and sqrt(Q) are taken as jointly normal (delta method), from
+    the per-task moments of d_t averaged over the distribution of success chances."""
     if trials < 1 or tasks < 1:
         raise ValueError(f"trials and tasks must be at least 1, got {trials} and {tasks}")
-    return _z_total(power, alpha) * sqrt(2 * variance / (trials * tasks))
+    rate_a, weight = rates.grid()
+    rate_b = rate_a + (1 - rate_a) * lift_flip_chance(rates, effect)
+    m1, m2, m3, m4 = _difference_moments(rate_a, rate_b, trials)
+    count = tasks * weight  # how many of the tasks each representative success chance stands for
+    sum_mean, square_mean = (count * m1).sum(), (count * m2).sum()
+    if square_mean <= 0:  # no task ever differs: the test can never reject
+        return 0.0
+    sum_var, square_var = (count * (m2 - m1 ** 2)).sum(), (count * (m4 - m2 ** 2)).sum()
+    covariance = (count * (m3 - m1 * m2)).sum()
+    z = NormalDist().inv_cdf(1 - alpha / 2)
+    margin = sum_mean - z * (sqrt(square_mean) - square_var / (8 * square_mean ** 1.5)) - 1 / trials
+    spread = sum_var + z * z * square_var / (4 * square_mean) - z * covariance / sqrt(square_mean)
+    if spread <= 0:
+        return 1.0 if margin > 0 else 0.0
+    return NormalDist().cdf(margin / sqrt(spread))
 
 
-def comparison_power(*, effect: float, trials: int, tasks: int, variance: float,
-                     alpha: float = DEFAULT_ALPHA) -> float:
-    """The chance that trials x tasks detects a success difference of `effect` (normal approximation,
-    the far tail ignored)."""
-    normal = NormalDist()
-    standard_error = sqrt(2 * variance / (trials * tasks))
-    if standard_error == 0:  # tasks that never vary between trials: any difference is seen at once
+def trials_for_power(*, effect: float, tasks: int, rates: TaskRates, power: float = DEFAULT_POWER,
+                     alpha: float = DEFAULT_ALPHA) -> float | None:
+    """Trials per run (unrounded, at least 1) at which the comparison reaches `power` for a lift of
+    `effect`; None when no number of trials up to `MAX_PLANNED_TRIALS` does: with few tasks whose lifts
+    differ, the sign-flip test cannot get below alpha however many trials each task gets."""
+    _check_power(power, alpha)
+    if effect <= 0 or tasks < 1:
+        raise ValueError(f"effect must be positive and tasks at least 1, got {effect} and {tasks}")
+
+    def reached(trials: float) -> bool:
+        return comparison_power(effect=effect, trials=trials, tasks=tasks, rates=rates, alpha=alpha) >= power
+
+    if reached(1):
         return 1.0
-    return normal.cdf(effect / standard_error - normal.inv_cdf(1 - alpha / 2))
+    if not reached(MAX_PLANNED_TRIALS):
+        return None
+    return _bisect(reached, 1.0, float(MAX_PLANNED_TRIALS))
+
+
+def _bisect(reached: Callable[[float], bool], low: float, high: float, *, tolerance: float = 1e-4) -> float:
+    """The point where `reached` turns true (false at low, true at high)."""
+    while high - low > tolerance * max(1.0, low):
+        middle = (low + high) / 2
+        low, high = (low, middle) if reached(middle) else (middle, high)
+    return high
+
+
+def trials_needed(*, effect: float, tasks: int, rates: TaskRates, power: float = DEFAULT_POWER,
+                  alpha: float = DEFAULT_ALPHA) -> int | None:
+    """The whole trials per run that reach `power` (None: not reachable over these tasks)."""
+    planned = trials_for_power(effect=effect, tasks=tasks, rates=rates, power=power, alpha=alpha)
+    if planned is None:
+        return None
+    whole = max(1, floor(planned))
+    reaches = comparison_power(effect=effect, trials=whole, tasks=tasks, rates=rates, alpha=alpha) >= power
+    return whole if reaches else whole + 1
+
+
+def minimum_detectable_effect(*, trials: int, tasks: int, rates: TaskRates, power: float = DEFAULT_POWER,
+                              alpha: float = DEFAULT_ALPHA) -> float | None:
+    """The smallest lift (a fraction) that `trials` x `tasks` finds with the power; None when even the
+    largest lift these success rates allow is not found that often."""
+    _check_power(power, alpha)
+    if trials < 1 or tasks < 1:
+        raise ValueError(f"trials and tasks must be at least 1, got {trials} and {tasks}")
+    largest = (1 - rates.mean) * (1 - 1e-6)
+
+    def reached(effect: float) -> bool:
+        return comparison_power(effect=effect, trials=trials, tasks=tasks, rates=rates, alpha=alpha) >= power
+
+    if largest <= 0 or not reached(largest):
+        return None
+    return _bisect(reached, 0.0, largest)
 
 
 def run_minimum_detectable_effect(matrix: SuccessMatrix, *, power: float = DEFAULT_POWER,
                                   alpha: float = DEFAULT_ALPHA) -> dict:
-    """What a finished run could have detected against a run like it (same size, same variance)."""
-    variance = between_trial_variance(matrix)
+    """What a finished run could have detected against a run like it (same size and tasks), for a lift
+    on top of its own success (see `comparison_power`)."""
+    rates = TaskRates.of(matrix)
     tasks = len(tasks_with_verdict(matrix))
-    if variance is None or tasks == 0:
-        return {"effect": None, "variance": variance, "trials": trial_count(matrix), "tasks": tasks}
-    return {"effect": minimum_detectable_effect(trials=trial_count(matrix), tasks=tasks, variance=variance,
-                                                power=power, alpha=alpha),
-            "variance": variance, "trials": trial_count(matrix), "tasks": tasks}
+    summary = {"variance": rates.variance if rates else None, "trials": trial_count(matrix), "tasks": tasks,
+               "success": rates.mean if rates else None}
+    if rates is None or tasks == 0:
+        return {"effect": None, **summary}
+    return {"effect": minimum_detectable_effect(trials=trial_count(matrix), tasks=tasks, rates=rates, power=power,
+                                                alpha=alpha), **summary}
 
 
 def _common_k(a: SuccessMatrix, b: SuccessMatrix) -> int:
@@ -571,7 +704,7 @@ def wilson_interval(successes: int, trials: int, *, confidence: float = DEFAULT_
     z, rate = NormalDist().inv_cdf(1 - (1 - confidence) / 2), successes / trials
     centre = (rate + z * z / (2 * trials)) / (1 + z * z / trials)
     half = z / (1 + z * z / trials) * sqrt(rate * (1 - rate) / trials + z * z / (4 * trials * trials))
-    return centre - half, centre + half
+    return max(0.0, centre - half), min(1.0, centre + half)  # rounding must not step outside [0, 1]
 
 
 def difference_interval(successes_a: int, trials_a: int, successes_b: int, trials_b: int, *,
@@ -614,16 +747,89 @@ def memory_effect(outcomes: Sequence[tuple[bool, bool]], *, confidence: float = 
     each side."""
     served = [success for was_served, success in outcomes if was_served]
     withheld = [success for was_served, success in outcomes if not was_served]
-    counts = {"served": len(served), "served_successes": sum(served), "withheld": len(withheld),
-              "withheld_successes": sum(withheld)}
-    if len(outcomes) < min_retrievals or not served or not withheld:
+    return memory_effect_of_counts(served=len(served), served_successes=sum(served), withheld=len(withheld),
+                                   withheld_successes=sum(withheld), confidence=confidence,
+                                   min_retrievals=min_retrievals)
+
+
+def memory_effect_of_counts(*, served: int, served_successes: int, withheld: int, withheld_successes: int,
+                            confidence: float = DEFAULT_CONFIDENCE, min_retrievals: int = MIN_RETRIEVALS) -> MemoryEffect:
+    """`memory_effect` from the four counts."""
+    counts = {"served": served, "served_successes": served_successes, "withheld": withheld,
+              "withheld_successes": withheld_successes}
+    if served + withheld < min_retrievals or not served or not withheld:
         return MemoryEffect(**counts, estimate=None, low=None, high=None)
-    low, high = difference_interval(sum(served), len(served), sum(withheld), len(withheld), confidence=confidence)
-    return MemoryEffect(**counts, estimate=sum(served) / len(served) - sum(withheld) / len(withheld),
-                        low=low, high=high)
+    low, high = difference_interval(served_successes, served, withheld_successes, withheld, confidence=confidence)
+    return MemoryEffect(**counts, estimate=served_successes / served - withheld_successes / withheld, low=low, high=high)
 
 
 def memory_effects_by_harm(effects: Mapping[str, MemoryEffect]) -> list[tuple[str, MemoryEffect]]:
     """Memories with an estimate, most harmful first (lowest upper bound, then lowest estimate)."""
     estimated = [(key, effect) for key, effect in effects.items() if effect.estimate is not None]
     return sorted(estimated, key=lambda item: (item[1].high, item[1].estimate, item[0]))
+
+
+# --- the harm flag: error control across a run's looks and a bank's memories ------------------
+#
+# A run looks at its memories' effects after every trial, and at every memory of the bank; testing
+# each at 5 % every time would flag memories that do no harm far more often than 5 %. The flag is
+# instead controlled family-wise: the chance that a run flags ANY memory of the bank that does not
+# lower success is at most HARM_ERROR_RATE. Across looks the rate is split equally over the run's
+# planned trials (Bonferroni, the simplest alpha spending: early looks keep the power to catch a
+# harmful memory soon); within a look Holm's step-down runs over the memories tested there.
+
+HARM_ERROR_RATE = 0.05
+HARM_FLAG_RULE = ("At each trial end of a run with withholding, Fisher's one-sided exact test on the run's own "
+                  "episodes, at the error rate divided by the run's planned trials, with Holm's correction over the "
+                  "bank's memories tested there: the chance that a run flags any memory that does not lower success "
+                  "is at most the error rate (family-wise).")
+
+
+def harm_p_values(effects: Mapping[str, MemoryEffect] | Mapping[int, MemoryEffect]) -> dict:
+    """One-sided p-value of "serving it does not lower success" for each memory with an estimate:
+    Fisher's exact test, which is the randomisation test here. If the memory made no difference, the
+    successful episodes would have succeeded either way, and withholding picked at random which of
+    them were served; the p-value is the chance that a random pick serves this few successes."""
+    estimated = [(key, effect) for key, effect in effects.items() if effect.estimate is not None]
+    if not estimated:
+        return {}
+    served = np.array([e.served for _, e in estimated])
+    episodes = served + np.array([e.withheld for _, e in estimated])
+    successes = np.array([e.served_successes + e.withheld_successes for _, e in estimated])
+    tails = stats.hypergeom.cdf(np.array([e.served_successes for _, e in estimated]), episodes, successes, served)
+    return {key: float(tail) for (key, _), tail in zip(estimated, np.atleast_1d(tails))}
+
+
+def look_error_rate(*, look: int, looks: int, rate: float = HARM_ERROR_RATE) -> float:
+    """The error rate spent at trial end `look` of `looks` planned: an equal share, so all the looks
+    together spend at most `rate`; a look beyond the plan has none left."""
+    if looks < 1 or look < 1:
+        raise ValueError(f"look and looks must be at least 1, got {look} and {looks}")
+    return rate / looks if look <= looks else 0.0
+
+
+def holm_rejections(p_values: Mapping, *, alpha: float) -> list:
+    """Holm's step-down: the i-th smallest p-value of m is rejected while each so far lies at or below
+    alpha / (m - i + 1); family-wise error at most alpha, whatever the dependence between the tests."""
+    ordered = sorted(p_values.items(), key=lambda item: item[1])
+    rejected = []
+    for rank, (key, p_value) in enumerate(ordered):
+        if p_value > alpha / (len(ordered) - rank):
+            break
+        rejected.append(key)
+    return rejected
+
+
+def harmful_memories(effects: Mapping, *, look: int = 1, looks: int = 1, rate: float = HARM_ERROR_RATE) -> list:
+    """The memories to flag at this look (see the section comment); with one look and one memory it is
+    the one-sided test at `rate`."""
+    return holm_rejections(harm_p_values(effects), alpha=look_error_rate(look=look, looks=looks, rate=rate))
+
+
+def harm_guarantee_text(*, looks: int, memories: int, rate: float = HARM_ERROR_RATE) -> str:
+    """The error rate the flag guarantees, in one sentence for the pages and the flag note."""
+    return (f"A flag errs at most {100 * rate:g} % of the time: the chance that a run flags any memory that does "
+            f"not lower success is at most {100 * rate:g} %, over its {looks} trial end{'s' if looks != 1 else ''} "
+            f"(each spends {100 * rate / looks:.2g} %) and the bank's memories tested there "
+            f"({memories} at this look, Holm's correction; Fisher's exact one-sided test).")
+

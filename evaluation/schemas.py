@@ -117,3 +117,40 @@ class EpisodeOut(EpisodeSummaryOut):
     memory_config: dict[str, Any]
     transcript: list[dict[str, Any]]
     memories: list[dict[str, Any]]
+
+
+class MemoryEffectOut(Schema):
+    """Success of the episodes a memory was served in minus those it was withheld from (randomised
+    withholding); estimate and interval are null below the minimum number of episodes or without an
+    episode on each side. `interval_below_zero` is one look at 95 %; the review flag is the run's
+    corrected test (`flagged_at`, `flag_note`), whose error rate `harm_error_rate` states."""
+
+    served: int = Field(description="Episodes it reached the prompt in (an Orb cut by the token budget is not served).")
+    served_successes: int
+    withheld: int = Field(description="Episodes it was withheld from at random.")
+    withheld_successes: int
+    estimate: float | None = Field(description="Success when served minus when withheld, a fraction.")
+    low: float | None = Field(description="95 % Newcombe interval, low end.")
+    high: float | None
+    interval_below_zero: bool
+    harm_p_value: float | None = Field(description="One-sided Fisher exact p-value of 'serving it does not lower "
+                                                   "success', uncorrected.")
+
+
+class OrbEffectOut(Schema):
+    orb_id: int
+    bank: str
+    status: str
+    flagged_at: datetime | None
+    flag_note: str
+    effect: MemoryEffectOut
+
+
+class BankEffectsOut(Schema):
+    bank: str
+    min_episodes: int = Field(description="Episodes below which no estimate is given.")
+    harm_error_rate: float = Field(description="The most a run's flags err: the chance a run flags any memory "
+                                               "that does not lower success.")
+    flag_rule: str
+    orbs: list[OrbEffectOut] = Field(description="Most harmful first (lowest upper bound), then those without an "
+                                                 "estimate, most retrieved first.")

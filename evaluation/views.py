@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from pydantic import ValidationError
 
 from evaluation.forms import EpisodeFilterForm, PlayForm, TaskFilterForm, TaskImportForm
-from evaluation.metrics import MIN_RETRIEVALS
+from evaluation.metrics import HARM_ERROR_RATE, MIN_RETRIEVALS
 from evaluation.models import Episode, Task, TaskSet
 from evaluation.services import (
     EpisodeConfigError,
@@ -170,13 +170,14 @@ def _harm_table(request, slug: str, *, rank, template: str):
     bank = _bank_or_404(request, slug)
     # Runs outside the effect-measurement mode withheld nothing: their episodes add no comparison group.
     unmeasured = bank.evaluation_runs.filter(withhold_probability=0).order_by("pk")
-    context = {"bank": bank, "rows": rank(bank=bank), "min_retrievals": MIN_RETRIEVALS, "unmeasured_runs": unmeasured}
+    context = {"bank": bank, "rows": rank(bank=bank), "min_retrievals": MIN_RETRIEVALS, "unmeasured_runs": unmeasured,
+               "harm_error_rate": HARM_ERROR_RATE}
     return render(request, f"evaluation/{template}", context)
 
 
 def _effect_answer(request, template: str, context: dict):
     """A memory's page loads its effect with htmx (the `_` partial); without htmx it is a page of its own."""
-    context = {**context, "min_retrievals": MIN_RETRIEVALS}
+    context = {**context, "min_retrievals": MIN_RETRIEVALS, "harm_error_rate": HARM_ERROR_RATE}
     return render(request, f"evaluation/_{template}" if request.htmx else f"evaluation/{template}", context)
 
 
@@ -190,9 +191,9 @@ def memory_effects(request, slug: str):
 @require_GET
 @role_required(Role.OPERATOR, Role.REVIEWER)
 def orb_effect(request, orb_id: int):
-    get_in_workspace_or_404(Orb, request.workspace, pk=orb_id)
+    orb = get_in_workspace_or_404(Orb, request.workspace, pk=orb_id)
     effect = orb_effects_compute(orb_ids=[orb_id])[orb_id]
-    return _effect_answer(request, "orb_effect.html", {"orb_id": orb_id, "effect": effect})
+    return _effect_answer(request, "orb_effect.html", {"orb_id": orb_id, "effect": effect, "flagged_at": orb.flagged_at})
 
 
 @require_GET
@@ -205,6 +206,7 @@ def experience_effects(request, slug: str):
 @require_GET
 @role_required(Role.OPERATOR, Role.REVIEWER)
 def experience_effect(request, experience_id: int):
-    get_in_workspace_or_404(Experience, request.workspace, pk=experience_id)
+    experience = get_in_workspace_or_404(Experience, request.workspace, pk=experience_id)
     effect = experience_effects_compute(experience_ids=[experience_id])[experience_id]
-    return _effect_answer(request, "experience_effect.html", {"experience_id": experience_id, "effect": effect})
+    return _effect_answer(request, "experience_effect.html", {"experience_id": experience_id, "effect": effect,
+                                                              "flagged_at": experience.flagged_at})

@@ -1,33 +1,69 @@
 """What each memory is worth, measured by randomised withholding (evaluation/memory.py): success of
 the episodes it was served in minus those it was withheld from (`metrics.memory_effect`), a bank's
-memories ranked by estimated harm, and the review flag on a memory whose interval lies below 0.
+memories ranked by estimated harm, and the review flag on a memory measured to lower success, with
+its error rate controlled over a run's looks and the bank's memories (`metrics.harmful_memories`).
 Orbs and DMRM experiences are measured alike; only where their outcomes come from and how they
 are flagged differ."""
 from collections import defaultdict
+from dataclasses import dataclass
 
 from evaluation import metrics
 from orbs.dmrm.services import experience_flag, experience_retrieval_outcomes
 from orbs.services import orb_flag, orb_retrieval_outcomes
 from orbs.services.queue import OrbFilters, orbs_filtered, orbs_with_outcomes
 
-
-def _effects(outcomes, memory_ids) -> dict[int, metrics.MemoryEffect]:
-    """One (served, success) pair per (memory, episode): an episode retrieves a memory on many
-    turns, but withholding is decided once per episode, so the episode is the unit. Retrievals
-    outside an episode (no episode reference) were never withheld and are left out."""
-    episodes: dict[int, dict[str, tuple[bool, bool]]] = defaultdict(dict)
-    for memory_id, episode_ref, withheld, success in outcomes:
-        if episode_ref:
-            episodes[memory_id][episode_ref] = (not withheld, success)
-    return {memory_id: metrics.memory_effect(list(episodes[memory_id].values())) for memory_id in memory_ids}
+SERVED, WITHHELD, CUT = "served", "withheld", "cut"
 
 
-def orb_effects_compute(*, orb_ids) -> dict[int, metrics.MemoryEffect]:
-    return _effects(orb_retrieval_outcomes(orb_ids=orb_ids), orb_ids)
+@dataclass(frozen=True)
+class HarmLook:
+    """Where the harm flag looks: at trial end `number` of the `planned` trials of a run, over the run's
+    own episodes (`episode_refs`; None: every episode with a known outcome, as one look)."""
+
+    number: int = 1
+    planned: int = 1
+    episode_refs: frozenset[str] | None = None
+    label: str = ""
 
 
-def experience_effects_compute(*, experience_ids) -> dict[int, metrics.MemoryEffect]:
-    return _effects(experience_retrieval_outcomes(experience_ids=experience_ids), experience_ids)
+def _episode_states(outcomes, episode_refs=None) -> dict[int, dict[str, tuple[str, bool]]]:
+    """Per memory and episode: served, withheld or only cut by the token budget, and the outcome. An
+    episode retrieves a memory on many turns, but withholding is decided once per episode, so the
+    episode is the unit; it counts as served when the memory reached the prompt on any turn.
+    Retrievals outside an episode (no episode reference) were never withheld and are left out."""
+    episodes: dict[int, dict[str, tuple[str, bool]]] = defaultdict(dict)
+    for memory_id, episode_ref, state, success in outcomes:
+        if episode_ref and (episode_refs is None or episode_ref in episode_refs):
+            if episodes[memory_id].get(episode_ref, (None,))[0] != SERVED:
+                episodes[memory_id][episode_ref] = (state, success)
+    return episodes
+
+
+def _effects(outcomes, memory_ids, episode_refs=None) -> dict[int, metrics.MemoryEffect]:
+    """An Orb cut by the token budget in every retrieval of an episode was neither served nor withheld
+    there: that episode is left out of its effect (budget cuts follow rank, not chance)."""
+    episodes = _episode_states(outcomes, episode_refs)
+    return {memory_id: metrics.memory_effect([(state == SERVED, success) for state, success
+                                              in episodes[memory_id].values() if state != CUT])
+            for memory_id in memory_ids}
+
+
+def _orb_state(withheld: bool, injected: bool | None) -> str:
+    if withheld:
+        return WITHHELD
+    return CUT if injected is False else SERVED  # None: logged before cuts were recorded, counted as served
+
+
+def orb_effects_compute(*, orb_ids, episode_refs=None) -> dict[int, metrics.MemoryEffect]:
+    outcomes = [(orb_id, ref, _orb_state(withheld, injected), success)
+                for orb_id, ref, withheld, injected, success in orb_retrieval_outcomes(orb_ids=orb_ids)]
+    return _effects(outcomes, orb_ids, episode_refs)
+
+
+def experience_effects_compute(*, experience_ids, episode_refs=None) -> dict[int, metrics.MemoryEffect]:
+    outcomes = [(pk, ref, WITHHELD if withheld else SERVED, success)
+                for pk, ref, withheld, success in experience_retrieval_outcomes(experience_ids=experience_ids)]
+    return _effects(outcomes, experience_ids, episode_refs)
 
 
 def _by_harm(effects: dict[int, metrics.MemoryEffect]) -> list[tuple[int, metrics.MemoryEffect]]:
@@ -58,26 +94,33 @@ def bank_experience_effects_rank(*, bank) -> list[dict]:
             for pk, effect in _by_harm(experience_effects_compute(experience_ids=list(experiences)))]
 
 
-def _flag_note(effect: metrics.MemoryEffect) -> str:
-    return (f"Served in {effect.served} episodes ({effect.served_successes} succeeded), withheld from "
-            f"{effect.withheld} ({effect.withheld_successes} succeeded): success "
-            f"{100 * effect.estimate:+.1f} points when served, 95 % CI {100 * effect.low:+.1f} to "
-            f"{100 * effect.high:+.1f}. Even the upper bound says it lowers success; review it.")
+def _flag_note(effect: metrics.MemoryEffect, p_value: float, look: HarmLook, tested: int) -> str:
+    where = f" in {look.label}" if look.label else ""
+    counts = (f"Served in {effect.served} episodes{where} ({effect.served_successes} succeeded), withheld from "
+              f"{effect.withheld} ({effect.withheld_successes} succeeded)")
+    return (f"Serving it lowers success. {counts}: success {100 * effect.estimate:+.1f} points when served, "
+            f"95 % CI {100 * effect.low:+.1f} to {100 * effect.high:+.1f}, one-sided p = {p_value:.2g} at trial end "
+            f"{look.number} of {look.planned}. {metrics.harm_guarantee_text(looks=look.planned, memories=tested)} "
+            "Review it.")
 
 
-def bank_harmful_flag(*, bank) -> list[int]:
-    """Flag for review every Orb of the bank whose interval lies below 0 and is not flagged yet;
+def _flag(effects: dict[int, metrics.MemoryEffect], look: HarmLook, flag) -> list[int]:
+    p_values = metrics.harm_p_values(effects)
+    harmful = metrics.harmful_memories(effects, look=look.number, looks=look.planned)
+    return [pk for pk in harmful if flag(pk, _flag_note(effects[pk], p_values[pk], look, len(p_values)))]
+
+
+def bank_harmful_flag(*, bank, look: HarmLook = HarmLook()) -> list[int]:
+    """Flag for review the Orbs of the bank, not flagged yet, that this look finds to lower success;
     nothing is deleted or rejected. Returns the Orbs flagged now."""
     effects = orb_effects_compute(orb_ids=list(_bank_orbs(bank).filter(flagged_at__isnull=True,
                                                                         pk__in=orbs_with_outcomes(bank=bank))
-                                               .values_list("pk", flat=True)))
-    return [orb_id for orb_id, effect in effects.items()
-            if effect.harmful and orb_flag(orb_id=orb_id, note=_flag_note(effect))]
+                                               .values_list("pk", flat=True)), episode_refs=look.episode_refs)
+    return _flag(effects, look, lambda pk, note: orb_flag(orb_id=pk, note=note))
 
 
-def bank_harmful_experiences_flag(*, bank) -> list[int]:
+def bank_harmful_experiences_flag(*, bank, look: HarmLook = HarmLook()) -> list[int]:
     """The same for the bank's DMRM experiences. Returns the experiences flagged now."""
     effects = experience_effects_compute(experience_ids=list(
-        bank.experiences.filter(flagged_at__isnull=True).values_list("pk", flat=True)))
-    return [pk for pk, effect in effects.items()
-            if effect.harmful and experience_flag(experience_id=pk, note=_flag_note(effect))]
+        bank.experiences.filter(flagged_at__isnull=True).values_list("pk", flat=True)), episode_refs=look.episode_refs)
+    return _flag(effects, look, lambda pk, note: experience_flag(experience_id=pk, note=note))

@@ -168,12 +168,14 @@ def orbs_retrieve(*, bank: MemoryBank | str, query: str, context: dict, k: int |
     return RetrievalResult(log.pk, hits, block, rewrite.value, rewrite.backend, timings)
 
 
-def orb_retrieval_outcomes(*, orb_ids) -> list[tuple[int, str, bool, bool]]:
-    """(Orb id, episode ref, withheld, episode succeeded) for every retrieval of these Orbs whose
-    episode outcome is known, oldest first."""
+def orb_retrieval_outcomes(*, orb_ids) -> list[tuple[int, str, bool, bool | None, bool]]:
+    """(Orb id, episode ref, withheld, injected, episode succeeded) for every retrieval of these Orbs
+    whose episode outcome is known, oldest first. injected is False for a hit cut by the token budget
+    (or withheld), None when logged before it was recorded."""
     return list(RetrievalHit.objects.filter(orb_id__in=orb_ids, retrieval__outcome_success__isnull=False)
                 .order_by("retrieval__created_at", "retrieval_id")
-                .values_list("orb_id", "retrieval__outcome_episode_ref", "withheld", "retrieval__outcome_success"))
+                .values_list("orb_id", "retrieval__outcome_episode_ref", "withheld", "injected",
+                             "retrieval__outcome_success"))
 
 
 def retrieval_outcome_record(*, retrieval_ids: list[int], success: bool, reward: float | None = None,

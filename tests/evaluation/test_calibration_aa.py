@@ -67,9 +67,10 @@ def test_it_plans_within_a_quarter_of_the_trials_simulation_needs(scripted_run):
 def test_it_prints_the_report_from_the_aa_calibrate_command():
     out = StringIO()
     call_command("aa_calibrate", "--tasks", "20", "--source-trials", "2", "--comparisons", "40",
-                 "--planner-comparisons", "10", "--json", stdout=out)
+                 "--planner-comparisons", "10", "--power-comparisons", "40", "--json", stdout=out)
     report = json.loads(out.getvalue())
     assert report["source"]["tasks"] == 20 and report["source"]["trials"] == 2
     assert report["aa"]["comparisons"] == 40 and report["aa"]["lift"] == 0
     assert report["power"]["lift"] == pytest.approx(0.10)
-    assert len(report["planner"]["simulated_power"]) == 8 and report["planner"]["effect"] == pytest.approx(0.07)
+    assert len(report["planner"]["simulated_power"]) == 10 and report["planner"]["effect"] == pytest.approx(0.07)
+    assert [row["trials"] for row in report["power_check"]] == list(range(1, 11))

@@ -42,7 +42,7 @@ def test_withheld_orbs_are_logged_and_listed_but_left_out_of_the_prompt(builtin)
             assert (f"[{hit['rank']}] " in record["prompt_block"]) == hit["injected"]
             assert not (hit["withheld"] and hit["injected"])
         assert record["withheld_ids"] == [hit["orb_id"] for hit in record["hits"] if hit["withheld"]]
-        assert record["served_ids"] == [hit["orb_id"] for hit in record["hits"] if not hit["withheld"]]
+        assert record["served_ids"] == [hit["orb_id"] for hit in record["hits"] if hit["injected"]]
         rows = RetrievalHit.objects.filter(retrieval_id=record["retrieval_id"])
         assert {row.orb_id: row.withheld for row in rows} == {hit["orb_id"]: hit["withheld"] for hit in record["hits"]}
 
@@ -53,3 +53,14 @@ def test_withholding_everything_leaves_the_prompt_empty(builtin):
               "withhold_probability": 1.0, "withhold_key": "k"}
     record = episode_run(task=tasks[0], agent_config={"error_rates": RATES}, memory_config=memory).memories[0]
     assert record["hits"] and record["served_ids"] == [] and record["prompt_block"] == ""
+
+
+def test_an_orb_cut_by_the_token_budget_is_not_listed_as_served(builtin):
+    bank, tasks = _bank_with_orbs(builtin)
+    bank.prompt_token_budget = 400  # room for some of the five retrieved Orbs, not all
+    bank.save(update_fields=["prompt_token_budget"])
+    memory = {"kind": "memorb", "bank": bank.name, "approved_only": False, "per_turn": False}
+    record = episode_run(task=tasks[0], agent_config={"error_rates": RATES}, memory_config=memory).memories[0]
+    cut = [hit["orb_id"] for hit in record["hits"] if not hit["withheld"] and not hit["injected"]]
+    assert cut and record["served_ids"] and not set(cut) & set(record["served_ids"])
+    assert len(record["served_ids"]) == record["injected"]

@@ -146,3 +146,13 @@ def test_it_matches_pass_k_on_a_published_style_table():
         assert metrics.pass_k(matrix, k) == pytest.approx(expected)
     values = metrics.run_metrics(matrix, resamples=200)["pass_k"]["value"]
     assert all(b <= a for a, b in zip(values, values[1:]))
+
+
+def test_per_trial_and_cumulative_bands_stay_open_when_every_task_fails_or_succeeds():
+    matrix = {f"t{i}": [F, T] for i in range(20)}
+    result = metrics.run_metrics(matrix)
+    per_trial, cumulative = result["per_trial"], result["cumulative"]
+    # Wilson's interval at 0/20 and 20/20 (z = 1.96): upper bound z^2 / (n + z^2) = 0.1611, mirrored
+    assert per_trial["low"][0] == 0.0 and per_trial["high"][0] == pytest.approx(0.16113, abs=1e-4)
+    assert per_trial["low"][1] == pytest.approx(1 - 0.16113, abs=1e-4) and per_trial["high"][1] == 1.0
+    assert cumulative["low"][1] == pytest.approx(1 - 0.16113, abs=1e-4) and cumulative["high"][1] == 1.0

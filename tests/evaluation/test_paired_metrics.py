@@ -147,25 +147,50 @@ def test_it_estimates_between_trial_variance_over_runs():
     assert metrics.between_trial_variance({"a": [T]}) is None
 
 
-def test_it_plans_trials_and_the_minimum_detectable_effect_by_hand():
-    # (z_.975 + z_.8)^2 = (1.959964 + 0.841621)^2 = 7.848879; n = 2 * 0.2 * 7.848879 / (130 * 0.1^2)
-    assert metrics.trials_for_power(effect=0.1, tasks=130, variance=0.2) == pytest.approx(2.41504, rel=1e-4)
-    assert metrics.trials_needed(effect=0.1, tasks=130, variance=0.2) == 3
-    # 2.801585 * sqrt(2 * 0.2 / (4 * 130))
-    assert metrics.minimum_detectable_effect(trials=4, tasks=130, variance=0.2) == pytest.approx(0.077702, rel=1e-4)
-    planned = metrics.trials_for_power(effect=0.05, tasks=40, variance=0.15, power=0.9)
-    assert metrics.minimum_detectable_effect(trials=planned, tasks=40, variance=0.15, power=0.9) == pytest.approx(0.05)
-    assert metrics.trials_needed(effect=0.5, tasks=500, variance=0.01) == 1
+def test_it_estimates_the_spread_of_task_success_without_bias():
+    # a: c=2 of n=4 -> p 1/2, p^2 2*1/(4*3) = 1/6; b: c=3 of 3 -> 1, 1; c: one verdict, skipped
+    rates = metrics.TaskRates.of({"a": [T, F, T, F], "b": [T, T, T], "c": [T, E]})
+    assert (rates.mean, rates.square, rates.tasks) == (pytest.approx(3 / 4), pytest.approx(7 / 12), 2)
+    assert rates.variance == pytest.approx(metrics.between_trial_variance({"a": [T, F, T, F], "b": [T, T, T]}))
+    assert metrics.TaskRates.of({"a": [T]}) is None and metrics.TaskRates.default().variance == 0.25
+
+
+def test_the_planner_the_power_and_the_minimum_detectable_effect_agree():
+    rates = metrics.TaskRates(mean=0.6, square=0.4)  # between-trial variance 0.2, tasks spread by 0.04
+    planned = metrics.trials_for_power(effect=0.1, tasks=130, rates=rates)
+    assert metrics.comparison_power(effect=0.1, trials=planned, tasks=130, rates=rates) == pytest.approx(0.8, abs=1e-3)
+    needed = metrics.trials_needed(effect=0.1, tasks=130, rates=rates)
+    assert needed == 3 and 2 < planned <= 3
+    detectable = metrics.minimum_detectable_effect(trials=needed, tasks=130, rates=rates)
+    assert detectable < 0.1
+    assert metrics.comparison_power(effect=detectable, trials=needed, tasks=130, rates=rates) == pytest.approx(0.8, abs=1e-3)
+    # with no lift the test finds B ahead at most alpha/2 of the time
+    assert metrics.comparison_power(effect=0.0, trials=4, tasks=130, rates=rates) < 0.025
+    # the old planner (baseline variance for both arms, no interaction, no continuity) asked for
+    # 2 * 0.2 * 2.8016^2 / (130 * 0.1^2) = 2.415 trials
+    assert planned > 2.415
+
+
+def test_it_says_when_no_number_of_trials_or_no_lift_is_enough():
+    rates = metrics.TaskRates(mean=0.6, square=0.4)
+    # three tasks: the exact sign-flip test cannot go below 2/8 = 0.25, so no trials suffice
+    assert metrics.trials_for_power(effect=0.1, tasks=3, rates=rates) is None
+    assert metrics.trials_needed(effect=0.1, tasks=3, rates=rates) is None
+    assert metrics.minimum_detectable_effect(trials=10, tasks=3, rates=rates) is None
+    with pytest.raises(ValueError, match="a lift of 45.0 points cannot be reached from a success rate of 60.0 %"):
+        metrics.trials_needed(effect=0.45, tasks=130, rates=rates)
     with pytest.raises(ValueError, match="power"):
-        metrics.trials_needed(effect=0.1, tasks=130, variance=0.2, power=1.2)
+        metrics.trials_needed(effect=0.1, tasks=130, rates=rates, power=1.2)
 
 
 def test_it_says_what_a_finished_run_could_have_detected():
-    run = {f"t{i}": [T, F, T, F] for i in range(10)}
+    run = {f"t{i}": [T, F, T, F] for i in range(40)}
     result = metrics.run_minimum_detectable_effect(run)
-    assert result["variance"] == pytest.approx(1 / 3) and (result["trials"], result["tasks"]) == (4, 10)
-    assert result["effect"] == pytest.approx(2.801585 * (2 * (1 / 3) / 40) ** 0.5, rel=1e-4)
+    assert result["variance"] == pytest.approx(1 / 3) and (result["trials"], result["tasks"]) == (4, 40)
+    rates = metrics.TaskRates.of(run)
+    assert metrics.comparison_power(effect=result["effect"], trials=4, tasks=40, rates=rates) == pytest.approx(0.8, abs=1e-3)
     assert metrics.run_minimum_detectable_effect({"a": [T]})["effect"] is None
+    assert metrics.run_minimum_detectable_effect({"t1": [T, F, T, F], "t2": [F, T, F, T]})["effect"] is None
 
 
 def test_it_bundles_a_comparison_as_json():
@@ -178,13 +203,6 @@ def test_it_bundles_a_comparison_as_json():
     assert result["pass_k"][1]["estimate"] == pytest.approx(1.5 / 3)
     assert len(result["per_trial"]) == 4 and result["changed"] == 2
     assert result["instability"]["a"]["mixed"] == 1
-
-
-def test_it_predicts_power_consistently_with_the_planner():
-    planned = metrics.trials_for_power(effect=0.1, tasks=130, variance=0.2)
-    assert metrics.comparison_power(effect=0.1, trials=planned, tasks=130, variance=0.2) == pytest.approx(0.8)
-    # 0.1 / sqrt(2 * 0.2 / 520) - 1.959964 = 1.645650 -> Φ = 0.950076
-    assert metrics.comparison_power(effect=0.1, trials=4, tasks=130, variance=0.2) == pytest.approx(0.95008, abs=1e-4)
 
 
 @pytest.mark.parametrize("successes,trials", [(0, 10), (3, 10), (81, 263), (30, 30), (1, 1)])

@@ -27,7 +27,9 @@ class Command(BaseCommand):
         parser.add_argument("--comparisons", type=int, default=1000)
         parser.add_argument("--lift", type=float, default=10.0, help="planted lift in points, for the power")
         parser.add_argument("--effect", type=float, default=7.0, help="effect in points for the planner check")
-        parser.add_argument("--planner-comparisons", type=int, default=400, help="per trial count, 1 to 8")
+        parser.add_argument("--planner-comparisons", type=int, default=400, help="per trial count, 1 to 10")
+        parser.add_argument("--power-comparisons", type=int, default=4000,
+                            help="per trial count, 1 to 10, for predicted against simulated power")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--json", action="store_true", help="print the whole report as JSON")
         parser.add_argument("--run", type=int, default=None,
@@ -37,7 +39,8 @@ class Command(BaseCommand):
         matrix = self._stored(options["run"]) if options["run"] is not None else self._played(options)
         report = calibration_report(
             matrix, comparisons=options["comparisons"], trials=options["trials"], lift=options["lift"] / 100,
-            effect=options["effect"] / 100, planner_comparisons=options["planner_comparisons"], seed=options["seed"])
+            effect=options["effect"] / 100, planner_comparisons=options["planner_comparisons"],
+            power_comparisons=options["power_comparisons"], seed=options["seed"])
         origin = "scripted" if options["run"] is None else f"stored (run #{options['run']})"
         self.stdout.write(json.dumps(report, indent=2) if options["json"] else self._summary(report, origin))
 
@@ -56,13 +59,20 @@ class Command(BaseCommand):
 
     def _summary(self, report: dict, origin: str) -> str:
         source, aa, power, planner = report["source"], report["aa"], report["power"], report["planner"]
-        simulated = f"{planner['simulated']:.2f}" if planner["simulated"] else "not reached by 8"
+        simulated = f"{planner['simulated']:.2f}" if planner["simulated"] else "not reached by 10"
+        planned = f"{planner['planned']:.2f}" if planner["planned"] else "no number of"
         return "\n".join((
             f"source: {source['tasks']} tasks x {source['trials']} {origin} trials, success {source['success']:.3f}, "
             f"between-trial variance {source['variance']:.4f}",
             f"A/A: {aa['comparisons']} comparisons of {aa['trials']} x {aa['tasks']}: the verdict named a winner in "
             f"{aa['rate']:.1%}, p < 0.05 in {aa['p_rate']:.1%}",
             f"power at a planted {power['lift']:.0%} lift: {power['rate']:.1%} (p < 0.05: {power['p_rate']:.1%})",
-            f"planner at {planner['effect']:.0%}: {planner['planned']:.2f} trials planned, {simulated} simulated"
+            f"planner at {planner['effect']:.0%}: {planned} trials planned, {simulated} simulated"
             + (f" (ratio {planner['ratio']:.2f})" if planner["ratio"] else ""),
+            "trials | " + " | ".join(str(row["trials"]) for row in report["power_check"]),
+            "predicted power | " + " | ".join(f"{row['predicted']:.3f}" for row in report["power_check"]),
+            "simulated power (sign-flip test) | " + " | ".join(f"{row['simulated']:.3f}" for row in report["power_check"]),
+            "planner, predicted from the earlier pseudo-run | "
+            + " | ".join(f"{value:.3f}" for value in planner["predicted_power"]),
+            "planner, simulated verdict | " + " | ".join(f"{value:.3f}" for value in planner["simulated_power"]),
         ))

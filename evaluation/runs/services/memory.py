@@ -26,7 +26,7 @@ from evaluation.runs.services.spec import (
     RunSpec,
 )
 from evaluation.services import EpisodeConfigError, EpisodePlay, bank_harmful_flag, episode_ref, episode_trajectory
-from evaluation.services.memory_effects import bank_harmful_experiences_flag
+from evaluation.services.memory_effects import HarmLook, bank_harmful_experiences_flag
 from memweb.llm import role_config
 from orbs.dialogues.services import dialogue_from_trajectory, dialogues_copy
 from orbs.dmrm.services import (
@@ -191,11 +191,19 @@ def trial_memorise(*, trial: Trial) -> None:
     if run.uses_memorb:
         _orbs_write(run, trial)
         if run.withhold_probability:
-            bank_harmful_flag(bank=run.bank)  # the trial's outcomes may have shown an Orb does harm
+            bank_harmful_flag(bank=run.bank, look=_harm_look(run, trial))  # an Orb may have shown it does harm
     if run.uses_dmrm:
         _experiences_write(run, trial)
     if run.uses_dialogues:
         _dialogues_write(run, trial)
+
+
+def _harm_look(run: EvaluationRun, trial: Trial) -> HarmLook:
+    """The harm flag looks at this run's episodes so far, once per trial end, with its error rate spread
+    over the run's planned trials (evaluation.metrics.harmful_memories)."""
+    rows = run.run_episodes.filter(episode__isnull=False).select_related("episode").only("id", "episode__id")
+    return HarmLook(number=trial.number, planned=run.trials, label=run.orb_label,
+                    episode_refs=frozenset(episode_ref(row.episode) for row in rows))
 
 
 def _finished_rows(trial: Trial):
@@ -244,7 +252,7 @@ def _experiences_write(run: EvaluationRun, trial: Trial) -> None:
         for row, ref in zip(rows, refs)])
     Trial.objects.filter(pk=trial.pk).update(experiences_written=trajectories_steps(bank=run.bank, trajectory_ids=refs))
     if run.withhold_probability:
-        bank_harmful_experiences_flag(bank=run.bank)
+        bank_harmful_experiences_flag(bank=run.bank, look=_harm_look(run, trial))
 
 
 def _dialogues_write(run: EvaluationRun, trial: Trial) -> None:

@@ -24,20 +24,35 @@ def _selected_tasks(name: str, domain: str, split: str, task_ids: list[str], wor
 
 def runs_plan_trials(*, task_set: str, effect: float, workspace, domain: str = "", split: str = "",
                      task_ids: list[str] = ()) -> dict:
-    """Trials per run for a paired comparison to detect `effect` (a fraction) with 80 % power at the
-    5 % level over the chosen tasks, from the between-trial variance of earlier runs on the set
-    (metrics.between_trial_variance); with none, the stated default 0.25, the largest a 0/1 outcome
-    has (more trials than needed, never fewer)."""
+    """Trials per run for a paired comparison to detect a lift of `effect` (a fraction) with 80 % power
+    at the 5 % level over the chosen tasks (metrics.trials_needed), from how often the tasks succeeded
+    in earlier runs on the set (metrics.TaskRates); with none, every task at even odds, the largest
+    between-trial variance (more trials than needed, never fewer). `trials` is None with `reason` when
+    the selection is empty or the lift cannot be detected over these tasks."""
     name = task_set or BUILTIN_SET
     tasks = _selected_tasks(name, domain, split, list(task_ids), workspace)
     runs = list(_finished_runs(name, workspace))
-    variance = metrics.between_trial_variance(*(run_matrix(run=run, trials=run.metrics_trials) for run in runs))
-    estimated = variance is not None
-    variance = variance if estimated else metrics.DEFAULT_BETWEEN_TRIAL_VARIANCE
-    trials = metrics.trials_needed(effect=effect, tasks=tasks, variance=variance) if tasks else None
-    return {"task_set": name, "tasks": tasks, "effect": effect, "variance": variance, "trials": trials,
-            "runs": [run.pk for run in runs] if estimated else [], "default_variance": not estimated,
-            "power": metrics.DEFAULT_POWER, "alpha": metrics.DEFAULT_ALPHA}
+    rates = metrics.TaskRates.of(*(run_matrix(run=run, trials=run.metrics_trials) for run in runs))
+    estimated = rates is not None
+    rates = rates if estimated else metrics.TaskRates.default()
+    trials, reason = _trials(effect=effect, tasks=tasks, rates=rates)
+    return {"task_set": name, "tasks": tasks, "effect": effect, "variance": rates.variance, "success": rates.mean,
+            "trials": trials, "reason": reason, "runs": [run.pk for run in runs] if estimated else [],
+            "default_variance": not estimated, "power": metrics.DEFAULT_POWER, "alpha": metrics.DEFAULT_ALPHA}
+
+
+def _trials(*, effect: float, tasks: int, rates: metrics.TaskRates) -> tuple[int | None, str]:
+    if not tasks:
+        return None, "The task selection is empty."
+    try:
+        trials = metrics.trials_needed(effect=effect, tasks=tasks, rates=rates)
+    except ValueError as exc:  # a lift larger than the failures it could turn into successes
+        return None, f"{str(exc)[0].upper()}{str(exc)[1:]}."
+    if trials is None:
+        return None, (f"No number of trials (up to {metrics.MAX_PLANNED_TRIALS}) detects {100 * effect:.1f} points "
+                      f"over {tasks} task{'s' if tasks != 1 else ''}: the sign-flip test over so few tasks cannot "
+                      "get below 5 %; select more tasks.")
+    return trials, ""
 
 
 def run_outcomes(*, run_id: int) -> dict[str, list[bool | None]]:

@@ -61,7 +61,7 @@ def test_a_harmful_orb_is_flagged_for_review_within_200_episodes(builtin, operat
     assert effect.harmful and effect.withheld_successes / effect.withheld > effect.served_successes / effect.served
     assert planted.flagged_at is not None and planted.status == Orb.Status.APPROVED  # flagged, never removed
     event = planted.events.get(action=ReviewEvent.Action.FLAGGED)
-    assert "upper bound" in event.note
+    assert "one-sided p = " in event.note and "at most 5 %" in event.note and "trial end 1 of 1" in event.note
     flagged = Orb.objects.filter(bank=run.bank, flagged_at__isnull=False)
     assert list(flagged) == [planted]  # the run's own Orbs (good advice) are not flagged
     ranked = bank_effects_rank(bank=run.bank)
@@ -74,3 +74,11 @@ def test_a_harmful_orb_is_flagged_for_review_within_200_episodes(builtin, operat
     assert "<html" not in partial and "flagged for review" in partial and f"{effect.served} episodes" in partial
     bank_page = client.get(reverse("orbs:bank_detail", args=[run.bank.slug])).content.decode()
     assert reverse("evaluation:memory_effects", args=[run.bank.slug]) in bank_page
+
+    api = client.get(f"/api/evaluation/memory/orbs/{planted.pk}/effect").json()
+    assert api["flagged_at"] and "at most 5 %" in api["flag_note"] and api["effect"]["interval_below_zero"]
+    assert (api["effect"]["served"], api["effect"]["withheld"]) == (effect.served, effect.withheld)
+    assert api["effect"]["harm_p_value"] < 0.05
+    listed = client.get(f"/api/evaluation/memory/banks/{run.bank.slug}/effects").json()
+    assert listed["orbs"][0]["orb_id"] == planted.pk and listed["harm_error_rate"] == 0.05
+    assert client.get("/api/evaluation/memory/orbs/0/effect").status_code == 404

@@ -15,21 +15,22 @@ from tests.evaluation.runs.conftest import TASK_IDS
 def test_it_plans_from_the_stated_default_without_an_earlier_run(builtin):
     plan = runs_plan_trials(task_set="", effect=0.1, workspace=builtin.workspace)
     assert plan["default_variance"] and plan["variance"] == 0.25 and plan["tasks"] == 130
-    assert plan["trials"] == metrics.trials_needed(effect=0.1, tasks=130, variance=0.25)
+    assert plan["trials"] == metrics.trials_needed(effect=0.1, tasks=130, rates=metrics.TaskRates.default())
 
 
 def test_it_plans_from_the_variance_of_earlier_runs_on_the_task_set(launch, client, operator_user):
     run = run_drive(run=launch(trials=2, memory_mode="none"))
     plan = runs_plan_trials(task_set="", effect=0.2, task_ids=TASK_IDS, workspace=run.workspace)
-    variance = metrics.between_trial_variance(run_matrix(run=run, trials=2))
+    rates = metrics.TaskRates.of(run_matrix(run=run, trials=2))
     assert plan["runs"] == [run.pk] and plan["tasks"] == 3 and not plan["default_variance"]
-    assert plan["variance"] == pytest.approx(variance)
+    assert plan["variance"] == pytest.approx(rates.variance) and plan["success"] == pytest.approx(rates.mean)
+    assert plan["trials"] is None and "select more tasks" in plan["reason"]  # 3 tasks: p >= 0.25 whatever the trials
 
     client.force_login(operator_user)
     url = reverse("evaluation:run_plan") + f"?effect=20&task_ids={'+'.join(TASK_IDS)}"
     partial = client.get(url, HTTP_HX_REQUEST="true").content.decode()
     assert 'id="plan"' in partial and "<html" not in partial and f"#{run.pk}" in partial
-    assert f"<strong>{plan['trials']} trial" in partial
+    assert "No number of trials (up to 1000) detects 20.0 points over 3 tasks" in partial
     assert "greater than or equal to 0.1" in client.get(reverse("evaluation:run_plan") + "?effect=-1").content.decode()
     assert 'hx-get="/evaluation/runs/plan/' in client.get(reverse("evaluation:run_new")).content.decode()
 
