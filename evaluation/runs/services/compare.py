@@ -7,10 +7,18 @@ with that said: `runs_scoring` names the stale runs and what changed, and `score
 compares the stale runs' current re-grades instead of their original scores.
 """
 from evaluation.metrics import paired_metrics
-from evaluation.runs.models import EvaluationRun, RunRegrade
+from evaluation.runs.models import EvaluationRun, RunRegrade, TaskSplit
 from evaluation.runs.services.pins import change_summary, run_regrade_current, run_staleness
 from evaluation.runs.services.regrade import regrade_verdicts
-from evaluation.runs.services.results import CHART_SERIES, Verdicts, run_charts, run_heatmap, run_matrix
+from evaluation.runs.services.results import (
+    CHART_SERIES,
+    Verdicts,
+    metrics_of_split,
+    run_charts,
+    run_heatmap,
+    run_matrix,
+)
+from evaluation.runs.services.splits import run_measured_text
 
 SCORES = ("original", "regraded")
 
@@ -32,6 +40,7 @@ def _identity(run: EvaluationRun) -> dict[str, object]:
         "customer backend": customer.get("backend"),
         "customer model": customer.get("model"),
         "turn limit": run.max_turns,
+        "measured tasks": (run.evaluation_mode, run.train_trials, sorted(run.task_splits.items())),
     }
 
 
@@ -119,18 +128,27 @@ def _cells(run: EvaluationRun, regrade: RunRegrade | None) -> dict[str, list]:
     return cells
 
 
-def _charts(run: EvaluationRun, regrade: RunRegrade | None) -> dict:
-    chart = run_charts(run=run)
-    if regrade is None or not regrade.metrics:
+def _charts(run: EvaluationRun, regrade: RunRegrade | None, view: str = "") -> dict:
+    chart = run_charts(run=run, split=view)
+    regraded = metrics_of_split(regrade.metrics, view) if regrade is not None else None
+    if not regraded:
         return chart
-    return {**chart, "name": f"{run.name} (re-graded)", **{name: regrade.metrics[name] for name in CHART_SERIES}}
+    return {**chart, "name": f"{run.name} (re-graded)", **{name: regraded[name] for name in CHART_SERIES}}
+
+
+def compare_views(*, runs: list[EvaluationRun]) -> list[str]:
+    """The splits a comparison can be viewed on: test and train when the runs held tasks out (they
+    all did or none did: the measured tasks are part of what must match), none otherwise."""
+    return [TaskSplit.TEST, TaskSplit.TRAIN] if runs[0].held_out else []
 
 
 def _pair(run: EvaluationRun, baseline: EvaluationRun, cells: dict[int, dict], verdicts: dict[int, Verdicts],
-          sort: str) -> dict:
-    """`run` (A) against the baseline (B): paired_metrics with each flip row's transcript links."""
-    metrics = paired_metrics(run_matrix(run=run, trials=run.metrics_trials, verdicts=verdicts.get(run.pk)),
-                             run_matrix(run=baseline, trials=baseline.metrics_trials, verdicts=verdicts.get(baseline.pk)),
+          sort: str, view: str | None = None) -> dict:
+    """`run` (A) against the baseline (B): paired_metrics with each flip row's transcript links;
+    `view`: the split compared (None: the one the runs measure)."""
+    metrics = paired_metrics(run_matrix(run=run, trials=run.metrics_trials, verdicts=verdicts.get(run.pk), split=view),
+                             run_matrix(run=baseline, trials=baseline.metrics_trials, verdicts=verdicts.get(baseline.pk),
+                                        split=view),
                              a_name=f"#{run.pk} {run.name}", b_name=f"#{baseline.pk} {baseline.name}",
                              seed=baseline.seed)
     for row in metrics["flips"]:
@@ -140,15 +158,20 @@ def _pair(run: EvaluationRun, baseline: EvaluationRun, cells: dict[int, dict], v
     return {"run": run, "baseline": baseline, **metrics}
 
 
-def runs_compare(*, runs: list[EvaluationRun], sort: str = DEFAULT_SORT, scores: str = "original") -> dict:
+def runs_compare(*, runs: list[EvaluationRun], sort: str = DEFAULT_SORT, scores: str = "original",
+                 view: str = "") -> dict:
     """Each run's chart series and every later run against the first (the baseline), with `scoring`
     (runs_scoring: stale runs and what changed); raises RunsNotComparable first when the runs may
-    not be compared. `scores="regraded"` uses each stale run's current re-grade where it has one."""
+    not be compared. `scores="regraded"` uses each stale run's current re-grade where it has one.
+    `view`: held-out runs' test (the default) or train split (compare_views)."""
     runs_comparable_check(runs=runs)
+    views = compare_views(runs=runs)
+    view = view if view in views else (views[0] if views else "")
     sort = sort if sort in FLIP_SORTS else DEFAULT_SORT
     scoring = runs_scoring(runs=runs, scores=scores if scores in SCORES else "original")
     regrades = scoring["regrades"]
     verdicts = {pk: regrade_verdicts(regrade=regrade) for pk, regrade in regrades.items()}
     cells = {run.pk: _cells(run, regrades.get(run.pk)) for run in runs}
-    return {"charts": [_charts(run, regrades.get(run.pk)) for run in runs], "sort": sort, "scoring": scoring,
-            "pairs": [_pair(run, runs[0], cells, verdicts, sort) for run in runs[1:]]}
+    return {"charts": [_charts(run, regrades.get(run.pk), view) for run in runs], "sort": sort, "scoring": scoring,
+            "pairs": [_pair(run, runs[0], cells, verdicts, sort, view) for run in runs[1:]],
+            "view": view, "views": views, "measured": run_measured_text(runs[0])}

@@ -17,6 +17,7 @@ from evaluation.feedback.services import feedback_of, feedback_trajectory
 from evaluation.models import Episode
 from evaluation.runs.models import EvaluationRun, MemoryMode, ReviewGate, RunEpisode, Trial
 from evaluation.runs.services.spec import DMRMParams, DMRMWriteTiming, RunLaunchError, RunSpec
+from evaluation.runs.services.splits import learning_rows, learns_from
 from evaluation.services import EpisodeConfigError, EpisodePlay, bank_harmful_flag, episode_ref, episode_trajectory
 from evaluation.services.memory_effects import bank_harmful_experiences_flag
 from orbs.dialogues.services import dialogue_from_trajectory, dialogues_copy
@@ -123,6 +124,15 @@ def episode_withhold_key(row: RunEpisode) -> str:
     return f"run-seed:{row.seed}:task:{row.task_key}"
 
 
+def run_episode_memory_record(*, play: EpisodePlay, episode: Episode, row: RunEpisode) -> None:
+    """What a stored episode teaches the run's memory: how its retrievals ended and its DMRM steps;
+    nothing for a held-out (test) episode, whose memory stays as the train split left it."""
+    if not learns_from(row):
+        return
+    run_episode_outcome_record(play=play, episode=episode)
+    run_episode_dmrm_record(episode=episode, run=row.run)
+
+
 def run_episode_outcome_record(*, play: EpisodePlay, episode: Episode) -> None:
     """Inside the transaction that stores the episode, so a dropped copy records nothing."""
     retrieval_outcome_record(retrieval_ids=play.retrieval_ids, success=episode.success, reward=episode.reward,
@@ -171,8 +181,9 @@ def trial_memorise(*, trial: Trial) -> None:
 
 
 def _finished_rows(trial: Trial):
-    return trial.run_episodes.filter(status=RunEpisode.Status.DONE, episode__isnull=False).select_related(
-        "episode").order_by("task_key")
+    """The trial's episodes memory learns from: finished, and never a held-out run's test episodes."""
+    rows = trial.run_episodes.filter(status=RunEpisode.Status.DONE, episode__isnull=False)
+    return learning_rows(rows).select_related("episode").order_by("task_key")
 
 
 def _orbs_write(run: EvaluationRun, trial: Trial) -> None:

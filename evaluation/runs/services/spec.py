@@ -5,7 +5,7 @@ from django.db import models
 
 from evaluation.configs import AgentConfig, CustomerConfig, MemoryKind
 from evaluation.feedback.services import MAX_FEEDBACK_ROUNDS
-from evaluation.runs.models import FeedbackMemory, ReviewGate, RunPreset
+from evaluation.runs.models import EvaluationMode, FeedbackMemory, ReviewGate, RunPreset, SplitRule
 from memweb.errors import problems_of
 from memweb.schemas import StrictBody
 from orbs.dmrm.services import StateMatch, Suppression
@@ -51,7 +51,9 @@ class DMRMParams(StrictBody):
 PRESETS = {
     RunPreset.MEMORB_K1: {"memory_mode": MemoryKind.MEMORB, "memory_k": 1},
     RunPreset.MEMORB_STRUCTURED: {"memory_mode": MemoryKind.MEMORB, "reflection_style": ReflectionStyle.STRUCTURED},
+    RunPreset.DMRM_TRAIN_TEST: {"memory_mode": MemoryKind.DMRM, "evaluation_mode": EvaluationMode.TRAIN_TEST},
 }
+DEFAULT_TEST_FRACTION = 0.5
 # The paper's No-Memory baseline: an LLM agent with a 4k-token context window.
 NO_MEMORY_CONTEXT_TOKENS = 4096
 
@@ -86,6 +88,22 @@ class RunSpec(StrictBody):
         description="Chance that a retrieved Orb is kept out of an episode's prompt, decided once per (episode, Orb) "
                     "from the seed: measures each memory's effect; ignored without memory")
     bank_source: str = pydantic.Field(default="", max_length=200, description="Bank to copy; a fresh bank when empty")
+    evaluation_mode: EvaluationMode = pydantic.Field(
+        default=EvaluationMode.REPLAY,
+        description="replay: every trial plays every task (within-task learning); held_out: every trial plays both "
+                    "splits, memory learns from the train split only, success is reported on the test split "
+                    "(transfer); train_test: the first train_trials trials play the train split, the rest the test "
+                    "split with memory frozen (DMRM's protocol)")
+    split_rule: SplitRule = pydantic.Field(
+        default=SplitRule.FRACTION,
+        description="Held-out modes: fraction holds out test_fraction of the tasks of each domain, chosen by the seed; "
+                    "task_set uses the tasks' own split labels (train is train, test and dev are test)")
+    test_fraction: float = pydantic.Field(
+        default=DEFAULT_TEST_FRACTION, gt=0.0, lt=1.0, description="Held-out modes with the fraction rule: the share "
+                                                                   "of each domain's tasks held out for testing")
+    train_trials: int | None = pydantic.Field(
+        default=None, ge=1, lt=MAX_TRIALS,
+        description="train_test mode: trials (epochs) that play the train split; empty = half the trials")
     trials: int = pydantic.Field(default=10, ge=1, le=MAX_TRIALS)
     pass_k: int | None = pydantic.Field(default=None, ge=1, description="Largest k of Pass^k to report")
     seed: int = pydantic.Field(default=0, ge=0, le=2**31 - 1)
@@ -109,6 +127,12 @@ class RunSpec(StrictBody):
             if name not in self.model_fields_set:
                 setattr(self, name, value)
         return self
+
+    def train_trials_resolved(self) -> int:
+        """The train_test mode's training trials (half the trials when not given); 0 in other modes."""
+        if self.evaluation_mode != EvaluationMode.TRAIN_TEST:
+            return 0
+        return self.train_trials or max(1, self.trials // 2)
 
     def preset_conflicts(self) -> list[tuple[str, str]]:
         return [(name, f"the preset {self.preset} sets {name} to {value}, got {getattr(self, name)}")
