@@ -268,6 +268,10 @@ def _expected_trials(data: ImportedFile, split: str) -> range:
     return range(1, head.train_trials + 1) if split == TaskSplit.TRAIN else range(head.train_trials + 1, head.trials + 1)
 
 
+def _trials_text(trials: range) -> str:
+    return f"trial {trials.start}" if len(trials) == 1 else f"trials {trials.start}–{trials.stop - 1}"
+
+
 def _split_problems(data: ImportedFile, splits: dict[str, str]) -> list[tuple[str, str]]:
     """A held-out run's tasks each in one split, both splits present, its episodes saying the same."""
     head, problems = data.run, []
@@ -300,8 +304,8 @@ def _grid_problems(data: ImportedFile) -> list[tuple[str, str]]:
         if episode.trial not in expected:
             problems.append((f"episodes.{index}.trial", f"is {episode.trial}, but the run has {data.run.trials} trials"
                              if episode.trial > data.run.trials else
-                             f"is {episode.trial}, but task {episode.task_id!r} plays trials {expected.start}–"
-                             f"{expected.stop - 1} only (its {splits[episode.task_id]} split)"))
+                             f"is {episode.trial}, but task {episode.task_id!r} plays {_trials_text(expected)} only "
+                             f"(its {splits[episode.task_id]} split)"))
         cell = (episode.task_id, episode.trial)
         if cell in seen:
             problems.append((f"episodes.{index}", f"task {episode.task_id!r} trial {episode.trial} appears twice "
