@@ -84,6 +84,7 @@ class RunSummaryOut(Schema):
     scripted: bool
     imported: bool
     memory_mode: str
+    evaluation_mode: str = Field(description="replay, held_out or train_test: replayed or held-out tasks measured")
     agent_backend: str
     trials: int
     episodes_total: int
@@ -149,7 +150,6 @@ class RunOut(RunSummaryOut):
     feedback_enabled: bool
     feedback_memory: str
     feedback_rounds: int
-    evaluation_mode: str = Field(description="replay, held_out or train_test: what the run measured")
     split_rule: str = Field(description="Held-out runs: fraction or task_set; empty for replay")
     test_fraction: float
     train_trials: int = Field(description="train_test runs: the trials that played the train split")

@@ -142,6 +142,13 @@ def compare_views(*, runs: list[EvaluationRun]) -> list[str]:
     return [TaskSplit.TEST, TaskSplit.TRAIN] if runs[0].held_out else []
 
 
+def _view_played_check(runs: list[EvaluationRun], view: str) -> None:
+    """A train-then-test run has no test verdicts until its train trials are done."""
+    for run in runs:
+        if view and not run.split_trials(view, run.metrics_trials):
+            raise RunsNotComparable(f"run #{run.pk} has no finished trial of its {view} split yet")
+
+
 def _pair(run: EvaluationRun, baseline: EvaluationRun, cells: dict[int, dict], verdicts: dict[int, Verdicts],
           sort: str, view: str | None = None) -> dict:
     """`run` (A) against the baseline (B): paired_metrics with each flip row's transcript links;
@@ -167,6 +174,7 @@ def runs_compare(*, runs: list[EvaluationRun], sort: str = DEFAULT_SORT, scores:
     runs_comparable_check(runs=runs)
     views = compare_views(runs=runs)
     view = view if view in views else (views[0] if views else "")
+    _view_played_check(runs, view)
     sort = sort if sort in FLIP_SORTS else DEFAULT_SORT
     scoring = runs_scoring(runs=runs, scores=scores if scores in SCORES else "original")
     regrades = scoring["regrades"]

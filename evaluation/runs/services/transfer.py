@@ -37,7 +37,7 @@ from orbs.services import ReflectionStyle
 FORMAT = "memweb.evaluation-run"
 FORMAT_VERSION = 1
 EPISODE_COLUMNS = ("task_id", "trial", "status", "success", "reward", "turns", "tokens", "latency_ms", "error",
-                   "episode_id")
+                   "episode_id", "split")
 MAX_IMPORT_EPISODES = 100_000
 
 
