@@ -12,6 +12,7 @@ from evaluation.runs.services import (
     RunImportError,
     RunLaunchError,
     RunsNotComparable,
+    curve_launch_inline,
     run_drive,
     run_export_json,
     run_import,
@@ -41,14 +42,19 @@ def _problems(**overrides) -> list[tuple[str, str]]:
 
 
 def test_it_learns_from_the_train_split_only_and_reports_the_test_split_everywhere(launch, client, operator_user):
-    run = run_drive(run=launch(evaluation_mode="held_out", split_rule="task_set"))
-    assert run.status == EvaluationRun.Status.COMPLETED and run.task_splits == LABELLED
+    run = run_drive(run=launch(evaluation_mode="held_out", split_rule="task_set", feedback_enabled=True))
+    assert run.status == EvaluationRun.Status.COMPLETED and run.task_splits == LABELLED and run.feedback_into_memory
     rows = RunEpisode.objects.filter(run=run)
     assert {(row.task_key, row.split) for row in rows} == set(LABELLED.items()) and rows.count() == 9
     assert rows.filter(split="train", orb__isnull=False).count() == 6
     assert not rows.filter(split="test", orb__isnull=False).exists()
     assert run.metrics["split"] == "test" and list(run.metrics["matrix"]) == ["shop-app-023"]
     assert sorted(run.metrics["train"]["matrix"]) == ["shop-app-001", "shop-clo-008"]
+
+    # The off-policy curve writes the train split's feedback logs and plays the test split.
+    curve = curve_launch_inline(run=run)
+    assert curve.test_task_pks == list(rows.filter(split="test").values_list("task_id", flat=True).distinct())
+    assert (len(curve.feedback_episode_ids), curve.batch_size) == (6, 2)
 
     client.force_login(operator_user)
     page = client.get(reverse("evaluation:run_detail", args=[run.pk])).content.decode()
