@@ -273,7 +273,7 @@ class RunEpisode(models.Model):
     task = models.ForeignKey("evaluation.Task", null=True, blank=True, on_delete=models.PROTECT,
                              related_name="run_episodes", help_text="Empty for an imported run.")
     task_key = models.CharField(max_length=100, help_text="The task's external id.")
-    split = models.CharField(max_length=8, blank=True, default="",
+    split = models.CharField(max_length=8, blank=True, default="", choices=TaskSplit.choices,
                              help_text="A held-out run's train or test split; empty for a replay run.")
     seed = models.BigIntegerField(default=0)
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING, db_index=True)
