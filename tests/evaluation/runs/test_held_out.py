@@ -111,6 +111,22 @@ def test_a_launch_names_each_unusable_held_out_setting(builtin):
     assert not EvaluationRun.objects.exists()
 
 
+def test_the_launch_form_launches_a_held_out_run(builtin, client, operator_user):
+    client.force_login(operator_user)
+    assert 'value="train_test"' in client.get(reverse("evaluation:run_new")).content.decode()
+    posted = {"name": "held out from the form", "task_ids": " ".join(LABELLED), "agent": "scripted", "wrong_tool": 0.3,
+              "wrong_arguments": 0.3, "result_unused": 0.3,
+              "customer": "agenda", "memory_mode": "memorb", "memory_k": 5, "trials": 2, "seed": 0, "max_turns": 12,
+              "concurrency": 1, "review_gate": "auto", "evaluation_mode": "train_test", "split_rule": "task_set",
+              "train_trials": 2}
+    refused = client.post(reverse("evaluation:run_new"), posted)
+    assert refused.status_code == 422 and "the test split needs at least one trial" in refused.content.decode()
+    assert client.post(reverse("evaluation:run_new"), posted | {"trials": 3}).status_code == 302
+    run = EvaluationRun.objects.get(name="held out from the form")
+    assert (run.evaluation_mode, run.train_trials, run.task_splits, run.episodes_total) == (
+        "train_test", 2, LABELLED, 2 * 2 + 1)
+
+
 def test_the_fraction_rule_holds_out_a_seeded_share_of_each_domain():
     tasks = [(f"a{n}", "appliances") for n in range(10)] + [(f"c{n}", "clothing") for n in range(4)]
     split = _by_fraction(tasks, 0.3, seed=1)
