@@ -35,6 +35,7 @@ from evaluation.runs.services import (
     run_export_json,
     run_import,
     run_launch,
+    run_measured_text,
     run_pins_out,
     run_preparation_job,
     run_regrade_current,
@@ -83,6 +84,7 @@ class RunSummaryOut(Schema):
     scripted: bool
     imported: bool
     memory_mode: str
+    evaluation_mode: str = Field(description="replay, held_out or train_test: replayed or held-out tasks measured")
     agent_backend: str
     trials: int
     episodes_total: int
@@ -151,6 +153,11 @@ class RunOut(RunSummaryOut):
     feedback_memory: str
     feedback_rounds: int
     feedback_calibration: str
+    split_rule: str = Field(description="Held-out runs: fraction or task_set; empty for replay")
+    test_fraction: float
+    train_trials: int = Field(description="train_test runs: the trials that played the train split")
+    task_splits: dict[str, str] = Field(description="Held-out runs: task id -> train or test")
+    measured: str = Field(description="What the run measured, in words: replayed or held-out tasks")
     progress: list[TrialOut]
     metrics: dict | None
     metrics_trials: int
@@ -189,7 +196,7 @@ def _regrade(run: EvaluationRun) -> dict | None:
     return {**{name: getattr(regrade, name) for name in fields}, "current": run_regrade_current(run=run) == regrade}
 
 
-_DERIVED = ("progress", "pins", "staleness", "regrade", "preparation_url")
+_DERIVED = ("progress", "pins", "staleness", "regrade", "preparation_url", "measured")
 
 
 def _detail(run: EvaluationRun, request) -> dict:
@@ -198,7 +205,7 @@ def _detail(run: EvaluationRun, request) -> dict:
     progress = [{name: getattr(t, name) for name in TrialOut.model_fields} for t in run.trial_rows.order_by("number")]
     preparation = run_preparation_job(run=run)
     return {**_summary(run), **extra, "progress": progress, "pins": run_pins_out(run=run),
-            "staleness": run_staleness(run=run), "regrade": _regrade(run),
+            "staleness": run_staleness(run=run), "regrade": _regrade(run), "measured": run_measured_text(run),
             "preparation_url": request.build_absolute_uri(reverse("api:job_status", kwargs={"job_id": preparation.pk}))
             if preparation else None}
 
@@ -323,6 +330,9 @@ class CompareOut(Schema):
     scores: str = Field(description="original, or regraded: stale runs compared by their current re-grade")
     mixed: bool = Field(description="The compared scores answer to different task or reward versions")
     stale: list[StaleRunOut] = Field(description="Runs whose compared scores are against older versions")
+    measured: str = Field(description="What the runs measured: replayed tasks, or held-out tasks and their split")
+    view: str = Field(description="Held-out runs: the split compared (test or train); empty for replay runs")
+    views: list[str] = Field(description="The splits these runs can be compared on")
     pairs: list[RunPairOut]
 
 
@@ -338,6 +348,8 @@ class CompareQuery(Schema):
     accept_differences: bool = Field(
         default=False, description="Compare runs that differ in a setting other than their memory (context window, "
                                    "turn limit, agent, customer...) anyway; each verdict names the differences")
+    view: Literal["", "test", "train"] = Field(
+        default="", description="Held-out runs: compare the test split (the default) or the train split")
 
 
 def _flip(row: dict) -> dict:
@@ -365,7 +377,7 @@ def run_compare(request, query: Query[CompareQuery]):
         raise HttpError(422, "compare needs two different runs")
     try:
         comparison = runs_compare(runs=runs, sort=query.sort, scores=query.scores, shared=query.shared_tasks,
-                                  accept_differences=query.accept_differences)
+                                  accept_differences=query.accept_differences, view=query.view)
     except RunsNotComparable as exc:
         raise HttpError(409, f"These runs cannot be compared: {exc}{_comparable_remedy(exc)}") from None
     scoring = comparison["scoring"]
@@ -373,6 +385,7 @@ def run_compare(request, query: Query[CompareQuery]):
         raise HttpError(409, _stale_refusal(scoring))
     return {"runs": [run.pk for run in runs], "baseline": runs[0].pk, "sort": comparison["sort"],
             "scores": scoring["scores"], "mixed": scoring["mixed"], "stale": scoring["stale"],
+            "measured": comparison["measured"], "view": comparison["view"], "views": comparison["views"],
             "pairs": [_pair(pair) for pair in comparison["pairs"]]}
 
 

@@ -7,7 +7,15 @@ from django import forms
 from annotation.services import campaigns_addable
 from evaluation.configs import AgentBackend, AgentConfig, CustomerBackend, CustomerConfig, MemoryKind
 from evaluation.models import Domain, Split, TaskSet
-from evaluation.runs.models import EvaluationRun, FeedbackCalibration, FeedbackMemory, ReviewGate, RunPreset
+from evaluation.runs.models import (
+    EvaluationMode,
+    EvaluationRun,
+    FeedbackCalibration,
+    FeedbackMemory,
+    ReviewGate,
+    RunPreset,
+    SplitRule,
+)
 from evaluation.runs.services import MAX_CONCURRENCY, MAX_TRIALS, DMRMParams, RunLaunchError, RunSpec
 from evaluation.runs.services.spec import PRESETS, CMaxRule, DMRMWriteTiming
 from evaluation.runs.services.studies import SELECTIONS
@@ -102,6 +110,14 @@ class RunLaunchForm(forms.Form):
     bank_source = forms.ModelChoiceField(queryset=banks_all(), to_field_name="slug", required=False,
                                          empty_label="a fresh, empty bank", label="Start from",
                                          help_text="The run works on its own copy; the source is never changed.")
+    evaluation_mode = _spec_field(forms.ChoiceField, "evaluation_mode", choices=EvaluationMode.choices,
+                                  required=False, label="Measure",
+                                  help_text="Replayed tasks measure learning on the tasks memory saw; held-out tasks "
+                                            "measure transfer to tasks memory never learnt from.")
+    split_rule = _spec_field(forms.ChoiceField, "split_rule", choices=SplitRule.choices, required=False,
+                             label="Held-out split")
+    test_fraction = _spec_field(forms.FloatField, "test_fraction", required=False, label="Test fraction")
+    train_trials = _spec_field(forms.IntegerField, "train_trials", required=False, label="Train trials (epochs)")
     trials = _spec_field(forms.IntegerField, "trials",
                          help_text=f"1 to {MAX_TRIALS}; memory is never reset between trials.")
     pass_k = _spec_field(forms.IntegerField, "pass_k", required=False, label="Pass^k up to",
@@ -156,7 +172,7 @@ class RunLaunchForm(forms.Form):
                  "feedback_enabled")
         # Left empty, the spec's default applies (as for a field an older page did not post).
         optional = ("withhold_probability", "reflection_style", "preset", "feedback_memory", "feedback_rounds",
-                    "feedback_calibration")
+                    "feedback_calibration", "evaluation_mode", "split_rule", "test_fraction", "train_trials")
         given = {**{name: data[name] for name in plain if name in data},
                  **{name: data[name] for name in optional if data.get(name) not in (None, "")}}
         # A preset sets its own fields: the page's values for them are left out rather than refused.

@@ -14,8 +14,9 @@ from evaluation.configs import NAIVE_RAG_KINDS, AgentBackend, MemoryKind
 from evaluation.feedback.models import CalibrationSetting
 from memweb.models import workspace_field
 
-__all__ = ["EvaluationRun", "FeedbackCalibration", "FeedbackCurve", "FeedbackMemory", "MemoryMode", "RegradeScore",
-           "ReviewGate", "RunEpisode", "RunPreset", "RunRegrade", "RunTaskPin", "Trial"]
+__all__ = ["EvaluationMode", "EvaluationRun", "FeedbackCalibration", "FeedbackCurve", "FeedbackMemory", "MemoryMode",
+           "RegradeScore", "ReviewGate", "RunEpisode", "RunPreset", "RunRegrade", "RunTaskPin", "SplitRule", "TaskSplit",
+           "Trial"]
 
 MemoryMode = MemoryKind  # a run's memory is the kind its episodes retrieve with
 FeedbackCalibration = CalibrationSetting.CalibrateOn  # where a feedback run's action model takes p(S) from
@@ -42,6 +43,27 @@ class RunPreset(models.TextChoices):
     DMRM_N1 = "dmrm_n1", "DMRM with n = 1 (source memory off after 1 successful trajectory)"
     DMRM_N2 = "dmrm_n2", "DMRM with n = 2 (the paper's best)"
     DMRM_N3 = "dmrm_n3", "DMRM with n = 3"
+    DMRM_TRAIN_TEST = "dmrm_train_test", "DMRM's train/test protocol: train tasks for the first trials, then held-out tasks"
+
+
+class EvaluationMode(models.TextChoices):
+    """What a run measures: within-task learning (the same tasks replayed) or transfer (held-out tasks)."""
+
+    REPLAY = "replay", "replayed tasks: every trial plays every task, memory learns from all"
+    HELD_OUT = "held_out", "held-out tasks: every trial plays both splits, memory learns from the train split only"
+    TRAIN_TEST = "train_test", "train then test: the first trials play the train split, the rest the test split"
+
+
+class SplitRule(models.TextChoices):
+    """How a held-out run divides its tasks into a train and a test split."""
+
+    FRACTION = "fraction", "a seeded fraction of the tasks, per domain"
+    TASK_SET = "task_set", "the task set's own split labels"
+
+
+class TaskSplit(models.TextChoices):
+    TRAIN = "train", "train"
+    TEST = "test", "test"
 
 
 class EvaluationRun(models.Model):
@@ -114,6 +136,15 @@ class EvaluationRun(models.Model):
     # Runs stored before this setting calibrated on their own realised scores; the migration keeps that.
     feedback_calibration = models.CharField(max_length=10, choices=FeedbackCalibration.choices,
                                             default=FeedbackCalibration.REFERENCE)
+    # Runs stored before held-out tasks existed replayed every task and learnt from all: replay.
+    evaluation_mode = models.CharField(max_length=12, choices=EvaluationMode.choices, default=EvaluationMode.REPLAY)
+    split_rule = models.CharField(max_length=10, blank=True, choices=SplitRule.choices,
+                                  help_text="Held-out runs: how the tasks were divided; empty for replay.")
+    test_fraction = models.FloatField(default=0.0, help_text="Held-out runs by fraction: the share of test tasks.")
+    train_trials = models.PositiveSmallIntegerField(
+        default=0, help_text="Train-then-test runs: the trials (epochs) that play the train split; 0 otherwise.")
+    task_splits = models.JSONField(default=dict, blank=True,
+                                   help_text="Held-out runs: task external id -> train or test, fixed at launch.")
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED, db_index=True)
     status_message = models.TextField(blank=True)
     executor = models.CharField(max_length=8, choices=Executor.choices, default=Executor.CELERY)
@@ -170,6 +201,25 @@ class EvaluationRun(models.Model):
     def feedback_into_memory(self) -> bool:
         """On-policy feedback: the Orbs written at each trial's end carry the users' feedback."""
         return self.feedback_enabled and self.uses_memorb and self.feedback_memory == FeedbackMemory.ONPOLICY
+
+    @property
+    def held_out(self) -> bool:
+        """Memory learns from the train split only and success is measured on the test split."""
+        return self.evaluation_mode != EvaluationMode.REPLAY
+
+    def split_counts(self) -> dict[str, int]:
+        """Tasks per split of a held-out run."""
+        values = list(self.task_splits.values())
+        return {split: values.count(split) for split in TaskSplit.values}
+
+    def split_trials(self, split: str, trials: int) -> list[int]:
+        """The trial numbers, up to `trials`, in which the run played `split`'s tasks."""
+        numbers = range(1, trials + 1)
+        if self.evaluation_mode != EvaluationMode.TRAIN_TEST:
+            return list(numbers)
+        if split == TaskSplit.TRAIN:
+            return [n for n in numbers if n <= self.train_trials]
+        return [n for n in numbers if n > self.train_trials]
 
     @property
     def progress_percent(self) -> int:
@@ -239,6 +289,8 @@ class RunEpisode(models.Model):
     task = models.ForeignKey("evaluation.Task", null=True, blank=True, on_delete=models.PROTECT,
                              related_name="run_episodes", help_text="Empty for an imported run.")
     task_key = models.CharField(max_length=100, help_text="The task's external id.")
+    split = models.CharField(max_length=8, blank=True, default="", choices=TaskSplit.choices,
+                             help_text="A held-out run's train or test split; empty for a replay run.")
     seed = models.BigIntegerField(default=0)
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING, db_index=True)
     episode = models.OneToOneField("evaluation.Episode", null=True, blank=True, on_delete=models.SET_NULL,

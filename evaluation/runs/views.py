@@ -21,7 +21,7 @@ from evaluation.feedback.services import (
     run_episodes,
 )
 from evaluation.runs.forms import FeedbackCurveForm, RunFilterForm, RunImportForm, RunLaunchForm, RunPlanForm
-from evaluation.runs.models import EvaluationRun, FeedbackCurve
+from evaluation.runs.models import EvaluationRun, FeedbackCurve, TaskSplit
 from evaluation.runs.services import (
     FLIP_SORTS,
     CurveLaunchError,
@@ -45,6 +45,7 @@ from evaluation.runs.services import (
     run_imported_feedback,
     run_launch,
     run_launch_validate,
+    run_measured_text,
     run_pending_memories,
     run_pins_out,
     run_preparation_job,
@@ -60,6 +61,7 @@ from evaluation.runs.services import (
     runs_filtered,
     runs_plan_trials,
 )
+from evaluation.runs.services.results import run_split_summary
 from evaluation.runs.services.usage import run_usage
 from memweb.downloads import attachment
 from memweb.listing import Sorting, list_page
@@ -144,6 +146,7 @@ def _live_context(run: EvaluationRun) -> dict:
             "pending_memories": run_pending_memories(run=run) if run.bank_id else 0,
             "feedback": _feedback_context(run) if run.feedback_enabled else None,
             "detectable": run_detectable_effect(run=run) if run.metrics_trials else None,
+            "measured": run_measured_text(run), "splits": run_split_summary(run=run),
             "live": {"charts": run_charts(run=run), "heatmap": run_heatmap(run=run), "active": run.is_active}}
 
 
@@ -294,8 +297,11 @@ def _compared_runs(request) -> list[EvaluationRun]:
 
 
 def _scores_param(comparison: dict | None) -> list[tuple[str, str]]:
-    """Links within a comparison of re-graded scores (sorting) keep comparing them."""
-    return [("scores", "regraded")] if comparison and comparison["scoring"]["regrades"] else []
+    """Links within a comparison of re-graded scores (sorting) keep comparing them, and those within
+    a held-out comparison's train view stay on it (a later `view` in the link wins)."""
+    regraded = [("scores", "regraded")] if comparison and comparison["scoring"]["regrades"] else []
+    train = [("view", TaskSplit.TRAIN)] if comparison and comparison["view"] == TaskSplit.TRAIN else []
+    return regraded + train
 
 
 # Asked-for ways to compare runs that would be refused: on their shared tasks, despite named differences.
@@ -314,7 +320,7 @@ def run_compare(request):
     if len(runs) >= 2:
         try:
             comparison = runs_compare(runs=runs, sort=request.GET.get("sort", ""), scores=request.GET.get("scores", ""),
-                                      **options)
+                                      view=request.GET.get("view", ""), **options)
         except RunsNotComparable as exc:
             refused = exc
     choices = in_workspace(EvaluationRun, request.workspace).filter(metrics__isnull=False)[:100]

@@ -58,7 +58,7 @@ NOT_SHOWN = {
     "evaluation.EpisodeFeedback.reasoning": STATE, "evaluation.EpisodeFeedback.rounds": NO_ROWS,
     "evaluation.EvaluationRun.agent_config": STATE, "evaluation.EvaluationRun.dmrm_config": NO_ROWS,
     "evaluation.EvaluationRun.imported_from": STATE, "evaluation.EvaluationRun.metrics": NO_ROWS,
-    "evaluation.EvaluationRun.task_pks": NO_ROWS,
+    "evaluation.EvaluationRun.task_pks": NO_ROWS, "evaluation.EvaluationRun.task_splits": NO_PAGE,
     "evaluation.FeedbackCurve.feedback_episode_ids": NO_PAGE, "evaluation.FeedbackCurve.points": NO_ROWS,
     "evaluation.FeedbackCurve.test_task_pks": NO_ROWS, "evaluation.RegradeScore.reward_breakdown": NO_ROWS,
     "evaluation.RunEpisode.error": STATE, "evaluation.RunEpisode.imported_feedback": NO_PAGE,

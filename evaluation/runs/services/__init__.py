@@ -68,6 +68,7 @@ from evaluation.runs.services.spec import (
     RunSpec,
     run_spec_parse,
 )
+from evaluation.runs.services.splits import run_measured_text
 from evaluation.runs.services.studies import (
     MAX_EPISODES,
     SELECTIONS,
@@ -106,4 +107,5 @@ __all__ = [
     "RegradeRefused", "change_summary", "regrade_flips", "regrade_side_by_side", "run_pins_out", "run_pins_record",
     "run_regrade_current", "run_regrade_job_active", "run_regrade_latest", "run_regrade_start", "run_staleness",
     "runs_staleness_annotate",
+    "run_measured_text",
 ]

@@ -18,11 +18,19 @@ from dataclasses import dataclass
 from evaluation.configs import AgentConfig, CustomerConfig
 from evaluation.metrics import paired_metrics, run_metrics
 from evaluation.models import Task
-from evaluation.runs.models import EvaluationRun, RunRegrade
+from evaluation.runs.models import EvaluationRun, RunRegrade, TaskSplit
 from evaluation.runs.services.pins import change_summary, run_regrade_current, run_staleness
 from evaluation.runs.services.regrade import regrade_verdicts
-from evaluation.runs.services.results import CHART_SERIES, Verdicts, run_charts, run_heatmap, run_matrix
+from evaluation.runs.services.results import (
+    CHART_SERIES,
+    Verdicts,
+    metrics_of_split,
+    run_charts,
+    run_heatmap,
+    run_matrix,
+)
 from evaluation.runs.services.spec import SettingRole, settings_of_role
+from evaluation.runs.services.splits import run_measured_text
 
 SCORES = ("original", "regraded")
 
@@ -92,6 +100,9 @@ def _pinned_model(role: str) -> Callable[[EvaluationRun], object]:
 
 # How each identity setting of the run spec reads back from a run row (its columns today). A test
 # fails on an identity setting without a reader here, so a new one cannot be left uncompared.
+# Replayed against held-out tasks, or two different splits: different questions, not one memory's effect.
+_MEASURED_TASKS = IdentitySetting(
+    "measured tasks", lambda run: (run.evaluation_mode, run.train_trials, sorted(run.task_splits.items())))
 SPEC_READERS: dict[str, list[IdentitySetting]] = {
     "task_set": [IdentitySetting("task set", _task_set)],
     "domain": [IdentitySetting(TASKS, _task_keys)],
@@ -112,6 +123,7 @@ SPEC_READERS: dict[str, list[IdentitySetting]] = {
                                         lambda run: run.feedback_rounds if run.feedback_enabled else 0)],
     "feedback_calibration": [IdentitySetting("feedback calibration",
                                              lambda run: run.feedback_calibration if run.feedback_enabled else None)],
+    **dict.fromkeys(("evaluation_mode", "split_rule", "test_fraction", "train_trials"), [_MEASURED_TASKS]),
 }
 # Not settings of the spec but of the deployment at launch, as the run recorded them; a run that
 # recorded none (from before pins, scripted, without a bank) is not compared on it: unknown, not guessed.
@@ -229,16 +241,10 @@ def runs_comparable_check(*, runs: list[EvaluationRun], shared: bool = False,
     return checks
 
 
-def run_measures(run: EvaluationRun) -> str:
-    """What the run's scores measure memory on. Memory written during a run is served back on the same
-    tasks in its later trials: replayed tasks. (A train/test split will add held-out tasks here.)"""
-    return "replayed tasks"
-
-
 def measured_sentence(run: EvaluationRun, baseline: EvaluationRun, check: ArmsCheck) -> str:
     """What a pair's comparison measured: on which tasks, which memory against which, what was equal
     and what was not."""
-    measures = {run_measures(run), run_measures(baseline)}
+    measures = {run_measured_text(run), run_measured_text(baseline)}
     on = " and ".join(sorted(measures))
     scope = f"the {len(check.tasks)} tasks the runs share" if check.shared else f"all {len(check.tasks)} tasks"
     text = (f"Measured on {on} ({scope}): {run.get_memory_mode_display()} against "
@@ -299,29 +305,43 @@ def _cells(run: EvaluationRun, regrade: RunRegrade | None) -> dict[str, list]:
     return cells
 
 
-def _matrix(run: EvaluationRun, verdicts: dict[int, Verdicts], tasks: set[str]) -> dict:
-    matrix = run_matrix(run=run, trials=run.metrics_trials, verdicts=verdicts.get(run.pk))
+def _matrix(run: EvaluationRun, verdicts: dict[int, Verdicts], tasks: set[str], view: str) -> dict:
+    matrix = run_matrix(run=run, trials=run.metrics_trials, verdicts=verdicts.get(run.pk), split=view)
     return {task: results for task, results in matrix.items() if task in tasks}
 
 
-def _charts(run: EvaluationRun, regrade: RunRegrade | None, matrix: dict | None) -> dict:
-    """The run's chart series: its stored ones, a re-grade's, or (on shared tasks, `matrix`) computed
-    over the compared tasks only."""
-    chart = run_charts(run=run)
+def _charts(run: EvaluationRun, regrade: RunRegrade | None, matrix: dict | None, view: str) -> dict:
+    """The run's chart series on split `view`: its stored ones, a re-grade's, or (on shared tasks,
+    `matrix`) computed over the compared tasks only."""
+    chart = run_charts(run=run, split=view)
     if matrix is not None:
         metrics = run_metrics(matrix, seed=run.seed)
         name = f"{run.name} ({len(matrix)} shared tasks{', re-graded' if regrade else ''})"
         return {**chart, "name": name, **{series: metrics[series] for series in CHART_SERIES}}
-    if regrade is None or not regrade.metrics:
+    regraded = metrics_of_split(regrade.metrics, view) if regrade is not None else None
+    if not regraded:
         return chart
-    return {**chart, "name": f"{run.name} (re-graded)", **{name: regrade.metrics[name] for name in CHART_SERIES}}
+    return {**chart, "name": f"{run.name} (re-graded)", **{name: regraded[name] for name in CHART_SERIES}}
+
+
+def compare_views(*, runs: list[EvaluationRun]) -> list[str]:
+    """The splits a comparison can be viewed on: test and train when the runs held tasks out (they
+    all did or none did: the measured tasks are part of what must match), none otherwise."""
+    return [TaskSplit.TEST, TaskSplit.TRAIN] if runs[0].held_out else []
+
+
+def _view_played_check(runs: list[EvaluationRun], view: str) -> None:
+    """A train-then-test run has no test verdicts until its train trials are done."""
+    for run in runs:
+        if view and not run.split_trials(view, run.metrics_trials):
+            raise RunsNotComparable(f"run #{run.pk} has no finished trial of its {view} split yet")
 
 
 def _pair(run: EvaluationRun, baseline: EvaluationRun, check: ArmsCheck, cells: dict[int, dict],
-          verdicts: dict[int, Verdicts], sort: str) -> dict:
-    """`run` (A) against the baseline (B): paired_metrics over the compared tasks with each flip row's
-    transcript links; the verdict says what was measured."""
-    metrics = paired_metrics(_matrix(run, verdicts, check.tasks), _matrix(baseline, verdicts, check.tasks),
+          verdicts: dict[int, Verdicts], sort: str, view: str) -> dict:
+    """`run` (A) against the baseline (B): paired_metrics over the compared tasks of split `view` with
+    each flip row's transcript links; the verdict says what was measured."""
+    metrics = paired_metrics(_matrix(run, verdicts, check.tasks, view), _matrix(baseline, verdicts, check.tasks, view),
                              a_name=f"#{run.pk} {run.name}", b_name=f"#{baseline.pk} {baseline.name}",
                              seed=baseline.seed)
     for row in metrics["flips"]:
@@ -334,20 +354,25 @@ def _pair(run: EvaluationRun, baseline: EvaluationRun, check: ArmsCheck, cells: 
 
 
 def runs_compare(*, runs: list[EvaluationRun], sort: str = DEFAULT_SORT, scores: str = "original",
-                 shared: bool = False, accept_differences: bool = False) -> dict:
+                 shared: bool = False, accept_differences: bool = False, view: str = "") -> dict:
     """Each run's chart series and every later run against the first (the baseline), with `scoring`
     (runs_scoring: stale runs and what changed); raises RunsNotComparable first when the runs may
     not be compared (runs_comparable_check: `shared` compares runs with different task lists on the
     tasks all of them share, `accept_differences` compares despite refusing differences, named in
-    each verdict). `scores="regraded"` uses each stale run's current re-grade where it has one."""
+    each verdict). `scores="regraded"` uses each stale run's current re-grade where it has one.
+    `view`: held-out runs' test (the default) or train split (compare_views)."""
     checks = runs_comparable_check(runs=runs, shared=shared, accept_differences=accept_differences)
+    views = compare_views(runs=runs)
+    view = view if view in views else (views[0] if views else "")
+    _view_played_check(runs, view)
     sort = sort if sort in FLIP_SORTS else DEFAULT_SORT
     scoring = runs_scoring(runs=runs, scores=scores if scores in SCORES else "original")
     regrades = scoring["regrades"]
     verdicts = {pk: regrade_verdicts(regrade=regrade) for pk, regrade in regrades.items()}
     cells = {run.pk: _cells(run, regrades.get(run.pk)) for run in runs}
     narrowed = next((check.tasks for check in checks.values() if check.shared), None)
-    return {"charts": [_charts(run, regrades.get(run.pk), None if narrowed is None else _matrix(run, verdicts, narrowed))
-                       for run in runs],
-            "sort": sort, "scoring": scoring, "shared_tasks": None if narrowed is None else len(narrowed),
-            "pairs": [_pair(run, runs[0], checks[run.pk], cells, verdicts, sort) for run in runs[1:]]}
+    charts = [_charts(run, regrades.get(run.pk), None if narrowed is None else _matrix(run, verdicts, narrowed, view),
+                      view) for run in runs]
+    return {"charts": charts, "sort": sort, "scoring": scoring, "shared_tasks": None if narrowed is None else len(narrowed),
+            "pairs": [_pair(run, runs[0], checks[run.pk], cells, verdicts, sort, view) for run in runs[1:]],
+            "view": view, "views": views, "measured": run_measured_text(runs[0])}

@@ -18,9 +18,10 @@ from evaluation.configs import MemoryConfig, MemoryKind
 from evaluation.feedback.services import feedback_to_orbs
 from evaluation.metrics import wilson_interval
 from evaluation.models import Episode, Task
-from evaluation.runs.models import EvaluationRun, FeedbackCurve
+from evaluation.runs.models import EvaluationRun, FeedbackCurve, TaskSplit
 from evaluation.runs.services.dispatch import inline_drain, inline_work, work_send
 from evaluation.runs.services.spec import RunLaunchError
+from evaluation.runs.services.splits import learning_rows
 from evaluation.services import episode_run
 from orbs.services import bank_get_or_create
 
@@ -35,9 +36,18 @@ class CurveLaunchError(RunLaunchError):
 
 
 def _feedback_logs(run: EvaluationRun) -> list[int]:
-    """The run's judged episodes in the order they happened: trial by trial, task by task."""
-    rows = run.run_episodes.filter(episode__simulated_feedback__isnull=False).order_by("trial__number", "task_key")
-    return list(rows.values_list("episode_id", flat=True))
+    """The run's judged episodes in the order they happened: trial by trial, task by task; a
+    held-out run's train split only (MemoryBench feeds feedback on training cases only)."""
+    rows = learning_rows(run.run_episodes.filter(episode__simulated_feedback__isnull=False))
+    return list(rows.order_by("trial__number", "task_key").values_list("episode_id", flat=True))
+
+
+def _test_task_pks(run: EvaluationRun) -> list[int]:
+    """The tasks each point plays: a held-out run's test split, whose tasks wrote no feedback logs."""
+    if not run.held_out:
+        return list(run.task_pks)
+    tests = [key for key, split in run.task_splits.items() if split == TaskSplit.TEST]
+    return list(Task.objects.filter(pk__in=run.task_pks, external_id__in=tests).values_list("pk", flat=True))
 
 
 def _check(run: EvaluationRun, batch_size: int | None, logs: list[int]) -> int:
@@ -48,7 +58,7 @@ def _check(run: EvaluationRun, batch_size: int | None, logs: list[int]) -> int:
                                            "completed run played here")])
     if not run.feedback_enabled or not logs:
         raise CurveLaunchError([("run_id", f"run #{run.pk} has no simulated feedback to write into memory")])
-    size = batch_size or len(run.task_pks) or 1
+    size = batch_size or len(run.task_pks) - run.split_counts()[TaskSplit.TEST] or 1
     if size < 1 or math.ceil(len(logs) / size) > MAX_CURVE_BATCHES:
         raise CurveLaunchError([("batch_size", f"must be at least {math.ceil(len(logs) / MAX_CURVE_BATCHES)} "
                                                f"(at most {MAX_CURVE_BATCHES} batches of the {len(logs)} feedback "
@@ -58,13 +68,13 @@ def _check(run: EvaluationRun, batch_size: int | None, logs: list[int]) -> int:
 
 def curve_launch(*, run: EvaluationRun, batch_size: int | None = None, user=None) -> FeedbackCurve:
     """Create the curve with its fresh bank and queue its first point. `batch_size` empty: one
-    trial's worth of logs (the run's task count) per batch."""
+    trial's worth of logs (the run's train task count) per batch."""
     logs = _feedback_logs(run)
     size = _check(run, batch_size, logs)
     with transaction.atomic():
         curve = FeedbackCurve.objects.create(
             run=run, batch_size=size, batches=math.ceil(len(logs) / size), feedback_episode_ids=logs,
-            test_task_pks=list(run.task_pks), seed=run.seed * 1000 + CURVE_SEED_OFFSET, scripted=run.scripted,
+            test_task_pks=_test_task_pks(run), seed=run.seed * 1000 + CURVE_SEED_OFFSET, scripted=run.scripted,
             created_by=user)
         curve.bank = bank_get_or_create(
             name=f"learning curve #{curve.pk} · run #{run.pk}", approved_only=False, retrieval_k=run.memory_k,

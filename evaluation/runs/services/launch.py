@@ -9,11 +9,12 @@ from django.utils import timezone
 
 from evaluation.configs import AgentBackend, CustomerBackend
 from evaluation.models import Domain, Split, Task, TaskSet
-from evaluation.runs.models import EvaluationRun, MemoryMode, Trial
+from evaluation.runs.models import EvaluationRun, MemoryMode, SplitRule, Trial
 from evaluation.runs.services.dispatch import work_send
 from evaluation.runs.services.memory import run_bank_copy, run_memory_prepare
 from evaluation.runs.services.pins import run_pins_record
 from evaluation.runs.services.spec import LLM_CONTEXT_TOKENS, RunLaunchError, RunSpec, run_spec_parse
+from evaluation.runs.services.splits import episodes_planned, split_problems, task_splits_assign
 from evaluation.services import BUILTIN_SET, tasks_fingerprint
 from memweb.jobs import JobContext, JobFailed, job_start
 from memweb.llm import role_config
@@ -29,6 +30,7 @@ class _Checked:
     task_set: TaskSet | None
     task_pks: list[int]
     bank_source: object | None  # an orbs MemoryBank
+    task_splits: dict[str, str]  # held-out runs: task external id -> train or test
 
 
 def _task_set(spec: RunSpec, workspace, problems: list) -> TaskSet | None:
@@ -96,11 +98,13 @@ def run_launch_check(spec: RunSpec, workspace) -> _Checked:
                                    f"the run has {spec.trials}"))
     task_set = _task_set(spec, workspace, problems)
     task_pks = _selection(spec, task_set, problems)
+    task_splits = task_splits_assign(spec=spec, tasks=Task.objects.filter(pk__in=task_pks))
+    problems.extend(split_problems(spec=spec, splits=task_splits))
     bank_source = _memory(spec, workspace, problems)
     _backends(spec, problems)
     if problems:
         raise RunLaunchError(problems)
-    return _Checked(task_set, task_pks, bank_source)
+    return _Checked(task_set, task_pks, bank_source, task_splits)
 
 
 def _parsed_for_checks(data: dict | RunSpec) -> tuple[RunSpec | None, list[tuple[str, str]]]:
@@ -186,10 +190,21 @@ def _run_create(spec: RunSpec, checked: _Checked, workspace, user, executor: str
         trials=spec.trials, pass_k=spec.pass_k, seed=spec.seed, max_turns=spec.max_turns,
         concurrency=spec.concurrency, review_gate=spec.review_gate, feedback_enabled=spec.feedback_enabled,
         feedback_memory=spec.feedback_memory, feedback_rounds=spec.feedback_rounds,
-        feedback_calibration=spec.feedback_calibration,
-        episodes_total=len(checked.task_pks) * spec.trials, scripted=_scripted(spec),
+        feedback_calibration=spec.feedback_calibration, **_held_out_fields(spec, checked),
+        scripted=_scripted(spec),
         agent_backend=spec.agent.backend, created_by=user, executor=executor,
         status=EvaluationRun.Status.PREPARING if preparing else EvaluationRun.Status.QUEUED)
+
+
+def _held_out_fields(spec: RunSpec, checked: _Checked) -> dict:
+    """A replay run keeps the defaults old runs have, so the two are alike in every comparison."""
+    total = episodes_planned(spec=spec, task_count=len(checked.task_pks), splits=checked.task_splits)
+    if not checked.task_splits:
+        return {"episodes_total": total}
+    by_fraction = spec.split_rule == SplitRule.FRACTION
+    return {"episodes_total": total, "evaluation_mode": spec.evaluation_mode, "split_rule": spec.split_rule,
+            "test_fraction": spec.test_fraction if by_fraction else 0.0, "train_trials": spec.train_trials_resolved(),
+            "task_splits": checked.task_splits}
 
 
 def _prepare(run: EvaluationRun, spec: RunSpec, source) -> None:

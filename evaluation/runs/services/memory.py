@@ -25,6 +25,7 @@ from evaluation.runs.services.spec import (
     RunLaunchError,
     RunSpec,
 )
+from evaluation.runs.services.splits import learning_rows, learns_from
 from evaluation.services import EpisodeConfigError, EpisodePlay, bank_harmful_flag, episode_ref, episode_trajectory
 from evaluation.services.memory_effects import HarmLook, bank_harmful_experiences_flag
 from memweb.llm import role_config
@@ -151,6 +152,15 @@ def episode_withhold_key(row: RunEpisode) -> str:
     return f"run-seed:{row.seed}:task:{row.task_key}"
 
 
+def run_episode_memory_record(*, play: EpisodePlay, episode: Episode, row: RunEpisode) -> None:
+    """What a stored episode teaches the run's memory: how its retrievals ended and its DMRM steps;
+    nothing for a held-out (test) episode, whose memory stays as the train split left it."""
+    if not learns_from(row):
+        return
+    run_episode_outcome_record(play=play, episode=episode)
+    run_episode_dmrm_record(episode=episode, run=row.run)
+
+
 def run_episode_outcome_record(*, play: EpisodePlay, episode: Episode) -> None:
     """Inside the transaction that stores the episode, so a dropped copy records nothing."""
     retrieval_outcome_record(retrieval_ids=play.retrieval_ids, success=episode.success, reward=episode.reward,
@@ -207,8 +217,9 @@ def _harm_look(run: EvaluationRun, trial: Trial) -> HarmLook:
 
 
 def _finished_rows(trial: Trial):
-    return trial.run_episodes.filter(status=RunEpisode.Status.DONE, episode__isnull=False).select_related(
-        "episode").order_by("task_key")
+    """The trial's episodes memory learns from: finished, and never a held-out run's test episodes."""
+    rows = trial.run_episodes.filter(status=RunEpisode.Status.DONE, episode__isnull=False)
+    return learning_rows(rows).select_related("episode").order_by("task_key")
 
 
 def _orbs_write(run: EvaluationRun, trial: Trial) -> None:

@@ -30,14 +30,14 @@ from evaluation.runs.services.announce import run_finished_announce
 from evaluation.runs.services.dispatch import work_send
 from evaluation.runs.services.memory import (
     run_dmrm_write_timing,
-    run_episode_dmrm_record,
-    run_episode_outcome_record,
+    run_episode_memory_record,
     run_memory_config,
     run_pending_memories,
     trial_memorise,
 )
 from evaluation.runs.services.results import run_metrics_compute
 from evaluation.runs.services.spec import DMRMWriteTiming
+from evaluation.runs.services.splits import trial_split
 from evaluation.services import EpisodeConfigError, EpisodePlay, episode_simulate, episodes_save
 from memweb.llm.trace import LLMTrace, llm_traced
 from memweb.services import worker_liveness_window
@@ -159,13 +159,21 @@ def trial_start(*, trial: Trial) -> None:
                 status=Trial.Status.RUNNING, started_at=timezone.now()):
             return
         seed = episode_seed(run, trial.number)
-        tasks = Task.objects.filter(pk__in=run.task_pks).order_by("external_id")
-        rows = [RunEpisode(run=run, trial=trial, task=task, task_key=task.external_id, seed=seed) for task in tasks]
+        tasks = _trial_tasks(run, trial.number)
+        rows = [RunEpisode(run=run, trial=trial, task=task, task_key=task.external_id, seed=seed,
+                           split=run.task_splits.get(task.external_id, "")) for task in tasks]
         RunEpisode.objects.bulk_create(rows, ignore_conflicts=True)
         Trial.objects.filter(pk=trial.pk).update(episodes_total=len(rows))
         window_fill(trial_id=trial.pk)
         if not rows:
             work_send("finish", trial_id=trial.pk)
+
+
+def _trial_tasks(run: EvaluationRun, trial_number: int) -> list[Task]:
+    """The run's tasks, or a train-then-test run's tasks of the split this trial plays."""
+    tasks = Task.objects.filter(pk__in=run.task_pks).order_by("external_id")
+    only = trial_split(run, trial_number)
+    return [task for task in tasks if only is None or run.task_splits.get(task.external_id) == only]
 
 
 def window_fill(*, trial_id: int) -> int:
@@ -415,8 +423,7 @@ def _episodes_store(token: uuid.UUID, played: list[tuple[RunEpisode, EpisodePlay
             play = result if isinstance(result, EpisodePlay) else None
             episode = next(episodes) if play else None
             if episode is not None:
-                run_episode_outcome_record(play=play, episode=episode)
-                run_episode_dmrm_record(episode=episode, run=row.run)
+                run_episode_memory_record(play=play, episode=episode, row=row)
             for name, value in _verdict(episode, play.outcome.infra_error if play else result).items():
                 setattr(row, name, value)
         rows = [row for row, _ in kept]

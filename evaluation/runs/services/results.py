@@ -3,40 +3,72 @@ per-trial progress and the runs list's filters (comparisons of several runs: com
 from django.db.models import Q, QuerySet
 
 from evaluation.metrics import run_metrics, run_minimum_detectable_effect
-from evaluation.runs.models import EvaluationRun, RunEpisode, Trial
+from evaluation.runs.models import EvaluationRun, RunEpisode, TaskSplit, Trial
 from evaluation.runs.services.pins import runs_staleness_annotate
+from evaluation.runs.services.splits import measured_split
 from memweb.workspaces import in_workspace
 
 CHART_SERIES = ("per_trial", "cumulative", "pass_k")
 
 
-def _rows(run: EvaluationRun, trials: int) -> QuerySet:
-    return run.run_episodes.filter(trial__number__lte=trials).order_by("task_key", "trial__number")
+MEASURED = None  # run_matrix's split: the one the run's headline metrics are on (splits.measured_split)
+
+
+def _rows(run: EvaluationRun, trials: int, split: str = "") -> QuerySet:
+    rows = run.run_episodes.filter(trial__number__lte=trials).order_by("task_key", "trial__number")
+    return rows.filter(split=split) if split else rows
 
 
 # A re-grade's new verdicts: run episode id -> (success, reward), used instead of the stored ones.
 Verdicts = dict[int, tuple[bool, float]]
 
 
-def run_matrix(*, run: EvaluationRun, trials: int, verdicts: Verdicts | None = None) -> dict[str, list[bool | None]]:
+def _columns(run: EvaluationRun, trials: int, split: str) -> dict[int, int]:
+    """Trial number -> its column in the matrix: a split's own trials, numbered from 1 (a
+    train-then-test run's test trials are its test split's trials 1, 2, ...)."""
+    numbers = run.split_trials(split, trials) if split else range(1, trials + 1)
+    return {number: column for column, number in enumerate(numbers)}
+
+
+def run_matrix(*, run: EvaluationRun, trials: int, verdicts: Verdicts | None = None,
+               split: str | None = MEASURED) -> dict[str, list[bool | None]]:
     """task id -> results of trials 1..`trials`: True / False, None for an infrastructure error
-    (or a row that never got a verdict)."""
+    (or a row that never got a verdict). `split`: train or test tasks only, in that split's trials;
+    "" every task; by default the split the run measures (test for a held-out run)."""
+    split = measured_split(run) if split is MEASURED else split
+    columns = _columns(run, trials, split)
     matrix: dict[str, list[bool | None]] = {}
     verdicts = verdicts or {}
-    for pk, key, number, status, success in _rows(run, trials).values_list("pk", "task_key", "trial__number",
-                                                                              "status", "success"):
-        results = matrix.setdefault(key, [None] * trials)
-        results[number - 1] = verdicts.get(pk, (success,))[0] if status == RunEpisode.Status.DONE else None
+    for pk, key, number, status, success in _rows(run, trials, split).values_list(
+            "pk", "task_key", "trial__number", "status", "success"):
+        results = matrix.setdefault(key, [None] * len(columns))
+        results[columns[number]] = verdicts.get(pk, (success,))[0] if status == RunEpisode.Status.DONE else None
     return matrix
 
 
-def run_metrics_compute(*, run: EvaluationRun, trials: int, verdicts: Verdicts | None = None) -> dict:
-    """evaluation.metrics.run_metrics over trials 1..`trials` of the run (JSON-ready)."""
-    done = _rows(run, trials).filter(status=RunEpisode.Status.DONE)
+def _split_metrics(run: EvaluationRun, trials: int, verdicts: Verdicts | None, split: str) -> dict:
+    done = _rows(run, trials, split).filter(status=RunEpisode.Status.DONE)
     columns = {name: list(done.values_list(name, flat=True)) for name in ("turns", "tokens", "latency_ms")}
     rewards = [(verdicts or {}).get(pk, (None, reward))[1] for pk, reward in done.values_list("pk", "reward")]
-    return run_metrics(run_matrix(run=run, trials=trials, verdicts=verdicts), rewards=rewards,
+    return run_metrics(run_matrix(run=run, trials=trials, verdicts=verdicts, split=split), rewards=rewards,
                        turns=columns["turns"], tokens=columns["tokens"], latency=columns["latency_ms"], seed=run.seed)
+
+
+def run_metrics_compute(*, run: EvaluationRun, trials: int, verdicts: Verdicts | None = None) -> dict:
+    """evaluation.metrics.run_metrics over trials 1..`trials` of the run (JSON-ready). A held-out
+    run's are its test split's, with `split` saying so and the train split's beside them (`train`)."""
+    if not run.held_out:
+        return _split_metrics(run, trials, verdicts, "")
+    return {**_split_metrics(run, trials, verdicts, TaskSplit.TEST), "split": TaskSplit.TEST,
+            TaskSplit.TRAIN: _split_metrics(run, trials, verdicts, TaskSplit.TRAIN)}
+
+
+def metrics_of_split(metrics: dict | None, split: str) -> dict | None:
+    """A stored metrics value's `split` part (run.metrics, a re-grade's): the train split's of a
+    held-out run, the headline (test) ones for any other split."""
+    if metrics and split == TaskSplit.TRAIN:
+        return metrics.get(TaskSplit.TRAIN)
+    return metrics
 
 
 def run_detectable_effect(*, run: EvaluationRun) -> dict:
@@ -45,12 +77,29 @@ def run_detectable_effect(*, run: EvaluationRun) -> dict:
     return run_minimum_detectable_effect(run_matrix(run=run, trials=run.metrics_trials))
 
 
-def run_charts(*, run: EvaluationRun) -> dict:
-    """The chart series of the finished trials, with the run's name (empty series before trial 1 ends)."""
-    metrics = run.metrics or {}
+def run_charts(*, run: EvaluationRun, split: str = "") -> dict:
+    """The chart series of the finished trials, with the run's name (empty series before trial 1
+    ends); `split` train: a held-out run's train split's."""
+    metrics = metrics_of_split(run.metrics, split) or {}
     empty = {"x": [], "value": [], "low": [], "high": []}
     return {"id": run.pk, "name": run.name, "scripted": run.scripted,
             **{name: metrics.get(name, empty) for name in CHART_SERIES}}
+
+
+def run_split_summary(*, run: EvaluationRun) -> list[dict]:
+    """A held-out run's splits side by side: tasks, the run's trials each split played, and per-trial
+    success (test first: the split the run reports); empty for a replay run or before trial 1 ends."""
+    if not run.held_out or not run.metrics:
+        return []
+    counts = run.split_counts()
+    summary = []
+    for split in (TaskSplit.TEST, TaskSplit.TRAIN):
+        metrics = metrics_of_split(run.metrics, split) or {}
+        numbers = run.split_trials(split, run.trials)
+        summary.append({"split": split, "tasks": counts[split], "trials": f"{numbers[0]}–{numbers[-1]}",
+                        "per_trial": metrics.get("per_trial", {}).get("value", []),
+                        "pass_k": metrics.get("pass_k", {}).get("value", [])})
+    return summary
 
 
 def run_heatmap(*, run: EvaluationRun) -> dict:

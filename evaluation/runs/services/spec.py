@@ -5,7 +5,7 @@ from django.db import models
 
 from evaluation.configs import NAIVE_RAG_KINDS, AgentConfig, CustomerConfig, MemoryKind
 from evaluation.feedback.services import MAX_FEEDBACK_ROUNDS
-from evaluation.runs.models import FeedbackCalibration, FeedbackMemory, ReviewGate, RunPreset
+from evaluation.runs.models import EvaluationMode, FeedbackCalibration, FeedbackMemory, ReviewGate, RunPreset, SplitRule
 from memweb.errors import problems_of
 from memweb.schemas import StrictBody
 from orbs.dmrm.services import StateMatch, Suppression
@@ -70,7 +70,9 @@ PRESETS = {
     # No transfer: DMRM on a fresh bank, so no source memory M_s, the target memory alone.
     RunPreset.DMRM_NO_TRANSFER: {"memory_mode": MemoryKind.DMRM, "bank_source": ""},
     **{RunPreset(f"dmrm_n{n}"): {"memory_mode": MemoryKind.DMRM, "dmrm.n_success": n} for n in DMRM_N_SWEEP},
+    RunPreset.DMRM_TRAIN_TEST: {"memory_mode": MemoryKind.DMRM, "evaluation_mode": EvaluationMode.TRAIN_TEST},
 }
+DEFAULT_TEST_FRACTION = 0.5
 # "Without DMRM" is the run without memory (memory_mode none): no preset is needed.
 _PRESET_SECTIONS = {"dmrm": DMRMParams}  # the sections a preset's dotted names reach into
 # The paper's agent: an LLM agent with a 4k-token context window, with memory (MemOrb) or without
@@ -112,6 +114,22 @@ class RunSpec(StrictBody):
         description="Effect-measurement mode only: chance that a retrieved Orb is kept out of an episode's prompt, "
                     "decided once per (episode, Orb) from the seed")
     bank_source: str = pydantic.Field(default="", max_length=200, description="Bank to copy; a fresh bank when empty")
+    evaluation_mode: EvaluationMode = pydantic.Field(
+        default=EvaluationMode.REPLAY,
+        description="replay: every trial plays every task (within-task learning); held_out: every trial plays both "
+                    "splits, memory learns from the train split only, success is reported on the test split "
+                    "(transfer); train_test: the first train_trials trials play the train split, the rest the test "
+                    "split with memory frozen (DMRM's protocol)")
+    split_rule: SplitRule = pydantic.Field(
+        default=SplitRule.FRACTION,
+        description="Held-out modes: fraction holds out test_fraction of the tasks of each domain, chosen by the seed; "
+                    "task_set uses the tasks' own split labels (train is train, test and dev are test)")
+    test_fraction: float = pydantic.Field(
+        default=DEFAULT_TEST_FRACTION, gt=0.0, lt=1.0, description="Held-out modes with the fraction rule: the share "
+                                                                   "of each domain's tasks held out for testing")
+    train_trials: int | None = pydantic.Field(
+        default=None, ge=1, lt=MAX_TRIALS,
+        description="train_test mode: trials (epochs) that play the train split; empty = half the trials")
     trials: int = pydantic.Field(default=10, ge=1, le=MAX_TRIALS)
     pass_k: int | None = pydantic.Field(default=None, ge=1, description="Largest k of Pass^k to report")
     seed: int = pydantic.Field(default=0, ge=0, le=2**31 - 1)
@@ -157,6 +175,12 @@ class RunSpec(StrictBody):
             setattr(self, section, _PRESET_SECTIONS[section]())
         return getattr(self, section), field
 
+    def train_trials_resolved(self) -> int:
+        """The train_test mode's training trials (half the trials when not given); 0 in other modes."""
+        if self.evaluation_mode != EvaluationMode.TRAIN_TEST:
+            return 0
+        return self.train_trials or max(1, self.trials // 2)
+
     def preset_conflicts(self) -> list[tuple[str, str]]:
         values = {name: getattr(*self._section_of(name)) for name in PRESETS.get(self.preset, {})}
         return [(name, f"the preset {self.preset} sets {name} to {value}, got {values[name]}")
@@ -190,6 +214,7 @@ SETTING_ROLES: dict[str, SettingRole] = {
     "task_set": _I, "domain": _I, "split": _I, "task_ids": _I, "agent": _I, "customer": _I, "max_turns": _I,
     "memory_effects": _I, "withhold_probability": _I, "trials": _I, "seed": _I, "feedback_enabled": _I,
     "feedback_rounds": _I, "feedback_calibration": _I,
+    "evaluation_mode": _I, "split_rule": _I, "test_fraction": _I, "train_trials": _I,
     "memory_mode": _M, "memory_k": _M, "dmrm": _M, "approved_only": _M, "same_customer_only": _M,
     "reflection_style": _M, "preset": _M, "per_turn": _M, "bank_source": _M, "review_gate": _M,
     "feedback_memory": _M,

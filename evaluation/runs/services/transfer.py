@@ -15,6 +15,7 @@ from evaluation.feedback.models import EpisodeFeedback
 from evaluation.feedback.services import MAX_FEEDBACK_ROUNDS
 from evaluation.models import Task, TaskVersion
 from evaluation.runs.models import (
+    EvaluationMode,
     EvaluationRun,
     FeedbackCalibration,
     FeedbackMemory,
@@ -23,6 +24,8 @@ from evaluation.runs.models import (
     RunEpisode,
     RunPreset,
     RunTaskPin,
+    SplitRule,
+    TaskSplit,
     Trial,
 )
 from evaluation.runs.services.pins import run_pins_out, run_staleness
@@ -35,7 +38,7 @@ from orbs.services import ReflectionStyle
 FORMAT = "memweb.evaluation-run"
 FORMAT_VERSION = 1
 EPISODE_COLUMNS = ("task_id", "trial", "status", "success", "reward", "turns", "tokens", "latency_ms", "error",
-                   "episode_id")
+                   "episode_id", "split")
 MAX_IMPORT_EPISODES = 100_000
 
 
@@ -54,7 +57,7 @@ def _feedback_line(row: RunEpisode) -> dict | None:
 def _episode_line(row: RunEpisode) -> dict:
     return {"task_id": row.task_key, "trial": row.trial.number, "status": row.status, "success": row.success,
             "reward": row.reward, "turns": row.turns, "tokens": row.tokens, "latency_ms": row.latency_ms,
-            "error": row.error, "episode_id": row.episode_id, "seed": row.seed,
+            "error": row.error, "episode_id": row.episode_id, "seed": row.seed, "split": row.split,
             "finished_at": row.finished_at.isoformat() if row.finished_at else None, "feedback": _feedback_line(row)}
 
 
@@ -71,6 +74,8 @@ def _run_header(run: EvaluationRun) -> dict:
             "feedback_memory": run.feedback_memory, "feedback_rounds": run.feedback_rounds,
             "feedback_calibration": run.feedback_calibration,
             "reflection_style": run.reflection_style, "preset": run.preset,
+            "evaluation_mode": run.evaluation_mode, "split_rule": run.split_rule, "test_fraction": run.test_fraction,
+            "train_trials": run.train_trials, "task_splits": run.task_splits,
             "trials": run.trials, "seed": run.seed, "max_turns": run.max_turns,
             "created_at": run.created_at.isoformat(),
             "started_at": run.started_at.isoformat() if run.started_at else None,
@@ -142,6 +147,7 @@ class ImportedEpisode(_Line):
     seed: int = pydantic.Field(default=0, ge=0, le=2**63 - 1)
     finished_at: datetime | None = None
     feedback: ImportedFeedback | None = None
+    split: Literal["", *TaskSplit.values] = ""
 
     @pydantic.model_validator(mode="after")
     def _verdict_matches_status(self):
@@ -199,6 +205,12 @@ class ImportedRun(_Line):
     feedback_calibration: Literal[tuple(FeedbackCalibration.values)] = FeedbackCalibration.REALISED
     reflection_style: Literal[tuple(ReflectionStyle.values)] = ReflectionStyle.SIMPLE
     preset: Literal["", *RunPreset.values] = ""
+    # Files written before held-out tasks existed replayed every task: replay.
+    evaluation_mode: Literal[tuple(EvaluationMode.values)] = EvaluationMode.REPLAY
+    split_rule: Literal["", *SplitRule.values] = ""
+    test_fraction: float = pydantic.Field(default=0.0, ge=0.0, lt=1.0)
+    train_trials: int = pydantic.Field(default=0, ge=0, le=100)
+    task_splits: dict[str, Literal[tuple(TaskSplit.values)]] = pydantic.Field(default_factory=dict)
     trials: int = pydantic.Field(ge=1, le=100)
     seed: int = pydantic.Field(default=0, ge=0)
     max_turns: int = pydantic.Field(default=12, ge=1, le=50)
@@ -245,19 +257,66 @@ def _episode_label(index: int, data: dict) -> str:
     return f"episode {index + 1}" + (f" ({about})" if about else "")
 
 
+def _imported_splits(data: ImportedFile) -> dict[str, str]:
+    """Task id -> split of a held-out run: the header's map, else what its episodes say."""
+    if data.run.evaluation_mode == EvaluationMode.REPLAY:
+        return {}
+    return dict(data.run.task_splits) or {e.task_id: e.split for e in data.episodes if e.split}
+
+
+def _expected_trials(data: ImportedFile, split: str) -> range:
+    """The trials a task of `split` has episodes in: all, or a train-then-test run's phase of it."""
+    head = data.run
+    if head.evaluation_mode != EvaluationMode.TRAIN_TEST:
+        return range(1, head.trials + 1)
+    return range(1, head.train_trials + 1) if split == TaskSplit.TRAIN else range(head.train_trials + 1, head.trials + 1)
+
+
+def _trials_text(trials: range) -> str:
+    return f"trial {trials.start}" if len(trials) == 1 else f"trials {trials.start}–{trials.stop - 1}"
+
+
+def _split_problems(data: ImportedFile, splits: dict[str, str]) -> list[tuple[str, str]]:
+    """A held-out run's tasks each in one split, both splits present, its episodes saying the same."""
+    head, problems = data.run, []
+    if head.evaluation_mode == EvaluationMode.REPLAY:
+        return [(f"episodes.{index}.split", f"is {e.split!r}, but a replay run's episodes have no split")
+                for index, e in enumerate(data.episodes) if e.split]
+    if head.evaluation_mode == EvaluationMode.TRAIN_TEST and not 1 <= head.train_trials < head.trials:
+        problems.append(("run.train_trials", f"must be at least 1 and less than trials ({head.trials}) in a "
+                                             f"train_test run, got {head.train_trials}"))
+    if set(splits.values()) != set(TaskSplit.values):
+        problems.append(("run.task_splits", "a held-out run needs tasks in both the train and the test split"))
+    for index, e in enumerate(data.episodes):
+        if e.task_id not in splits:
+            problems.append((f"episodes.{index}.split", f"task {e.task_id!r} has no split (train or test)"))
+        elif e.split and e.split != splits[e.task_id]:
+            problems.append((f"episodes.{index}.split", f"is {e.split!r}, but task {e.task_id!r} is in the "
+                                                        f"{splits[e.task_id]} split"))
+    return problems
+
+
 def _grid_problems(data: ImportedFile) -> list[tuple[str, str]]:
-    """Each task needs exactly one episode per trial 1..trials, so the metrics mean what they say."""
-    problems, seen = [], {}
+    """Each task needs exactly one episode per trial it plays (1..trials, or its split's phase of a
+    train-then-test run), so the metrics mean what they say."""
+    splits = _imported_splits(data)
+    problems, seen = _split_problems(data, splits), {}
+    if problems:
+        return problems
     for index, episode in enumerate(data.episodes):
-        if episode.trial > data.run.trials:
-            problems.append((f"episodes.{index}.trial", f"is {episode.trial}, but the run has {data.run.trials} trials"))
+        expected = _expected_trials(data, splits.get(episode.task_id, ""))
+        if episode.trial not in expected:
+            problems.append((f"episodes.{index}.trial", f"is {episode.trial}, but the run has {data.run.trials} trials"
+                             if episode.trial > data.run.trials else
+                             f"is {episode.trial}, but task {episode.task_id!r} plays {_trials_text(expected)} only "
+                             f"(its {splits[episode.task_id]} split)"))
         cell = (episode.task_id, episode.trial)
         if cell in seen:
             problems.append((f"episodes.{index}", f"task {episode.task_id!r} trial {episode.trial} appears twice "
                                                   f"(also episodes.{seen[cell]})"))
         seen.setdefault(cell, index)
     for task_id in sorted({e.task_id for e in data.episodes}):
-        missing = [t for t in range(1, data.run.trials + 1) if (task_id, t) not in seen]
+        missing = [t for t in _expected_trials(data, splits.get(task_id, "")) if (task_id, t) not in seen]
         if missing:
             problems.append(("episodes", f"task {task_id!r} has no episode for trial(s) {', '.join(map(str, missing))}"))
     return problems
@@ -290,7 +349,9 @@ def _imported_run(data: ImportedFile, user, workspace) -> EvaluationRun:
         pass_k=head.pass_k, concurrency=head.concurrency, feedback_enabled=head.feedback_enabled,
         feedback_memory=head.feedback_memory, feedback_rounds=head.feedback_rounds,
         feedback_calibration=head.feedback_calibration,
-        reflection_style=head.reflection_style, preset=head.preset,
+        reflection_style=head.reflection_style, preset=head.preset, evaluation_mode=head.evaluation_mode,
+        split_rule=head.split_rule, test_fraction=head.test_fraction, train_trials=head.train_trials,
+        task_splits=_imported_splits(data),
         started_at=head.started_at, finished_at=head.finished_at or timezone.now(),
         episodes_total=len(data.episodes), episodes_finished=len(data.episodes),
         episodes_error=sum(e.status == "error" for e in data.episodes),
@@ -362,7 +423,7 @@ def run_import(*, data: dict, user=None, workspace=None) -> EvaluationRun:
         RunEpisode.objects.bulk_create([
             RunEpisode(run=run, trial=trials[e.trial], task_key=e.task_id, status=e.status, success=e.success,
                        reward=e.reward, turns=e.turns, tokens=e.tokens, latency_ms=e.latency_ms, error=e.error,
-                       seed=e.seed, finished_at=e.finished_at or run.finished_at,
+                       seed=e.seed, split=run.task_splits.get(e.task_id, ""), finished_at=e.finished_at or run.finished_at,
                        imported_feedback=e.feedback.model_dump() if e.feedback else None) for e in parsed.episodes])
         _pins_restore(run, parsed.run.pins, run.workspace)
         EvaluationRun.objects.filter(pk=run.pk).update(metrics=run_metrics_compute(run=run, trials=run.trials),
