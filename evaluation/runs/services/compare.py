@@ -12,6 +12,8 @@ measured as the memory's effect, so it refuses the comparison (or, for the few t
 dilute it, warns), and either is named in the verdict sentence. Runs that share only some of their
 tasks are compared on the shared ones when asked (`shared=True`).
 """
+import hashlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -100,9 +102,19 @@ def _pinned_model(role: str) -> Callable[[EvaluationRun], object]:
 
 # How each identity setting of the run spec reads back from a run row (its columns today). A test
 # fails on an identity setting without a reader here, so a new one cannot be left uncompared.
+
+
+def _measured_tasks(run: EvaluationRun) -> str:
+    """Replayed or held-out tasks, and for held-out runs which split each task was in (a short digest:
+    two seeds hold out different tasks)."""
+    if not run.task_splits:
+        return run.evaluation_mode
+    digest = hashlib.sha256(json.dumps(sorted(run.task_splits.items())).encode()).hexdigest()[:8]
+    return f"{run.evaluation_mode}, {run.train_trials} train trials, split {digest}"
+
+
 # Replayed against held-out tasks, or two different splits: different questions, not one memory's effect.
-_MEASURED_TASKS = IdentitySetting(
-    "measured tasks", lambda run: (run.evaluation_mode, run.train_trials, sorted(run.task_splits.items())))
+_MEASURED_TASKS = IdentitySetting("measured tasks", _measured_tasks)
 SPEC_READERS: dict[str, list[IdentitySetting]] = {
     "task_set": [IdentitySetting("task set", _task_set)],
     "domain": [IdentitySetting(TASKS, _task_keys)],
@@ -247,7 +259,7 @@ def measured_sentence(run: EvaluationRun, baseline: EvaluationRun, check: ArmsCh
     measures = {run_measured_text(run), run_measured_text(baseline)}
     on = " and ".join(sorted(measures))
     scope = f"the {len(check.tasks)} tasks the runs share" if check.shared else f"all {len(check.tasks)} tasks"
-    text = (f"Measured on {on} ({scope}): {run.get_memory_mode_display()} against "
+    text = (f"Measured on {on}, over {scope}: {run.get_memory_mode_display()} against "
             f"{baseline.get_memory_mode_display()}; equal: {', '.join(check.equal) or 'nothing checked'}")
     if check.differences:
         text += f"; not equal: {'; '.join(map(_difference_text, check.differences))}"

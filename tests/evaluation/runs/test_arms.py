@@ -51,7 +51,8 @@ def test_a_comparison_refuses_another_context_window_and_names_what_it_measured(
         pins={}, agent_config={k: v for k, v in baseline.agent_config.items() if k != "context_tokens"})
     baseline.refresh_from_db()
     verdict = runs_compare(runs=[baseline, memory])["pairs"][0]["verdict"]
-    assert "Measured on replayed tasks (all 3 tasks): MemOrb against no memory; equal: " in verdict
+    assert ("Measured on replayed tasks (within-task learning: the same tasks every trial), over all 3 tasks: MemOrb "
+            "against no memory; equal: ") in verdict
     assert "agent context window, " in verdict and "turn limit" in verdict
     assert verdict.endswith("; not equal: seed (1 against 0).")  # another sample of the same arm: a warning
 

@@ -160,5 +160,5 @@ def test_an_old_export_imports_as_replay_and_a_split_that_disagrees_is_refused(l
 def test_a_replay_run_and_a_held_out_run_are_not_compared(launch):
     replay = run_drive(run=launch(memory_mode="none", trials=1))
     held_out = run_drive(run=launch(memory_mode="none", trials=1, evaluation_mode="held_out", split_rule="task_set"))
-    with pytest.raises(RunsNotComparable, match="different measured tasks"):
+    with pytest.raises(RunsNotComparable, match="differ in measured tasks"):
         runs_compare(runs=[replay, held_out])
