@@ -310,7 +310,7 @@ def api_auth(*roles: str, scope: str | None = None, review: bool = False) -> Api
 
 
 # --- the OpenAPI schema and its docs page ---
-def _presented_key(request) -> str:
+def presented_key(request) -> str:
     bearer = request.headers.get("Authorization", "")
     if bearer[:7].lower() == "bearer ":
         return bearer[7:].strip()
@@ -327,7 +327,7 @@ def schema_access(view):
 
     @wraps(view)
     def wrapped(request, *args, **kwargs):
-        secret = _presented_key(request)
+        secret = presented_key(request)
         is_schema = request.resolver_match.url_name == SCHEMA_URL_NAME
         if not secret or not is_schema or request.user.is_authenticated:
             return signed_in_view(request, *args, **kwargs)

@@ -93,3 +93,26 @@ def test_it_finds_an_upward_import_when_one_is_planted(tmp_path):
     found = list(_imports(planted, "memweb.planted"))
     assert found == [("evaluation.runs.services", 2)]
     assert LEVELS.index(level_of(found[0][0])) > LEVELS.index(level_of("memweb.planted"))
+
+
+def private_imports(path: Path, module: str) -> list[str]:
+    """`from x import _name` of another module's private name (dunders are Python's, not private)."""
+    return [f"{node.lineno}: from {target} import {alias.name}"
+            for node in ast.walk(ast.parse(path.read_text(), filename=str(path)))
+            if isinstance(node, ast.ImportFrom) and node.module
+            for target in [_resolve(module, path, node)[0]]
+            for alias in node.names if alias.name.startswith("_") and not alias.name.startswith("__")]
+
+
+def test_no_module_imports_another_modules_private_names():
+    found = [f"{path.relative_to(ROOT)}:{line}"
+             for app in APPS for path in sorted((ROOT / app).rglob("*.py")) if "migrations" not in path.parts
+             for line in private_imports(path, _module_name(path))]
+    assert not found, "a module's _private names are its own; make the name public or move it:\n" + "\n".join(found)
+
+
+def test_it_finds_a_private_import_when_one_is_planted(tmp_path):
+    planted = tmp_path / "orbs" / "planted.py"
+    planted.parent.mkdir()
+    planted.write_text("from orbs.services.ingest import OrbDraft, _hidden\nfrom os import __file__\n")
+    assert private_imports(planted, "orbs.planted") == ["1: from orbs.services.ingest import _hidden"]
