@@ -16,16 +16,16 @@ from ninja.responses import Status
 
 from annotation import services
 from annotation.models import Assignment, Campaign, FeedbackTask, Participant, Reaction, default_criteria
+from annotation.vocabulary import AnnotationScope
 from memweb.auth import api_auth
 from memweb.downloads import attachment
-from memweb.models import ApiKey
 from memweb.roles import Role
 from memweb.schemas import StrictBody
 from memweb.workspaces import get_in_workspace_or_404, in_workspace
 
 router = Router(tags=["annotation"])
-OPERATORS = api_auth(Role.OPERATOR, scope=ApiKey.Scope.ANNOTATION)
-ANNOTATORS = api_auth(Role.ANNOTATOR, scope=ApiKey.Scope.ANNOTATION)
+OPERATORS = api_auth(Role.OPERATOR, scope=AnnotationScope.ANNOTATION)
+ANNOTATORS = api_auth(Role.ANNOTATOR, scope=AnnotationScope.ANNOTATION)
 
 
 class ErrorOut(Schema):

@@ -33,17 +33,17 @@ from evaluation.services import (
     tasks_filtered,
     tasks_import_jsonl,
 )
+from evaluation.vocabulary import EvaluationScope
 from memweb.auth import api_auth
 from memweb.downloads import attachment
-from memweb.models import ApiKey
 from memweb.roles import Role
 from memweb.workspaces import in_workspace
 
 router = Router(tags=["evaluation"])
 router.add_router("/runs", runs_router)
 router.add_router("/feedback", feedback_router)
-TASKS_READ = api_auth(Role.OPERATOR, scope=ApiKey.Scope.TASKS_READ)
-TASKS_WRITE = api_auth(Role.OPERATOR, scope=ApiKey.Scope.TASKS_WRITE)
+TASKS_READ = api_auth(Role.OPERATOR, scope=EvaluationScope.TASKS_READ)
+TASKS_WRITE = api_auth(Role.OPERATOR, scope=EvaluationScope.TASKS_WRITE)
 
 
 def _task_out(task: Task) -> dict:

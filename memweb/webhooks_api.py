@@ -9,14 +9,16 @@ from ninja.responses import Status
 
 from memweb.auth import api_auth
 from memweb.errors import field_errors
-from memweb.models import ApiKey, Webhook, WebhookDelivery
+from memweb.models import Webhook, WebhookDelivery
 from memweb.roles import Role
 from memweb.schemas import StrictBody
+from memweb.vocabulary import MemwebScope
 from memweb.webhooks import (
     WebhookInvalid,
     deliveries_recent,
     delivery_redeliver,
     webhook_create,
+    webhook_event_values,
     webhook_switch,
     webhook_test_send,
     webhooks_list,
@@ -24,14 +26,14 @@ from memweb.webhooks import (
 from memweb.workspaces import in_workspace
 
 router = Router(tags=["webhooks"])
-OPERATORS = api_auth(Role.OPERATOR, scope=ApiKey.Scope.WEBHOOKS)
+OPERATORS = api_auth(Role.OPERATOR, scope=MemwebScope.WEBHOOKS)
 DELIVERIES_SHOWN = 50
 
 
 class WebhookIn(StrictBody, Schema):
     url: str = Field(min_length=1, max_length=Webhook._meta.get_field("url").max_length,
                      description="Where to POST events: an http:// or https:// URL (redirects are not followed).")
-    events: list[str] = Field(min_length=1, description=f"Event types to receive: {', '.join(Webhook.Event.values)}.")
+    events: list[str] = Field(min_length=1, description=f"Event types to receive: {', '.join(webhook_event_values())}.")
     bank: str = Field("", max_length=Webhook._meta.get_field("bank").max_length,
                       description="A memory bank's slug: only that bank's events. Empty: every event.")
     description: str = Field("", max_length=Webhook._meta.get_field("description").max_length)

@@ -29,15 +29,15 @@ from evaluation.feedback.services import (
 )
 from evaluation.models import Domain, Episode
 from evaluation.schemas import MAX_SEED
+from evaluation.vocabulary import EvaluationScope
 from memweb.auth import api_auth
-from memweb.models import ApiKey
 from memweb.roles import Role
 from memweb.schemas import StrictBody
 from memweb.workspaces import in_workspace
 
 router = Router(tags=["evaluation feedback"])
-RUNS_READ = api_auth(Role.OPERATOR, scope=ApiKey.Scope.RUNS_READ)
-RUNS_LAUNCH = api_auth(Role.OPERATOR, scope=ApiKey.Scope.RUNS_LAUNCH)
+RUNS_READ = api_auth(Role.OPERATOR, scope=EvaluationScope.RUNS_READ)
+RUNS_LAUNCH = api_auth(Role.OPERATOR, scope=EvaluationScope.RUNS_LAUNCH)
 
 
 class ErrorOut(Schema):

@@ -48,16 +48,16 @@ from evaluation.runs.services import (
     runs_staleness_annotate,
     study_selection,
 )
+from evaluation.vocabulary import EvaluationScope
 from memweb.auth import api_auth
 from memweb.job_api import JobOut, job_accepted
-from memweb.models import ApiKey
 from memweb.roles import Role
 from memweb.schemas import StrictBody
 from memweb.workspaces import in_workspace
 
 router = Router(tags=["evaluation runs"])
-RUNS_READ = api_auth(Role.OPERATOR, scope=ApiKey.Scope.RUNS_READ)
-RUNS_LAUNCH = api_auth(Role.OPERATOR, scope=ApiKey.Scope.RUNS_LAUNCH)
+RUNS_READ = api_auth(Role.OPERATOR, scope=EvaluationScope.RUNS_READ)
+RUNS_LAUNCH = api_auth(Role.OPERATOR, scope=EvaluationScope.RUNS_LAUNCH)
 
 
 class RunErrorOut(Schema):

@@ -16,7 +16,6 @@ from memweb.auth import api_auth
 from memweb.errors import field_errors
 from memweb.job_api import JobOut, job_accepted
 from memweb.listing import ApiPagination
-from memweb.models import ApiKey
 from memweb.roles import Role
 from memweb.schemas import StrictBody
 from orbs.api_banks import bank_or_404, open_bank_or_409
@@ -38,12 +37,13 @@ from orbs.dmrm.services import (
 )
 from orbs.dmrm.services.learning import Transition
 from orbs.errors import InvalidTransition, OrbsError, StaleVersion
+from orbs.vocabulary import OrbsScope
 
 router = Router(tags=["experience memory (DMRM)"])
-WRITE = api_auth(Role.OPERATOR, scope=ApiKey.Scope.MEMORY_WRITE)
-RETRIEVE = api_auth(Role.OPERATOR, scope=ApiKey.Scope.MEMORY_READ)
+WRITE = api_auth(Role.OPERATOR, scope=OrbsScope.MEMORY_WRITE)
+RETRIEVE = api_auth(Role.OPERATOR, scope=OrbsScope.MEMORY_READ)
 # Who may open the experience browser and settings pages.
-READ = api_auth(Role.REVIEWER, Role.OPERATOR, scope=ApiKey.Scope.MEMORY_READ)
+READ = api_auth(Role.REVIEWER, Role.OPERATOR, scope=OrbsScope.MEMORY_READ)
 REVIEW = api_auth(Role.REVIEWER, review=True)
 
 
