@@ -116,3 +116,50 @@ def test_it_finds_a_private_import_when_one_is_planted(tmp_path):
     planted.parent.mkdir()
     planted.write_text("from orbs.services.ingest import OrbDraft, _hidden\nfrom os import __file__\n")
     assert private_imports(planted, "orbs.planted") == ["1: from orbs.services.ingest import _hidden"]
+
+
+LLM_ROLE_NAMES = {"actor", "user_simulator", "rewriter", "reflector", "scorer"}
+LLM_ROLE_TAKERS = {"role_config", "_require_online", "_backend_pin", "llm_chat", "llm_json", "run_with_fallback"}
+
+
+def bare_llm_roles(path: Path) -> list[str]:
+    """String literals naming an LLM role where a role is given: `role="actor"`, `ROLE = "reflector"`,
+    `role_config("scorer")`, a tuple beside a backend, a `role: str = "actor"` default. The roles are
+    the apps' enums (memweb.registry.llm_roles)."""
+    def is_role(node) -> bool:
+        return isinstance(node, ast.Constant) and node.value in LLM_ROLE_NAMES
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Call):
+            name = getattr(node.func, "id", getattr(node.func, "attr", ""))
+            given = [kw.value for kw in node.keywords if kw.arg == "role"]
+            given += node.args[-1:] if name in LLM_ROLE_TAKERS else []
+            found += [f"{node.lineno}: {value.value!r}" for value in given if is_role(value)]
+        elif isinstance(node, ast.Assign) and is_role(node.value):
+            found += [f"{node.lineno}: {node.value.value!r}" for target in node.targets
+                      if isinstance(target, ast.Name) and target.id.endswith("ROLE")]
+        elif isinstance(node, ast.arguments):
+            named = node.args[len(node.args) - len(node.defaults):] + node.kwonlyargs
+            defaults = [*node.defaults, *node.kw_defaults]
+            found += [f"{arg.lineno}: {default.value!r}" for arg, default in zip(named, defaults, strict=False)
+                      if arg.arg == "role" and is_role(default)]
+        elif isinstance(node, ast.Compare) and any(is_role(value) for value in node.comparators):
+            found += [f"{node.lineno}: compared with {node.comparators[0].value!r}"]
+    return found
+
+
+def test_llm_roles_are_named_by_their_apps_enums():
+    found = [f"{path.relative_to(ROOT)}:{line}"
+             for app in APPS for path in sorted((ROOT / app).rglob("*.py")) if "migrations" not in path.parts
+             for line in bare_llm_roles(path)]
+    assert not found, "name an LLM role by its app's enum (orbs/evaluation vocabulary.py):\n" + "\n".join(found)
+
+
+def test_it_finds_a_bare_llm_role_when_one_is_planted(tmp_path):
+    planted = tmp_path / "planted.py"
+    planted.write_text('ROLE = "reflector"\nllm_json(role="scorer", messages=[])\nrole_config("actor")\n'
+                       'def f(*, role: str = "user_simulator"): return role == "rewriter"\n'
+                       'event = {"actor": 1}\n')
+    assert bare_llm_roles(planted) == ["1: 'reflector'", "2: 'scorer'", "3: 'actor'", "4: 'user_simulator'",
+                                       "4: compared with 'rewriter'"]
