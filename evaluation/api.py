@@ -17,7 +17,6 @@ from evaluation.schemas import (
     EpisodeOut,
     EpisodePlayIn,
     EpisodeSummaryOut,
-    ErrorOut,
     TaskDetailOut,
     TaskFilters,
     TaskImportErrorOut,
@@ -37,6 +36,7 @@ from evaluation.vocabulary import EvaluationScope
 from memweb.auth import api_auth
 from memweb.downloads import attachment
 from memweb.roles import Role
+from memweb.schemas import ErrorOut
 from memweb.workspaces import in_workspace
 
 router = Router(tags=["evaluation"])

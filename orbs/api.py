@@ -16,9 +16,10 @@ from ninja.responses import Status
 
 from memweb.auth import api_auth, request_by_key
 from memweb.downloads import attachment
-from memweb.job_api import JobOut, job_accepted, job_out
+from memweb.job_api import job_accepted, job_out
 from memweb.listing import ApiPagination
 from memweb.roles import Role
+from memweb.schemas import ErrorOut, JobOut
 from memweb.workspaces import in_workspace
 from orbs.api_banks import bank_or_404, open_bank_or_409
 from orbs.dmrm.api import router as dmrm_router
@@ -43,7 +44,6 @@ from orbs.schemas import (
     EpisodeIn,
     EpisodeQueuedOut,
     ErasureIn,
-    ErrorOut,
     ImportReportOut,
     IngestOut,
     MergeIn,

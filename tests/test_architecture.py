@@ -163,3 +163,28 @@ def test_it_finds_a_bare_llm_role_when_one_is_planted(tmp_path):
                        'event = {"actor": 1}\n')
     assert bare_llm_roles(planted) == ["1: 'reflector'", "2: 'scorer'", "3: 'actor'", "4: 'user_simulator'",
                                        "4: compared with 'rewriter'"]
+
+
+def schemas_defined(path: Path) -> list[str]:
+    """Classes an API module defines on ninja's Schema or memweb's StrictBody (directly or through
+    another such class of the same module)."""
+    found: list[str] = []
+    for node in ast.parse(path.read_text(), filename=str(path)).body:
+        bases = {getattr(base, "id", getattr(base, "attr", "")) for base in getattr(node, "bases", ())}
+        if isinstance(node, ast.ClassDef) and bases & {"Schema", "StrictBody", *found}:
+            found.append(node.name)
+    return found
+
+
+def test_api_schemas_live_in_the_packages_schemas_module():
+    found = [f"{path.relative_to(ROOT)}: {', '.join(names)}"
+             for app in APPS for path in sorted((ROOT / app).rglob("*api.py")) if (names := schemas_defined(path))]
+    assert not found, "move these request/answer schemas into the package's schemas.py:\n" + "\n".join(found)
+
+
+def test_one_error_answer_schema():
+    """`{"detail": a sentence}` is memweb.schemas.ErrorOut; no app declares its own copy."""
+    copies = [f"{path.relative_to(ROOT)}: {name}"
+              for app in APPS for path in sorted((ROOT / app).rglob("*.py")) if path != ROOT / "memweb" / "schemas.py"
+              for name in schemas_defined(path) if name in ("ErrorOut", "RunErrorOut")]
+    assert not copies, copies
