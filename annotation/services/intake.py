@@ -16,6 +16,7 @@ from annotation.links import link_is_safe
 from annotation.metrics import HUMAN, SIMULATED, TIE
 from annotation.models import Campaign, FeedbackTask, Item, Reaction
 from memweb.json_input import JsonTooDeep, json_depth_problem, json_loads_bounded
+from memweb.jsonl import LineProblem, bytes_text, jsonl_objects, size_refusal
 from memweb.problem_report import ProblemReport, problem_report
 from memweb.services import unstorable_problem
 
@@ -70,20 +71,19 @@ class RowErrors(list):
 def upload_read(*, upload) -> tuple[list[tuple[int, dict]], list[RowProblem]]:
     """upload_parse for an uploaded file: one over the limit is refused before it is read into memory."""
     if upload.size > MAX_UPLOAD_BYTES:
-        return [], [RowProblem(0, "file", f"larger than {MAX_UPLOAD_BYTES // (1024 * 1024)} MB")]
+        return [], [RowProblem(0, "file", size_refusal(MAX_UPLOAD_BYTES))]
     return upload_parse(filename=upload.name or "", data=upload.read())
 
 
 def upload_parse(*, filename: str, data: bytes) -> tuple[list[tuple[int, dict]], list[RowProblem]]:
-    """Read an uploaded file into (row number, record) pairs, by its extension."""
+    """Read an uploaded file into (row number, record) pairs, by its extension (JSONL: memweb.jsonl)."""
     problems = RowErrors()
     if len(data) > MAX_UPLOAD_BYTES:
-        problems.add(0, "file", f"larger than {MAX_UPLOAD_BYTES // (1024 * 1024)} MB")
+        problems.add(0, "file", size_refusal(MAX_UPLOAD_BYTES))
         return [], problems
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        problems.add(0, "file", f"not UTF-8 text ({error.reason} at byte {error.start})")
+    text, problem = bytes_text(data)
+    if problem:
+        problems.add(problem.line, problem.field, problem.reason)
         return [], problems
     name = filename.lower()
     if name.endswith((".jsonl", ".ndjson")):
@@ -95,20 +95,10 @@ def upload_parse(*, filename: str, data: bytes) -> tuple[list[tuple[int, dict]],
 
 
 def _jsonl_records(text: str, problems: RowErrors) -> list[tuple[int, dict]]:
-    records = []
-    for row, line in enumerate((line for line in text.splitlines() if line.strip()), start=1):
-        try:
-            record = json_loads_bounded(line)
-        except json.JSONDecodeError as error:
-            problems.add(row, "(row)", f"not valid JSON: {error.msg} at column {error.colno}")
-            continue
-        except JsonTooDeep as error:
-            problems.add(row, "(row)", str(error))
-            continue
-        if not isinstance(record, dict):
-            problems.add(row, "(row)", "each line must be a JSON object")
-            continue
-        records.append((row, record))
+    found: list[LineProblem] = []
+    records = jsonl_objects(text, found, whole="(row)")
+    for problem in found:
+        problems.add(problem.line, problem.field, problem.reason)
     return records
 
 

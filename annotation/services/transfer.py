@@ -16,6 +16,7 @@ from django.db import IntegrityError, transaction
 
 from annotation.models import Assignment, Campaign, FeedbackTask, Item, Judgment, Participant
 from annotation.services.intake import ImportReport, RowErrors, RowProblem
+from memweb.jsonl import LineProblem, jsonl_objects
 
 FORMAT = 1
 # Model, its "kind" in the file, the field naming its parent row (None: the campaign itself).
@@ -113,19 +114,10 @@ def campaign_import(*, text: str, name: str = "", workspace=None) -> tuple[Impor
 
 
 def _parse(text: str, errors: RowErrors) -> list[tuple[int, dict]]:
-    parsed = []
-    for line_number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            errors.add(line_number, "(line)", f"not valid JSON: {error.msg}")
-            continue
-        if not isinstance(record, dict):
-            errors.add(line_number, "(line)", "each line must be a JSON object")
-            continue
-        parsed.append((line_number, record))
+    found: list[LineProblem] = []
+    parsed = jsonl_objects(text, found)
+    for problem in found:
+        errors.add(problem.line, problem.field, problem.reason)
     if not parsed and not errors:
         errors.add(0, "file", "no lines to import")
     return parsed
