@@ -17,5 +17,5 @@ llm-smoke:
 # Opt-in: memweb on two nodes (one PostgreSQL over TCP, one redis, two web + worker pairs), about
 # one minute on a quiet machine, two to four under load; docs/DEPLOYMENT.md.
 test-two-nodes:
-	scripts/bootstrap.sh
+	scripts/bootstrap.sh --test
 	.venv/bin/python -m pytest tests/reliability/test_two_nodes.py -m two_nodes -p no:xdist -rA

@@ -3,201 +3,90 @@ lossless export/import, annotator standing. Annotators: the feedback-writing
 queue (next task, submit), next assignment, the blind pair, judgments.
 Annotator responses carry only opaque tokens and sides A/B, never which side
 is human nor anything about the simulated user."""
-from datetime import datetime
 from uuid import UUID
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.http import HttpResponse
-from ninja import File, Router, Schema
+from ninja import File, Router
 from ninja.files import UploadedFile
 from ninja.responses import Status
 
 from annotation import services
 from annotation.models import Assignment, Campaign, FeedbackTask, Participant, Reaction, default_criteria
+from annotation.schemas import (
+    CampaignImportIn,
+    CampaignImportOut,
+    CampaignIn,
+    CampaignOut,
+    FieldErrorOut,
+    ImportRejectedOut,
+    ItemsImportReportOut,
+    ItemsIn,
+    JudgmentIn,
+    JudgmentOut,
+    PairOut,
+    ProgressOut,
+    StandingIn,
+    StandingOut,
+    StatusIn,
+    WriteTaskOut,
+    WrittenFeedbackIn,
+    WrittenFeedbackOut,
+)
+from annotation.vocabulary import AnnotationScope
 from memweb.auth import api_auth
 from memweb.downloads import attachment
-from memweb.models import ApiKey
 from memweb.roles import Role
-from memweb.schemas import StrictBody
+from memweb.schemas import ErrorOut
 from memweb.workspaces import get_in_workspace_or_404, in_workspace
 
 router = Router(tags=["annotation"])
-OPERATORS = api_auth(Role.OPERATOR, scope=ApiKey.Scope.ANNOTATION)
-ANNOTATORS = api_auth(Role.ANNOTATOR, scope=ApiKey.Scope.ANNOTATION)
+OPERATORS = api_auth(Role.OPERATOR, scope=AnnotationScope.ANNOTATION)
+ANNOTATORS = api_auth(Role.ANNOTATOR, scope=AnnotationScope.ANNOTATION)
 
 
-class ErrorOut(Schema):
-    detail: str
 
 
-class FieldErrorOut(Schema):
-    detail: str
-    field: str
 
 
-class CriterionSchema(Schema):
-    key: str
-    label: str
-    definition: str = ""
 
 
-class CampaignIn(StrictBody, Schema):
-    name: str
-    instructions: str = ""
-    criteria: list[CriterionSchema] | None = None
-    annotators_per_item: int = 3
-    allow_ties: bool = False
-    deadline: datetime | None = None
-    assignment_timeout_minutes: int = 30
-    assignment_strategy: Campaign.Strategy = Campaign.Strategy.LEAST_ANNOTATED
-    max_annotators_per_item: int = 5
-    attention_rate: float = 0.0
-    attention_warn_below: float = 0.8
-    attention_exclude_below: float = 0.6
-    attention_min_checks: int = 3
 
 
-class CampaignOut(Schema):
-    id: int
-    name: str
-    status: str
-    instructions: str
-    criteria: list[CriterionSchema]
-    annotators_per_item: int
-    allow_ties: bool
-    deadline: datetime | None
-    assignment_timeout_minutes: int
-    assignment_strategy: str
-    max_annotators_per_item: int
-    attention_rate: float
-    attention_warn_below: float
-    attention_exclude_below: float
-    attention_min_checks: int
 
 
-class ItemsIn(StrictBody, Schema):
-    items: list[dict]
 
 
-class ProblemOut(Schema):
-    row: int
-    field: str
-    reason: str
 
 
-class ItemsImportReportOut(Schema):
-    ok: bool
-    rows: int
-    created: int
-    needs_feedback: int
-    problems: list[ProblemOut]
 
 
-class ImportRejectedOut(Schema):
-    detail: str
-    report: ItemsImportReportOut
 
 
-class ProgressOut(Schema):
-    items: int
-    items_ready: int
-    judgments_done: int
-    judgments_needed: int
-    judgments_in_progress: int
-    feedback_open: int
-    feedback_in_progress: int
-    feedback_done: int
-    percent: int
 
 
-class MessageOut(Schema):
-    role: str
-    content: str
 
 
-class PairOut(Schema):
-    token: UUID
-    campaign_id: int
-    campaign_name: str
-    instructions: str
-    criteria: list[CriterionSchema]
-    options: list[str]
-    conversation: list[MessageOut]
-    task_description: str
-    evaluation_context: str
-    feedback_a: str
-    feedback_b: str
-    judged: bool
-    your_choices: dict[str, str] | None
 
 
-class JudgmentIn(StrictBody, Schema):
-    choices: dict[str, str]
-    comment: str = ""
-    time_spent_ms: int = 0
-    score: int | None = None
-    action: str = ""
 
 
-class JudgmentOut(Schema):
-    token: UUID
-    choices: dict[str, str]
-    comment: str
-    created: bool
 
 
-class WriteTaskOut(Schema):
-    token: UUID
-    campaign_id: int
-    campaign_name: str
-    instructions: str
-    conversation: list[MessageOut]
-    task_description: str
-    evaluation_context: str
-    done: bool
-    your_feedback: str | None
-    score_range: list[int]
-    actions: list[str]
 
 
-class WrittenFeedbackIn(StrictBody, Schema):
-    text: str
-    score: int
-    action: str
-    time_spent_ms: int = 0
 
 
-class WrittenFeedbackOut(Schema):
-    token: UUID
-    text: str
-    score: int | None
-    action: str
-    created: bool
 
 
-class CampaignImportIn(StrictBody, Schema):
-    text: str
-    name: str = ""
 
 
-class CampaignImportOut(Schema):
-    campaign_id: int
-    report: ItemsImportReportOut
 
 
-class StandingIn(StrictBody, Schema):
-    annotator: str
-    decision: str
 
 
-class StandingOut(Schema):
-    annotator: str
-    standing: str
-    set_by_operator: bool
-    attention_correct: int
-    attention_total: int
 
 
 # --- operators ---
@@ -238,8 +127,6 @@ def campaign_detail(request, campaign_id: int):
     return get_in_workspace_or_404(Campaign, request.workspace, pk=campaign_id)
 
 
-class StatusIn(StrictBody, Schema):
-    status: str
 
 
 @router.post("/campaigns/{campaign_id}/status", response={200: CampaignOut, 409: ErrorOut}, auth=OPERATORS)

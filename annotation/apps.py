@@ -15,6 +15,8 @@ class AnnotationConfig(AppConfig):
         ("Campaigns short of annotators", "annotation.services.staffing.campaigns_short_count", ("operator",),
          "annotation:campaign_list"),
     )
+    # Read by memweb.registry: the scope of annotation's API routes (annotation.vocabulary).
+    api_scopes: tuple = ("annotation.vocabulary.AnnotationScope",)
     # Annotators work through the pages only: no admin permissions, so the
     # admin site can never show them which side of a pair is human.
     role_permissions: dict = {

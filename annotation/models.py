@@ -204,7 +204,7 @@ def _opaque_token() -> uuid.UUID:
     return uuid.uuid4()
 
 
-def _coin_flip() -> bool:
+def coin_flip() -> bool:
     # secrets, not random: the side must not be predictable from earlier draws.
     return secrets.randbelow(2) == 1
 
@@ -260,7 +260,7 @@ class Assignment(models.Model):
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments")
     annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
                                   related_name="annotation_assignments")
-    side_a_is_human = models.BooleanField(default=_coin_flip)
+    side_a_is_human = models.BooleanField(default=coin_flip)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ASSIGNED, db_index=True)
     assigned_at = models.DateTimeField(default=timezone.now)
     opened_at = models.DateTimeField(null=True, blank=True)

@@ -18,8 +18,9 @@ from annotation.forms import (
     UploadForm,
 )
 from annotation.models import Assignment, Campaign, FeedbackTask, Item, Reaction
-from annotation.services.intake import FIELDS, REQUIRED
+from annotation.services.intake import FIELDS, MAX_UPLOAD_BYTES, REQUIRED, ImportReport, RowProblem
 from memweb.downloads import attachment
+from memweb.jsonl import upload_text
 from memweb.listing import Sorting, list_page, page_of, sorted_page
 from memweb.registry import study_sources
 from memweb.roles import Role, has_role, role_required
@@ -224,6 +225,13 @@ def _upload_answer(request, campaign, form, report, *, status: int):
     return render(request, "annotation/campaign_detail.html", context, status=status)
 
 
+def _campaign_file_import(form, workspace):
+    text, problem = upload_text(form.cleaned_data["file"], max_bytes=MAX_UPLOAD_BYTES)
+    if problem:
+        return ImportReport(problems=[RowProblem(problem.line, problem.field, problem.reason)]), None
+    return services.campaign_import(text=text, name=form.cleaned_data["name"].strip(), workspace=workspace)
+
+
 @require_POST
 @role_required(Role.OPERATOR)
 def campaign_import(request):
@@ -231,9 +239,7 @@ def campaign_import(request):
     form = CampaignImportForm(request.POST, request.FILES)
     report = None
     if form.is_valid():
-        text = form.cleaned_data["file"].read().decode("utf-8", errors="replace")
-        report, campaign = services.campaign_import(text=text, name=form.cleaned_data["name"].strip(),
-                                                    workspace=request.workspace)
+        report, campaign = _campaign_file_import(form, request.workspace)
         if campaign is not None:
             messages.success(request, f"Imported “{campaign.name}” ({report.created} records).")
             return redirect("annotation:campaign_detail", pk=campaign.pk)

@@ -21,7 +21,6 @@ from evaluation.schemas import (
     EpisodeOut,
     EpisodePlayIn,
     EpisodeSummaryOut,
-    ErrorOut,
     OrbEffectOut,
     TaskDetailOut,
     TaskFilters,
@@ -40,20 +39,22 @@ from evaluation.services import (
     tasks_filtered,
     tasks_import_jsonl,
 )
+from evaluation.vocabulary import EvaluationScope
 from memweb.auth import api_auth
 from memweb.downloads import attachment
-from memweb.models import ApiKey
 from memweb.roles import Role
+from memweb.schemas import ErrorOut
 from memweb.workspaces import in_workspace
 from orbs.models import Orb
 from orbs.services import bank_resolve
+from orbs.vocabulary import OrbsScope
 
 router = Router(tags=["evaluation"])
 router.add_router("/runs", runs_router)
 router.add_router("/feedback", feedback_router)
-TASKS_READ = api_auth(Role.OPERATOR, scope=ApiKey.Scope.TASKS_READ)
-TASKS_WRITE = api_auth(Role.OPERATOR, scope=ApiKey.Scope.TASKS_WRITE)
-MEMORY_READ = api_auth(Role.OPERATOR, Role.REVIEWER, scope=ApiKey.Scope.MEMORY_READ)
+TASKS_READ = api_auth(Role.OPERATOR, scope=EvaluationScope.TASKS_READ)
+TASKS_WRITE = api_auth(Role.OPERATOR, scope=EvaluationScope.TASKS_WRITE)
+MEMORY_READ = api_auth(Role.OPERATOR, Role.REVIEWER, scope=OrbsScope.MEMORY_READ)
 
 
 def _task_out(task: Task) -> dict:

@@ -38,6 +38,11 @@ class EvaluationConfig(AppConfig):
     job_kinds: tuple = (("evaluation.run_regrade", "evaluation.runs.services.regrade.run_regrade_job"),
                         ("evaluation.episodes_to_campaign", "evaluation.runs.services.studies.episodes_to_campaign_job"),
                         ("evaluation.run_prepare", "evaluation.runs.services.launch.run_prepare_job"))
+    # Read by memweb.registry: evaluation's own words (evaluation.vocabulary): the scopes its routes
+    # ask for, the webhook events it announces, the LLM roles its agents, customers and feedback call.
+    api_scopes: tuple = ("evaluation.vocabulary.EvaluationScope",)
+    webhook_events: tuple = ("evaluation.vocabulary.EvaluationEvent",)
+    llm_roles: tuple = ("evaluation.vocabulary.EvaluationLLMRole",)
     # Read by memweb's load_demo: the runs' demo, which loads the core's (evaluation.demo) first.
     demo_module = "evaluation.runs.demo"
     role_permissions: dict = {

@@ -6,6 +6,7 @@ from evaluation.models import Difficulty, Domain, ErrorKind, Split, TaskSet
 from evaluation.services.episode_search import REWARD_COMPONENTS, EpisodeFilters
 from evaluation.shop.episode import DEFAULT_MAX_TURNS
 from evaluation.shop.errors import ERROR_KINDS
+from memweb.jsonl import upload_text
 from memweb.workspaces import in_workspace
 
 MAX_UPLOAD_BYTES = 5 * 1024 * 1024
@@ -71,12 +72,10 @@ class TaskImportForm(forms.Form):
         upload = self.cleaned_data.get("file")
         if upload is None:
             return ""
-        if upload.size > MAX_UPLOAD_BYTES:
-            raise forms.ValidationError(f"The file is larger than {MAX_UPLOAD_BYTES // (1024 * 1024)} MB.")
-        try:
-            return upload.read().decode("utf-8")
-        except UnicodeDecodeError:
-            raise forms.ValidationError("The file is not UTF-8 text.") from None
+        text, problem = upload_text(upload, max_bytes=MAX_UPLOAD_BYTES)
+        if problem:
+            raise forms.ValidationError(f"The file is {problem.reason}.")
+        return text
 
     def clean(self):
         cleaned = super().clean()

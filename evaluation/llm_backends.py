@@ -15,6 +15,7 @@ from evaluation.shop import catalogue as cat
 from evaluation.shop.customers import STOP
 from evaluation.shop.generator import TODAY
 from evaluation.shop.tools import tool_schemas
+from evaluation.vocabulary import EvaluationLLMRole
 from memweb.embeddings import embedder
 from memweb.llm import llm_chat, role_config
 
@@ -48,7 +49,7 @@ def _policies() -> str:
 def prompt_template_hash(role: str) -> str:
     """SHA-256 of the fixed text an LLM agent ("actor") or LLM customer ("user_simulator") is
     prompted with (rules and shop policies; the task's own text is covered by its content hash)."""
-    template = AGENT_RULES + _policies() if role == "actor" else CUSTOMER_RULES
+    template = AGENT_RULES + _policies() if role == EvaluationLLMRole.ACTOR else CUSTOMER_RULES
     return hashlib.sha256(template.encode()).hexdigest()
 
 
@@ -83,7 +84,7 @@ def history_fitted(history: list[dict], room: int) -> list[dict]:
 
 
 class LLMAgent:
-    def __init__(self, *, role: str = "actor", max_steps: int = 8, max_tokens: int | None = None,
+    def __init__(self, *, role: str = EvaluationLLMRole.ACTOR, max_steps: int = 8, max_tokens: int | None = None,
                  context_tokens: int | None = None):
         self.role, self.max_steps, self.max_tokens = role, max_steps, max_tokens
         self.context_tokens = context_tokens
@@ -134,7 +135,7 @@ class LLMAgent:
 
 
 class LLMCustomer:
-    def __init__(self, *, task: dict, role: str = "user_simulator", max_tokens: int | None = None):
+    def __init__(self, *, task: dict, role: str = EvaluationLLMRole.USER_SIMULATOR, max_tokens: int | None = None):
         self.role, self.max_tokens = role, max_tokens
         self.label = f"llm:{role_config(role).model}"
         persona = task["persona"]

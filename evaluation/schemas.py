@@ -12,9 +12,6 @@ from memweb.schemas import StrictBody
 MAX_SEED = 2**31 - 1  # as the play form and run launches allow
 
 
-class ErrorOut(Schema):
-    detail: str
-
 
 class TaskOut(Schema):
     id: int

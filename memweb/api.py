@@ -3,11 +3,10 @@
 Every operation needs a signed-in session or an API key unless it says
 otherwise (`auth=api_auth(...)` to require roles, `auth=None` to be public).
 """
-from datetime import datetime
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from ninja import NinjaAPI, Schema
+from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
 from ninja.parser import Parser
 from ninja.responses import Status
@@ -20,6 +19,7 @@ from memweb.job_api import router as jobs_router
 from memweb.json_input import JsonTooDeep, json_loads_bounded
 from memweb.openapi import errors_declare
 from memweb.roles import user_roles
+from memweb.schemas import HealthOut, LivenessOut, MeOut
 from memweb.services import unstorable_at
 from memweb.webhooks_api import router as webhooks_router
 from orbs.api import router as orbs_router
@@ -99,65 +99,20 @@ def body_too_big(request, exc: RequestDataTooBig):
     return api.create_response(request, {"detail": f"the request body is larger than {limit} KB"}, status=413)
 
 
-class LivenessOut(Schema):
-    status: str
 
 
-class DatabaseOut(Schema):
-    ok: bool
-    postgres: str
-    pgvector: str
-    error: str
 
 
-class BrokerOut(Schema):
-    ok: bool
-    url: str
-    latency_ms: int
-    waiting: int | None
-    error: str
 
 
-class WorkerOut(Schema):
-    hostname: str
-    instance: str
-    pid: int
-    processes: list[int]
-    started_at: datetime
-    seen_at: datetime
 
 
-class EmbeddingOut(Schema):
-    model: str
-    dimension: int
-    loaded: bool
 
 
-class LLMRoleOut(Schema):
-    role: str
-    offline: bool
-    backend: str
-    model: str
-    base_url: str
-    json_mode_setting: str
-    capabilities: dict
-    last_status: str | None
-    last_error: str
-    last_at: datetime | None
-    last_error_at: datetime | None
 
 
-class HealthOut(Schema):
-    database: DatabaseOut
-    broker: BrokerOut
-    workers: list[WorkerOut]
-    embedding: EmbeddingOut
-    llm_roles: list[LLMRoleOut]
 
 
-class MeOut(Schema):
-    username: str
-    roles: list[str]
 
 
 @api.get("/health", auth=None, response={200: LivenessOut, 503: LivenessOut}, tags=["health"])

@@ -2,7 +2,7 @@
 in the workspace the request acts in. Also the brute-force guard shared by API keys and the sign-in pages
 (memweb's and the admin site's).
 
-Use `auth=api_auth(Role.OPERATOR, scope=ApiKey.Scope.MEMORY_WRITE)` on a ninja operation: a key
+Use `auth=api_auth(Role.OPERATOR, scope=OrbsScope.MEMORY_WRITE)` on a ninja operation: a key
 needs that scope, and its user that role in the key's workspace; `api_auth()` (no roles, no scope)
 admits anyone authenticated. `api_auth(Role.REVIEWER, review=True)` marks a route that reviews
 memories: no key may call it, only a reviewer's session. `request.auth` and `request.user` are the
@@ -18,6 +18,7 @@ from functools import wraps
 
 from django.conf import settings
 from django.contrib.auth.forms import AuthenticationForm
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, transaction
 from django.db.models import F, Q
 from django.http import HttpResponse, JsonResponse
@@ -29,6 +30,7 @@ from ninja.security import APIKeyCookie, APIKeyHeader, HttpBearer
 from ninja.utils import check_csrf
 
 from memweb.models import ApiKey, AuthFailure
+from memweb.registry import api_scopes
 from memweb.roles import has_role, role_required
 from memweb.workspaces import workspace_activate
 
@@ -305,12 +307,15 @@ class ApiAuth(list):
 
 
 def api_auth(*roles: str, scope: str | None = None, review: bool = False) -> ApiAuth:
-    """`scope`: the ApiKey.Scope a key needs (None: any key); `review`: no key at all."""
+    """`scope`: the scope a key needs, one an app declares (memweb.registry.api_scopes; None: any
+    key); `review`: no key at all."""
+    if scope is not None and scope not in {declared.value for declared in api_scopes()}:
+        raise ImproperlyConfigured(f"API scope {scope!r} is declared by no app (memweb.registry.api_scopes)")
     return ApiAuth(RouteAccess(tuple(str(role) for role in roles), str(scope) if scope else None, review))
 
 
 # --- the OpenAPI schema and its docs page ---
-def _presented_key(request) -> str:
+def presented_key(request) -> str:
     bearer = request.headers.get("Authorization", "")
     if bearer[:7].lower() == "bearer ":
         return bearer[7:].strip()
@@ -327,7 +332,7 @@ def schema_access(view):
 
     @wraps(view)
     def wrapped(request, *args, **kwargs):
-        secret = _presented_key(request)
+        secret = presented_key(request)
         is_schema = request.resolver_match.url_name == SCHEMA_URL_NAME
         if not secret or not is_schema or request.user.is_authenticated:
             return signed_in_view(request, *args, **kwargs)

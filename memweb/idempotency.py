@@ -30,7 +30,7 @@ from django.http import HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.utils import timezone
 
-from memweb.auth import _presented_key
+from memweb.auth import presented_key
 from memweb.middleware import API_PREFIX
 from memweb.models import ApiKey, IdempotentRequest
 
@@ -82,7 +82,7 @@ class IdempotencyKeys:
 def _caller(request) -> dict | None:
     """Whose key space this is (the user and which of their credentials), or None for a request the
     route will refuse with 401."""
-    secret = _presented_key(request)
+    secret = presented_key(request)
     if secret:
         # A look-up only, not api_key_user(): the route authenticates again, and must count a bad
         # key as one failed attempt, not two.

@@ -1,36 +1,19 @@
 """Background jobs in the JSON API: `GET /api/jobs/{id}` is a job's status URL, and the routes of
 the apps that start long work answer 202 with `job_accepted` (the job, its absolute status URL,
 and that URL in the Location header)."""
-from datetime import datetime
 
 from django.urls import reverse
-from ninja import Field, Router, Schema
+from ninja import Router
 from ninja.errors import HttpError
 from ninja.responses import Status
 
 from memweb.jobs import jobs_visible_to
 from memweb.models import Job
+from memweb.schemas import JobOut
 
 router = Router(tags=["jobs"])
 
 
-class JobOut(Schema):
-    id: int
-    kind: str
-    title: str
-    status: Job.Status = Field(description="queued, running, succeeded or failed; poll until it is one of the last two")
-    done: int
-    total: int | None = Field(description="Empty until the job knows its size")
-    progress_percent: int
-    message: str = Field(description="What the job is doing or did")
-    error: str = Field(description="Why it failed (empty unless failed)")
-    result: dict = Field(description="What it made (e.g. the bank's slug); `url` is its page")
-    result_url: str | None = Field(description="The page of what it made, once succeeded")
-    status_url: str = Field(description="This job in the API: poll it")
-    url: str = Field(description="The job's page, with its progress card")
-    created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
 
 
 def job_out(request, job: Job) -> dict:

@@ -122,18 +122,6 @@ class ApiKey(models.Model):
     """An agent's key for the JSON API, for one workspace and a set of scopes. Only a SHA-256 of the
     secret is stored: keys are 256-bit random tokens, so a slow hash adds nothing but latency."""
 
-    class Scope(models.TextChoices):
-        # What each API route needs is declared on the route (memweb.auth.api_auth); docs/SECURITY.md
-        # lists them. No scope reviews memories: approve, edit and reject take a reviewer's session.
-        MEMORY_READ = "memory:read", "memory:read — read banks, Orbs and experiences; retrieve"
-        MEMORY_WRITE = "memory:write", "memory:write — create, import, copy, delete banks; write episodes and lessons"
-        TASKS_READ = "tasks:read", "tasks:read — read task sets and episodes"
-        TASKS_WRITE = "tasks:write", "tasks:write — import tasks; play episodes"
-        RUNS_READ = "runs:read", "runs:read — read runs, comparisons, exports, feedback"
-        RUNS_LAUNCH = "runs:launch", "runs:launch — launch, cancel, resume, retry, import runs; generate feedback"
-        ANNOTATION = "annotation", "annotation — manage campaigns, or annotate as the key's user"
-        WEBHOOKS = "webhooks", "webhooks — manage webhooks and their deliveries"
-
     PREFIX_LENGTH = 8
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys")
@@ -158,9 +146,16 @@ class ApiKey(models.Model):
 
     @classmethod
     def issue(cls, *, user, name: str, workspace: Workspace | None = None,
-              scopes: list[str] | tuple[str, ...] = tuple(Scope.values)) -> tuple["ApiKey", str]:
+              scopes: list[str] | tuple[str, ...] | None = None) -> tuple["ApiKey", str]:
         """Create a key and return it with its secret, which is never stored. Without a workspace,
-        the key acts in the user's first one."""
+        the key acts in the user's first one; without scopes, it holds every scope the apps declare
+        (memweb.registry.api_scopes). A scope no app declares is a ValueError."""
+        from memweb.registry import api_scopes  # the apps' scopes, read once they are loaded
+
+        declared = [scope.value for scope in api_scopes()]
+        scopes = declared if scopes is None else scopes
+        if unknown := sorted(set(scopes) - set(declared)):
+            raise ValueError(f"unknown API scope {unknown[0]!r}; known: {', '.join(declared)}")
         secret = "mw_" + secrets.token_urlsafe(32)
         workspace_id = workspace.pk if workspace else first_workspace_id(user)
         key = cls.objects.create(
@@ -205,11 +200,7 @@ class Webhook(models.Model):
     """A URL memweb POSTs events to, each body signed with the webhook's secret (memweb.webhooks).
     The secret is kept as it is: signing needs it (unlike an API key, which is only compared)."""
 
-    class Event(models.TextChoices):
-        EPISODE_INGESTED = "episode.ingested", "episode ingested (its Orb stored)"
-        ORB_PENDING_REVIEW = "orb.pending_review", "Orb awaiting review"
-        RUN_FINISHED = "run.finished", "run finished (completed, failed or cancelled)"
-
+    # The events are the apps' (memweb.registry.webhook_events); subscriptions store their values.
     # Sent only by "send test event", to the one webhook asked for; nobody subscribes to it.
     TEST_EVENT = "webhook.test"
 

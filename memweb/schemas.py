@@ -1,4 +1,5 @@
-"""Request bodies that take what they say and nothing else.
+"""memweb's API schemas, the one error answer every app's API declares (`ErrorOut`), and request
+bodies that take what they say and nothing else (`StrictBody`).
 
 pydantic's lax mode turns `k: true` into 1 and `success: "yes"` into True, and ignores unknown
 fields (a misspelt `kk` falls back to the default silently). A body model inheriting StrictBody
@@ -7,10 +8,33 @@ forms) are made strict: enums, dates and UUIDs still arrive as JSON strings and 
 """
 import types
 import typing
+from datetime import datetime
+from uuid import UUID
 
+from ninja import Field, Schema
 from pydantic import BaseModel, ConfigDict, Strict
 
+from memweb.models import Job, Webhook
+from memweb.webhooks import webhook_event_values
+
 _STRICT_SCALARS = (bool, int, float)
+
+
+class ErrorOut(Schema):
+    """Every refusal of every app's API: {"detail": a sentence} (docs/ARCHITECTURE.md, API errors)."""
+
+    detail: str
+
+
+class FieldProblemOut(Schema):
+    loc: list[str | int]
+    msg: str
+
+
+class FieldProblemsOut(Schema):
+    """A 422 caused by input: one {"loc", "msg"} entry per refused field."""
+
+    detail: list[FieldProblemOut]
 
 
 def _is_scalar(annotation) -> bool:
@@ -32,3 +56,137 @@ class StrictBody(BaseModel):
             field.metadata.append(Strict())
         if loose:
             cls.model_rebuild(force=True)
+
+
+class LivenessOut(Schema):
+    status: str
+
+
+class DatabaseOut(Schema):
+    ok: bool
+    postgres: str
+    pgvector: str
+    error: str
+
+
+class BrokerOut(Schema):
+    ok: bool
+    url: str
+    latency_ms: int
+    waiting: int | None
+    error: str
+
+
+class WorkerOut(Schema):
+    hostname: str
+    instance: str
+    pid: int
+    processes: list[int]
+    started_at: datetime
+    seen_at: datetime
+
+
+class EmbeddingOut(Schema):
+    model: str
+    dimension: int
+    loaded: bool
+
+
+class LLMRoleOut(Schema):
+    role: str
+    offline: bool
+    backend: str
+    model: str
+    base_url: str
+    json_mode_setting: str
+    capabilities: dict
+    last_status: str | None
+    last_error: str
+    last_at: datetime | None
+    last_error_at: datetime | None
+
+
+class HealthOut(Schema):
+    database: DatabaseOut
+    broker: BrokerOut
+    workers: list[WorkerOut]
+    embedding: EmbeddingOut
+    llm_roles: list[LLMRoleOut]
+
+
+class MeOut(Schema):
+    username: str
+    roles: list[str]
+
+
+class WebhookIn(StrictBody, Schema):
+    url: str = Field(min_length=1, max_length=Webhook._meta.get_field("url").max_length,
+                     description="Where to POST events: an http:// or https:// URL (redirects are not followed).")
+    events: list[str] = Field(min_length=1, description=f"Event types to receive: {', '.join(webhook_event_values())}.")
+    bank: str = Field("", max_length=Webhook._meta.get_field("bank").max_length,
+                      description="A memory bank's slug: only that bank's events. Empty: every event.")
+    description: str = Field("", max_length=Webhook._meta.get_field("description").max_length)
+
+
+class WebhookSwitchIn(StrictBody, Schema):
+    active: bool = Field(description="false pauses the webhook (its deliveries wait), true resumes it.")
+
+
+class WebhookOut(Schema):
+    id: int
+    url: str
+    description: str
+    events: list[str]
+    bank: str
+    active: bool
+    created_by: str | None
+    created_at: datetime
+
+    @staticmethod
+    def resolve_created_by(webhook: Webhook) -> str | None:
+        return webhook.created_by.get_username() if webhook.created_by else None
+
+
+class WebhookCreatedOut(WebhookOut):
+    secret: str = Field(description="Verifies X-Memweb-Signature. Shown only in this answer: keep it now.")
+
+
+class WebhookAttemptOut(Schema):
+    at: datetime
+    status_code: int | None
+    error: str
+
+
+class WebhookDeliveryOut(Schema):
+    id: int
+    uuid: UUID = Field(description="The X-Memweb-Delivery header: the same on every retry and redelivery.")
+    webhook_id: int
+    event: str
+    status: str
+    attempts: int
+    attempt_log: list[WebhookAttemptOut]
+    last_status_code: int | None
+    last_error: str
+    next_attempt_at: datetime | None
+    created_at: datetime
+    delivered_at: datetime | None
+    payload: dict
+
+
+class JobOut(Schema):
+    id: int
+    kind: str
+    title: str
+    status: Job.Status = Field(description="queued, running, succeeded or failed; poll until it is one of the last two")
+    done: int
+    total: int | None = Field(description="Empty until the job knows its size")
+    progress_percent: int
+    message: str = Field(description="What the job is doing or did")
+    error: str = Field(description="Why it failed (empty unless failed)")
+    result: dict = Field(description="What it made (e.g. the bank's slug); `url` is its page")
+    result_url: str | None = Field(description="The page of what it made, once succeeded")
+    status_url: str = Field(description="This job in the API: poll it")
+    url: str = Field(description="The job's page, with its progress card")
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None

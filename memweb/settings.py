@@ -7,7 +7,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from memweb import embedded_db
 from memweb.env import env_bool, env_choice, env_float, env_hosts, env_int, env_list, env_networks, env_str
-from memweb.llm.config import read_all_roles, read_prices
+from memweb.llm.config import read_prices
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("MEMWEB_DATA_DIR", str(BASE_DIR / ".data")))
@@ -206,7 +206,7 @@ JOB_RESEND_SECONDS = env_int("MEMWEB_JOB_RESEND_SECONDS", 120, minimum=1)
 RUN_CHUNK_EPISODES = env_int("MEMWEB_RUN_CHUNK_EPISODES", 0, minimum=0, maximum=1000)
 
 # --- LLM roles (memweb/llm) and embeddings (memweb/embeddings.py) ---
-LLM_ROLES = read_all_roles()
+LLM_ROLES: dict = {}  # role -> RoleConfig, read by MemwebConfig.ready() for the roles the apps declare
 LLM_BACKOFF_SECONDS = env_float("MEMWEB_LLM_BACKOFF_SECONDS", 0.5, minimum=0.0)
 LLM_BACKOFF_MAX_SECONDS = env_float("MEMWEB_LLM_BACKOFF_MAX_SECONDS", 20.0, minimum=0.0)
 # Dollars per million tokens by model name; a model left out shows its cost as unknown, not 0.

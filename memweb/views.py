@@ -16,6 +16,7 @@ from memweb.jobs import jobs_visible_to
 from memweb.listing import Sorting, list_page
 from memweb.models import ApiKey, Job, TaskProbe
 from memweb.navigation import home_charts_for, home_counts_for, nav_for
+from memweb.registry import api_scopes
 from memweb.roles import Role, has_role, role_required
 from memweb.services import probe_queue, workers_live
 from memweb.workspaces import in_workspace
@@ -85,8 +86,9 @@ class ApiKeyForm(forms.Form):
         help_text="Which agent or script will use it, e.g. “shop-agent staging”.",
     )
     scopes = forms.MultipleChoiceField(
-        choices=ApiKey.Scope.choices, widget=forms.CheckboxSelectMultiple, label="Scopes",
-        initial=[ApiKey.Scope.MEMORY_READ],
+        choices=lambda: [(scope.value, scope.label) for scope in api_scopes()],
+        widget=forms.CheckboxSelectMultiple, label="Scopes",
+        initial=lambda: [scope.value for scope in api_scopes() if getattr(scope, "ticked_for_new_keys", False)],
         help_text="What the key may call, in this workspace. No scope approves, edits or rejects memories.",
         error_messages={"required": "Choose at least one scope."},
     )

@@ -14,6 +14,7 @@ from memweb.webhooks import (
     deliveries_recent,
     delivery_redeliver,
     webhook_create,
+    webhook_event_choices,
     webhook_switch,
     webhook_test_send,
     webhooks_list,
@@ -30,7 +31,7 @@ def _max_length(field: str) -> int:
 class WebhookForm(forms.Form):
     url = forms.CharField(max_length=_max_length("url"), label="Payload URL",
                           help_text="memweb POSTs JSON here (http:// or https://; redirects are not followed).")
-    events = forms.MultipleChoiceField(choices=Webhook.Event.choices, widget=forms.CheckboxSelectMultiple,
+    events = forms.MultipleChoiceField(choices=webhook_event_choices, widget=forms.CheckboxSelectMultiple,
                                        label="Events")
     bank = forms.CharField(max_length=_max_length("bank"), required=False, label="Memory bank (slug)",
                            help_text="Only this bank's events, runs using it included. Empty: every event.")

@@ -1,6 +1,7 @@
 """Webhooks: memweb POSTs what happened to the URLs operators register, signed, retried with backoff.
 
-Events: `episode.ingested`, `orb.pending_review`, `run.finished` (Webhook.Event), plus `webhook.test`
+Events: `episode.ingested`, `orb.pending_review`, `run.finished` (each declared by the app that announces it:
+memweb.registry.webhook_events), plus `webhook.test`
 from the "send test event" button. The apps above memweb announce them with `webhooks_emit(event,
 payload, bank=slug)` beside the write that makes them true: the deliveries are rows of that write's
 transaction (an outbox), sent when it commits, so nothing is sent for a write rolled back.
@@ -31,12 +32,11 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from memweb.models import Webhook, WebhookDelivery, default_workspace_id
-from memweb.registry import bank_known
+from memweb.registry import bank_known, webhook_events
 from memweb.webhook_targets import TargetRefused, TargetUnresolved, target_address, target_port, target_post
 from memweb.workspaces import in_workspace
 
 Status = WebhookDelivery.Status
-Event = Webhook.Event  # what the apps announce: webhooks_emit(Event.RUN_FINISHED, ...)
 
 # Waits after the 1st, 2nd, ... failed attempt; after the last wait one more attempt, then it gives up.
 BACKOFF = (timedelta(seconds=10), timedelta(minutes=1), timedelta(minutes=5), timedelta(minutes=30))
@@ -81,13 +81,23 @@ def webhook_url_check(url: str) -> str:
     return url
 
 
+def webhook_event_values() -> list[str]:
+    """The events a webhook can subscribe to: those the apps declare (memweb.registry.webhook_events)."""
+    return [event.value for event in webhook_events()]
+
+
+def webhook_event_choices() -> list[tuple[str, str]]:
+    return [(event.value, event.label) for event in webhook_events()]
+
+
 def webhook_events_check(events: list[str]) -> list[str]:
+    known = webhook_event_values()
     if not events:
-        raise WebhookInvalid("events", f"subscribe to at least one event: {', '.join(Webhook.Event.values)}")
-    unknown = [event for event in events if event not in Webhook.Event.values]
+        raise WebhookInvalid("events", f"subscribe to at least one event: {', '.join(known)}")
+    unknown = [event for event in events if event not in known]
     if unknown:
-        raise WebhookInvalid("events", f"unknown event {unknown[0]!r}; known: {', '.join(Webhook.Event.values)}")
-    return sorted(set(events), key=Webhook.Event.values.index)
+        raise WebhookInvalid("events", f"unknown event {unknown[0]!r}; known: {', '.join(known)}")
+    return sorted(set(events), key=known.index)
 
 
 def webhook_bank_check(bank: str, *, workspace_id: int) -> str:
@@ -125,7 +135,9 @@ def webhooks_emit(event: str, payload: dict, *, workspace_id: int, bank: str | N
     """Announce `event` of workspace `workspace_id` to its subscribers there: a delivery each is
     written in the current transaction and sent once it commits. A rolled-back write leaves no
     delivery; a delivery whose message is lost after the commit (a crash, a broker down) is resent
-    by the worker beat."""
+    by the worker beat. An event no app declares is a ValueError: nobody could subscribe to it."""
+    if event not in webhook_event_values():
+        raise ValueError(f"unknown webhook event {event!r}; the apps declare: {', '.join(webhook_event_values())}")
     subscribers = _subscribers(event, bank or "").filter(workspace_id=workspace_id)
     deliveries = [_delivery_create(webhook, event, payload, bank or "") for webhook in subscribers]
     for delivery in deliveries:

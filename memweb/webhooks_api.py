@@ -1,17 +1,16 @@
 """The webhooks JSON API (operators): register, list and delete webhooks, read recent deliveries,
 send a test event, redeliver. The signing secret is answered once, by the create call."""
-from datetime import datetime
-from uuid import UUID
 
-from ninja import Field, Router, Schema
+from ninja import Router
 from ninja.errors import HttpError
 from ninja.responses import Status
 
 from memweb.auth import api_auth
 from memweb.errors import field_errors
-from memweb.models import ApiKey, Webhook, WebhookDelivery
+from memweb.models import Webhook, WebhookDelivery
 from memweb.roles import Role
-from memweb.schemas import StrictBody
+from memweb.schemas import WebhookCreatedOut, WebhookDeliveryOut, WebhookIn, WebhookOut, WebhookSwitchIn
+from memweb.vocabulary import MemwebScope
 from memweb.webhooks import (
     WebhookInvalid,
     deliveries_recent,
@@ -24,62 +23,20 @@ from memweb.webhooks import (
 from memweb.workspaces import in_workspace
 
 router = Router(tags=["webhooks"])
-OPERATORS = api_auth(Role.OPERATOR, scope=ApiKey.Scope.WEBHOOKS)
+OPERATORS = api_auth(Role.OPERATOR, scope=MemwebScope.WEBHOOKS)
 DELIVERIES_SHOWN = 50
 
 
-class WebhookIn(StrictBody, Schema):
-    url: str = Field(min_length=1, max_length=Webhook._meta.get_field("url").max_length,
-                     description="Where to POST events: an http:// or https:// URL (redirects are not followed).")
-    events: list[str] = Field(min_length=1, description=f"Event types to receive: {', '.join(Webhook.Event.values)}.")
-    bank: str = Field("", max_length=Webhook._meta.get_field("bank").max_length,
-                      description="A memory bank's slug: only that bank's events. Empty: every event.")
-    description: str = Field("", max_length=Webhook._meta.get_field("description").max_length)
 
 
-class WebhookSwitchIn(StrictBody, Schema):
-    active: bool = Field(description="false pauses the webhook (its deliveries wait), true resumes it.")
 
 
-class WebhookOut(Schema):
-    id: int
-    url: str
-    description: str
-    events: list[str]
-    bank: str
-    active: bool
-    created_by: str | None
-    created_at: datetime
-
-    @staticmethod
-    def resolve_created_by(webhook: Webhook) -> str | None:
-        return webhook.created_by.get_username() if webhook.created_by else None
 
 
-class WebhookCreatedOut(WebhookOut):
-    secret: str = Field(description="Verifies X-Memweb-Signature. Shown only in this answer: keep it now.")
 
 
-class WebhookAttemptOut(Schema):
-    at: datetime
-    status_code: int | None
-    error: str
 
 
-class WebhookDeliveryOut(Schema):
-    id: int
-    uuid: UUID = Field(description="The X-Memweb-Delivery header: the same on every retry and redelivery.")
-    webhook_id: int
-    event: str
-    status: str
-    attempts: int
-    attempt_log: list[WebhookAttemptOut]
-    last_status_code: int | None
-    last_error: str
-    next_attempt_at: datetime | None
-    created_at: datetime
-    delivered_at: datetime | None
-    payload: dict
 
 
 def _webhook(request, webhook_id: int) -> Webhook:

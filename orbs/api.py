@@ -16,10 +16,10 @@ from ninja.responses import Status
 
 from memweb.auth import api_auth, request_by_key
 from memweb.downloads import attachment
-from memweb.job_api import JobOut, job_accepted, job_out
+from memweb.job_api import job_accepted, job_out
 from memweb.listing import ApiPagination
-from memweb.models import ApiKey
 from memweb.roles import Role
+from memweb.schemas import ErrorOut, JobOut
 from memweb.workspaces import in_workspace
 from orbs.api_banks import bank_or_404, open_bank_or_409
 from orbs.dmrm.api import router as dmrm_router
@@ -44,7 +44,6 @@ from orbs.schemas import (
     EpisodeIn,
     EpisodeQueuedOut,
     ErasureIn,
-    ErrorOut,
     ImportReportOut,
     IngestOut,
     MergeIn,
@@ -83,13 +82,14 @@ from orbs.services.deletion import bank_archive, bank_events, bank_restore, orb_
 from orbs.services.erasure import customer_erasure_start
 from orbs.services.history import history_status, history_verify_start
 from orbs.services.queue import orbs_queue
+from orbs.vocabulary import OrbsScope
 
 router = Router(tags=["orbs"])
 router.add_router("/experiences", dmrm_router)
-WRITE = api_auth(Role.OPERATOR, scope=ApiKey.Scope.MEMORY_WRITE)
-READ = api_auth(Role.OPERATOR, Role.REVIEWER, scope=ApiKey.Scope.MEMORY_READ)
+WRITE = api_auth(Role.OPERATOR, scope=OrbsScope.MEMORY_WRITE)
+READ = api_auth(Role.OPERATOR, Role.REVIEWER, scope=OrbsScope.MEMORY_READ)
 # An agent's retrieval, and how it went: operators' routes that only read memories.
-RETRIEVE = api_auth(Role.OPERATOR, scope=ApiKey.Scope.MEMORY_READ)
+RETRIEVE = api_auth(Role.OPERATOR, scope=OrbsScope.MEMORY_READ)
 REVIEW = api_auth(Role.REVIEWER, review=True)
 REVIEW_RESPONSES = {200: OrbOut, 404: ErrorOut, 409: ConflictOut, 422: ErrorOut}
 

@@ -35,6 +35,11 @@ class OrbsConfig(AppConfig):
         "orbs.services.history.REVIEW_EVENT",
         "orbs.dmrm.services.history.SOURCE_MEMORY",
     )
+    # Read by memweb.registry: orbs' own words (orbs.vocabulary): the scopes its routes ask for, the
+    # webhook events it announces, the LLM roles its backends call.
+    api_scopes: tuple = ("orbs.vocabulary.OrbsScope",)
+    webhook_events: tuple = ("orbs.vocabulary.OrbsEvent",)
+    llm_roles: tuple = ("orbs.vocabulary.OrbsLLMRole",)
     # Read by memweb.registry: on every worker heartbeat, episodes whose reflection message was lost are sent again.
     worker_beats: tuple = ("orbs.services.ingest.episodes_send_unsent",)
     role_permissions: dict = {

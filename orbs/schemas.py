@@ -6,8 +6,7 @@ from typing import Any, Literal
 from ninja import Schema
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from memweb.job_api import JobOut
-from memweb.schemas import StrictBody
+from memweb.schemas import JobOut, StrictBody
 from orbs.backends.emotion import EmotionLabel
 from orbs.budget import MAX_PROMPT_TOKEN_BUDGET, REFLECTION_MAX_TOKENS
 
@@ -351,9 +350,6 @@ class ConflictOut(Schema):
     current_version: int | None = None
     current_status: str | None = None
 
-
-class ErrorOut(Schema):
-    detail: str
 
 
 class BankIn(StrictBody, Schema):

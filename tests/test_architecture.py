@@ -93,3 +93,98 @@ def test_it_finds_an_upward_import_when_one_is_planted(tmp_path):
     found = list(_imports(planted, "memweb.planted"))
     assert found == [("evaluation.runs.services", 2)]
     assert LEVELS.index(level_of(found[0][0])) > LEVELS.index(level_of("memweb.planted"))
+
+
+def private_imports(path: Path, module: str) -> list[str]:
+    """`from x import _name` of another module's private name (dunders are Python's, not private)."""
+    return [f"{node.lineno}: from {target} import {alias.name}"
+            for node in ast.walk(ast.parse(path.read_text(), filename=str(path)))
+            if isinstance(node, ast.ImportFrom) and node.module
+            for target in [_resolve(module, path, node)[0]]
+            for alias in node.names if alias.name.startswith("_") and not alias.name.startswith("__")]
+
+
+def test_no_module_imports_another_modules_private_names():
+    found = [f"{path.relative_to(ROOT)}:{line}"
+             for app in APPS for path in sorted((ROOT / app).rglob("*.py")) if "migrations" not in path.parts
+             for line in private_imports(path, _module_name(path))]
+    assert not found, "a module's _private names are its own; make the name public or move it:\n" + "\n".join(found)
+
+
+def test_it_finds_a_private_import_when_one_is_planted(tmp_path):
+    planted = tmp_path / "orbs" / "planted.py"
+    planted.parent.mkdir()
+    planted.write_text("from orbs.services.ingest import OrbDraft, _hidden\nfrom os import __file__\n")
+    assert private_imports(planted, "orbs.planted") == ["1: from orbs.services.ingest import _hidden"]
+
+
+LLM_ROLE_NAMES = {"actor", "user_simulator", "rewriter", "reflector", "scorer"}
+LLM_ROLE_TAKERS = {"role_config", "_require_online", "_backend_pin", "llm_chat", "llm_json", "run_with_fallback"}
+
+
+def bare_llm_roles(path: Path) -> list[str]:
+    """String literals naming an LLM role where a role is given: `role="actor"`, `ROLE = "reflector"`,
+    `role_config("scorer")`, a tuple beside a backend, a `role: str = "actor"` default. The roles are
+    the apps' enums (memweb.registry.llm_roles)."""
+    def is_role(node) -> bool:
+        return isinstance(node, ast.Constant) and node.value in LLM_ROLE_NAMES
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Call):
+            name = getattr(node.func, "id", getattr(node.func, "attr", ""))
+            given = [kw.value for kw in node.keywords if kw.arg == "role"]
+            given += node.args[-1:] if name in LLM_ROLE_TAKERS else []
+            found += [f"{node.lineno}: {value.value!r}" for value in given if is_role(value)]
+        elif isinstance(node, ast.Assign) and is_role(node.value):
+            found += [f"{node.lineno}: {node.value.value!r}" for target in node.targets
+                      if isinstance(target, ast.Name) and target.id.endswith("ROLE")]
+        elif isinstance(node, ast.arguments):
+            named = node.args[len(node.args) - len(node.defaults):] + node.kwonlyargs
+            defaults = [*node.defaults, *node.kw_defaults]
+            found += [f"{arg.lineno}: {default.value!r}" for arg, default in zip(named, defaults, strict=False)
+                      if arg.arg == "role" and is_role(default)]
+        elif isinstance(node, ast.Compare) and any(is_role(value) for value in node.comparators):
+            found += [f"{node.lineno}: compared with {node.comparators[0].value!r}"]
+    return found
+
+
+def test_llm_roles_are_named_by_their_apps_enums():
+    found = [f"{path.relative_to(ROOT)}:{line}"
+             for app in APPS for path in sorted((ROOT / app).rglob("*.py")) if "migrations" not in path.parts
+             for line in bare_llm_roles(path)]
+    assert not found, "name an LLM role by its app's enum (orbs/evaluation vocabulary.py):\n" + "\n".join(found)
+
+
+def test_it_finds_a_bare_llm_role_when_one_is_planted(tmp_path):
+    planted = tmp_path / "planted.py"
+    planted.write_text('ROLE = "reflector"\nllm_json(role="scorer", messages=[])\nrole_config("actor")\n'
+                       'def f(*, role: str = "user_simulator"): return role == "rewriter"\n'
+                       'event = {"actor": 1}\n')
+    assert bare_llm_roles(planted) == ["1: 'reflector'", "2: 'scorer'", "3: 'actor'", "4: 'user_simulator'",
+                                       "4: compared with 'rewriter'"]
+
+
+def schemas_defined(path: Path) -> list[str]:
+    """Classes an API module defines on ninja's Schema or memweb's StrictBody (directly or through
+    another such class of the same module)."""
+    found: list[str] = []
+    for node in ast.parse(path.read_text(), filename=str(path)).body:
+        bases = {getattr(base, "id", getattr(base, "attr", "")) for base in getattr(node, "bases", ())}
+        if isinstance(node, ast.ClassDef) and bases & {"Schema", "StrictBody", *found}:
+            found.append(node.name)
+    return found
+
+
+def test_api_schemas_live_in_the_packages_schemas_module():
+    found = [f"{path.relative_to(ROOT)}: {', '.join(names)}"
+             for app in APPS for path in sorted((ROOT / app).rglob("*api.py")) if (names := schemas_defined(path))]
+    assert not found, "move these request/answer schemas into the package's schemas.py:\n" + "\n".join(found)
+
+
+def test_one_error_answer_schema():
+    """`{"detail": a sentence}` is memweb.schemas.ErrorOut; no app declares its own copy."""
+    copies = [f"{path.relative_to(ROOT)}: {name}"
+              for app in APPS for path in sorted((ROOT / app).rglob("*.py")) if path != ROOT / "memweb" / "schemas.py"
+              for name in schemas_defined(path) if name in ("ErrorOut", "RunErrorOut")]
+    assert not copies, copies

@@ -83,7 +83,7 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('token', models.UUIDField(default=annotation.models._opaque_token, editable=False, unique=True)),
-                ('side_a_is_human', models.BooleanField(default=annotation.models._coin_flip)),
+                ('side_a_is_human', models.BooleanField(default=annotation.models.coin_flip)),
                 ('status', models.CharField(choices=[('assigned', 'Assigned'), ('completed', 'Completed'), ('expired', 'Expired (reclaimed)')], db_index=True, default='assigned', max_length=16)),
                 ('assigned_at', models.DateTimeField(default=django.utils.timezone.now)),
                 ('opened_at', models.DateTimeField(blank=True, null=True)),

@@ -22,14 +22,14 @@ from annotation.services.quality import attention_due, excluded_ids, side_balanc
 _ATTEMPTS = 20
 
 
-def _counted(campaign: Campaign):
+def assignments_counted(campaign: Campaign):
     """Assignments that still count: open or completed, by an annotator who is not excluded."""
     return Assignment.objects.exclude(status=Assignment.Status.EXPIRED).exclude(
         annotator_id__in=excluded_ids(campaign=campaign))
 
 
 def _taken_count(campaign: Campaign):
-    taken = (_counted(campaign).filter(item=OuterRef("pk"))
+    taken = (assignments_counted(campaign).filter(item=OuterRef("pk"))
              .order_by().values("item").annotate(n=Count("pk")).values("n"))
     return Coalesce(Subquery(taken), 0)
 
@@ -47,7 +47,8 @@ def _target(campaign: Campaign):
 def split_item_ids(*, campaign: Campaign) -> list[int]:
     """Items with at least N counted judgments whose votes are not unanimous on some criterion."""
     votes: dict[int, list[dict]] = {}
-    for item_id, preferences in (Judgment.objects.filter(assignment__in=_counted(campaign), assignment__campaign=campaign,
+    for item_id, preferences in (Judgment.objects.filter(assignment__in=assignments_counted(campaign),
+                                                         assignment__campaign=campaign,
                                                          assignment__item__is_attention=False)
                                  .values_list("assignment__item_id", "preferences")):
         votes.setdefault(item_id, []).append(preferences)
@@ -151,7 +152,7 @@ def _count_current(item: Item, annotator) -> bool:
     """Re-count under the item lock (this read sees every committed assignment):
     if the count moved since the candidate query, its ordering is stale too,
     and picking this item could break the balance or the limit of N."""
-    live = _counted(item.campaign).filter(item=item)
+    live = assignments_counted(item.campaign).filter(item=item)
     mine = Assignment.objects.filter(item=item, annotator=annotator).exclude(status=Assignment.Status.EXPIRED)
     return live.count() == item.taken and not mine.exists()
 

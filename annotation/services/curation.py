@@ -7,7 +7,7 @@ from django.db.models import Count, Q, TextField
 from django.db.models.functions import Cast
 
 from annotation.models import Assignment, Campaign, Item
-from annotation.services.intake import FIELDS, ImportReport, _row_values, _RowErrors, items_from_conversations
+from annotation.services.intake import FIELDS, ImportReport, RowErrors, items_from_conversations, row_values
 
 # What an operator may correct before judging; the conversation itself and the written human
 # feedback stay as they came (the feedback writer's text is theirs).
@@ -83,8 +83,8 @@ def item_update(*, item: Item, values: dict) -> dict[str, str]:
     (nothing stored) or {} once saved."""
     record = {name: getattr(item, name) for name in FIELDS} | {
         name: values[name] for name in EDITABLE if name in values}
-    errors = _RowErrors()
-    cleaned = _row_values(item.campaign, 1, record, errors)
+    errors = RowErrors()
+    cleaned = row_values(item.campaign, 1, record, errors)
     if errors:
         return {problem.field: problem.reason for problem in errors}
     with transaction.atomic():

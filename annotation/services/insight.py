@@ -6,14 +6,14 @@ from datetime import date, timedelta
 from django.db.models.functions import TruncDate
 
 from annotation.models import Campaign, Judgment
-from annotation.services.allocation import _counted
+from annotation.services.allocation import assignments_counted
 
 
 def disagreements_list(*, campaign: Campaign) -> list[dict]:
     """Scored items with two or more counted judgments whose votes differ on at least one
     criterion, most split criteria first; each criterion with every annotator's vote."""
     votes = defaultdict(list)
-    judgments = (Judgment.objects.filter(assignment__in=_counted(campaign), assignment__campaign=campaign,
+    judgments = (Judgment.objects.filter(assignment__in=assignments_counted(campaign), assignment__campaign=campaign,
                                          assignment__item__is_gold=False, assignment__item__is_attention=False)
                  .order_by("pk").values_list("assignment__item_id", "assignment__item__source_ref",
                                              "assignment__annotator__username", "preferences"))

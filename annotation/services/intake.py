@@ -16,6 +16,7 @@ from annotation.links import link_is_safe
 from annotation.metrics import HUMAN, SIMULATED, TIE
 from annotation.models import Campaign, FeedbackTask, Item, Reaction
 from memweb.json_input import JsonTooDeep, json_depth_problem, json_loads_bounded
+from memweb.jsonl import LineProblem, bytes_text, jsonl_objects, size_refusal
 from memweb.problem_report import ProblemReport, problem_report
 from memweb.services import unstorable_problem
 
@@ -62,7 +63,7 @@ class ImportReport:
                 "problems": [asdict(problem) for problem in self.problems]}
 
 
-class _RowErrors(list):
+class RowErrors(list):
     def add(self, row: int, name: str, reason: str) -> None:
         self.append(RowProblem(row=row, field=name, reason=reason))
 
@@ -70,20 +71,19 @@ class _RowErrors(list):
 def upload_read(*, upload) -> tuple[list[tuple[int, dict]], list[RowProblem]]:
     """upload_parse for an uploaded file: one over the limit is refused before it is read into memory."""
     if upload.size > MAX_UPLOAD_BYTES:
-        return [], [RowProblem(0, "file", f"larger than {MAX_UPLOAD_BYTES // (1024 * 1024)} MB")]
+        return [], [RowProblem(0, "file", size_refusal(MAX_UPLOAD_BYTES))]
     return upload_parse(filename=upload.name or "", data=upload.read())
 
 
 def upload_parse(*, filename: str, data: bytes) -> tuple[list[tuple[int, dict]], list[RowProblem]]:
-    """Read an uploaded file into (row number, record) pairs, by its extension."""
-    problems = _RowErrors()
+    """Read an uploaded file into (row number, record) pairs, by its extension (JSONL: memweb.jsonl)."""
+    problems = RowErrors()
     if len(data) > MAX_UPLOAD_BYTES:
-        problems.add(0, "file", f"larger than {MAX_UPLOAD_BYTES // (1024 * 1024)} MB")
+        problems.add(0, "file", size_refusal(MAX_UPLOAD_BYTES))
         return [], problems
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        problems.add(0, "file", f"not UTF-8 text ({error.reason} at byte {error.start})")
+    text, problem = bytes_text(data)
+    if problem:
+        problems.add(problem.line, problem.field, problem.reason)
         return [], problems
     name = filename.lower()
     if name.endswith((".jsonl", ".ndjson")):
@@ -94,25 +94,15 @@ def upload_parse(*, filename: str, data: bytes) -> tuple[list[tuple[int, dict]],
     return [], problems
 
 
-def _jsonl_records(text: str, problems: _RowErrors) -> list[tuple[int, dict]]:
-    records = []
-    for row, line in enumerate((line for line in text.splitlines() if line.strip()), start=1):
-        try:
-            record = json_loads_bounded(line)
-        except json.JSONDecodeError as error:
-            problems.add(row, "(row)", f"not valid JSON: {error.msg} at column {error.colno}")
-            continue
-        except JsonTooDeep as error:
-            problems.add(row, "(row)", str(error))
-            continue
-        if not isinstance(record, dict):
-            problems.add(row, "(row)", "each line must be a JSON object")
-            continue
-        records.append((row, record))
+def _jsonl_records(text: str, problems: RowErrors) -> list[tuple[int, dict]]:
+    found: list[LineProblem] = []
+    records = jsonl_objects(text, found, whole="(row)")
+    for problem in found:
+        problems.add(problem.line, problem.field, problem.reason)
     return records
 
 
-def _csv_records(text: str, problems: _RowErrors) -> list[tuple[int, dict]]:
+def _csv_records(text: str, problems: RowErrors) -> list[tuple[int, dict]]:
     reader = csv.DictReader(io.StringIO(text, newline=""))
     if not reader.fieldnames:
         problems.add(0, "file", "empty CSV: the first line must name the columns")
@@ -136,7 +126,7 @@ def _csv_records(text: str, problems: _RowErrors) -> list[tuple[int, dict]]:
 def items_import(*, campaign: Campaign, records: list[tuple[int, dict]],
                  problems: list[RowProblem] | None = None) -> ImportReport:
     """Validate every record, then store all of them or none."""
-    errors = _RowErrors(problems or [])
+    errors = RowErrors(problems or [])
     report = ImportReport(rows=len(records))
     if campaign.status == Campaign.Status.CLOSED:
         errors.add(0, "campaign", "the campaign is closed; reopen it to add items")
@@ -158,7 +148,7 @@ def items_import(*, campaign: Campaign, records: list[tuple[int, dict]],
     return report
 
 
-def _validated_items(campaign: Campaign, records: list[tuple[int, dict]], errors: _RowErrors) -> list[Item]:
+def _validated_items(campaign: Campaign, records: list[tuple[int, dict]], errors: RowErrors) -> list[Item]:
     existing_refs = set(campaign.items.exclude(source_ref="").values_list("source_ref", flat=True))
     seen_refs: dict[str, int] = {}
     items = []
@@ -166,7 +156,7 @@ def _validated_items(campaign: Campaign, records: list[tuple[int, dict]], errors
         if (too_deep := json_depth_problem(record)) is not None:  # records from an API body, decoded already
             errors.add(row, "(row)", too_deep)
             continue
-        values = _row_values(campaign, row, record, errors)
+        values = row_values(campaign, row, record, errors)
         ref = values.get("source_ref", "")
         if ref and ref in existing_refs:
             errors.add(row, "source_ref", f"{ref!r} is already in this campaign")
@@ -186,7 +176,7 @@ def _store(items: list[Item], report: ImportReport) -> None:
     report.created, report.needs_feedback = len(created), len(waiting)
 
 
-def _row_values(campaign: Campaign, row: int, record: dict, errors: _RowErrors) -> dict:
+def row_values(campaign: Campaign, row: int, record: dict, errors: RowErrors) -> dict:
     unstorable = unstorable_problem(record)
     if unstorable:
         errors.add(row, *unstorable)
@@ -221,7 +211,7 @@ def _row_values(campaign: Campaign, row: int, record: dict, errors: _RowErrors) 
     return values
 
 
-def _score(row: int, value, errors: _RowErrors) -> int | None:
+def _score(row: int, value, errors: RowErrors) -> int | None:
     if _blank(value):
         return None
     text = str(value).strip()
@@ -231,7 +221,7 @@ def _score(row: int, value, errors: _RowErrors) -> int | None:
     return int(text)
 
 
-def _reaction(row: int, value, errors: _RowErrors) -> str:
+def _reaction(row: int, value, errors: RowErrors) -> str:
     if _blank(value):
         return ""
     if value not in Reaction.values:
@@ -240,7 +230,7 @@ def _reaction(row: int, value, errors: _RowErrors) -> str:
     return value
 
 
-def _probability(row: int, value, errors: _RowErrors) -> float | None:
+def _probability(row: int, value, errors: RowErrors) -> float | None:
     if _blank(value):
         return None
     try:
@@ -257,7 +247,7 @@ def _blank(value) -> bool:
     return value is None or (isinstance(value, str) and not value.strip()) or value in ([], {})
 
 
-def _text(row: int, record: dict, name: str, errors: _RowErrors, limit: int = MAX_TEXT) -> str:
+def _text(row: int, record: dict, name: str, errors: RowErrors, limit: int = MAX_TEXT) -> str:
     value = record.get(name)
     if value is None:
         return ""
@@ -272,7 +262,7 @@ def _text(row: int, record: dict, name: str, errors: _RowErrors, limit: int = MA
 SOURCE_URL_RULE = "must be an absolute http:// or https:// URL, or a path on this memweb starting with a single /"
 
 
-def _source_url(row: int, record: dict, errors: _RowErrors) -> str:
+def _source_url(row: int, record: dict, errors: RowErrors) -> str:
     url = _text(row, record, "source_url", errors, limit=500)
     if url and not link_is_safe(url):
         errors.add(row, "source_url", SOURCE_URL_RULE)
@@ -280,7 +270,7 @@ def _source_url(row: int, record: dict, errors: _RowErrors) -> str:
     return url
 
 
-def _conversation(row: int, value, errors: _RowErrors) -> list:
+def _conversation(row: int, value, errors: RowErrors) -> list:
     if _blank(value):
         return []
     if isinstance(value, str):
@@ -298,7 +288,7 @@ def _conversation(row: int, value, errors: _RowErrors) -> list:
     return [message for index, message in enumerate(value) if _message_ok(row, index, message, errors)]
 
 
-def _message_ok(row: int, index: int, message, errors: _RowErrors) -> bool:
+def _message_ok(row: int, index: int, message, errors: RowErrors) -> bool:
     where = f"conversation[{index}]"
     if not isinstance(message, dict) or not isinstance(message.get("role"), str) or not message["role"].strip():
         errors.add(row, where, 'each message needs a "role" (text)')
@@ -309,7 +299,7 @@ def _message_ok(row: int, index: int, message, errors: _RowErrors) -> bool:
     return True
 
 
-def _language(row: int, value, errors: _RowErrors) -> str:
+def _language(row: int, value, errors: RowErrors) -> str:
     if _blank(value):
         return ""
     code = str(value).strip()
@@ -318,7 +308,7 @@ def _language(row: int, value, errors: _RowErrors) -> str:
     return code
 
 
-def _task_format(row: int, value, errors: _RowErrors) -> str:
+def _task_format(row: int, value, errors: RowErrors) -> str:
     if _blank(value):
         return ""
     normalised = _FORMATS.get(str(value).strip().lower())
@@ -328,7 +318,7 @@ def _task_format(row: int, value, errors: _RowErrors) -> str:
     return normalised
 
 
-def _boolean(row: int, value, errors: _RowErrors, name: str = "is_gold") -> bool:
+def _boolean(row: int, value, errors: RowErrors, name: str = "is_gold") -> bool:
     if isinstance(value, bool) or value is None:
         return bool(value)
     text = str(value).strip().lower()
@@ -337,7 +327,7 @@ def _boolean(row: int, value, errors: _RowErrors, name: str = "is_gold") -> bool
     return text in _TRUE
 
 
-def _gold_expected(campaign: Campaign, row: int, value, checked: bool, errors: _RowErrors) -> dict:
+def _gold_expected(campaign: Campaign, row: int, value, checked: bool, errors: RowErrors) -> dict:
     if _blank(value):
         if checked:
             errors.add(row, "gold_expected", "a gold item or attention check needs its expected answers")

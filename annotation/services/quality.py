@@ -5,7 +5,7 @@ import random
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.models import Assignment, Campaign, Judgment, Participant, _coin_flip
+from annotation.models import Assignment, Campaign, Judgment, Participant, coin_flip
 
 OPERATOR_DECISIONS = ("exclude", "include", "auto")
 
@@ -18,7 +18,7 @@ def side_balanced(*, item, draw: random.Random | None = None) -> bool:
     human_a = live.filter(side_a_is_human=True).count()
     simulated_a = live.count() - human_a
     if human_a == simulated_a:
-        return draw.random() < 0.5 if draw else _coin_flip()
+        return draw.random() < 0.5 if draw else coin_flip()
     return human_a < simulated_a
 
 

@@ -15,7 +15,8 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from annotation.models import Assignment, Campaign, FeedbackTask, Item, Judgment, Participant
-from annotation.services.intake import ImportReport, RowProblem, _RowErrors
+from annotation.services.intake import ImportReport, RowErrors, RowProblem
+from memweb.jsonl import LineProblem, jsonl_objects
 
 FORMAT = 1
 # Model, its "kind" in the file, the field naming its parent row (None: the campaign itself).
@@ -92,7 +93,7 @@ def campaign_import(*, text: str, name: str = "", workspace=None) -> tuple[Impor
     """Re-create a campaign from campaign_export_render's text in `workspace` (None: the default
     one), under `name` if given. All-or-nothing: the report lists every problem by line (1 = the
     first line)."""
-    errors = _RowErrors()
+    errors = RowErrors()
     parsed = _parse(text, errors)
     report = ImportReport(rows=len(parsed))
     rows = _build(parsed, errors, name)
@@ -112,20 +113,11 @@ def campaign_import(*, text: str, name: str = "", workspace=None) -> tuple[Impor
     return report, campaign
 
 
-def _parse(text: str, errors: _RowErrors) -> list[tuple[int, dict]]:
-    parsed = []
-    for line_number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            errors.add(line_number, "(line)", f"not valid JSON: {error.msg}")
-            continue
-        if not isinstance(record, dict):
-            errors.add(line_number, "(line)", "each line must be a JSON object")
-            continue
-        parsed.append((line_number, record))
+def _parse(text: str, errors: RowErrors) -> list[tuple[int, dict]]:
+    found: list[LineProblem] = []
+    parsed = jsonl_objects(text, found)
+    for problem in found:
+        errors.add(problem.line, problem.field, problem.reason)
     if not parsed and not errors:
         errors.add(0, "file", "no lines to import")
     return parsed
@@ -136,7 +128,7 @@ class _Row:
         self.line, self.kind, self.instance, self.links, self.people = line, kind, instance, links, people
 
 
-def _build(parsed: list[tuple[int, dict]], errors: _RowErrors, name: str) -> list[_Row]:
+def _build(parsed: list[tuple[int, dict]], errors: RowErrors, name: str) -> list[_Row]:
     """Validate every line into an unsaved instance; links hold the parent rows' file refs."""
     models_by_kind = {kind: (model, parent) for model, kind, parent in KINDS}
     seen: dict[str, dict[int, _Row]] = {kind: {} for kind in models_by_kind}
@@ -157,7 +149,7 @@ def _build(parsed: list[tuple[int, dict]], errors: _RowErrors, name: str) -> lis
     return rows
 
 
-def _row(line: int, kind: str, model, record: dict, seen: dict, errors: _RowErrors) -> _Row:
+def _row(line: int, kind: str, model, record: dict, seen: dict, errors: RowErrors) -> _Row:
     _shape_check(line, kind, model, record, seen, errors)
     values, links, people = {}, {}, {}
     for f in _fields(model):
@@ -179,7 +171,7 @@ def _row(line: int, kind: str, model, record: dict, seen: dict, errors: _RowErro
     return _Row(line, kind, instance, links, people)
 
 
-def _shape_check(line: int, kind: str, model, record: dict, seen: dict, errors: _RowErrors) -> None:
+def _shape_check(line: int, kind: str, model, record: dict, seen: dict, errors: RowErrors) -> None:
     """Exactly the model's fields (the campaign is implied), and a ref of its own."""
     expected = {f.name for f in _fields(model)} - set(IMPLIED)
     for unknown in sorted(set(record) - expected - {"kind", "ref", "format"}):
@@ -190,7 +182,7 @@ def _shape_check(line: int, kind: str, model, record: dict, seen: dict, errors: 
         errors.add(line, "ref", "needs a number not used by another line of this kind")
 
 
-def _python(line: int, f, value, errors: _RowErrors):
+def _python(line: int, f, value, errors: RowErrors):
     try:
         return f.to_python(value)
     except ValidationError as error:
@@ -198,7 +190,7 @@ def _python(line: int, f, value, errors: _RowErrors):
         return None
 
 
-def _clean(line: int, instance, errors: _RowErrors) -> None:
+def _clean(line: int, instance, errors: RowErrors) -> None:
     relations = [f.name for f in _fields(type(instance)) if f.is_relation]
     try:
         instance.full_clean(exclude=relations, validate_unique=False, validate_constraints=False)
@@ -207,7 +199,7 @@ def _clean(line: int, instance, errors: _RowErrors) -> None:
             errors.add(line, name, " ".join(messages))
 
 
-def _collisions(rows: list[_Row], errors: _RowErrors) -> None:
+def _collisions(rows: list[_Row], errors: RowErrors) -> None:
     """What would clash with rows already stored: the campaign's name and the opaque tokens."""
     campaign = rows[0].instance
     if Campaign.objects.filter(name=campaign.name).exists():

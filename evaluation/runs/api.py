@@ -5,21 +5,28 @@ status, or runs that may not be compared (also runs scored against different tas
 unless `allow_stale=true` or `scores=regraded` makes them alike); 422 invalid input, as a list of
 `{"loc": [...], "msg": ...}` naming each field (the shape django-ninja uses for its own validation errors).
 """
-from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from django.http import HttpResponse
 from django.urls import reverse
-from ninja import Body, Query, Router, Schema
+from ninja import Body, Query, Router
 from ninja.errors import HttpError
 from ninja.responses import Status
-from pydantic import Field
 
 from evaluation.runs.models import EvaluationRun, FeedbackCurve
+from evaluation.runs.schemas import (
+    CampaignAddIn,
+    CompareOut,
+    CompareQuery,
+    FeedbackCurveIn,
+    FeedbackCurveOut,
+    RunFilters,
+    RunListOut,
+    RunOut,
+    RunSummaryOut,
+    TrialOut,
+)
 from evaluation.runs.services import (
-    DEFAULT_SORT,
-    FLIP_SORTS,
-    MAX_TRIALS,
     CurveLaunchError,
     RegradeRefused,
     RunActionError,
@@ -49,138 +56,36 @@ from evaluation.runs.services import (
     runs_staleness_annotate,
     study_selection,
 )
+from evaluation.vocabulary import EvaluationScope
 from memweb.auth import api_auth
-from memweb.job_api import JobOut, job_accepted
-from memweb.models import ApiKey
+from memweb.job_api import job_accepted
 from memweb.roles import Role
-from memweb.schemas import StrictBody
+from memweb.schemas import ErrorOut, FieldProblemsOut, JobOut
 from memweb.workspaces import in_workspace
 
 router = Router(tags=["evaluation runs"])
-RUNS_READ = api_auth(Role.OPERATOR, scope=ApiKey.Scope.RUNS_READ)
-RUNS_LAUNCH = api_auth(Role.OPERATOR, scope=ApiKey.Scope.RUNS_LAUNCH)
+RUNS_READ = api_auth(Role.OPERATOR, scope=EvaluationScope.RUNS_READ)
+RUNS_LAUNCH = api_auth(Role.OPERATOR, scope=EvaluationScope.RUNS_LAUNCH)
 
 
-class RunErrorOut(Schema):
-    detail: Any
 
 
-class TrialOut(Schema):
-    number: int
-    status: str
-    episodes_total: int
-    episodes_finished: int
-    episodes_error: int
-    successes: int
-    orbs_written: int
-    experiences_written: int
 
 
-class RunSummaryOut(Schema):
-    id: int
-    name: str
-    status: str
-    status_message: str
-    scripted: bool
-    imported: bool
-    memory_mode: str
-    evaluation_mode: str = Field(description="replay, held_out or train_test: replayed or held-out tasks measured")
-    agent_backend: str
-    trials: int
-    episodes_total: int
-    episodes_finished: int
-    episodes_error: int
-    successes: int
-    bank: str | None
-    stale: bool = Field(description="Scored against an older version of a task or of the reward code than today's")
-    regraded: bool = Field(description="A re-grade against every current version exists (see `regrade`)")
-    created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
-    url: str
 
 
-class TaskChangeOut(Schema):
-    task: str
-    task_id: int
-    pinned: int | None
-    current: int
-    fields: list[str] = Field(description="What changed: instruction, gold actions, look-ups, outputs")
 
 
-class VersionChangeOut(Schema):
-    pinned: int | None
-    current: int
 
 
-class StalenessOut(Schema):
-    stale: bool
-    pinned: bool = Field(description="False for runs launched before pins existed, and imported runs: unknown")
-    tasks: list[TaskChangeOut]
-    reward: VersionChangeOut | None
 
 
-class RegradeOut(Schema):
-    id: int
-    created_at: datetime
-    current: bool = Field(description="Scored against every current task and reward version")
-    episodes: int
-    changed: int = Field(description="Episodes whose success verdict the re-grade changed")
-    task_versions: dict[str, int]
-    reward_version: int
-    metrics: dict | None
-    metrics_trials: int
 
 
-class RunOut(RunSummaryOut):
-    agent_config: dict
-    customer_config: dict
-    memory_k: int
-    memory_approved_only: bool
-    memory_same_customer_only: bool
-    memory_per_turn: bool
-    reflection_style: str
-    preset: str
-    withhold_probability: float
-    measures_memory_effects: bool = Field(description="Launched in the effect-measurement mode (memory_effects): "
-                                                      "retrieved memories were withheld at random")
-    dmrm_config: dict
-    seed: int
-    max_turns: int
-    concurrency: int
-    review_gate: str
-    feedback_enabled: bool
-    feedback_memory: str
-    feedback_rounds: int
-    feedback_calibration: str
-    split_rule: str = Field(description="Held-out runs: fraction or task_set; empty for replay")
-    test_fraction: float
-    train_trials: int = Field(description="train_test runs: the trials that played the train split")
-    task_splits: dict[str, str] = Field(description="Held-out runs: task id -> train or test")
-    measured: str = Field(description="What the run measured, in words: replayed or held-out tasks")
-    progress: list[TrialOut]
-    metrics: dict | None
-    metrics_trials: int
-    pins: dict = Field(description="What the run was scored against: task versions and hashes, reward version, "
-                                   "agent and customer configuration, starting memory")
-    staleness: StalenessOut
-    regrade: RegradeOut | None = Field(description="The latest re-grade: new scores beside the original ones")
-    preparation_url: str | None = Field(description="A run started from a copy of a bank: the status URL of the "
-                                                    "job that copies it (the run is `preparing` until it is done)")
 
 
-class RunListOut(Schema):
-    count: int
-    items: list[RunSummaryOut]
 
 
-class RunFilters(Schema):
-    status: str = ""
-    memory_mode: str = ""
-    agent_backend: str = ""
-    q: str = Field(default="", max_length=200)
-    limit: int = Field(default=50, ge=1, le=500)
-    offset: int = Field(default=0, ge=0)
 
 
 def _summary(run: EvaluationRun) -> dict:
@@ -222,7 +127,7 @@ def _problems(problems: list[tuple[str, str]], where: tuple[str, ...]) -> dict:
     return {"detail": [{"loc": [*where, *field.split(".")], "msg": message} for field, message in problems]}
 
 
-@router.post("/", response={201: RunOut, 202: RunOut, 422: RunErrorOut}, auth=RUNS_LAUNCH)
+@router.post("/", response={201: RunOut, 202: RunOut, 422: FieldProblemsOut | ErrorOut}, auth=RUNS_LAUNCH)
 def run_create(request, response: HttpResponse, payload: RunSpec):
     """Launch a run: validated, written in one transaction and queued for the workers (201). A run that
     starts from a copy of a bank (`bank_source`) answers 202, `preparing`: a background job copies the
@@ -245,111 +150,22 @@ def run_list(request, filters: Query[RunFilters]):
     return {"count": runs.count(), "items": [_summary(r) for r in runs[filters.offset:filters.offset + filters.limit]]}
 
 
-class DifferenceOut(Schema):
-    estimate: float
-    low: float
-    high: float
-    p_value: float
-    tasks: int
-    confidence: float
-    decided: bool
 
 
-class PassKDifferenceOut(DifferenceOut):
-    k: int
 
 
-class TrialDifferenceOut(Schema):
-    trial: int
-    tasks: int
-    a_only: int
-    b_only: int
-    estimate: float | None
-    low: float | None
-    high: float | None
-    p_value: float
 
 
-class FlipSideOut(Schema):
-    successes: int
-    trials: int
-    errors: int
-    verdict: str
-    instability: float | None
-    episodes: list[int | None] = Field(description="Episode id of each trial (its transcript), null where none")
 
 
-class FlipOut(Schema):
-    task: str
-    a: FlipSideOut
-    b: FlipSideOut
-    changed: bool
-    discordant: int
-    difference: float | None
 
 
-class SettingDifferenceOut(Schema):
-    setting: str
-    run: str = Field(description="The run's value")
-    baseline: str = Field(description="The baseline's value")
-    refuses: bool = Field(description="A difference that refuses the comparison unless accept_differences=true; "
-                                      "otherwise it only widens or dilutes the measured difference (a warning)")
 
 
-class RunPairOut(Schema):
-    run: int
-    baseline: int
-    success: DifferenceOut
-    verdict: str = Field(description="The result, then what was measured: replayed or held-out tasks, all or the "
-                                     "shared ones, which settings were equal and which were not")
-    measures: str = Field(description="What was measured, the verdict's second sentence")
-    equal: list[str] = Field(description="Identity settings both runs had equal")
-    differences: list[SettingDifferenceOut] = Field(description="Identity settings the runs differ in")
-    shared_tasks: int | None = Field(description="Compared on this many tasks both runs share (shared_tasks=true); "
-                                                 "null: on all their tasks")
-    test: str
-    pass_k: list[PassKDifferenceOut]
-    per_trial: list[TrialDifferenceOut]
-    changed: int
-    flips: list[FlipOut]
 
 
-class StaleRunOut(Schema):
-    run: int
-    name: str
-    changes: str = Field(description="What changed since the run was scored, in one line")
-    tasks: list[TaskChangeOut]
-    reward: VersionChangeOut | None
-    regrade_available: bool = Field(description="A re-grade against the current versions exists: scores=regraded")
 
 
-class CompareOut(Schema):
-    runs: list[int]
-    baseline: int
-    sort: str
-    scores: str = Field(description="original, or regraded: stale runs compared by their current re-grade")
-    mixed: bool = Field(description="The compared scores answer to different task or reward versions")
-    stale: list[StaleRunOut] = Field(description="Runs whose compared scores are against older versions")
-    measured: str = Field(description="What the runs measured: replayed tasks, or held-out tasks and their split")
-    view: str = Field(description="Held-out runs: the split compared (test or train); empty for replay runs")
-    views: list[str] = Field(description="The splits these runs can be compared on")
-    pairs: list[RunPairOut]
-
-
-class CompareQuery(Schema):
-    runs: list[int] = Field(min_length=2, max_length=6, description="Run ids; the oldest is the baseline")
-    sort: Literal[tuple(FLIP_SORTS)] = DEFAULT_SORT
-    scores: Literal["original", "regraded"] = Field(
-        default="original", description="regraded: a stale run's current re-grade instead of its original scores")
-    allow_stale: bool = Field(default=False, description="Compare runs scored against different task or reward "
-                                                         "versions anyway (refused with 409 otherwise)")
-    shared_tasks: bool = Field(default=False, description="Runs with different task lists: compare them on the "
-                                                          "tasks all of them share (refused with 409 otherwise)")
-    accept_differences: bool = Field(
-        default=False, description="Compare runs that differ in a setting other than their memory (context window, "
-                                   "turn limit, agent, customer...) anyway; each verdict names the differences")
-    view: Literal["", "test", "train"] = Field(
-        default="", description="Held-out runs: compare the test split (the default) or the train split")
 
 
 def _flip(row: dict) -> dict:
@@ -362,7 +178,7 @@ def _pair(pair: dict) -> dict:
 
 
 # Declared before /{run_id}, whose pattern would otherwise take the path.
-@router.get("/compare", response={200: CompareOut, 404: RunErrorOut, 409: RunErrorOut, 422: RunErrorOut},
+@router.get("/compare", response={200: CompareOut, 404: ErrorOut, 409: ErrorOut, 422: FieldProblemsOut | ErrorOut},
             auth=RUNS_READ)
 def run_compare(request, query: Query[CompareQuery]):
     """Each run against the oldest (the baseline): paired intervals, p-values, verdict and the flip table.
@@ -405,7 +221,7 @@ def _stale_refusal(scoring: dict) -> str:
             f"{remedy}, or compare the original scores anyway with allow_stale=true.")
 
 
-@router.post("/import", response={201: RunOut, 422: RunErrorOut}, auth=RUNS_LAUNCH)
+@router.post("/import", response={201: RunOut, 422: FieldProblemsOut | ErrorOut}, auth=RUNS_LAUNCH)
 def run_import_op(request, payload: dict = Body(...)):
     """Import a run exported as JSON (here or elsewhere); all or nothing, marked imported."""
     try:
@@ -415,37 +231,10 @@ def run_import_op(request, payload: dict = Body(...)):
     return Status(201, _detail(_run(request, run.pk), request))
 
 
-class FeedbackCurveIn(StrictBody, Schema):
-    batch_size: int | None = Field(None, ge=1, description="Feedback logs per batch; empty: the run's task count")
 
 
-class FeedbackCurvePointOut(Schema):
-    batches: int = Field(description="Feedback batches written before the tasks were played")
-    feedback_logs: int
-    orbs: int
-    tasks: int
-    successes: int
-    success_rate: float | None
-    low: float
-    high: float
-    episode_ids: list[int]
 
 
-class FeedbackCurveOut(Schema):
-    id: int
-    run: int
-    status: str
-    status_message: str
-    scripted: bool
-    batch_size: int
-    batches: int
-    progress_percent: int
-    bank: str | None
-    points: list[FeedbackCurvePointOut]
-    created_at: datetime
-    finished_at: datetime | None
-    url: str = Field(description="The curve's page")
-    status_url: str = Field(description="This resource: poll it for progress")
 
 
 def _curve_out(curve: FeedbackCurve) -> dict:
@@ -457,7 +246,7 @@ def _curve_out(curve: FeedbackCurve) -> dict:
 
 
 # Declared before /{run_id}.
-@router.get("/feedback-curves/{curve_id}", response={200: FeedbackCurveOut, 404: RunErrorOut}, auth=RUNS_READ)
+@router.get("/feedback-curves/{curve_id}", response={200: FeedbackCurveOut, 404: ErrorOut}, auth=RUNS_READ)
 def feedback_curve_get(request, curve_id: int):
     """An off-policy learning curve: its status and the points measured so far."""
     curve = in_workspace(FeedbackCurve.objects.select_related("bank"), request.workspace).filter(pk=curve_id).first()
@@ -467,7 +256,7 @@ def feedback_curve_get(request, curve_id: int):
 
 
 @router.post("/{run_id}/feedback-curves",
-             response={201: FeedbackCurveOut, 404: RunErrorOut, 409: RunErrorOut, 422: RunErrorOut}, auth=RUNS_LAUNCH)
+             response={201: FeedbackCurveOut, 404: ErrorOut, 409: ErrorOut, 422: FieldProblemsOut | ErrorOut}, auth=RUNS_LAUNCH)
 def feedback_curve_create(request, run_id: int, payload: FeedbackCurveIn):
     """Off-policy feedback: write the finished run's feedback logs into a fresh bank in batches and
     play its tasks after each batch (Celery work; poll `status_url`). 409 when the run is not a
@@ -482,7 +271,7 @@ def feedback_curve_create(request, run_id: int, payload: FeedbackCurveIn):
     return Status(201, _curve_out(curve))
 
 
-@router.get("/{run_id}", response={200: RunOut, 404: RunErrorOut}, auth=RUNS_READ)
+@router.get("/{run_id}", response={200: RunOut, 404: ErrorOut}, auth=RUNS_READ)
 def run_get(request, run_id: int):
     """A run with its per-trial progress and the metrics of its finished trials."""
     return _detail(_run(request, run_id), request)
@@ -497,24 +286,24 @@ def _act(request, run_id: int, act) -> dict:
     return _detail(_run(request, run_id), request)
 
 
-@router.post("/{run_id}/cancel", response={200: RunOut, 404: RunErrorOut, 409: RunErrorOut}, auth=RUNS_LAUNCH)
+@router.post("/{run_id}/cancel", response={200: RunOut, 404: ErrorOut, 409: ErrorOut}, auth=RUNS_LAUNCH)
 def run_cancel_op(request, run_id: int):
     return _act(request, run_id, lambda run: run_cancel(run=run, user=request.auth))
 
 
-@router.post("/{run_id}/resume", response={200: RunOut, 404: RunErrorOut, 409: RunErrorOut}, auth=RUNS_LAUNCH)
+@router.post("/{run_id}/resume", response={200: RunOut, 404: ErrorOut, 409: ErrorOut}, auth=RUNS_LAUNCH)
 def run_resume_op(request, run_id: int):
     """Continue a cancelled or failed run, or re-check a waiting one."""
     return _act(request, run_id, lambda run: run_resume(run=run))
 
 
-@router.post("/{run_id}/retry", response={200: RunOut, 404: RunErrorOut, 409: RunErrorOut}, auth=RUNS_LAUNCH)
+@router.post("/{run_id}/retry", response={200: RunOut, 404: ErrorOut, 409: ErrorOut}, auth=RUNS_LAUNCH)
 def run_retry_op(request, run_id: int):
     """Play the episodes that hit an infrastructure error again."""
     return _act(request, run_id, lambda run: run_retry_errors(run=run))
 
 
-@router.post("/{run_id}/regrade", response={202: JobOut, 404: RunErrorOut, 409: RunErrorOut}, auth=RUNS_LAUNCH)
+@router.post("/{run_id}/regrade", response={202: JobOut, 404: ErrorOut, 409: ErrorOut}, auth=RUNS_LAUNCH)
 def run_regrade_op(request, response: HttpResponse, run_id: int):
     """Re-grade a stale run: a background job scores its stored trajectories again against the current
     gold (nothing is played again; the memory it wrote is not re-played) and stores the new scores beside
@@ -528,15 +317,9 @@ def run_regrade_op(request, response: HttpResponse, run_id: int):
     return job_accepted(request, response, job)
 
 
-class CampaignAddIn(StrictBody):
-    which: Literal["failing", "all", "trial"] = Field(default="failing", description="Which finished episodes")
-    trial: int | None = Field(default=None, ge=1, le=MAX_TRIALS, description="The trial, with which=trial")
-    campaign_id: int | None = Field(default=None, ge=1, le=2**63 - 1,
-                                    description="An open or draft campaign of this workspace")
-    new_campaign: str = Field(default="", max_length=200, description="Or the name of a new draft campaign")
 
 
-@router.post("/{run_id}/campaign", response={202: JobOut, 404: RunErrorOut, 422: RunErrorOut}, auth=RUNS_LAUNCH)
+@router.post("/{run_id}/campaign", response={202: JobOut, 404: ErrorOut, 422: FieldProblemsOut | ErrorOut}, auth=RUNS_LAUNCH)
 def run_to_campaign(request, response: HttpResponse, run_id: int, payload: CampaignAddIn):
     """Add the run's failing, all or one trial's episodes to an annotation campaign, any number of them,
     as a background job: 202 with the job, whose `status_url` (also the Location header) gives its
@@ -553,7 +336,7 @@ def run_to_campaign(request, response: HttpResponse, run_id: int, payload: Campa
     return job_accepted(request, response, job)
 
 
-@router.get("/{run_id}/export", response={200: dict, 404: RunErrorOut}, auth=RUNS_READ)
+@router.get("/{run_id}/export", response={200: dict, 404: ErrorOut}, auth=RUNS_READ)
 def run_export(request, run_id: int, format: Literal["json", "csv"] = "json",
                part: Literal["episodes", "metrics"] = "episodes"):
     """The run as JSON (settings, episodes, metrics: what import takes) or CSV (episodes or metrics)."""

@@ -19,6 +19,7 @@ from evaluation.models import Episode, Task
 from evaluation.shop.customers import STOP, AgendaCustomer
 from evaluation.shop.episode import DEFAULT_MAX_TURNS, EpisodeOutcome, episode_play
 from evaluation.shop.scripted_agent import ScriptedAgent
+from evaluation.vocabulary import EvaluationLLMRole
 from memweb.llm import LLMError, role_config
 from memweb.llm.trace import LLMTrace, llm_traced
 from orbs.services import bank_resolve, retrieval_outcome_record
@@ -86,14 +87,14 @@ def _require_online(role: str) -> None:
 def _agent(config: AgentConfig, spec: dict, seed: int):
     if config.backend == AgentBackend.SCRIPTED:
         return ScriptedAgent(seed=seed, key=spec["id"], error_rates=config.error_rates)
-    _require_online("actor")
+    _require_online(EvaluationLLMRole.ACTOR)
     return LLMAgent(max_steps=config.max_steps, max_tokens=config.max_tokens, context_tokens=config.context_tokens)
 
 
 def _customer(config: CustomerConfig, spec: dict, seed: int):
     if config.backend == CustomerBackend.AGENDA:
         return AgendaCustomer(task=spec, seed=seed)
-    _require_online("user_simulator")
+    _require_online(EvaluationLLMRole.USER_SIMULATOR)
     return LLMCustomer(task=spec, max_tokens=config.max_tokens)
 
 

@@ -12,7 +12,7 @@ from evaluation.models import Task, TaskSet, TaskVersion
 from evaluation.shop.task_content import task_content_hash
 from evaluation.shop.task_specs import tasks_generate
 from evaluation.shop.validate import spec_errors
-from memweb.json_input import JsonTooDeep, json_loads_bounded
+from memweb.jsonl import LineRefused, line_object, line_value, numbered_lines, text_size_problem
 from memweb.models import default_workspace_id
 from memweb.problem_report import ProblemReport, problem_report
 from memweb.services import unstorable_problem
@@ -155,8 +155,7 @@ def tasks_import_jsonl(*, text: str, task_set_name: str, description: str = "", 
     gradable content changed. The built-in set is never written by an import."""
     name = task_set_name.strip()
     report = ImportReport(task_set_name=name)
-    # Editors on Windows start UTF-8 files with a byte-order mark; it is not part of line 1's JSON.
-    specs = _checked_lines(text.removeprefix("\ufeff"), name, report)
+    specs = _checked_lines(text, name, report)
     if report.errors:
         return report
     with transaction.atomic():
@@ -174,9 +173,7 @@ def _checked_lines(text: str, name: str, report: ImportReport) -> list[dict]:
         report.errors.append((0, problem))
         return []
     specs, first_line = [], {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+    for number, line in numbered_lines(text):
         report.total_lines += 1
         spec, problems = _line_spec(line)
         report.ids[number] = _given_id(line)
@@ -196,18 +193,14 @@ def _file_problem(text: str, name: str) -> str:
         return "task set: a name is required"
     if TaskSet.objects.filter(name=name, is_builtin=True).exists():
         return f"task set {name!r} is built in and cannot be changed by an import; choose another name"
-    if len(text.encode()) > MAX_IMPORT_BYTES:
-        return f"the file is larger than {MAX_IMPORT_BYTES // (1024 * 1024)} MB"
-    if text.count("\n") > MAX_IMPORT_LINES:
-        return f"the file has more than {MAX_IMPORT_LINES} lines"
-    return ""
+    return text_size_problem(text, max_bytes=MAX_IMPORT_BYTES, max_lines=MAX_IMPORT_LINES) or ""
 
 
 def _given_id(line: str) -> str:
     """The id a line gives, however broken the rest of it is ("" when it gives none)."""
     try:
-        raw = json_loads_bounded(line)
-    except ValueError:  # not JSON, or nested too deep (_line_spec says which)
+        raw = line_value(line)
+    except LineRefused:  # not JSON, or nested too deep (_line_spec says which)
         return ""
     task_id = raw.get("id") if isinstance(raw, dict) else None
     return str(task_id)[:100] if isinstance(task_id, str | int) else ""
@@ -215,13 +208,9 @@ def _given_id(line: str) -> str:
 
 def _line_spec(line: str) -> tuple[dict | None, list[str]]:
     try:
-        raw = json_loads_bounded(line)
-    except json.JSONDecodeError as exc:
-        return None, [f"not valid JSON ({exc.msg} at column {exc.colno})"]
-    except JsonTooDeep as exc:
-        return None, [str(exc)]
-    if not isinstance(raw, dict):
-        return None, [f"a task must be a JSON object, got {type(raw).__name__}"]
+        raw = line_object(line)
+    except LineRefused as refused:
+        return None, [str(refused)]
     unstorable = unstorable_problem(raw)
     if unstorable:
         return None, ["{}: {}".format(*unstorable)]

@@ -10,11 +10,14 @@ from collections import defaultdict
 
 from evaluation.models import Episode
 from evaluation.shop.customers import STOP
+from evaluation.vocabulary import EvaluationLLMRole
 from memweb.llm.backends import TextBackend
 from memweb.llm.usage import llm_calls_of_traces, llm_calls_traced, llm_usage_by_role, llm_usage_total
+from orbs.vocabulary import OrbsLLMRole
 
 # Which step of a turn makes the calls of each role.
-STEP_OF_ROLE = {"user_simulator": "customer", "rewriter": "memory", "actor": "agent"}
+STEP_OF_ROLE = {EvaluationLLMRole.USER_SIMULATOR: "customer", OrbsLLMRole.REWRITER: "memory",
+                EvaluationLLMRole.ACTOR: "agent"}
 
 
 def _scripted(backend: str) -> bool:

@@ -1,6 +1,7 @@
 """Per-role LLM endpoint configuration, read once from the environment.
 
-Every role falls back to the MEMWEB_LLM_* defaults and can be overridden with
+The roles are the apps' (memweb.registry.llm_roles: TextChoices members with a `max_tokens`
+default); memweb only reads their settings. Every role falls back to the MEMWEB_LLM_* defaults and can be overridden with
 MEMWEB_LLM_<ROLE>_*; a role without a base URL runs on its offline backend.
 """
 from dataclasses import dataclass
@@ -9,12 +10,6 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db.models import TextChoices
 
 from memweb.env import env_bool, env_float, env_int, env_str
-
-ROLES = ("actor", "user_simulator", "rewriter", "reflector", "scorer")
-
-# Room for each role's longest honest answer; local servers generate until their context is full
-# when a request sets no limit, so every call carries one.
-DEFAULT_MAX_TOKENS = {"actor": 512, "user_simulator": 200, "rewriter": 128, "reflector": 512, "scorer": 512}
 
 
 class JsonMode(TextChoices):
@@ -86,24 +81,35 @@ def _role_choice(role: str, field: str, choices: type[TextChoices], default: str
     return value
 
 
+def declared_role(role: str) -> TextChoices:
+    """The app-declared LLM role called `role`, or ValueError naming the known ones."""
+    from memweb.registry import llm_roles  # the registry reads the apps, loaded after the settings
+
+    known = {member.value: member for member in llm_roles()}
+    if role not in known:
+        raise ValueError(f"unknown LLM role {role!r}; known roles: {', '.join(known)}")
+    return known[role]
+
+
 def read_role_config(role: str) -> RoleConfig:
+    role = declared_role(role)
     return RoleConfig(
-        role=role,
+        role=role.value,
         base_url=_role_str(role, "BASE_URL", ""),
         api_key=_role_str(role, "API_KEY", "not-needed"),
         model=_role_str(role, "MODEL", "gpt-4o-mini"),
         temperature=_role_float(role, "TEMPERATURE", 0.0, minimum=0.0, maximum=2.0),
         timeout=_role_float(role, "TIMEOUT", 60.0, minimum=0.1),
         max_retries=_role_int(role, "MAX_RETRIES", 3, minimum=0, maximum=10),
-        max_tokens=_role_int(role, "MAX_TOKENS", DEFAULT_MAX_TOKENS[role], minimum=1, maximum=1_000_000),
+        max_tokens=_role_int(role, "MAX_TOKENS", role.max_tokens, minimum=1, maximum=1_000_000),
         tool_choice=_role_choice(role, "TOOL_CHOICE", ToolChoice, ToolChoice.AUTO),
         json_mode=_role_choice(role, "JSON_MODE", JsonMode, JsonMode.AUTO),
         stream=_role_bool(role, "STREAM", True),
     )
 
 
-def read_all_roles() -> dict[str, RoleConfig]:
-    return {role: read_role_config(role) for role in ROLES}
+def read_all_roles(roles: list[TextChoices]) -> dict[str, RoleConfig]:
+    return {role.value: read_role_config(role.value) for role in roles}
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,11 @@ from typing import Literal
 from pydantic import BaseModel
 
 from orbs.backends import BackendResult, run_with_fallback
+from orbs.vocabulary import OrbsLLMRole
 
 LABELS = ("angry", "frustrated", "anxious", "confused", "neutral", "satisfied", "grateful")
 EmotionLabel = Literal["angry", "frustrated", "anxious", "confused", "neutral", "satisfied", "grateful"]
-ROLE = "reflector"  # the role that reads whole trajectories also tags their last utterance
+ROLE = OrbsLLMRole.REFLECTOR  # the role that reads whole trajectories also tags their last utterance
 
 # On equal scores the earlier label wins: a complaint outweighs a polite "thanks".
 _CUES: dict[str, tuple[str, ...]] = {

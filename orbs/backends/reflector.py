@@ -17,8 +17,9 @@ from pydantic import BaseModel, Field
 from orbs.backends import BackendResult, run_with_fallback
 from orbs.budget import REFLECTION_MAX_WORDS
 from orbs.schemas import ErrorIn, TrajectoryIn
+from orbs.vocabulary import OrbsLLMRole
 
-ROLE = "reflector"
+ROLE = OrbsLLMRole.REFLECTOR
 # The reflector sees the last m reflections of the bank beside the trajectory; see docs/FIDELITY.md.
 RECENT_REFLECTIONS_M = 3
 

@@ -11,8 +11,9 @@ import re
 from pydantic import BaseModel, Field
 
 from orbs.backends import BackendResult, run_with_fallback
+from orbs.vocabulary import OrbsLLMRole
 
-ROLE = "rewriter"
+ROLE = OrbsLLMRole.REWRITER
 SALIENT_KEYS = (
     "domain", "intent", "issue", "category", "product", "sku", "size", "color", "budget", "order_status", "emotion",
 )

@@ -1,12 +1,13 @@
 """What the Orbs app tells webhooks (memweb.webhooks): an episode ingested, an Orb awaiting review.
 Each payload names ids a receiver can fetch through the API, and carries what a notification shows."""
-from memweb.webhooks import Event, webhooks_emit
+from memweb.webhooks import webhooks_emit
 from orbs.models import EpisodeRecord, Orb
+from orbs.vocabulary import OrbsEvent
 
 
 def episode_ingested_announce(episode: EpisodeRecord, orb: Orb, *, created: bool) -> None:
     """The episode's reflection is stored: a new Orb (`orb_created`), or an Orb the bank already held."""
-    webhooks_emit(Event.EPISODE_INGESTED, {
+    webhooks_emit(OrbsEvent.EPISODE_INGESTED, {
         "episode_id": episode.pk, "bank": episode.bank.slug, "source": episode.source,
         "source_label": episode.source_label, "episode_ref": episode.episode_ref,
         "success": episode.success, "reward": episode.reward,
@@ -18,7 +19,7 @@ def orb_created_announce(orb: Orb) -> None:
     """A new Orb that waits for a reviewer (auto-approved ones are not announced)."""
     if orb.status != Orb.Status.PENDING:
         return
-    webhooks_emit(Event.ORB_PENDING_REVIEW, {
+    webhooks_emit(OrbsEvent.ORB_PENDING_REVIEW, {
         "orb_id": orb.pk, "bank": orb.bank.slug, "outcome": orb.outcome, "emotion": orb.emotion,
         "customer_key": orb.customer_key, "domain": orb.domain, "source": orb.source,
         "episode_id": orb.episode_id, "episode_ref": orb.episode_ref,

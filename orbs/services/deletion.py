@@ -11,7 +11,7 @@ from django.utils import timezone
 from orbs.errors import BankArchived, InvalidTransition, OrbsError
 from orbs.models import BankEvent, MemoryBank, Orb, ReviewEvent
 from orbs.services.history import history_lock
-from orbs.services.review import _conditional_update, _conflict, _event
+from orbs.services.review import orb_conflict, orb_update_if_version, review_event_record
 
 
 def actor_name(actor) -> str:
@@ -40,10 +40,10 @@ def orb_delete(*, orb_id: int, expected_version: int, actor, reason: str) -> Orb
         if orb.status == Orb.Status.DELETED:
             return orb
         if orb.version != expected_version:
-            raise _conflict(orb, expected_version)
+            raise orb_conflict(orb, expected_version)
         before = orb.status
-        orb = _conditional_update(orb, expected_version, status=Orb.Status.DELETED)
-        _event(orb, action=ReviewEvent.Action.DELETED, actor=actor, before={"status": before},
+        orb = orb_update_if_version(orb, expected_version, status=Orb.Status.DELETED)
+        review_event_record(orb, action=ReviewEvent.Action.DELETED, actor=actor, before={"status": before},
                after={"status": orb.status}, note=reason)
     return orb
 
@@ -58,11 +58,11 @@ def orb_restore(*, orb_id: int, expected_version: int, actor, note: str = "") ->
     with transaction.atomic():
         orb = _locked(orb_id)
         if orb.version != expected_version:
-            raise _conflict(orb, expected_version)
+            raise orb_conflict(orb, expected_version)
         if orb.status != Orb.Status.DELETED:
             raise InvalidTransition(f"cannot restore Orb #{orb.pk}: it is {orb.status}, not deleted")
-        orb = _conditional_update(orb, expected_version, status=_status_before_deletion(orb))
-        _event(orb, action=ReviewEvent.Action.RESTORED, actor=actor, before={"status": Orb.Status.DELETED},
+        orb = orb_update_if_version(orb, expected_version, status=_status_before_deletion(orb))
+        review_event_record(orb, action=ReviewEvent.Action.RESTORED, actor=actor, before={"status": Orb.Status.DELETED},
                after={"status": orb.status}, note=note.strip())
     return orb
 

@@ -77,7 +77,7 @@ def trajectory_parse(trajectory: dict | TrajectoryIn) -> TrajectoryIn:
         raise InvalidTrajectory(problems) from None
 
 
-def _stored(trajectory: TrajectoryIn) -> dict:
+def trajectory_stored(trajectory: TrajectoryIn) -> dict:
     """The trajectory as the caller sent it (no defaults added), for the transcript and export."""
     return trajectory.model_dump(mode="json", exclude_unset=True)
 
@@ -85,11 +85,11 @@ def _stored(trajectory: TrajectoryIn) -> dict:
 def recent_reflections(bank: MemoryBank, customer_key: str = "") -> list[str]:
     """The outcomes of the bank's last m live Orbs, newest first, which the reflector builds on; in a
     per-customer bank only the customer's own, so no other customer's lesson leaks into the reflection."""
-    live = _live_orbs(bank, customer_key)
+    live = live_orbs(bank, customer_key)
     return list(live.order_by("-created_at", "-pk").values_list("outcome", flat=True)[:RECENT_REFLECTIONS_M])
 
 
-def _live_orbs(bank: MemoryBank, customer_key: str):
+def live_orbs(bank: MemoryBank, customer_key: str):
     """Pending and approved Orbs the new one is compared with: in a per-customer bank, the customer's."""
     live = Orb.objects.filter(bank=bank, status__in=[Orb.Status.PENDING, Orb.Status.APPROVED])
     return live.filter(customer_key=customer_key) if bank.is_per_customer else live
@@ -117,13 +117,13 @@ def customer_key_check(bank: MemoryBank, customer_key: str, *, field: str = "cus
 
 def _near_duplicate(bank: MemoryBank, vector: list[float], customer_key: str) -> tuple[Orb | None, float | None]:
     """The closest live Orb at the bank's threshold; in a per-customer bank, only the same customer's."""
-    nearest = vectors_nearest(queryset=_live_orbs(bank, customer_key), vector=vector, k=1)
+    nearest = vectors_nearest(queryset=live_orbs(bank, customer_key), vector=vector, k=1)
     if nearest and nearest[0][1] >= bank.near_duplicate_threshold:
         return nearest[0]
     return None, None
 
 
-def _auto_approval(bank: MemoryBank, *, reward: float | None, emotion: str, duplicate: Orb | None) -> dict:
+def auto_approval_fields(bank: MemoryBank, *, reward: float | None, emotion: str, duplicate: Orb | None) -> dict:
     """Status fields for a new Orb. Near-duplicates always wait for a reviewer's merge decision."""
     if duplicate is None and bank.approves_automatically(reward=reward, emotion=emotion):
         note = f"auto-approved by the bank's policy ({bank.get_auto_approve_display()})"
@@ -136,11 +136,11 @@ def _orb_create(*, bank: MemoryBank, fields: dict, vector, duplicate: Orb | None
     return Orb.objects.create(
         bank=bank, **fields, near_duplicate_of=duplicate, near_duplicate_score=score, vector=vector,
         embedding_model=bank.embedding_model,
-        **_auto_approval(bank, reward=reward, emotion=fields["emotion"], duplicate=duplicate),
+        **auto_approval_fields(bank, reward=reward, emotion=fields["emotion"], duplicate=duplicate),
     )
 
 
-def _episode_orb_fields(*, content_hash: str, draft: OrbDraft, trajectory: TrajectoryIn,
+def episode_orb_fields(*, content_hash: str, draft: OrbDraft, trajectory: TrajectoryIn,
                         episode: EpisodeRecord) -> dict:
     return {
         "content_hash": content_hash, "obs": draft.obs, "emotion": draft.emotion.value,
@@ -151,12 +151,12 @@ def _episode_orb_fields(*, content_hash: str, draft: OrbDraft, trajectory: Traje
     }
 
 
-def _draft_hash(bank: MemoryBank, draft: OrbDraft, trajectory: TrajectoryIn) -> str:
+def draft_hash(bank: MemoryBank, draft: OrbDraft, trajectory: TrajectoryIn) -> str:
     return bank.orb_hash(obs=draft.obs, emotion=draft.emotion.value, outcome=draft.outcome.value,
                          customer_key=trajectory.customer_key)
 
 
-def _stored_orb(bank: MemoryBank, content_hash: str) -> OrbIngestResult | None:
+def stored_orb_result(bank: MemoryBank, content_hash: str) -> OrbIngestResult | None:
     """The Orb already holding this content, as its current revision (an edit since may have changed it)."""
     existing = Orb.objects.filter(bank=bank, content_hash=content_hash).values_list("pk", flat=True).first()
     if existing is None:
@@ -186,22 +186,22 @@ def _ingest(*, bank: MemoryBank, trajectory: TrajectoryIn, episode: EpisodeRecor
     customer_key_check(bank, trajectory.customer_key, field="trajectory.customer_key")
     draft = orb_draft(trajectory=trajectory, recent=recent_reflections(bank, trajectory.customer_key), style=style)
     ref = episode.episode_ref if episode else provenance["episode_ref"]
-    content_hash = _draft_hash(bank, draft, trajectory)
-    if (stored := _stored_orb(bank, content_hash)) is not None:
+    content_hash = draft_hash(bank, draft, trajectory)
+    if (stored := stored_orb_result(bank, content_hash)) is not None:
         return _finish(stored, episode, trajectory, ref)
     vector = bank_embedder(bank).embed_one(draft.document)
     duplicate, score = _near_duplicate(bank, vector, trajectory.customer_key)
     try:
         with transaction.atomic():
-            record = episode or EpisodeRecord.objects.create(bank=bank, trajectory=_stored(trajectory), **provenance)
-            fields = _episode_orb_fields(content_hash=content_hash, draft=draft, trajectory=trajectory, episode=record)
+            record = episode or EpisodeRecord.objects.create(bank=bank, trajectory=trajectory_stored(trajectory), **provenance)
+            fields = episode_orb_fields(content_hash=content_hash, draft=draft, trajectory=trajectory, episode=record)
             orb = _orb_create(bank=bank, fields=fields, vector=vector, duplicate=duplicate, score=score,
                               reward=draft.context["reward"])
             _record_creation(orb, actor=record.submitted_by)
             return _finish(OrbIngestResult(orb, True, duplicate), record, trajectory, ref)
     except IntegrityError:
         # Another worker stored the same Orb a moment ago: same id, nothing new.
-        return _finish(_stored_orb(bank, content_hash), episode, trajectory, ref)
+        return _finish(stored_orb_result(bank, content_hash), episode, trajectory, ref)
 
 
 def _finish(result: OrbIngestResult, episode: EpisodeRecord | None, trajectory: TrajectoryIn,
@@ -245,7 +245,7 @@ def episode_submit(*, bank: MemoryBank, trajectory: TrajectoryIn, source_label: 
     customer_key_check(bank, trajectory.customer_key, field="trajectory.customer_key")
     with transaction.atomic():
         record = EpisodeRecord.objects.create(
-            bank=bank, trajectory=_stored(trajectory), source=source, source_label=source_label,
+            bank=bank, trajectory=trajectory_stored(trajectory), source=source, source_label=source_label,
             episode_ref=episode_ref, submitted_by=user,
         )
         if queue:
@@ -341,7 +341,7 @@ def orb_remember(*, bank: MemoryBank | str, text: str, context: dict | None = No
               "source_label": source_label}
     content_hash = bank.orb_hash(obs=REMEMBERED_OBS, emotion=REMEMBERED_EMOTION, outcome=lesson,
                                  customer_key=customer_key)
-    if (stored := _stored_orb(bank, content_hash)) is not None:
+    if (stored := stored_orb_result(bank, content_hash)) is not None:
         return stored
     document = orb_document(obs=REMEMBERED_OBS, emotion=REMEMBERED_EMOTION, outcome=lesson, context=fields["context"])
     vector = bank_embedder(bank).embed_one(document)
@@ -354,4 +354,4 @@ def orb_remember(*, bank: MemoryBank | str, text: str, context: dict | None = No
             return OrbIngestResult(orb, True, duplicate)
     except IntegrityError:
         # The same lesson was stored a moment ago by a concurrent call: same id, nothing new.
-        return _stored_orb(bank, content_hash)
+        return stored_orb_result(bank, content_hash)

@@ -25,17 +25,17 @@ from orbs.services.ingest import (
     RETRIEVAL_IDS_KEY,
     OrbDraft,
     OrbIngestResult,
-    _auto_approval,
-    _draft_hash,
-    _episode_orb_fields,
-    _live_orbs,
-    _stored,
-    _stored_orb,
+    auto_approval_fields,
     customer_key_check,
+    draft_hash,
+    episode_orb_fields,
+    live_orbs,
     orb_draft,
     orb_from_episode,
     recent_reflections,
+    stored_orb_result,
     trajectory_parse,
+    trajectory_stored,
 )
 from orbs.services.retrieval import retrieval_outcome_record
 from orbs.services.review import orb_snapshot
@@ -104,10 +104,10 @@ def _drafted(bank: MemoryBank, parsed: list[tuple[TrajectoryIn, str]], style: st
         if reader not in recent:
             recent[reader] = recent_reflections(bank, trajectory.customer_key)
         draft = orb_draft(trajectory=trajectory, recent=recent[reader], style=style)
-        item = _Item(trajectory, ref, draft, _draft_hash(bank, draft, trajectory))
+        item = _Item(trajectory, ref, draft, draft_hash(bank, draft, trajectory))
         item.earlier = first_of_hash.get(item.content_hash)
         if item.earlier is None:
-            stored = _stored_orb(bank, item.content_hash)
+            stored = stored_orb_result(bank, item.content_hash)
             item.orb = stored.orb if stored else None
             item.is_new = stored is None
         if item.is_new:
@@ -129,7 +129,7 @@ def _near_duplicates(bank: MemoryBank, new: list[_Item]) -> None:
     as its lower id would in one search."""
     with transaction.atomic():
         for item in new:
-            nearest = vectors_nearest(queryset=_live_orbs(bank, item.trajectory.customer_key), vector=item.vector, k=1)
+            nearest = vectors_nearest(queryset=live_orbs(bank, item.trajectory.customer_key), vector=item.vector, k=1)
             if nearest:
                 item.duplicate, item.score = nearest[0]
     vectors = np.asarray([item.vector for item in new], dtype=np.float32)
@@ -152,7 +152,7 @@ def _insert(bank: MemoryBank, items: list[_Item], *, source: str, source_label: 
     now = timezone.now()
     with transaction.atomic():
         records = EpisodeRecord.objects.bulk_create([
-            EpisodeRecord(bank=bank, trajectory=_stored(item.trajectory), source=source, source_label=source_label,
+            EpisodeRecord(bank=bank, trajectory=trajectory_stored(item.trajectory), source=source, source_label=source_label,
                           episode_ref=item.episode_ref, status=EpisodeRecord.Status.DONE, created_orb=True,
                           started_at=now, finished_at=now) for item in new])
         orbs = Orb.objects.bulk_create(_orbs(bank, new, records))
@@ -179,13 +179,13 @@ def _orbs(bank: MemoryBank, new: list[_Item], records: list[EpisodeRecord]) -> l
     as a stored one does; its link is set once both are stored."""
     orbs: list[Orb] = []
     for item, record, orb_id in zip(new, records, orb_ids_draw(len(new))):
-        fields = _episode_orb_fields(content_hash=item.content_hash, draft=item.draft, trajectory=item.trajectory,
+        fields = episode_orb_fields(content_hash=item.content_hash, draft=item.draft, trajectory=item.trajectory,
                                      episode=record)
         duplicate = orbs[item.duplicate_position] if item.duplicate_position is not None else item.duplicate
         orbs.append(Orb(pk=orb_id, lineage_id=orb_id, revision=1, bank=bank, **fields,
                         near_duplicate_of=item.duplicate, near_duplicate_score=item.score,
                         vector=item.vector, embedding_model=bank.embedding_model,
-                        **_auto_approval(bank, reward=item.draft.context["reward"], emotion=fields["emotion"],
+                        **auto_approval_fields(bank, reward=item.draft.context["reward"], emotion=fields["emotion"],
                                          duplicate=duplicate)))
     return orbs
 

@@ -36,7 +36,7 @@ def _actor_name(actor) -> str:
     return actor.get_username() if actor else ""
 
 
-def _event(orb: Orb, *, action: str, actor, before: dict, after: dict, note: str = "") -> ReviewEvent:
+def review_event_record(orb: Orb, *, action: str, actor, before: dict, after: dict, note: str = "") -> ReviewEvent:
     event = ReviewEvent.objects.create(
         orb=orb, action=action, actor=actor, actor_name=_actor_name(actor), before=before, after=after, note=note
     )
@@ -44,7 +44,7 @@ def _event(orb: Orb, *, action: str, actor, before: dict, after: dict, note: str
     return event
 
 
-def _conflict(orb: Orb, expected_version: int) -> OrbConflict:
+def orb_conflict(orb: Orb, expected_version: int) -> OrbConflict:
     last = orb.events.order_by("-at", "-id").first()
     return OrbConflict(orb_id=orb.lineage_id, expected_version=expected_version, current_version=orb.version,
                        current_status=orb.status, actor=last.actor_name if last else "")
@@ -53,20 +53,20 @@ def _conflict(orb: Orb, expected_version: int) -> OrbConflict:
 def _checked(orb_id: int, expected_version: int, allowed: tuple[str, ...], action: str) -> Orb:
     orb = orb_current(orb_id=orb_id, queryset=Orb.objects.select_related("bank"))
     if orb.version != expected_version:
-        raise _conflict(orb, expected_version)
+        raise orb_conflict(orb, expected_version)
     if orb.status not in allowed:
         raise InvalidTransition(f"cannot {action} Orb #{orb.lineage_id}: it is {orb.status}")
     return orb
 
 
-def _conditional_update(orb: Orb, expected_version: int, **changes) -> Orb:
+def orb_update_if_version(orb: Orb, expected_version: int, **changes) -> Orb:
     history_lock(bank_id=orb.bank_id)  # before the row's lock: the order every chain writer keeps
     updated = Orb.objects.filter(pk=orb.pk, version=expected_version).update(
         **changes, version=F("version") + 1
     )
     if not updated:
         orb.refresh_from_db()
-        raise _conflict(orb, expected_version)
+        raise orb_conflict(orb, expected_version)
     orb.refresh_from_db()
     return orb
 
@@ -75,10 +75,10 @@ def _decide(*, orb_id, expected_version, actor, status, note, action, allowed) -
     with transaction.atomic():
         orb = _checked(orb_id, expected_version, allowed, action)
         before = orb_snapshot(orb)
-        orb = _conditional_update(orb, expected_version, status=status, reviewer=actor,
+        orb = orb_update_if_version(orb, expected_version, status=status, reviewer=actor,
                                   reviewed_at=timezone.now(), review_note=note)
         changed_before, changed_after = _changes(before, orb_snapshot(orb))
-        _event(orb, action=action, actor=actor, before=changed_before, after=changed_after, note=note)
+        review_event_record(orb, action=action, actor=actor, before=changed_before, after=changed_after, note=note)
     return orb
 
 
@@ -120,9 +120,9 @@ def _edit_in_place(orb: Orb, expected_version: int, *, actor, context: dict, vec
     """A context-only edit keeps the Orb's id (the hash covers obs, emotion and outcome),
     so it is the same Orb at a new version, re-embedded."""
     before = orb_snapshot(orb)
-    orb = _conditional_update(orb, expected_version, context=context, vector=vector)
+    orb = orb_update_if_version(orb, expected_version, context=context, vector=vector)
     changed_before, changed_after = _changes(before, orb_snapshot(orb))
-    _event(orb, action=ReviewEvent.Action.EDITED, actor=actor, before=changed_before, after=changed_after, note=note)
+    review_event_record(orb, action=ReviewEvent.Action.EDITED, actor=actor, before=changed_before, after=changed_after, note=note)
     return orb
 
 
@@ -156,12 +156,12 @@ def _supersede(old: Orb, expected_version: int, fields: dict, *, actor, vector, 
         raise OrbsError(f"Orb #{clash.lineage_id} (revision {clash.revision}) in this bank already has exactly this "
                         "content")
     before = orb_snapshot(old)
-    old = _conditional_update(old, expected_version, status=Orb.Status.SUPERSEDED)
+    old = orb_update_if_version(old, expected_version, status=Orb.Status.SUPERSEDED)
     new = _new_revision(old, fields, actor=actor, vector=vector, note=note, approve=approve)
-    _event(old, action=ReviewEvent.Action.SUPERSEDED, actor=actor, before={"status": before["status"]},
+    review_event_record(old, action=ReviewEvent.Action.SUPERSEDED, actor=actor, before={"status": before["status"]},
            after={"status": old.status, "superseded_by": new.pk}, note=note)
     changed_before, changed_after = _changes(before, orb_snapshot(new))
-    _event(new, action=ReviewEvent.Action.EDITED, actor=actor, before={**changed_before, "revision_of": old.pk},
+    review_event_record(new, action=ReviewEvent.Action.EDITED, actor=actor, before={**changed_before, "revision_of": old.pk},
            after=changed_after, note=note)
     return new
 
@@ -192,11 +192,11 @@ def orb_merge(*, orb_id: int, expected_version: int, into_id: int, actor, note: 
         if target.status not in (Orb.Status.PENDING, Orb.Status.APPROVED):
             raise InvalidTransition(f"cannot merge into Orb #{target.lineage_id}: it is {target.status}")
         before = orb_snapshot(orb)
-        orb = _conditional_update(orb, expected_version, status=Orb.Status.SUPERSEDED, merged_into=target,
+        orb = orb_update_if_version(orb, expected_version, status=Orb.Status.SUPERSEDED, merged_into=target,
                                   reviewer=actor, reviewed_at=timezone.now(), review_note=note)
-        _event(orb, action=ReviewEvent.Action.MERGED, actor=actor, before={"status": before["status"]},
+        review_event_record(orb, action=ReviewEvent.Action.MERGED, actor=actor, before={"status": before["status"]},
                after={"status": orb.status, "merged_into": target.lineage_id}, note=note)
-        _event(target, action=ReviewEvent.Action.MERGED, actor=actor, before={}, after={"absorbed": orb.lineage_id},
+        review_event_record(target, action=ReviewEvent.Action.MERGED, actor=actor, before={}, after={"absorbed": orb.lineage_id},
                note=note)
     return target
 
@@ -235,7 +235,7 @@ def orb_flag(*, orb_id: int, note: str) -> bool:
         if not Orb.objects.filter(pk=orb_id, flagged_at__isnull=True).update(flagged_at=timezone.now(),
                                                                             flag_note=note):
             return False
-        _event(Orb.objects.get(pk=orb_id), action=ReviewEvent.Action.FLAGGED, actor=None, before={},
+        review_event_record(Orb.objects.get(pk=orb_id), action=ReviewEvent.Action.FLAGGED, actor=None, before={},
                after={"flagged": True}, note=note)
     return True
 

@@ -16,7 +16,7 @@ imported bank's approval policy (approved_only, auto_approve, auto_approve_min_r
 default one, whatever the file says; a reviewer sets it. A copy of this server's own bank
 (bank_copy, the copy job) keeps review state and policy, which were decided here.
 
-The file is read line by line (a job holds its text once, never a list of its lines): at most
+The file is read by memweb.jsonl's recipe, line by line (a job holds its text once, never a list of its lines): at most
 MAX_IMPORT_LINES lines, each nested at most memweb.json_input.MAX_JSON_DEPTH levels, and a refused
 file lists its first MAX_LISTED_PROBLEMS problems and counts the rest.
 
@@ -50,10 +50,11 @@ from django.db import connection, transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from memweb import jsonl
 from memweb.embeddings import DIMENSIONS, SUPPORTED_DIMENSIONS, VectorDimensionError, vector_dimension_check
 from memweb.errors import problems_of
 from memweb.jobs import JobContext, JobFailed, job_start
-from memweb.json_input import JsonTooDeep, json_loads_bounded
+from memweb.jsonl import line_count, text_lines
 from memweb.models import Workspace, default_workspace_id
 from memweb.problem_report import ProblemReport, problem_report
 from memweb.registry import bank_file_parts, history_kinds
@@ -328,11 +329,9 @@ class ImportReport:
 def line_value(report: ImportReport, number: int, text: str):
     """The line's JSON value, or None with the problem in `report` (not JSON, nested too deep)."""
     try:
-        return json_loads_bounded(text)
-    except json.JSONDecodeError as exc:
-        report.add(number, "(line)", f"not valid JSON ({exc.msg} at column {exc.colno})")
-    except JsonTooDeep as exc:
-        report.add(number, "(line)", str(exc))
+        return jsonl.line_value(text)
+    except jsonl.LineRefused as refused:
+        report.add(number, "(line)", str(refused))
     return None
 
 
@@ -407,22 +406,6 @@ def vector_problem(vector: list[float], model_name: str) -> str | None:
     except VectorDimensionError as exc:
         return str(exc)
     return None
-
-
-def line_count(text: str) -> int:
-    """How many lines text_lines gives, counted without splitting."""
-    return text.count("\n") + (0 if text.endswith("\n") or not text else 1)
-
-
-def text_lines(text: str) -> Iterator[str]:
-    """The lines of `text`, one at a time (never a list of them all), split at "\n" only: the JSON
-    of a line may hold other line separators (U+2028, form feeds) inside its strings."""
-    start = 0
-    while start < len(text):
-        end = text.find("\n", start)
-        end = len(text) if end < 0 else end
-        yield text[start:end]
-        start = end + 1
 
 
 def _chained_keys() -> dict[str, set[str]]:
@@ -587,14 +570,10 @@ def _write(bank: MemoryBank, orbs: list[tuple[int, OrbLine]], report: ImportRepo
 def bank_upload_read(upload, report: ImportReport) -> str | None:
     """The text of an uploaded bank file; None, with the reason in `report`, when the file is over
     MAX_IMPORT_BYTES (refused before it is read into memory) or not UTF-8 text."""
-    if upload.size > MAX_IMPORT_BYTES:
-        report.add(0, "file", f"larger than {MAX_IMPORT_BYTES // (1024 * 1024)} MB")
-        return None
-    try:
-        return upload.read().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        report.add(0, "file", f"not UTF-8 text ({exc.reason} at byte {exc.start})")
-        return None
+    text, problem = jsonl.upload_text(upload, max_bytes=MAX_IMPORT_BYTES)
+    if problem:
+        report.add(problem.line, problem.field, problem.reason)
+    return text
 
 
 def bank_import(*, lines: Iterable[str], name: str | None = None, model_name: str | None = None,

@@ -21,6 +21,7 @@ from orbs.dmrm.models import Experience
 from orbs.models import EpisodeRecord, MemoryBank, Orb
 from orbs.schemas import TrajectoryIn
 from orbs.services import episode_submit
+from orbs.vocabulary import OrbsScope
 from tests.orbs.conftest import make_orb, success_trajectory, trajectory  # noqa: F401  (make_orb: fixture)
 from tests.orbs.dmrm.conftest import bank, dmrm  # noqa: F401  (fixtures)
 
@@ -315,7 +316,7 @@ def test_a_key_of_the_same_user_without_the_routes_scope_gets_no_replay(client, 
     """Old code replayed the first key's answer to a read-only key, whose scopes refuse the route."""
     url = EPISODES.format(slug=bank.slug)
     writer = _secret_of(operator_user)
-    reader = ApiKey.issue(user=operator_user, name="reader", scopes=[ApiKey.Scope.MEMORY_READ])[1]
+    reader = ApiKey.issue(user=operator_user, name="reader", scopes=[OrbsScope.MEMORY_READ])[1]
     episode = {"trajectory": trajectory()}
     assert post(client, url, episode, secret=writer, key="shared").status_code == 202
     refused = post(client, url, episode, secret=reader, key="shared")

@@ -8,9 +8,12 @@ from django.urls import reverse
 
 from memweb.auth import REVIEW_NEEDS_A_PERSON
 from memweb.models import ApiKey
+from memweb.registry import api_scopes
 from tests.browser import login
 from tests.memweb.test_roles import APIS
 from tests.orbs.conftest import bank, make_orb  # noqa: F401  (fixtures)
+
+SCOPES = [scope.value for scope in api_scopes()]
 
 PROTECTED = [route for route in APIS if route.roles is not None]
 # Routes any valid key may call, with the reason.
@@ -36,15 +39,15 @@ def test_it_declares_a_scope_or_the_review_gate_on_every_route():
     undeclared = {(route.method, route.url) for route in PROTECTED if route.scope is None and not route.review}
     assert undeclared == set(NO_SCOPE)
     assert {(route.method, route.url) for route in PROTECTED if route.review} == REVIEW_ROUTES
-    assert {route.scope for route in PROTECTED if route.scope} == set(ApiKey.Scope.values)
+    assert {route.scope for route in PROTECTED if route.scope} == set(SCOPES)
 
 
 @pytest.mark.django_db
 def test_it_admits_a_key_on_exactly_the_routes_of_its_scopes(role_admin_user, settings):
     settings.MEMWEB_AUTH_MAX_FAILURES = 10**6
-    only = {scope: ApiKey.issue(user=role_admin_user, name=scope, scopes=[scope])[1] for scope in ApiKey.Scope.values}
+    only = {scope: ApiKey.issue(user=role_admin_user, name=scope, scopes=[scope])[1] for scope in SCOPES}
     but = {scope: ApiKey.issue(user=role_admin_user, name=f"all but {scope}",
-                               scopes=[s for s in ApiKey.Scope.values if s != scope])[1] for scope in ApiKey.Scope.values}
+                               scopes=[s for s in SCOPES if s != scope])[1] for scope in SCOPES}
     wrong = {}
     for route in (route for route in PROTECTED if route.scope):
         if _call(route, only[route.scope]).status_code in (401, 403):

@@ -197,7 +197,9 @@ def test_it_refuses_offline_roles_without_sending_anything(fake_llm, settings):
 
 
 def test_it_rejects_unknown_roles_listing_the_known_ones():
-    with pytest.raises(ValueError, match="unknown LLM role 'critic'; known roles: actor, user_simulator"):
+    # The roles the apps declare, in app order (orbs' then evaluation's: memweb.registry.llm_roles).
+    with pytest.raises(ValueError, match="unknown LLM role 'critic'; known roles: reflector, rewriter, actor, "
+                                         "user_simulator, scorer$"):
         role_config("critic")
 
 

@@ -240,9 +240,10 @@ def test_it_records_the_reported_model_tools_and_the_last_error(fake_llm):
 # --- configuration -----------------------------------------------------------------------------
 
 def test_it_reads_max_tokens_per_role_then_shared_then_the_roles_default(monkeypatch):
-    from memweb.llm.config import DEFAULT_MAX_TOKENS, read_role_config
+    from memweb.llm.config import read_role_config
+    from orbs.vocabulary import OrbsLLMRole
 
-    assert read_role_config("rewriter").max_tokens == DEFAULT_MAX_TOKENS["rewriter"]
+    assert read_role_config("rewriter").max_tokens == OrbsLLMRole.REWRITER.max_tokens
     monkeypatch.setenv("MEMWEB_LLM_MAX_TOKENS", "300")
     monkeypatch.setenv("MEMWEB_LLM_ACTOR_MAX_TOKENS", "900")
     assert (read_role_config("actor").max_tokens, read_role_config("scorer").max_tokens) == (900, 300)

@@ -12,6 +12,7 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
+from evaluation.vocabulary import EvaluationEvent
 from memweb.models import ApiKey, Webhook, WebhookDelivery, Workspace
 from memweb.webhook_targets import NO_ANSWER
 from memweb.webhooks import (
@@ -19,17 +20,18 @@ from memweb.webhooks import (
     DELIVERIES_KEPT,
     MAX_ATTEMPTS,
     STALE_CLAIM,
-    Event,
     WebhookInvalid,
     deliveries_resend_overdue,
     delivery_attempt,
     delivery_redeliver,
     webhook_create,
+    webhook_event_values,
     webhook_switch,
     webhook_test_send,
     webhooks_emit,
 )
 from orbs.services import bank_get_or_create
+from orbs.vocabulary import OrbsEvent
 from tests.support.processes import ROOT
 from tests.support.webhook_receiver import receiver, verified  # noqa: F401  (receiver is a fixture)
 
@@ -39,7 +41,7 @@ Status = WebhookDelivery.Status
 @pytest.fixture
 def hook(db, receiver):
     """A webhook to the receiver for every event, and its secret."""
-    return webhook_create(url=receiver.url, events=Event.values)
+    return webhook_create(url=receiver.url, events=webhook_event_values())
 
 
 def _test_delivery(webhook) -> WebhookDelivery:
@@ -83,7 +85,7 @@ def readme_receiver(monkeypatch, settings):
 
 @pytest.mark.django_db
 def test_the_readme_receiver_accepts_a_signed_request_and_refuses_a_forged_one(readme_receiver, capsys):
-    webhook, _ = webhook_create(url=readme_receiver, events=[Event.RUN_FINISHED])
+    webhook, _ = webhook_create(url=readme_receiver, events=[EvaluationEvent.RUN_FINISHED])
     Webhook.objects.filter(pk=webhook.pk).update(secret="whsec_readme")
     assert delivery_attempt(delivery_id=_test_delivery(webhook).pk).last_status_code == 204
     assert "webhook.test {'message': 'a test event from memweb'}" in capsys.readouterr().out
@@ -181,7 +183,7 @@ def test_a_closed_port_and_a_non_http_answer_read_the_same(db, settings, banner_
     settings.MEMWEB_WEBHOOK_ALLOW_HOSTS = ["127.0.0.1"]
     errors = []
     for port in (_closed_port(), banner_port):
-        webhook, _ = webhook_create(url=f"http://127.0.0.1:{port}/hook", events=[Event.RUN_FINISHED])
+        webhook, _ = webhook_create(url=f"http://127.0.0.1:{port}/hook", events=[EvaluationEvent.RUN_FINISHED])
         result = delivery_attempt(delivery_id=_test_delivery(webhook).pk)
         assert result.status == Status.PENDING and result.last_status_code is None
         errors.append(result.last_error)
@@ -239,7 +241,7 @@ def test_a_paused_webhook_gets_no_events_and_resumes_its_waiting_deliveries(hook
     waiting = _test_delivery(webhook)
     webhook_switch(webhook, active=False)
     with django_capture_on_commit_callbacks(execute=True):
-        webhooks_emit(Event.RUN_FINISHED, {"run_id": 1}, workspace_id=webhook.workspace_id)
+        webhooks_emit(EvaluationEvent.RUN_FINISHED, {"run_id": 1}, workspace_id=webhook.workspace_id)
     assert list(WebhookDelivery.objects.all()) == [waiting] and receiver.received == []
     WebhookDelivery.objects.filter(pk=waiting.pk).update(next_attempt_at=timezone.now() - timedelta(minutes=5))
     webhook_switch(webhook, active=True)
@@ -256,12 +258,12 @@ def banks(db):
 
 
 def test_an_event_reaches_its_subscribers_when_the_write_commits(receiver, banks, django_capture_on_commit_callbacks):
-    everything, secret = webhook_create(url=receiver.url, events=[Event.RUN_FINISHED])
-    shop_only, _ = webhook_create(url=receiver.url + "?shop", events=[Event.RUN_FINISHED], bank="shop")
-    webhook_create(url=receiver.url + "?other", events=[Event.RUN_FINISHED], bank="other")
-    webhook_create(url=receiver.url + "?orbs", events=[Event.ORB_PENDING_REVIEW])
+    everything, secret = webhook_create(url=receiver.url, events=[EvaluationEvent.RUN_FINISHED])
+    shop_only, _ = webhook_create(url=receiver.url + "?shop", events=[EvaluationEvent.RUN_FINISHED], bank="shop")
+    webhook_create(url=receiver.url + "?other", events=[EvaluationEvent.RUN_FINISHED], bank="other")
+    webhook_create(url=receiver.url + "?orbs", events=[OrbsEvent.ORB_PENDING_REVIEW])
     with django_capture_on_commit_callbacks(execute=True):
-        webhooks_emit(Event.RUN_FINISHED, {"run_id": 7}, bank="shop", workspace_id=everything.workspace_id)
+        webhooks_emit(EvaluationEvent.RUN_FINISHED, {"run_id": 7}, bank="shop", workspace_id=everything.workspace_id)
         assert receiver.received == []  # nothing sent before the commit
     assert set(WebhookDelivery.objects.values_list("webhook_id", flat=True)) == {everything.pk, shop_only.pk}
     assert sorted(request.path for request in receiver.received) == ["/hooks/memweb", "/hooks/memweb?shop"]
@@ -271,19 +273,19 @@ def test_an_event_reaches_its_subscribers_when_the_write_commits(receiver, banks
 
 
 def test_an_event_of_no_bank_reaches_only_webhooks_of_every_bank(receiver, banks, django_capture_on_commit_callbacks):
-    everything, _ = webhook_create(url=receiver.url, events=[Event.RUN_FINISHED])
-    webhook_create(url=receiver.url, events=[Event.RUN_FINISHED], bank="shop")
+    everything, _ = webhook_create(url=receiver.url, events=[EvaluationEvent.RUN_FINISHED])
+    webhook_create(url=receiver.url, events=[EvaluationEvent.RUN_FINISHED], bank="shop")
     with django_capture_on_commit_callbacks(execute=True):
-        webhooks_emit(Event.RUN_FINISHED, {"run_id": 8}, workspace_id=everything.workspace_id)
+        webhooks_emit(EvaluationEvent.RUN_FINISHED, {"run_id": 8}, workspace_id=everything.workspace_id)
     assert list(WebhookDelivery.objects.values_list("webhook_id", flat=True)) == [everything.pk]
 
 
 @pytest.mark.django_db
 def test_a_rolled_back_write_announces_nothing(receiver, django_capture_on_commit_callbacks):
-    webhook, _ = webhook_create(url=receiver.url, events=[Event.RUN_FINISHED])
+    webhook, _ = webhook_create(url=receiver.url, events=[EvaluationEvent.RUN_FINISHED])
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         with pytest.raises(RuntimeError), transaction.atomic():
-            webhooks_emit(Event.RUN_FINISHED, {"run_id": 9}, workspace_id=webhook.workspace_id)
+            webhooks_emit(EvaluationEvent.RUN_FINISHED, {"run_id": 9}, workspace_id=webhook.workspace_id)
             raise RuntimeError("the write failed")
     assert callbacks == [] and not WebhookDelivery.objects.exists() and receiver.received == []
 
@@ -300,7 +302,7 @@ def test_a_rolled_back_write_announces_nothing(receiver, django_capture_on_commi
 ])
 def test_it_refuses_a_url_it_must_not_post_to(url, says):
     with pytest.raises(WebhookInvalid, match=says) as refused:
-        webhook_create(url=url, events=[Event.RUN_FINISHED])
+        webhook_create(url=url, events=[EvaluationEvent.RUN_FINISHED])
     assert refused.value.field == "url" and not Webhook.objects.exists()
 
 
@@ -329,26 +331,26 @@ def test_it_refuses_a_url_it_must_not_post_to(url, says):
 ])
 def test_it_refuses_an_internal_address_in_any_spelling(url, kind):
     with pytest.raises(WebhookInvalid, match=f"is a {kind} address .*MEMWEB_WEBHOOK_ALLOW_HOSTS") as refused:
-        webhook_create(url=url, events=[Event.RUN_FINISHED])
+        webhook_create(url=url, events=[EvaluationEvent.RUN_FINISHED])
     assert refused.value.field == "url" and not Webhook.objects.exists()
 
 
 @pytest.mark.django_db
 def test_the_allow_setting_admits_the_receivers_it_names(settings):
     settings.MEMWEB_WEBHOOK_ALLOW_HOSTS = ["localhost", "10.1.0.0/16"]
-    assert webhook_create(url="http://localhost:9000/hook", events=[Event.RUN_FINISHED])[0].pk
-    assert webhook_create(url="http://10.1.2.3/hook", events=[Event.RUN_FINISHED])[0].pk
+    assert webhook_create(url="http://localhost:9000/hook", events=[EvaluationEvent.RUN_FINISHED])[0].pk
+    assert webhook_create(url="http://10.1.2.3/hook", events=[EvaluationEvent.RUN_FINISHED])[0].pk
     with pytest.raises(WebhookInvalid, match="is a private address"):
-        webhook_create(url="http://10.2.0.1/hook", events=[Event.RUN_FINISHED])
+        webhook_create(url="http://10.2.0.1/hook", events=[EvaluationEvent.RUN_FINISHED])
     with pytest.raises(WebhookInvalid, match="is a loopback address"):  # the name is allowed, not its address
-        webhook_create(url="http://127.0.0.1:9000/hook", events=[Event.RUN_FINISHED])
+        webhook_create(url="http://127.0.0.1:9000/hook", events=[EvaluationEvent.RUN_FINISHED])
 
 
 def test_it_checks_the_address_again_at_each_delivery(hook, receiver, settings):
     """A webhook registered while its receiver was allowed (or a name that resolved elsewhere then) is
     refused at delivery, without connecting, once the address is not allowed."""
     webhook, _ = hook
-    spelled = Webhook.objects.create(url=receiver.url.replace("127.0.0.1", "0x7f000001"), events=Event.values,
+    spelled = Webhook.objects.create(url=receiver.url.replace("127.0.0.1", "0x7f000001"), events=webhook_event_values(),
                                      secret="whsec_x", workspace_id=webhook.workspace_id)
     settings.MEMWEB_WEBHOOK_ALLOW_HOSTS = []
     for target in (webhook, spelled):
@@ -371,7 +373,7 @@ def test_a_delivery_connects_to_the_address_it_checked(hook, receiver, settings,
         return real_getaddrinfo(next(answers, "127.0.0.2"), port, *args, **kwargs)
 
     port = int(receiver.url.split(":")[2].split("/")[0])
-    webhook = Webhook.objects.create(url=f"http://rebind.test:{port}/hooks/memweb", events=Event.values,
+    webhook = Webhook.objects.create(url=f"http://rebind.test:{port}/hooks/memweb", events=webhook_event_values(),
                                      secret="whsec_x", workspace_id=hook[0].workspace_id)
     monkeypatch.setattr(socket, "getaddrinfo", rebinding)
     result = delivery_attempt(delivery_id=_test_delivery(webhook).pk)

@@ -4,7 +4,7 @@ import pytest
 from django.db import transaction
 
 from memweb.models import WebhookDelivery
-from memweb.webhooks import Event, webhook_create
+from memweb.webhooks import webhook_create, webhook_event_values
 from orbs.models import EpisodeRecord, MemoryBank, Orb
 from orbs.services import (
     EpisodeToRemember,
@@ -16,6 +16,7 @@ from orbs.services import (
     orbs_from_episodes,
     trajectory_parse,
 )
+from orbs.vocabulary import OrbsEvent
 from tests.orbs.conftest import success_trajectory
 from tests.support.webhook_receiver import receiver, verified  # noqa: F401  (receiver is a fixture)
 
@@ -27,8 +28,8 @@ def _received(receiver, event: str) -> list[dict]:
 @pytest.fixture
 def subscribed(bank, receiver):
     """A webhook of this bank for both Orbs events, and one of another bank that must hear nothing."""
-    webhook_create(url=receiver.url + "?other", events=Event.values, bank=bank_get_or_create(name="another-bank").slug)
-    return webhook_create(url=receiver.url, events=[Event.EPISODE_INGESTED, Event.ORB_PENDING_REVIEW],
+    webhook_create(url=receiver.url + "?other", events=webhook_event_values(), bank=bank_get_or_create(name="another-bank").slug)
+    return webhook_create(url=receiver.url, events=[OrbsEvent.EPISODE_INGESTED, OrbsEvent.ORB_PENDING_REVIEW],
                           bank=bank.slug)
 
 
@@ -78,7 +79,7 @@ def test_an_auto_approved_orb_is_ingested_but_awaits_no_review(receiver, django_
     bank = bank_get_or_create(name="Trusting shop")
     MemoryBank.objects.filter(pk=bank.pk).update(auto_approve=MemoryBank.AutoApprove.ALWAYS)
     bank.refresh_from_db()
-    webhook_create(url=receiver.url, events=Event.values)
+    webhook_create(url=receiver.url, events=webhook_event_values())
     with django_capture_on_commit_callbacks(execute=True):
         orb_from_episode(bank=bank, trajectory=success_trajectory("Please cancel my order."))
     assert [r.headers["X-Memweb-Event"] for r in receiver.received] == ["episode.ingested"]

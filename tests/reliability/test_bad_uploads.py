@@ -172,14 +172,15 @@ def empty(kind, lines):
     return "", "utf-8"
 
 
-# kind, route -> what each bad file must be told: (status, text the answer must contain).
+# kind, route -> what each bad file must be told: (status, text the answer must contain). Every importer
+# reads by memweb.jsonl's recipe, so a file's and a line's problems are worded alike.
 # Line 2 is the bad line; the bank's line 1 is its header, the items' rows count from 1.
 REFUSALS = {
     ("tasks", "page"): {
         malformed: (422, "task on line 2 : not valid JSON (Expecting property name enclosed in double quotes at column 2)"),
         truncated: (422, "task on line 2 : not valid JSON (Unterminated string"),
-        latin_1: (422, "The file is not UTF-8 text."),
-        utf_16: (422, "The file is not UTF-8 text."),
+        latin_1: (422, "The file is not UTF-8 text (invalid continuation byte at byte"),
+        utf_16: (422, "The file is not UTF-8 text (invalid start byte at byte 0)."),
         nul_character: (422, "task on line 2 (id: shop-app-002) : instructions : text must not contain NUL"),
         wrong_type: (422, "task on line 2 (id: shop-app-002) : persona must be an object"),
         empty: (422, "One task per line, as exported. The submitted file is empty."),
@@ -193,8 +194,8 @@ REFUSALS = {
         empty: (422, '"line": 0, "reason": "the file holds no tasks"'),
     },
     ("items", "page"): {
-        malformed: (400, "row 2 : not valid JSON: Expecting property name enclosed in double quotes at column 2"),
-        truncated: (400, "row 2 : not valid JSON: Unterminated string"),
+        malformed: (400, "row 2 : not valid JSON (Expecting property name enclosed in double quotes at column 2)"),
+        truncated: (400, "row 2 : not valid JSON (Unterminated string"),
         latin_1: (400, "the file : file : not UTF-8 text (invalid continuation byte at byte"),
         utf_16: (400, "the file : file : not UTF-8 text (invalid start byte at byte 0)"),
         nul_character: (400, "row 2 : task_description : text must not contain NUL"),
@@ -202,8 +203,8 @@ REFUSALS = {
         empty: (400, "Items file Upload The submitted file is empty."),
     },
     ("items", "api"): {
-        malformed: (422, '"row": 2, "field": "(row)", "reason": "not valid JSON: Expecting property name'),
-        truncated: (422, '"row": 2, "field": "(row)", "reason": "not valid JSON: Unterminated string'),
+        malformed: (422, '"row": 2, "field": "(row)", "reason": "not valid JSON (Expecting property name'),
+        truncated: (422, '"row": 2, "field": "(row)", "reason": "not valid JSON (Unterminated string'),
         latin_1: (422, '"row": 0, "field": "file", "reason": "not UTF-8 text (invalid continuation byte'),
         utf_16: (422, '"row": 0, "field": "file", "reason": "not UTF-8 text (invalid start byte at byte 0)"'),
         nul_character: (422, '"row": 2, "field": "task_description", "reason": "text must not contain NUL'),

@@ -11,9 +11,10 @@ from evaluation.feedback.prompts import test_prompt
 from evaluation.feedback.services.conversation import Judged, evaluation_context, succeeded_after
 from evaluation.models import Episode
 from evaluation.shop.customers import render_intent
+from evaluation.vocabulary import EvaluationLLMRole
 from memweb.llm import llm_json
 
-CRITIQUE_ROLE = "user_simulator"
+CRITIQUE_ROLE = EvaluationLLMRole.USER_SIMULATOR
 
 
 class VerboseFeedbackOut(BaseModel):

@@ -7,9 +7,10 @@ is told, never the shop's state: a wrong change stays wrong, a missing fact can 
 from evaluation.feedback.prompts import REVISION_SYSTEM
 from evaluation.models import Episode
 from evaluation.shop.reward import mentions
+from evaluation.vocabulary import EvaluationLLMRole
 from memweb.llm import llm_chat
 
-REVISION_ROLE = "actor"
+REVISION_ROLE = EvaluationLLMRole.ACTOR
 NOTHING_TO_ADD = "I am sorry. I cannot change what has already been done in this conversation."
 
 

@@ -8,9 +8,10 @@ from evaluation.feedback.models import CalibrationSetting, EpisodeFeedback
 from evaluation.feedback.prompts import SCORER_SYSTEM, scorer_prompt
 from evaluation.feedback.services.conversation import Judged, breakdown_after, evaluation_context, succeeded_after
 from evaluation.models import Episode
+from evaluation.vocabulary import EvaluationLLMRole
 from memweb.llm import llm_json
 
-SCORER_ROLE = "scorer"
+SCORER_ROLE = EvaluationLLMRole.SCORER
 
 
 class ScoreOut(BaseModel):

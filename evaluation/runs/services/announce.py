@@ -1,6 +1,7 @@
 """What evaluation runs tell webhooks (memweb.webhooks): a run finished, completed, failed or cancelled."""
 from evaluation.runs.models import EvaluationRun
-from memweb.webhooks import Event, webhooks_emit
+from evaluation.vocabulary import EvaluationEvent
+from memweb.webhooks import webhooks_emit
 
 
 def run_finished_announce(*, run_id: int) -> None:
@@ -8,7 +9,7 @@ def run_finished_announce(*, run_id: int) -> None:
     A run with a bank is that bank's event; one without reaches only webhooks naming no bank."""
     run = EvaluationRun.objects.select_related("bank", "created_by").get(pk=run_id)
     bank = run.bank.slug if run.bank else None
-    webhooks_emit(Event.RUN_FINISHED, {
+    webhooks_emit(EvaluationEvent.RUN_FINISHED, {
         "run_id": run.pk, "name": run.name, "status": run.status, "status_message": run.status_message,
         "bank": bank, "memory_mode": run.memory_mode, "trials": run.trials,
         "episodes_total": run.episodes_total, "episodes_finished": run.episodes_finished,

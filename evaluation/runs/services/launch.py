@@ -16,6 +16,7 @@ from evaluation.runs.services.pins import run_pins_record
 from evaluation.runs.services.spec import LLM_CONTEXT_TOKENS, RunLaunchError, RunSpec, run_spec_parse
 from evaluation.runs.services.splits import episodes_planned, split_problems, task_splits_assign
 from evaluation.services import BUILTIN_SET, tasks_fingerprint
+from evaluation.vocabulary import EvaluationLLMRole
 from memweb.jobs import JobContext, JobFailed, job_start
 from memweb.llm import role_config
 from memweb.models import Job, Workspace, default_workspace_id
@@ -82,8 +83,8 @@ def _memory(spec: RunSpec, workspace, problems: list):
 
 
 def _backends(spec: RunSpec, problems: list) -> None:
-    for field, backend, role in (("agent.backend", spec.agent.backend, "actor"),
-                                 ("customer.backend", spec.customer.backend, "user_simulator")):
+    for field, backend, role in (("agent.backend", spec.agent.backend, EvaluationLLMRole.ACTOR),
+                                 ("customer.backend", spec.customer.backend, EvaluationLLMRole.USER_SIMULATOR)):
         if backend == AgentBackend.LLM and role_config(role).is_offline:
             problems.append((field, f"the {role} role has no LLM endpoint configured "
                                     f"(MEMWEB_LLM_{role.upper()}_BASE_URL); use the offline backend or configure one"))

@@ -24,6 +24,7 @@ from evaluation.models import Task, TaskVersion
 from evaluation.runs.models import EvaluationRun, RunRegrade, RunTaskPin
 from evaluation.shop.reward import REWARD_VERSION, reward_source_hash
 from evaluation.shop.task_content import canonical_json, task_content_changes
+from evaluation.vocabulary import EvaluationLLMRole
 from memweb.llm import role_config
 from orbs.services import bank_snapshot
 
@@ -60,8 +61,8 @@ def run_pins_record(*, run: EvaluationRun) -> None:
     RunTaskPin.objects.bulk_create([RunTaskPin(run=run, task_id=pk, version=version, content_hash=content_hash)
                                     for pk, version, content_hash in tasks])
     run.reward_version = REWARD_VERSION
-    run.pins = {"agent": _backend_pin(run.agent_config, "actor"),
-                "customer": _backend_pin(run.customer_config, "user_simulator"),
+    run.pins = {"agent": _backend_pin(run.agent_config, EvaluationLLMRole.ACTOR),
+                "customer": _backend_pin(run.customer_config, EvaluationLLMRole.USER_SIMULATOR),
                 "reward": {"version": REWARD_VERSION, "source_hash": reward_source_hash()},
                 "memory": bank_snapshot(bank=run.bank) if run.bank_id else None, "feedback": _feedback_pin(run)}
     run.save(update_fields=["pins", "reward_version"])

@@ -1,8 +1,9 @@
 """The runs' webhook event: `run.finished`, once, when a run completes, fails or is cancelled."""
 from evaluation.runs.models import EvaluationRun
 from evaluation.runs.services import protocol, run_cancel, run_drive
+from evaluation.vocabulary import EvaluationEvent
 from memweb.models import WebhookDelivery
-from memweb.webhooks import Event, webhook_create
+from memweb.webhooks import webhook_create
 from orbs.services import bank_get_or_create
 from tests.evaluation.runs.conftest import TASK_IDS
 from tests.support.webhook_receiver import receiver, verified  # noqa: F401  (receiver is a fixture)
@@ -16,8 +17,9 @@ def _finished(receiver) -> list[dict]:
 
 def test_a_completed_run_is_announced_to_its_banks_webhooks(launch, receiver, django_capture_on_commit_callbacks):
     run = launch(trials=1, task_ids=TASK_IDS[:1])
-    _, secret = webhook_create(url=receiver.url, events=[Event.RUN_FINISHED], bank=run.bank.slug)
-    webhook_create(url=receiver.url + "?other", events=[Event.RUN_FINISHED], bank=bank_get_or_create(name="another-bank").slug)
+    _, secret = webhook_create(url=receiver.url, events=[EvaluationEvent.RUN_FINISHED], bank=run.bank.slug)
+    webhook_create(url=receiver.url + "?other", events=[EvaluationEvent.RUN_FINISHED],
+                   bank=bank_get_or_create(name="another-bank").slug)
     with django_capture_on_commit_callbacks(execute=True):
         run = run_drive(run=run)
     assert run.status == Status.COMPLETED
@@ -32,7 +34,7 @@ def test_a_completed_run_is_announced_to_its_banks_webhooks(launch, receiver, dj
 
 def test_a_cancelled_or_failed_run_is_announced_once(launch, operator_user, receiver,
                                                      django_capture_on_commit_callbacks):
-    webhook_create(url=receiver.url, events=[Event.RUN_FINISHED])
+    webhook_create(url=receiver.url, events=[EvaluationEvent.RUN_FINISHED])
     cancelled, failed = launch(trials=1), launch(trials=1)
     with django_capture_on_commit_callbacks(execute=True):
         run_cancel(run=cancelled, user=operator_user)
