@@ -28,6 +28,7 @@ from evaluation.runs.services.spec import (
 from evaluation.runs.services.splits import learning_rows, learns_from
 from evaluation.services import EpisodeConfigError, EpisodePlay, bank_harmful_flag, episode_ref, episode_trajectory
 from evaluation.services.memory_effects import HarmLook, bank_harmful_experiences_flag
+from evaluation.vocabulary import EvaluationLLMRole
 from memweb.llm import role_config
 from orbs.dialogues.services import dialogue_from_trajectory, dialogues_copy
 from orbs.dmrm.services import (
@@ -116,7 +117,7 @@ def _c_max(spec: RunSpec, params: DMRMParams) -> tuple[int | None, str]:
         return 512, str(CMaxRule.MINILM_512)
     if spec.dmrm is None and spec.bank_source:
         return None, "the copied bank's"
-    answer = spec.agent.max_tokens or role_config("actor").max_tokens
+    answer = spec.agent.max_tokens or role_config(EvaluationLLMRole.ACTOR).max_tokens
     room = memory_room(context_tokens=spec.agent.context_tokens or LLM_CONTEXT_TOKENS, answer_tokens=answer)
     return max(16, min(room, MAX_C_MAX)), str(CMaxRule.AGENT_WINDOW)
 
