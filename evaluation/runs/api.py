@@ -138,6 +138,7 @@ class RunOut(RunSummaryOut):
     memory_same_customer_only: bool
     memory_per_turn: bool
     reflection_style: str
+    reflection_input: str
     preset: str
     withhold_probability: float
     dmrm_config: dict

@@ -3,7 +3,7 @@ offers (its fields, defaults and bounds are read from here) and what a run row k
 import pydantic
 from django.db import models
 
-from evaluation.configs import AgentConfig, CustomerConfig, MemoryKind
+from evaluation.configs import AgentConfig, CustomerConfig, MemoryKind, ReflectionInput
 from evaluation.feedback.services import MAX_FEEDBACK_ROUNDS
 from evaluation.runs.models import FeedbackMemory, ReviewGate, RunPreset
 from memweb.errors import problems_of
@@ -77,6 +77,10 @@ class RunSpec(StrictBody):
     reflection_style: ReflectionStyle = pydantic.Field(
         default=ReflectionStyle.SIMPLE, description="How trial-end reflections are written; structured is the paper's "
                                                     "complex-reflection ablation")
+    reflection_input: ReflectionInput = pydantic.Field(
+        default=ReflectionInput.TRAJECTORY,
+        description="What reflections (and feedback into memory) are written from: the trajectory, or oracle (a "
+                    "diagnosis against the task's gold answer too, which leaks the answer key into memory)")
     preset: RunPreset | None = pydantic.Field(
         default=None, description="One of the paper's ablations; sets " + "; ".join(
             f"{name}: {', '.join(f'{k}={v}' for k, v in fields.items())}" for name, fields in PRESETS.items()))

@@ -11,6 +11,7 @@ import pydantic
 from django.db import transaction
 from django.utils import timezone
 
+from evaluation.configs import ReflectionInput
 from evaluation.feedback.models import EpisodeFeedback
 from evaluation.feedback.services import MAX_FEEDBACK_ROUNDS
 from evaluation.models import Task, TaskVersion
@@ -68,7 +69,8 @@ def _run_header(run: EvaluationRun) -> dict:
             "bank_copied_from": run.bank_copied_from, "pass_k": run.pass_k,
             "concurrency": run.concurrency, "feedback_enabled": run.feedback_enabled,
             "feedback_memory": run.feedback_memory, "feedback_rounds": run.feedback_rounds,
-            "reflection_style": run.reflection_style, "preset": run.preset,
+            "reflection_style": run.reflection_style, "reflection_input": run.reflection_input,
+            "preset": run.preset,
             "trials": run.trials, "seed": run.seed, "max_turns": run.max_turns,
             "created_at": run.created_at.isoformat(),
             "started_at": run.started_at.isoformat() if run.started_at else None,
@@ -194,6 +196,8 @@ class ImportedRun(_Line):
     feedback_memory: Literal[tuple(FeedbackMemory.values)] = FeedbackMemory.NONE
     feedback_rounds: int = pydantic.Field(default=1, ge=1, le=MAX_FEEDBACK_ROUNDS)
     reflection_style: Literal[tuple(ReflectionStyle.values)] = ReflectionStyle.SIMPLE
+    # Files exported before the choice existed hold runs reflected with the answer key.
+    reflection_input: Literal[tuple(ReflectionInput.values)] = ReflectionInput.ORACLE
     preset: Literal["", *RunPreset.values] = ""
     trials: int = pydantic.Field(ge=1, le=100)
     seed: int = pydantic.Field(default=0, ge=0)
@@ -285,7 +289,7 @@ def _imported_run(data: ImportedFile, user, workspace) -> EvaluationRun:
         tasks_fingerprint=head.tasks_fingerprint,
         pass_k=head.pass_k, concurrency=head.concurrency, feedback_enabled=head.feedback_enabled,
         feedback_memory=head.feedback_memory, feedback_rounds=head.feedback_rounds,
-        reflection_style=head.reflection_style, preset=head.preset,
+        reflection_style=head.reflection_style, reflection_input=head.reflection_input, preset=head.preset,
         started_at=head.started_at, finished_at=head.finished_at or timezone.now(),
         episodes_total=len(data.episodes), episodes_finished=len(data.episodes),
         episodes_error=sum(e.status == "error" for e in data.episodes),
