@@ -38,6 +38,13 @@ NAIVE_RAG_KINDS = (MemoryKind.BM25_MESSAGE, MemoryKind.BM25_DIALOG, MemoryKind.E
                    MemoryKind.EMBEDDER_DIALOG)
 
 
+class ReflectionInput(models.TextChoices):
+    """What a reflector (and so memory) is shown of an episode. Runs stored before the choice existed
+    were reflected with the answer key: oracle."""
+    TRAJECTORY = "trajectory", "trajectory: the dialogue, the tool calls with their results, the reward components"
+    ORACLE = "oracle", "oracle: besides, a diagnosis against the task's gold answer (leaks the answer key)"
+
+
 class _Config(StrictBody):
     """Unknown fields and coerced scalars refused (memweb.schemas)."""
 

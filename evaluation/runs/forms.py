@@ -5,7 +5,7 @@ import json
 from django import forms
 
 from annotation.services import campaigns_addable
-from evaluation.configs import AgentBackend, AgentConfig, CustomerBackend, CustomerConfig, MemoryKind
+from evaluation.configs import AgentBackend, AgentConfig, CustomerBackend, CustomerConfig, MemoryKind, ReflectionInput
 from evaluation.models import Domain, Split, TaskSet
 from evaluation.runs.models import (
     EvaluationMode,
@@ -92,6 +92,10 @@ class RunLaunchForm(forms.Form):
                                                "no-cross-user ablation: that is the k = 1 preset.")
     reflection_style = _spec_field(forms.ChoiceField, "reflection_style", choices=ReflectionStyle.choices,
                                    required=False, label="Reflection")
+    reflection_input = _spec_field(forms.ChoiceField, "reflection_input", choices=ReflectionInput.choices,
+                                   required=False, label="Reflection input",
+                                   help_text="Oracle adds a diagnosis against the gold answer: it leaks the answer "
+                                             "key into memory, so label its results as such.")
     preset = _spec_field(forms.ChoiceField, "preset", required=False, label="Paper ablation preset",
                          choices=_choices(RunPreset.choices, "none: the settings below"),
                          help_text="Sets memory and k or the reflection style as the paper's ablation does.")
@@ -171,8 +175,9 @@ class RunLaunchForm(forms.Form):
                  "per_turn", "memory_effects", "trials", "pass_k", "seed", "max_turns", "concurrency", "review_gate",
                  "feedback_enabled")
         # Left empty, the spec's default applies (as for a field an older page did not post).
-        optional = ("withhold_probability", "reflection_style", "preset", "feedback_memory", "feedback_rounds",
-                    "feedback_calibration", "evaluation_mode", "split_rule", "test_fraction", "train_trials")
+        optional = ("withhold_probability", "reflection_style", "reflection_input", "preset", "feedback_memory",
+                    "feedback_rounds", "feedback_calibration", "evaluation_mode", "split_rule", "test_fraction",
+                    "train_trials")
         given = {**{name: data[name] for name in plain if name in data},
                  **{name: data[name] for name in optional if data.get(name) not in (None, "")}}
         # A preset sets its own fields: the page's values for them are left out rather than refused.

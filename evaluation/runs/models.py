@@ -10,7 +10,7 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
-from evaluation.configs import NAIVE_RAG_KINDS, AgentBackend, MemoryKind
+from evaluation.configs import NAIVE_RAG_KINDS, AgentBackend, MemoryKind, ReflectionInput
 from evaluation.feedback.models import CalibrationSetting
 from memweb.models import workspace_field
 
@@ -112,6 +112,10 @@ class EvaluationRun(models.Model):
     memory_per_turn = models.BooleanField(default=True)
     reflection_style = models.CharField(max_length=16, default="simple",
                                         help_text="How trial-end reflections were written (simple or structured).")
+    # Runs stored before the choice existed were reflected with the answer key (the migration sets them oracle).
+    reflection_input = models.CharField(
+        max_length=16, choices=ReflectionInput.choices, default=ReflectionInput.TRAJECTORY,
+        help_text="What the reflector saw: the trajectory, or (oracle) a diagnosis against the gold answer too.")
     preset = models.CharField(max_length=32, blank=True, choices=RunPreset.choices,
                               help_text="The paper's ablation the run was launched as.")
     # Runs stored before withholding existed served every retrieved memory: 0.0.
@@ -178,6 +182,11 @@ class EvaluationRun(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in self.ACTIVE
+
+    @property
+    def reflects_with_answer_key(self) -> bool:
+        """Its Orbs were reflected with the gold answer's diagnosis (DMRM steps and raw dialogues never are)."""
+        return self.uses_memorb and self.reflection_input == ReflectionInput.ORACLE
 
     @property
     def uses_memorb(self) -> bool:

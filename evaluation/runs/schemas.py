@@ -88,6 +88,8 @@ class RunOut(RunSummaryOut):
     memory_same_customer_only: bool
     memory_per_turn: bool
     reflection_style: str
+    reflection_input: str = Field(description="trajectory, or oracle: the run's reflections saw a diagnosis against "
+                                                "the tasks' gold answers")
     preset: str
     withhold_probability: float
     measures_memory_effects: bool = Field(description="Launched in the effect-measurement mode (memory_effects): "

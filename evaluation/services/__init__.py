@@ -2,6 +2,7 @@
 from evaluation.services.episodes import (
     EpisodeConfigError,
     EpisodePlay,
+    ReflectionInput,
     episode_ref,
     episode_run,
     episode_save,
@@ -27,7 +28,8 @@ from evaluation.services.task_sets import (
 )
 
 __all__ = [
-    "BUILTIN_SET", "EpisodeConfigError", "EpisodePlay", "ImportReport", "bank_effects_rank", "bank_harmful_flag",
+    "BUILTIN_SET", "EpisodeConfigError", "EpisodePlay", "ImportReport", "ReflectionInput", "bank_effects_rank",
+    "bank_harmful_flag",
     "episode_ref", "episode_run", "episode_save", "episodes_save",
     "episode_simulate", "episode_trajectory", "task_create", "task_spec_update",
     "task_summary", "taskset_builtin_load", "tasks_export_jsonl",

@@ -12,12 +12,20 @@ from dataclasses import dataclass
 from django.core.exceptions import ObjectDoesNotExist
 from django.db import transaction
 
-from evaluation.configs import AgentBackend, AgentConfig, CustomerBackend, CustomerConfig, MemoryConfig
+from evaluation.configs import (
+    AgentBackend,
+    AgentConfig,
+    CustomerBackend,
+    CustomerConfig,
+    MemoryConfig,
+    ReflectionInput,
+)
 from evaluation.llm_backends import LLMAgent, LLMCustomer
 from evaluation.memory import memory_hook
 from evaluation.models import Episode, Task
 from evaluation.shop.customers import STOP, AgendaCustomer
 from evaluation.shop.episode import DEFAULT_MAX_TURNS, EpisodeOutcome, episode_play
+from evaluation.shop.errors import errors_observed
 from evaluation.shop.scripted_agent import ScriptedAgent
 from evaluation.vocabulary import EvaluationLLMRole
 from memweb.llm import LLMError, role_config
@@ -166,9 +174,14 @@ def episode_ref(episode: Episode) -> str:
 
 # --- the shared trajectory shape (orbs.schemas.TrajectoryIn) ---------------------------------
 
-def episode_trajectory(episode: Episode) -> dict:
-    """The episode as the trajectory dict orbs.services.orb_from_episode takes."""
+def episode_trajectory(episode: Episode, *, reflection_input: str = ReflectionInput.TRAJECTORY) -> dict:
+    """The episode as the trajectory dict orbs.services.orb_from_episode takes. By default it holds
+    only what the episode itself showed: the dialogue, the tool calls with their results, the reward
+    components and a diagnosis drawn from those. The oracle input adds the diagnosis against the
+    gold answer and the gold call's order id and SKU: the next trial replays the same task, so
+    those hand its agent the answer."""
     spec = episode.task_snapshot
+    oracle = ReflectionInput(reflection_input) == ReflectionInput.ORACLE
     return {
         "task_id": spec["id"],
         "domain": spec["domain"],
@@ -177,9 +190,25 @@ def episode_trajectory(episode: Episode) -> dict:
         "reward": episode.reward,
         "success": episode.success,
         "reward_breakdown": episode.reward_breakdown,
-        "errors": [_error(e) for e in episode.errors],
-        "metadata": _metadata(episode, spec),
+        "errors": [_error(e) for e in (episode.errors if oracle else _errors_observed(episode))],
+        "metadata": _metadata(episode, spec) | (_gold_metadata(spec) if oracle else {}),
     }
+
+
+def _errors_observed(episode: Episode) -> list[dict]:
+    calls = [{**call, "ok": result.get("ok", True), "content": result.get("content") or ""}
+             for call, result in _calls_with_results(episode.transcript)]
+    return errors_observed(calls=calls, breakdown=episode.reward_breakdown,
+                           invented_ids=(episode.reward_details or {}).get("invented_ids", []))
+
+
+def _calls_with_results(transcript: list[dict]) -> list[tuple[dict, dict]]:
+    """Each tool call of the transcript with the tool message that answered it (by call id, else in order)."""
+    results = [m for m in transcript if m["role"] == "tool"]
+    by_id = {m["tool_call_id"]: m for m in results if m.get("tool_call_id")}
+    calls = [c for m in transcript if m["role"] == "assistant" for c in m.get("tool_calls", ())]
+    in_order = iter(results)
+    return [(call, by_id.get(call.get("id")) or next(in_order, {})) for call in calls]
 
 
 def _clip(text: str, limit: int) -> str:
@@ -205,15 +234,20 @@ def _message(message: dict) -> dict | None:
 
 
 def _metadata(episode: Episode, spec: dict) -> dict:
-    # The call the task turns on: its first change, else its last look-up.
-    main = (spec["gold_actions"][:1] or spec["gold_lookups"][-1:] or [{"arguments": {}}])[0]
-    arguments = main["arguments"]
+    # The product the customer asks about (the simulated customer names it) and the task's shape.
     products = [i["slots"]["product"] for i in spec["intents"] if "product" in i["slots"]]
     return {
-        "order_id": arguments.get("order_id"), "sku": arguments.get("new_sku") or arguments.get("product_id"),
         "product": products[0] if products else None, "template": spec.get("template", ""),
         "intents": [i["kind"] for i in spec["intents"]], "agent": episode.agent_backend,
         "customer": episode.customer_backend, "seed": episode.seed,
         # Read by orbs: the retrievals this episode used, so each hit's page shows how it ended.
         "retrieval_ids": [m["retrieval_id"] for m in episode.memories if "retrieval_id" in m],
     }
+
+
+def _gold_metadata(spec: dict) -> dict:
+    """The oracle input only: the order id and SKU of the call the task turns on (its first change,
+    else its last look-up), taken from the gold answer."""
+    main = (spec["gold_actions"][:1] or spec["gold_lookups"][-1:] or [{"arguments": {}}])[0]
+    arguments = main["arguments"]
+    return {"order_id": arguments.get("order_id"), "sku": arguments.get("new_sku") or arguments.get("product_id")}

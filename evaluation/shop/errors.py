@@ -1,5 +1,10 @@
 """The three error kinds of the MemOrb paper: how a task can provoke them, how the scripted agent
-commits them (wrong arguments), and how a finished episode is diagnosed for the trajectory."""
+commits them (wrong arguments), and how a finished episode is diagnosed.
+
+Two diagnoses: `errors_observed` reads only what a reflector may see (the tool calls with their
+results and the reward components) and is what memory learns from; `errors_diagnose` compares the
+episode with the task's gold answer, for the evaluator's pages and the labelled "oracle" reflection
+variant. The second names values only the answer key holds, so it must never reach memory by default."""
 import json
 import re
 from datetime import date, timedelta
@@ -139,7 +144,51 @@ _CORRUPTIONS = {
 }
 
 
-# --- diagnosis of a finished episode ----------------------------------------------------
+# --- diagnosis from what the episode shows (no answer key) ---------------------------------
+
+def errors_observed(*, calls: list[dict], breakdown: dict, invented_ids: list[str]) -> list[dict]:
+    """Error records {kind, tool, detail} from the agent's tool calls (name, arguments, ok, content)
+    and the reward's components alone: which component failed says what kind of thing went wrong,
+    the calls say where. Nothing of the gold answer (its ids, arguments, facts, look-ups) is read, so
+    a detail holds only values the agent itself used or a tool returned."""
+    errors = _lookups_failed(calls) if breakdown.get("lookups") == 0 else []
+    if breakdown.get("state") == 0 and not errors:
+        errors.append(_state_failed(calls))
+    if breakdown.get("outputs") == 0:
+        errors.append(_outputs_failed(calls))
+    return errors + [_invented(oid, calls) for oid in invented_ids]
+
+
+def _lookups_failed(calls: list[dict]) -> list[dict]:
+    if not any(c["name"] == "list_customer_orders" for c in calls):
+        instead = "search_products" if any(c["name"] == "search_products" for c in calls) else _last_tool(calls)
+        return [{"kind": WRONG_TOOL, "tool": instead, "detail": "A look-up the request needed was not made (lookups "
+                 "component unmet) and the customer's orders were never listed. " + ADVICE[WRONG_TOOL]}]
+    return [{"kind": WRONG_TOOL, "tool": _last_tool(calls), "detail": "A look-up the request needed was not made "
+             "(lookups component unmet): look the customer and the order up before answering or acting."}]
+
+
+def _state_failed(calls: list[dict]) -> dict:
+    writes = [c for c in calls if TOOLS.get(c["name"]) is not None and TOOLS[c["name"]].writes]
+    if not writes:
+        return {"kind": WRONG_TOOL, "tool": _last_tool(calls), "detail": "No tool changed the shop, though the "
+                "request needed a change (state component unmet)."}
+    last = writes[-1]
+    if not last.get("ok"):
+        detail = f"{last['name']} failed: {(last.get('content') or '')[:200]}. "
+    else:
+        detail = f"{last['name']} changed the shop, but not as the request needed (state component unmet). "
+    return {"kind": WRONG_ARGUMENTS, "tool": last["name"], "detail": detail + ADVICE[WRONG_ARGUMENTS]}
+
+
+def _outputs_failed(calls: list[dict]) -> dict:
+    lookups = [c["name"] for c in calls if c.get("ok") and TOOLS.get(c["name"]) is not None
+               and not TOOLS[c["name"]].writes]
+    return {"kind": RESULT_UNUSED, "tool": (lookups or ["reply"])[-1], "detail": "A fact the customer asked for was "
+            "never told (outputs component unmet). " + ADVICE[RESULT_UNUSED]}
+
+
+# --- diagnosis against the gold answer (evaluator's view, oracle reflection) -----------------
 
 def errors_diagnose(*, task: dict, calls: list[dict], reward) -> list[dict]:
     """Error records {kind, tool, detail} for the shared trajectory. As in the Orbs trajectory

@@ -2,6 +2,11 @@
 the episode ended and ends with a new plan. The LLM reflector reads the trajectory and the bank's
 last m reflections; a run may choose the complex structured reflection the paper ablates.
 
+What it is given is all it knows: by default an evaluation run hands it the dialogue, the tool calls
+with their results, the reward components and a diagnosis drawn from those
+(`evaluation.services.episode_trajectory`), never the task's gold answer; only a run's labelled
+"oracle" reflection input adds a diagnosis against the gold answer and the gold order id and SKU.
+
 Offline: rules over the trajectory's structure. Failed reward components give the verdict; each
 reported error (wrong tool, wrong arguments, result not used) and each tool result carrying an
 error becomes a finding that names the tool and the argument involved, and its advice a step of
@@ -98,7 +103,8 @@ def _wrong_tool_lesson(error: ErrorIn, trajectory: TrajectoryIn) -> Lesson:
 
 
 def _argument_fixes(arguments: dict, metadata: dict) -> list[str]:
-    """Arguments whose value differs from the task's own facts (e.g. the SKU or order id)."""
+    """Arguments whose value differs from the order id or SKU the metadata names: an API caller's own
+    facts, or the gold answer's under the oracle reflection input (a plain run's metadata has none)."""
     return [
         f"{name}={_short(metadata[name])} (not {_short(value)})"
         for name, value in arguments.items()

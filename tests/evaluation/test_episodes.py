@@ -44,7 +44,10 @@ def test_it_turns_an_episode_into_the_shared_trajectory(builtin):
     calls = [c.name for m in parsed.messages for c in m.tool_calls]
     assert "list_customer_orders" in calls and "return_items" in calls
     assert {m.tool_name for m in parsed.messages if m.role == "tool"} <= set(calls)
-    assert trajectory["metadata"]["order_id"] == task.spec["gold_actions"][0]["arguments"]["order_id"]
+    # The gold call's order id is the answer key's: only the oracle reflection input carries it (issue 28).
+    assert "order_id" not in trajectory["metadata"]
+    oracle = episode_trajectory(episode, reflection_input="oracle")
+    assert oracle["metadata"]["order_id"] == task.spec["gold_actions"][0]["arguments"]["order_id"]
 
 
 def test_it_refuses_configurations_that_cannot_run(builtin):

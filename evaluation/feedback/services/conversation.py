@@ -39,12 +39,25 @@ def episode_judged(episode: Episode) -> Judged:
 
 
 def evaluation_context(spec: dict) -> dict:
-    """The ground truth the simulated user judges against (the agent never saw it)."""
+    """The ground truth the simulated user scores against (the agent never saw it). It holds the
+    gold answer, so it feeds the satisfaction score and the annotation study, never a critique that
+    goes into memory (see critique_context)."""
     return {
         "requests": [{"kind": i["kind"], **i["slots"]} for i in spec["intents"]],
         "expected_changes": spec["gold_actions"],
         "expected_lookups": [call["name"] for call in spec["gold_lookups"]],
         "facts_the_customer_must_be_told": {o["label"]: o["value"] for o in spec["required_outputs"]},
+    }
+
+
+def critique_context(spec: dict) -> dict:
+    """What the simulated customer writing a critique knows: its own requests and which facts it
+    wanted told, never the gold changes' arguments nor the facts' values. A critique is folded into
+    memory (feedback into memory) and the next trial replays the same task, so any answer value in
+    it would hand the agent the answer."""
+    return {
+        "requests": [{"kind": i["kind"], **i["slots"]} for i in spec["intents"]],
+        "facts_the_customer_wants_told": [o["label"] for o in spec["required_outputs"]],
     }
 
 

@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from evaluation.feedback.models import EpisodeFeedback, FeedbackProfile
 from evaluation.feedback.prompts import test_prompt
-from evaluation.feedback.services.conversation import Judged, evaluation_context, succeeded_after
+from evaluation.feedback.services.conversation import Judged, critique_context, succeeded_after
 from evaluation.models import Episode
 from evaluation.shop.customers import render_intent
 from evaluation.vocabulary import EvaluationLLMRole
@@ -42,7 +42,7 @@ class Verbose:
 def critique_llm(*, episode: Episode, judged: Judged, profile: FeedbackProfile) -> Verbose:
     spec = episode.task_snapshot
     prompt = test_prompt(history=judged.history, response=judged.response, task_description=spec["instructions"],
-                         evaluation_context=evaluation_context(spec), language=profile.language)
+                         evaluation_context=critique_context(spec), language=profile.language)
     messages = [{"role": "system", "content": profile.system_prompt()}, {"role": "user", "content": prompt}]
     answer = llm_json(role=CRITIQUE_ROLE, messages=messages, schema=VerboseFeedbackOut)
     return Verbose(reasoning=answer.reasoning.strip(), behavior=answer.behavior,
@@ -67,9 +67,9 @@ def _problems(episode: Episode, stated: frozenset[str]) -> list[tuple[str, str]]
     if missing:
         labels = ", ".join(o["label"] for o in missing)
         problems.append((f"the agent never stated: {labels}", f"You still have not told me the {labels}."))
-    if details.get("missing_lookups") and not problems:
-        names = ", ".join(c["name"] for c in details["missing_lookups"])
-        problems.append((f"the agent answered without the look-ups {names}",
+    # Which look-ups were missing is the answer key's; the customer only sees that none was made.
+    if breakdown.get("lookups") == 0 and not problems:
+        problems.append(("the agent answered without the look-ups the request needed",
                          "Did you actually check my account and order before answering?"))
     return problems
 

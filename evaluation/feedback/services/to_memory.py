@@ -12,7 +12,7 @@ from evaluation.feedback.models import EpisodeFeedback
 from evaluation.feedback.services.judging import feedback_for_episode
 from evaluation.feedback.services.selectors import feedback_of
 from evaluation.models import Episode
-from evaluation.services import episode_ref, episode_trajectory
+from evaluation.services import ReflectionInput, episode_ref, episode_trajectory
 from orbs.services import OrbIngestResult, bank_resolve, orb_from_episode
 
 Bank = Any
@@ -20,14 +20,15 @@ FEEDBACK_SOURCE_LABEL = "simulated feedback"
 MAX_CRITIQUE_CHARS = 4000
 
 
-def feedback_trajectory(*, feedback: EpisodeFeedback) -> dict:
+def feedback_trajectory(*, feedback: EpisodeFeedback, reflection_input: str = ReflectionInput.TRAJECTORY) -> dict:
     """The episode's trajectory with the feedback folded in, for orb_from_episode:
     - the user's response (if it continued) becomes the last user message, so it is part of the
       Orb's obs and its emotion tag is the user's reaction;
     - metadata["user_feedback"] carries critique, score, action and copy into the Orb's context
       (and so into its embedded document and the LLM reflector's input);
+    - `reflection_input`: the episode's trajectory without (default) or with the oracle diagnosis;
     - reward_breakdown["user_satisfaction"] = S/10, a component the offline reflector names when unmet."""
-    trajectory = episode_trajectory(feedback.episode)
+    trajectory = episode_trajectory(feedback.episode, reflection_input=reflection_input)
     if feedback.response:
         trajectory["messages"].append({"role": "user", "content": feedback.response[:MAX_CRITIQUE_CHARS]})
     trajectory["metadata"]["user_feedback"] = {

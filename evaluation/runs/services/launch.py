@@ -186,7 +186,7 @@ def _run_create(spec: RunSpec, checked: _Checked, workspace, user, executor: str
         customer_config=spec.customer.model_dump(), memory_mode=spec.memory_mode, memory_k=spec.memory_k,
         memory_approved_only=spec.approved_only, memory_same_customer_only=spec.same_customer_only,
         memory_per_turn=spec.per_turn, withhold_probability=_withhold_probability(spec),
-        reflection_style=spec.reflection_style, preset=spec.preset or "",
+        reflection_style=spec.reflection_style, reflection_input=spec.reflection_input, preset=spec.preset or "",
         bank_copied_from=checked.bank_source.name if checked.bank_source else "",
         trials=spec.trials, pass_k=spec.pass_k, seed=spec.seed, max_turns=spec.max_turns,
         concurrency=spec.concurrency, review_gate=spec.review_gate, feedback_enabled=spec.feedback_enabled,

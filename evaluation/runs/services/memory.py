@@ -244,11 +244,11 @@ def _orb_trajectory(run: EvaluationRun, episode: Episode) -> dict:
     before the trial's end (trial_finish backfills what a dead worker missed), so a missing row is
     an error the run shows, never a silent plain Orb."""
     if not run.feedback_into_memory:
-        return episode_trajectory(episode)
+        return episode_trajectory(episode, reflection_input=run.reflection_input)
     feedback = feedback_of([episode]).first()
     if feedback is None:
         raise ValueError(f"episode {episode.pk} has no simulated feedback to write into memory")
-    return feedback_trajectory(feedback=feedback)
+    return feedback_trajectory(feedback=feedback, reflection_input=run.reflection_input)
 
 
 def _experiences_write(run: EvaluationRun, trial: Trial) -> None:

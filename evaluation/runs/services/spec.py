@@ -3,7 +3,7 @@ offers (its fields, defaults and bounds are read from here) and what a run row k
 import pydantic
 from django.db import models
 
-from evaluation.configs import NAIVE_RAG_KINDS, AgentConfig, CustomerConfig, MemoryKind
+from evaluation.configs import NAIVE_RAG_KINDS, AgentConfig, CustomerConfig, MemoryKind, ReflectionInput
 from evaluation.feedback.services import MAX_FEEDBACK_ROUNDS
 from evaluation.runs.models import EvaluationMode, FeedbackCalibration, FeedbackMemory, ReviewGate, RunPreset, SplitRule
 from memweb.errors import problems_of
@@ -101,6 +101,10 @@ class RunSpec(StrictBody):
     reflection_style: ReflectionStyle = pydantic.Field(
         default=ReflectionStyle.SIMPLE, description="How trial-end reflections are written; structured is the paper's "
                                                     "complex-reflection ablation")
+    reflection_input: ReflectionInput = pydantic.Field(
+        default=ReflectionInput.TRAJECTORY,
+        description="What reflections (and feedback into memory) are written from: the trajectory, or oracle (a "
+                    "diagnosis against the task's gold answer too, which leaks the answer key into memory)")
     preset: RunPreset | None = pydantic.Field(
         default=None, description="One of the paper's ablations; sets " + "; ".join(
             f"{name}: {', '.join(f'{k}={v}' for k, v in fields.items())}" for name, fields in PRESETS.items()))
@@ -216,7 +220,7 @@ SETTING_ROLES: dict[str, SettingRole] = {
     "feedback_rounds": _I, "feedback_calibration": _I,
     "evaluation_mode": _I, "split_rule": _I, "test_fraction": _I, "train_trials": _I,
     "memory_mode": _M, "memory_k": _M, "dmrm": _M, "approved_only": _M, "same_customer_only": _M,
-    "reflection_style": _M, "preset": _M, "per_turn": _M, "bank_source": _M, "review_gate": _M,
+    "reflection_style": _M, "reflection_input": _M, "preset": _M, "per_turn": _M, "bank_source": _M, "review_gate": _M,
     "feedback_memory": _M,
 }
 

@@ -11,6 +11,7 @@ import pydantic
 from django.db import transaction
 from django.utils import timezone
 
+from evaluation.configs import ReflectionInput
 from evaluation.feedback.models import EpisodeFeedback
 from evaluation.feedback.services import MAX_FEEDBACK_ROUNDS
 from evaluation.models import Task, TaskVersion
@@ -73,7 +74,7 @@ def _run_header(run: EvaluationRun) -> dict:
             "concurrency": run.concurrency, "feedback_enabled": run.feedback_enabled,
             "feedback_memory": run.feedback_memory, "feedback_rounds": run.feedback_rounds,
             "feedback_calibration": run.feedback_calibration,
-            "reflection_style": run.reflection_style, "preset": run.preset,
+            "reflection_style": run.reflection_style, "reflection_input": run.reflection_input, "preset": run.preset,
             "evaluation_mode": run.evaluation_mode, "split_rule": run.split_rule, "test_fraction": run.test_fraction,
             "train_trials": run.train_trials, "task_splits": run.task_splits,
             "trials": run.trials, "seed": run.seed, "max_turns": run.max_turns,
@@ -204,6 +205,8 @@ class ImportedRun(_Line):
     # Files written before the setting existed come from runs calibrated on their realised scores.
     feedback_calibration: Literal[tuple(FeedbackCalibration.values)] = FeedbackCalibration.REALISED
     reflection_style: Literal[tuple(ReflectionStyle.values)] = ReflectionStyle.SIMPLE
+    # Files exported before the choice existed hold runs reflected with the answer key.
+    reflection_input: Literal[tuple(ReflectionInput.values)] = ReflectionInput.ORACLE
     preset: Literal["", *RunPreset.values] = ""
     # Files written before held-out tasks existed replayed every task: replay.
     evaluation_mode: Literal[tuple(EvaluationMode.values)] = EvaluationMode.REPLAY
@@ -348,7 +351,7 @@ def _imported_run(data: ImportedFile, user, workspace) -> EvaluationRun:
         tasks_fingerprint=head.tasks_fingerprint,
         pass_k=head.pass_k, concurrency=head.concurrency, feedback_enabled=head.feedback_enabled,
         feedback_memory=head.feedback_memory, feedback_rounds=head.feedback_rounds,
-        feedback_calibration=head.feedback_calibration,
+        feedback_calibration=head.feedback_calibration, reflection_input=head.reflection_input,
         reflection_style=head.reflection_style, preset=head.preset, evaluation_mode=head.evaluation_mode,
         split_rule=head.split_rule, test_fraction=head.test_fraction, train_trials=head.train_trials,
         task_splits=_imported_splits(data),
