@@ -25,8 +25,10 @@ def _played(user, **spec):
 
 
 def test_a_scripted_run_of_every_builtin_task_leaks_no_gold_into_memory(builtin, operator_user):
-    run = _played(operator_user, trials=2, memory_mode="memorb", feedback_enabled=True, feedback_memory="onpolicy")
-    assert run.status == "completed" and run.episodes_finished == 2 * builtin.tasks.count()
+    # One trial writes a memory from every task; later trials replay the same tasks (what would carry a
+    # leaked answer to the agent), so the check is over what that trial stored.
+    run = _played(operator_user, trials=1, memory_mode="memorb", feedback_enabled=True, feedback_memory="onpolicy")
+    assert run.status == "completed" and run.episodes_finished == builtin.tasks.count()
     assert run.reflection_input == "trajectory"
     assert not run.run_episodes.filter(orb__isnull=True).exists()  # every episode reflected, feedback folded in
     assert bank_gold_leaks(bank=run.bank) == []
