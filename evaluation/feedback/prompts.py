@@ -67,16 +67,18 @@ def history_text(turns: list[tuple[str, str]]) -> str:
 
 def test_prompt(*, history: list[tuple[str, str]], response: str, task_description: str,
                 evaluation_context: dict, language: str) -> str:
-    """The user message: the conversation, the task, the ground truth, language and output format."""
+    """The user message: the conversation, the task, what the customer knows of it (its requests and
+    the facts it wants told: never the gold answer, since a critique goes into memory), language and
+    output format."""
     return (
         f"# Conversation so far\n{history_text(history)}\n\n"
         f"# The agent's reply to judge\n{response or '(the agent never replied)'}\n\n"
         f"# Your task as the customer\n{task_description}\n\n"
-        "# Evaluation context (ground truth; the agent did not see it)\n"
+        "# What you asked for (the agent did not see this list)\n"
         f"{json.dumps(evaluation_context, ensure_ascii=False, indent=1)}\n\n"
         f"# Language\nWrite `reasoning` and `response` in {language}.\n\n"
         "# Output\nReply with strict JSON only: "
-        '{"reasoning": "<your judgement of the reply, against the criteria and the ground truth>", '
+        '{"reasoning": "<your judgement of the reply, against the criteria and what you asked for>", '
         '"behavior": "continue_conversation" | "end_conversation", '
         '"response": "<what you say next to the agent>" | null}. '
         "Use end_conversation when you are satisfied or see no point going on, and then response must be null; "

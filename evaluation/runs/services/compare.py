@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from evaluation.configs import AgentConfig, CustomerConfig
 from evaluation.metrics import paired_metrics, run_metrics
 from evaluation.models import Task
-from evaluation.runs.models import EvaluationRun, RunRegrade, TaskSplit
+from evaluation.runs.models import EvaluationRun, MemoryMode, RunRegrade, TaskSplit
 from evaluation.runs.services.pins import change_summary, run_regrade_current, run_staleness
 from evaluation.runs.services.regrade import regrade_verdicts
 from evaluation.runs.services.results import (
@@ -146,6 +146,36 @@ RECORDED = [
 ]
 
 
+# The memory settings a comparison measures, read back from a run row: the verdict names each one
+# the runs differ in (reflection style or input, k, preset...), not only the memory mode.
+MEMORY_READERS: dict[str, IdentitySetting] = {
+    "memory_mode": IdentitySetting("memory", lambda run: run.get_memory_mode_display()),
+    "memory_k": IdentitySetting("k", lambda run: run.memory_k),
+    "dmrm": IdentitySetting("DMRM parameters", lambda run: sorted((run.dmrm_config or {}).items())),
+    "approved_only": IdentitySetting("approved memories only", lambda run: run.memory_approved_only),
+    "same_customer_only": IdentitySetting("same-customer filter", lambda run: run.memory_same_customer_only),
+    "reflection_style": IdentitySetting("reflection style", lambda run: run.reflection_style),
+    "reflection_input": IdentitySetting("reflection input", lambda run: run.reflection_input),
+    "preset": IdentitySetting("preset", lambda run: run.preset or None),
+    "per_turn": IdentitySetting("retrieval per turn", lambda run: run.memory_per_turn),
+    "bank_source": IdentitySetting("starting bank", lambda run: run.bank_copied_from or None),
+    "review_gate": IdentitySetting("review gate", lambda run: run.review_gate),
+    "feedback_memory": IdentitySetting("feedback into memory",
+                                       lambda run: run.feedback_memory if run.feedback_enabled else None),
+}
+
+
+def memory_differences(run: EvaluationRun, baseline: EvaluationRun) -> list[str]:
+    """The memory settings the two runs differ in, each with both values ("reflection style (structured
+    against simple)"). Without memory on either side only the memory itself is named: the rest of a
+    no-memory run's memory settings are never used."""
+    settings = MEMORY_READERS.values()
+    if MemoryMode.NONE in (run.memory_mode, baseline.memory_mode):
+        settings = [MEMORY_READERS["memory_mode"]]
+    return [_difference_text({"setting": s.label, "run": _shown(s.read(run)), "baseline": _shown(s.read(baseline))})
+            for s in settings if s.read(run) != s.read(baseline)]
+
+
 def identity_settings() -> list[IdentitySetting]:
     """The settings compared runs must agree on, one per label, from the spec's identity fields."""
     by_label = {}
@@ -160,6 +190,8 @@ def identity_settings() -> list[IdentitySetting]:
 def _shown(value: object) -> str:
     if value is None:
         return "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, list):
         return ", ".join(f"{k} {v}" for k, v in value) or "none"
     return str(value)
@@ -254,13 +286,13 @@ def runs_comparable_check(*, runs: list[EvaluationRun], shared: bool = False,
 
 
 def measured_sentence(run: EvaluationRun, baseline: EvaluationRun, check: ArmsCheck) -> str:
-    """What a pair's comparison measured: on which tasks, which memory against which, what was equal
-    and what was not."""
+    """What a pair's comparison measured: on which tasks, which memory settings against which, what was
+    equal and what was not."""
     measures = {run_measured_text(run), run_measured_text(baseline)}
     on = " and ".join(sorted(measures))
     scope = f"the {len(check.tasks)} tasks the runs share" if check.shared else f"all {len(check.tasks)} tasks"
-    text = (f"Measured on {on}, over {scope}: {run.get_memory_mode_display()} against "
-            f"{baseline.get_memory_mode_display()}; equal: {', '.join(check.equal) or 'nothing checked'}")
+    compared = "; ".join(memory_differences(run, baseline)) or "the same memory settings"
+    text = f"Measured on {on}, over {scope}: {compared}; equal: {', '.join(check.equal) or 'nothing checked'}"
     if check.differences:
         text += f"; not equal: {'; '.join(map(_difference_text, check.differences))}"
     return text + "."

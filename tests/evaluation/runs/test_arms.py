@@ -6,7 +6,13 @@ from django.urls import reverse
 
 from evaluation.runs.models import EvaluationRun
 from evaluation.runs.services import RunLaunchError, RunsNotComparable, run_drive, run_launch, runs_compare
-from evaluation.runs.services.compare import SPEC_READERS, WITHHOLDING, identity_settings
+from evaluation.runs.services.compare import (
+    MEMORY_READERS,
+    SPEC_READERS,
+    WITHHOLDING,
+    identity_settings,
+    memory_differences,
+)
 from evaluation.runs.services.spec import SETTING_ROLES, RunSpec, SettingRole, settings_of_role
 from tests.evaluation.runs.conftest import TASK_IDS, spec
 
@@ -16,10 +22,22 @@ API = "/api/evaluation/runs"
 def test_every_run_setting_has_a_role_and_every_identity_setting_is_read_back_from_a_run():
     assert set(SETTING_ROLES) == set(RunSpec.model_fields)
     assert set(settings_of_role(SettingRole.IDENTITY)) == set(SPEC_READERS)
+    assert set(settings_of_role(SettingRole.MEMORY)) == set(MEMORY_READERS)  # each named when it differs
     labels = {setting.label for setting in identity_settings()}
     # The agent's and customer's own fields are read from their configs, so a new one is compared too.
     assert {"agent context window", "agent max tokens", "agent step limit", "customer max tokens", "turn limit",
             WITHHOLDING, "seed", "embedding model", "agent model"} <= labels
+
+
+@pytest.mark.django_db  # a run row's defaults read the default workspace
+def test_the_verdict_names_every_memory_setting_the_runs_differ_in():
+    simple = EvaluationRun(memory_mode="memorb", memory_k=5, reflection_style="simple", reflection_input="trajectory")
+    oracle = EvaluationRun(memory_mode="memorb", memory_k=1, reflection_style="structured", reflection_input="oracle")
+    assert memory_differences(oracle, simple) == [
+        "k (1 against 5)", "reflection style (structured against simple)", "reflection input (oracle against trajectory)"]
+    assert memory_differences(simple, simple) == []
+    # Against no memory, the other run's unused memory settings are not differences.
+    assert memory_differences(oracle, EvaluationRun(memory_mode="none")) == ["memory (MemOrb against no memory)"]
 
 
 def test_withholding_is_only_the_explicit_effect_measurement_mode(builtin, operator_user, client):
@@ -51,8 +69,8 @@ def test_a_comparison_refuses_another_context_window_and_names_what_it_measured(
         pins={}, agent_config={k: v for k, v in baseline.agent_config.items() if k != "context_tokens"})
     baseline.refresh_from_db()
     verdict = runs_compare(runs=[baseline, memory])["pairs"][0]["verdict"]
-    assert ("Measured on replayed tasks (within-task learning: the same tasks every trial), over all 3 tasks: MemOrb "
-            "against no memory; equal: ") in verdict
+    assert ("Measured on replayed tasks (within-task learning: the same tasks every trial), over all 3 tasks: memory "
+            "(MemOrb against no memory); equal: ") in verdict
     assert "agent context window, " in verdict and "turn limit" in verdict
     assert verdict.endswith("; not equal: seed (1 against 0).")  # another sample of the same arm: a warning
 
@@ -82,7 +100,7 @@ def test_runs_sharing_some_tasks_compare_on_those_when_asked(launch, agent, oper
     body = agent.get(f"{API}/compare", {"runs": [whole.pk, part.pk], "shared_tasks": True}).json()
     pair = body["pairs"][0]
     assert pair["shared_tasks"] == 2 and sorted(flip["task"] for flip in pair["flips"]) == sorted(TASK_IDS[:2])
-    assert pair["success"]["tasks"] == 2 and "(the 2 tasks the runs share)" in pair["verdict"]
+    assert pair["success"]["tasks"] == 2 and "over the 2 tasks the runs share:" in pair["verdict"]
     assert "tasks" not in pair["equal"] and "task set" in pair["equal"]
 
     agent.force_login(operator_user)
