@@ -82,6 +82,7 @@ NOT_SHOWN = {
     "orbs.Experience.task_ref": NO_PAGE, "orbs.ExperienceEvent.actor_name": NO_ROWS,
     "orbs.ExperienceEvent.after": NO_ROWS, "orbs.ExperienceEvent.before": NO_ROWS, "orbs.ExperienceEvent.note": NO_ROWS,
     "orbs.ExperienceStep.trajectory_id": STATE, "orbs.ExperienceTrajectory.trajectory_id": STATE,
+    "orbs.ExperienceTrajectory.domain": NO_PAGE,
     "orbs.HistoryEntry.detail": NO_ROWS, "orbs.Orb.context": STATE, "orbs.Orb.flag_note": STATE,
     "orbs.RetrievalLog.client": STATE, "orbs.RetrievalLog.context": STATE, "orbs.RetrievalLog.filters": NO_PAGE,
     "orbs.RetrievalLog.hits": NO_ROWS, "orbs.RetrievalLog.outcome_episode_ref": STATE,
