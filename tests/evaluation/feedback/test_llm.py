@@ -31,7 +31,7 @@ def test_it_asks_the_user_simulator_with_profile_and_test_prompt_and_repairs_bad
     system, user = system_and_user(fake_llm.chat_requests[0])
     assert "# Persona" in system and "online clothing shop" in system and "Never repeat a question" in system
     # The critique goes into memory: the customer's own requests and the facts it wants, not their values (issue 28).
-    context = user.split("# Evaluation context")[1].split("# Language")[0]
+    context = user.split("# What you asked for")[1].split("# Language")[0]
     assert '"refund amount"' in context and "170.00" not in context and '"reason": "damaged"' in context
     assert "expected_changes" not in context
     assert "Customer: Hello, I hope you can help me quickly." in user and "###STOP###" not in user
