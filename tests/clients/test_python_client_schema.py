@@ -1,0 +1,67 @@
+"""memweb_client cannot drift from the server: every method it offers calls a route the served
+OpenAPI document declares, with the same path, query and body field names, and reads answers whose
+fields the document declares (tests/clients/schema_check.py)."""
+import copy
+import dataclasses
+import inspect
+
+import pytest
+from memweb_client import AsyncClient, Client, routes
+from memweb_client.routes import Route
+
+from tests.clients.schema_check import route_problems
+
+# Methods that call no route of their own: they poll one (wait_*) or manage the connection.
+HELPERS = {"close", "aclose", "wait_for_episode", "wait_for_job"}
+
+
+@pytest.fixture
+def served_schema(client, api_key) -> dict:
+    answer = client.get("/api/openapi.json", HTTP_AUTHORIZATION=f"Bearer {api_key}")
+    assert answer.status_code == 200, answer.content[:300]
+    return answer.json()
+
+
+def public_methods(kind: type) -> dict:
+    return {name: member for name, member in inspect.getmembers(kind, callable) if not name.startswith("_")}
+
+
+def all_routes() -> list[Route]:
+    return [value for value in vars(routes).values() if isinstance(value, Route)]
+
+
+@pytest.mark.django_db
+def test_every_route_matches_the_served_schema(served_schema):
+    problems = [problem for route in all_routes() for problem in route_problems(served_schema, route)]
+    assert problems == []
+
+
+@pytest.mark.parametrize("kind", [Client, AsyncClient])
+def test_every_client_method_is_a_checked_route_or_a_helper(kind):
+    methods = public_methods(kind)
+    unmarked = sorted(name for name, method in methods.items() if not hasattr(method, "route") and name not in HELPERS)
+    assert unmarked == []
+    called = {id(method.route) for method in methods.values() if hasattr(method, "route")}
+    assert called == {id(route) for route in all_routes()}, "a route no method calls"
+
+
+@pytest.mark.django_db
+def test_the_check_catches_a_renamed_field_a_missing_route_and_a_new_required_field(served_schema):
+    drifted = copy.deepcopy(served_schema)
+    orb = drifted["components"]["schemas"]["OrbOut"]
+    orb["properties"]["observation"] = orb["properties"].pop("obs")
+    drifted["paths"].pop("/api/jobs/{job_id}")
+    retrieve_in = drifted["components"]["schemas"]["RetrieveIn"]
+    retrieve_in["properties"]["filters"] = {"type": "object"}
+
+    problems = [problem for route in all_routes() for problem in route_problems(drifted, route)]
+    assert any("Orb.obs is not in the schema" in problem for problem in problems)
+    assert "GET /api/jobs/{job_id}: no such operation in the schema" in problems
+    assert any("RetrieveIn" in problem and "lacks ['filters']" in problem for problem in problems)
+
+
+def test_answers_are_frozen_dataclasses():
+    for route in all_routes():
+        for kind in route.answers.values():
+            if kind is not None and dataclasses.is_dataclass(kind):
+                assert kind.__dataclass_params__.frozen, kind
