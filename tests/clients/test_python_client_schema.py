@@ -1,6 +1,7 @@
 """memweb_client cannot drift from the server: every method it offers calls a route the served
 OpenAPI document declares, with the same path, query and body field names, and reads answers whose
 fields the document declares (tests/clients/schema_check.py)."""
+import ast
 import copy
 import dataclasses
 import inspect
@@ -9,6 +10,7 @@ import pytest
 from memweb_client import AsyncClient, Client, routes
 from memweb_client.routes import Route
 
+from tests.clients.conftest import PYTHON_CLIENT
 from tests.clients.schema_check import route_problems
 
 # Methods that call no route of their own: they poll one (wait_*) or manage the connection.
@@ -65,3 +67,24 @@ def test_answers_are_frozen_dataclasses():
         for kind in route.answers.values():
             if kind is not None and dataclasses.is_dataclass(kind):
                 assert kind.__dataclass_params__.frozen, kind
+
+
+def _annotations(tree: ast.AST):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.AnnAssign):
+            yield node.annotation
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield from (arg.annotation for arg in (*node.args.args, *node.args.kwonlyargs) if arg.annotation)
+            if node.returns:
+                yield node.returns
+
+
+@pytest.mark.parametrize("module", sorted((PYTHON_CLIENT / "memweb_client").glob("*.py")), ids=lambda path: path.name)
+def test_the_client_is_python_3_9_syntax_with_annotations_3_9_can_evaluate(module):
+    """The package promises Python 3.9; this checkout runs 3.11. Dataclass annotations are evaluated at
+    run time (typing.get_type_hints), where 3.9 has no `X | Y`; 3.9's parser has no `match`."""
+    tree = ast.parse(module.read_text(), feature_version=(3, 9))
+    assert not [node for node in ast.walk(tree) if isinstance(node, ast.Match)]
+    unions = [ast.unparse(annotation) for annotation in _annotations(tree)
+              if any(isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr) for node in ast.walk(annotation))]
+    assert unions == []
