@@ -167,7 +167,7 @@ class _Endpoints:
         body = _given(success=success, reward=reward, episode_ref=episode_ref)
         return self._send(_call(r.RETRIEVAL_OUTCOME, retrieval_id=retrieval_id, body=body))
 
-    # --- reading and reviewing Orbs ---
+    # --- reading Orbs (reviewing them is a person's act, in the dashboard: no API key may) ---
 
     @endpoint(r.ORBS)
     def orbs(self, *, bank: Optional[str] = None, status: Optional[str] = None, domain: Optional[str] = None,
@@ -185,32 +185,6 @@ class _Endpoints:
     @endpoint(r.ORB_REVISIONS)
     def orb_revisions(self, orb_id: int) -> m.OrbRevisions:
         return self._send(_call(r.ORB_REVISIONS, orb_id=orb_id))
-
-    @endpoint(r.ORB_APPROVE)
-    def orb_approve(self, orb_id: int, expected_version: int, *, note: Optional[str] = None) -> m.Orb:
-        """Reviewers only. `StaleVersion` when the Orb changed since `expected_version`."""
-        body = _given(expected_version=expected_version, note=note)
-        return self._send(_call(r.ORB_APPROVE, orb_id=orb_id, body=body))
-
-    @endpoint(r.ORB_REJECT)
-    def orb_reject(self, orb_id: int, expected_version: int, reason: str) -> m.Orb:
-        body = _given(expected_version=expected_version, reason=reason)
-        return self._send(_call(r.ORB_REJECT, orb_id=orb_id, body=body))
-
-    @endpoint(r.ORB_EDIT)
-    def orb_edit(self, orb_id: int, expected_version: int, *, obs: Optional[str] = None,
-                 emotion: Optional[str] = None, outcome: Optional[str] = None,
-                 context: Optional[Mapping[str, Any]] = None, note: Optional[str] = None,
-                 approve: Optional[bool] = None) -> m.Orb:
-        body = _given(expected_version=expected_version, obs=obs, emotion=emotion, outcome=outcome,
-                                context=dict(context) if context is not None else None, note=note, approve=approve)
-        return self._send(_call(r.ORB_EDIT, orb_id=orb_id, body=body))
-
-    @endpoint(r.ORB_DELETE)
-    def orb_delete(self, orb_id: int, expected_version: int, reason: str) -> m.Orb:
-        """Soft-delete (restorable): never retrieved again."""
-        body = _given(expected_version=expected_version, reason=reason)
-        return self._send(_call(r.ORB_DELETE, orb_id=orb_id, body=body))
 
     @endpoint(r.CUSTOMER_ERASURE)
     def erase_customer(self, bank: str, customer_key: str, *, reason: Optional[str] = None,

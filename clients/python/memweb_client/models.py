@@ -414,31 +414,6 @@ class RetrievalOutcomeIn(TypedDict, total=False):
     episode_ref: str
 
 
-class ApproveIn(TypedDict, total=False):
-    expected_version: int
-    note: str
-
-
-class RejectIn(TypedDict, total=False):
-    expected_version: int
-    reason: str
-
-
-class EditIn(TypedDict, total=False):
-    expected_version: int
-    obs: Optional[str]
-    emotion: Optional[str]
-    outcome: Optional[str]
-    context: Optional[dict[str, Any]]
-    note: str
-    approve: bool
-
-
-class DeleteIn(TypedDict, total=False):
-    expected_version: int
-    reason: str
-
-
 class ErasureIn(TypedDict, total=False):
     customer_key: str
     reason: str

@@ -48,10 +48,6 @@ ORBS = _get("/api/orbs/orbs", m.OrbPage, query=("bank", "status", "domain", "emo
                                                  "customer_key", "q", "page", "page_size"))
 ORB = _get("/api/orbs/orbs/{orb_id}", m.OrbDetail)
 ORB_REVISIONS = _get("/api/orbs/orbs/{orb_id}/revisions", m.OrbRevisions)
-ORB_APPROVE = Route("POST", "/api/orbs/orbs/{orb_id}/approve", {200: m.Orb}, body=m.ApproveIn)
-ORB_REJECT = Route("POST", "/api/orbs/orbs/{orb_id}/reject", {200: m.Orb}, body=m.RejectIn)
-ORB_EDIT = Route("POST", "/api/orbs/orbs/{orb_id}/edit", {200: m.Orb}, body=m.EditIn)
-ORB_DELETE = Route("DELETE", "/api/orbs/orbs/{orb_id}", {200: m.Orb}, body=m.DeleteIn)
 CUSTOMER_ERASURE = Route("POST", "/api/orbs/banks/{slug}/erasures", {202: m.Job}, body=m.ErasureIn)
 
 TRANSITIONS = Route("POST", "/api/orbs/experiences/banks/{slug}/transitions", {201: m.TransitionsWritten},

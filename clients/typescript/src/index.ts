@@ -183,15 +183,6 @@ export class MemwebClient {
   orbRevisions(orbId: number): Promise<OrbRevisions> {
     return this.send("GET", "/api/orbs/orbs/{orb_id}/revisions", { params: { orb_id: orbId } });
   }
-  orbApprove(orbId: number, body: Schemas["ApproveIn"]): Promise<Orb> {
-    return this.send("POST", "/api/orbs/orbs/{orb_id}/approve", { params: { orb_id: orbId }, body });
-  }
-  orbReject(orbId: number, body: Schemas["RejectIn"]): Promise<Orb> {
-    return this.send("POST", "/api/orbs/orbs/{orb_id}/reject", { params: { orb_id: orbId }, body });
-  }
-  orbDelete(orbId: number, body: Schemas["DeleteIn"]): Promise<Orb> {
-    return this.send("DELETE", "/api/orbs/orbs/{orb_id}", { params: { orb_id: orbId }, body });
-  }
   eraseCustomer(slug: string, body: Schemas["ErasureIn"]): Promise<Job> {
     return this.send("POST", "/api/orbs/banks/{slug}/erasures", { params: { slug }, body });
   }
