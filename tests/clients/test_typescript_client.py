@@ -1,5 +1,6 @@
 """The TypeScript client (clients/typescript): its committed types are what openapi-typescript makes of
-the served OpenAPI document, it compiles with tsc, and node runs its agent loop against a live memweb.
+the served OpenAPI document, it compiles with tsc, its own node tests pass (retries, error kinds), and
+node runs its agent loop against a live memweb.
 Its npm packages come from the registry (or npm's cache) into clients/typescript/node_modules."""
 import json
 import os
@@ -48,6 +49,7 @@ def test_the_typescript_client_is_generated_from_the_schema_and_runs_the_agent_l
     assert generated_types(served, tmp_path) == (PACKAGE / "src" / "schema.ts").read_text(), (
         f"clients/typescript/src/schema.ts differs from the served schema; regenerate it: {REGENERATE}")
     run([str(PACKAGE / "node_modules" / ".bin" / "tsc"), "-p", "tsconfig.json"])
+    run(["node", "--test", "test/"])  # retries and error kinds against scripted answers
 
     environment = {"PATH": os.environ["PATH"], "MEMWEB_URL": live_server.url, "MEMWEB_API_KEY": api_key}
     ran = run(["node", "examples/agent-loop.mjs"], env=environment)
