@@ -2,6 +2,7 @@
 the checkout (httpx from PyPI or pip's cache) and runs the README's agent loop against a live memweb."""
 import os
 import re
+import shutil
 import subprocess
 import sys
 import venv
@@ -15,17 +16,21 @@ README_LOOP = re.compile(r"```python\n(# memweb-integrate-example.*?)```", re.DO
 
 
 def fresh_venv_with_client(where) -> str:
-    venv.EnvBuilder(with_pip=True, clear=True).create(where)
-    python = str(where / "bin" / "python")
+    venv.EnvBuilder(with_pip=True, clear=True).create(where / "venv")
+    python = str(where / "venv" / "bin" / "python")
+    # setuptools builds in the source folder (build/, *.egg-info): a copy of the checkout's subdirectory,
+    # as committed, keeps the checkout untouched and leaves no earlier build's files to package.
+    source = shutil.copytree(PYTHON_CLIENT, where / "memweb-client",
+                             ignore=shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__"))
     installed = subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                                str(PYTHON_CLIENT)], capture_output=True, text=True, timeout=600)
+                                str(source)], capture_output=True, text=True, timeout=600)
     assert installed.returncode == 0, installed.stdout + installed.stderr
     return python
 
 
 @pytest.mark.django_db(transaction=True)  # the live server's thread reads what the test wrote
 def test_a_fresh_virtualenv_installs_the_client_and_runs_the_readme_agent_loop(tmp_path, live_server, api_key):
-    python = fresh_venv_with_client(tmp_path / "venv")
+    python = fresh_venv_with_client(tmp_path)
     loop = tmp_path / "agent_loop.py"
     loop.write_text(README_LOOP.search((ROOT / "README.md").read_text()).group(1))
     # Outside the checkout and without its environment: only what pip installed can be imported.
