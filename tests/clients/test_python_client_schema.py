@@ -4,6 +4,7 @@ fields the document declares (tests/clients/schema_check.py)."""
 import ast
 import copy
 import dataclasses
+import importlib.util
 import inspect
 
 import pytest
@@ -88,3 +89,15 @@ def test_the_client_is_python_3_9_syntax_with_annotations_3_9_can_evaluate(modul
     unions = [ast.unparse(annotation) for annotation in _annotations(tree)
               if any(isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr) for node in ast.walk(annotation))]
     assert unions == []
+
+
+def test_the_type_stub_says_what_each_client_s_methods_return():
+    """client.pyi is what tools/write_stub.py makes of the clients now: AsyncClient's methods awaited."""
+    spec = importlib.util.spec_from_file_location("write_stub", PYTHON_CLIENT / "tools" / "write_stub.py")
+    write_stub = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(write_stub)
+    committed = (PYTHON_CLIENT / "memweb_client" / "client.pyi").read_text()
+    assert write_stub.stub() == committed, "regenerate it: python clients/python/tools/write_stub.py"
+    asynchronous = ast.parse(committed).body[-1]
+    assert asynchronous.name == "AsyncClient"
+    assert {type(node) for node in asynchronous.body if node.name != "__init__"} == {ast.AsyncFunctionDef}

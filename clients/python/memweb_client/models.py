@@ -472,8 +472,8 @@ def parse_datetime(text: str) -> datetime:
 def decode(kind: type[Model], data: typing.Mapping[str, Any]) -> Model:
     """A dataclass from the API's JSON; fields the server adds later are ignored, missing ones take defaults."""
     hints = typing.get_type_hints(kind)
-    return kind(**{field.name: _convert(hints[field.name], data[field.name])
-                   for field in dataclasses.fields(kind) if field.name in data})
+    fields = dataclasses.fields(typing.cast(Any, kind))
+    return kind(**{field.name: _convert(hints[field.name], data[field.name]) for field in fields if field.name in data})
 
 
 def _convert(hint: Any, value: Any) -> Any:
@@ -481,7 +481,7 @@ def _convert(hint: Any, value: Any) -> Any:
         return None
     if typing.get_origin(hint) is Union:  # Optional[X]
         hint = next(arg for arg in typing.get_args(hint) if arg is not type(None))
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return decode(hint, value)
     if typing.get_origin(hint) is list and dataclasses.is_dataclass(typing.get_args(hint)[0]):
         return [decode(typing.get_args(hint)[0], item) for item in value]
