@@ -68,12 +68,15 @@ def answer_problems(document: dict, kind: type, schema: dict, where: str) -> Ite
 
 
 def body_problems(document: dict, kind: type, schema: dict, where: str) -> Iterator[str]:
-    """A request TypedDict against an object schema: the same field names, nested ones recursing."""
-    properties = schema.get("properties", {})
+    """A request TypedDict against an object schema: every key is a property (the API refuses unknown
+    fields), every required property a key, nested ones recursing. A new optional property is no drift:
+    the client works without it until it offers it."""
+    properties, required = schema.get("properties", {}), set(schema.get("required", ()))
     hints = typing.get_type_hints(kind)
-    if set(hints) != set(properties):
-        yield (f"{where}: {kind.__name__} has {sorted(set(hints) - set(properties))} that the schema lacks, "
-               f"lacks {sorted(set(properties) - set(hints))}")
+    if set(hints) - set(properties):
+        yield f"{where}: {kind.__name__} has {sorted(set(hints) - set(properties))}, which the schema lacks"
+    if required - set(hints):
+        yield f"{where}: {kind.__name__} lacks {sorted(required - set(hints))}, which the schema requires"
     for name in set(hints) & set(properties):
         inner = _inner(hints[name])
         if _is_typed_dict(inner):

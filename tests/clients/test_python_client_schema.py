@@ -1,6 +1,6 @@
 """memweb_client cannot drift from the server: every method it offers calls a route the served
-OpenAPI document declares, with the same path, query and body field names, and reads answers whose
-fields the document declares (tests/clients/schema_check.py)."""
+OpenAPI document declares, with its path and query parameters, body fields the route takes (and every
+one it requires), and reads answers whose fields the document declares (tests/clients/schema_check.py)."""
 import ast
 import copy
 import dataclasses
@@ -56,11 +56,15 @@ def test_the_check_catches_a_renamed_field_a_missing_route_and_a_new_required_fi
     drifted["paths"].pop("/api/jobs/{job_id}")
     retrieve_in = drifted["components"]["schemas"]["RetrieveIn"]
     retrieve_in["properties"]["filters"] = {"type": "object"}
+    retrieve_in["required"].append("filters")
+    remember_in = drifted["components"]["schemas"]["RememberIn"]
+    remember_in["properties"]["lesson"] = remember_in["properties"].pop("text")
 
     problems = [problem for route in all_routes() for problem in route_problems(drifted, route)]
     assert any("Orb.obs is not in the schema" in problem for problem in problems)
     assert "GET /api/jobs/{job_id}: no such operation in the schema" in problems
-    assert any("RetrieveIn" in problem and "lacks ['filters']" in problem for problem in problems)
+    assert any("RetrieveIn lacks ['filters'], which the schema requires" in problem for problem in problems)
+    assert any("RememberIn has ['text'], which the schema lacks" in problem for problem in problems)
 
 
 def test_answers_are_frozen_dataclasses():
