@@ -1,0 +1,82 @@
+"""The MCP server's only way into memweb: its JSON API, called with the caller's own API key.
+
+Either in-process (Django's ASGI application, no network and no second server to run) or over HTTP to
+a memweb elsewhere. Both go through the same routes, so authentication, scopes, workspaces, the
+review gate, validation and limits are those of the API and nothing here repeats them.
+"""
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+import httpx2 as httpx
+
+API_PREFIX = "/api"
+TIMEOUT_SECONDS = 60.0
+
+
+class ApiRefused(Exception):
+    """memweb answered with an error; `str()` is the message an agent reads."""
+
+    def __init__(self, status: int, detail: str):
+        self.status, self.detail = status, detail
+        super().__init__(f"memweb refused the call ({status}): {detail}")
+
+
+def path_segment(value: str) -> str:
+    """A caller's value (a bank slug) as one path segment: it can never reach another route."""
+    return quote(value, safe="")
+
+
+def _detail(response: httpx.Response) -> str:
+    """The API's `detail`, whichever of its shapes (a text, or a list of field problems) it has."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:500] or response.reason_phrase
+    detail = body.get("detail", body) if isinstance(body, dict) else body
+    if isinstance(detail, list):
+        return "; ".join(_problem(item) for item in detail)
+    return str(detail)
+
+
+def _problem(item: Any) -> str:
+    if not isinstance(item, dict):
+        return str(item)
+    where = ".".join(str(part) for part in item.get("loc", ()) if part not in ("body", "payload"))
+    return f"{where}: {item.get('msg', '')}" if where else str(item.get("msg", item))
+
+
+class MemwebApi:
+    """Calls to memweb's JSON API on behalf of one API key per call."""
+
+    def __init__(self, http: httpx.AsyncClient):
+        self._http = http
+
+    @classmethod
+    def in_process(cls) -> MemwebApi:
+        """This memweb's own API, through its ASGI application (Django must be set up)."""
+        from django.conf import settings
+        from django.core.asgi import get_asgi_application
+
+        host = next((h for h in settings.ALLOWED_HOSTS if h and "*" not in h and not h.startswith(".")), "localhost")
+        # https: a deployment that redirects plain HTTP (SECURE_SSL_REDIRECT) serves this call too.
+        transport = httpx.ASGITransport(app=get_asgi_application())
+        return cls(httpx.AsyncClient(transport=transport, base_url=f"https://{host}", timeout=TIMEOUT_SECONDS))
+
+    @classmethod
+    def remote(cls, base_url: str) -> MemwebApi:
+        """A memweb served at `base_url` (e.g. https://memweb.example.com)."""
+        return cls(httpx.AsyncClient(base_url=base_url.rstrip("/"), timeout=TIMEOUT_SECONDS))
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def call(self, method: str, path: str, *, key: str, json: Any = None,
+                   params: dict[str, Any] | None = None) -> Any:
+        """The JSON answer of `method API_PREFIX+path`, or ApiRefused with the API's own message."""
+        response = await self._http.request(method, API_PREFIX + path, json=json, params=params,
+                                            headers={"Authorization": f"Bearer {key}"})
+        if not response.is_success:
+            raise ApiRefused(response.status_code, _detail(response))
+        return response.json()
