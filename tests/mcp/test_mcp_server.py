@@ -10,45 +10,19 @@ import sys
 import threading
 from contextlib import contextmanager
 
+import httpx2
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
-from memweb.models import ApiKey, Workspace
-from memweb.roles import Role
 from orbs.models import EpisodeRecord, Orb, RetrievalLog
-from orbs.services import bank_get_or_create, orb_approve, orb_from_episode
-from orbs.vocabulary import OrbsScope
+from tests.mcp.conftest import APPROVED_TEXT, LESSON, PENDING_TEXT, SITUATION
 from tests.orbs.conftest import post, success_trajectory
 from tests.support.processes import ROOT, free_port, stop_process_group, wait_until, worker_env
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the server process reads what the test wrote
 TOOLS = {"list_banks", "retrieve_memories", "remember_lesson", "submit_episode", "episode_status", "report_outcome"}
-APPROVED_TEXT = "My blender arrived cracked, I want a refund"
-PENDING_TEXT = "My blender arrived cracked, can I swap it for another colour"
-LESSON = "For a cracked blender, offer a refund to the original payment method before an exchange."
-SITUATION = "customer says the blender came cracked and wants a refund"
-
-
-@pytest.fixture
-def memory(user_for_role):
-    """A bank with one approved and one pending memory, and keys: full, read-only, another workspace's."""
-    bank = bank_get_or_create(name="MCP shop")
-    approved = orb_from_episode(bank=bank, trajectory=success_trajectory(APPROVED_TEXT, task_id="t1")).orb
-    approved = orb_approve(orb_id=approved.pk, expected_version=approved.version, actor=None)
-    pending = orb_from_episode(bank=bank, trajectory=success_trajectory(PENDING_TEXT, task_id="t2")).orb
-    operator = user_for_role(Role.OPERATOR)
-    other_workspace = Workspace.objects.create(slug="elsewhere", name="Elsewhere")
-    stranger = user_for_role(Role.OPERATOR, workspace=other_workspace)
-    bank_get_or_create(name="Elsewhere shop", workspace=other_workspace)
-    return {
-        "bank": bank, "approved": approved, "pending": pending,
-        "key": ApiKey.issue(user=operator, name="mcp agent")[1],
-        "read_only_key": ApiKey.issue(user=operator, name="reader", scopes=[OrbsScope.MEMORY_READ])[1],
-        "other_key": ApiKey.issue(user=stranger, name="stranger", workspace=other_workspace)[1],
-    }
 
 
 def structured(result) -> dict:
@@ -136,7 +110,7 @@ def _listening(port: int) -> bool:
 def run_http(url: str, key: str | None, story):
     async def talk():
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        async with create_mcp_http_client(headers=headers) as http, \
+        async with httpx2.AsyncClient(headers=headers, timeout=120) as http, \
                 streamable_http_client(url, http_client=http) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             return await story(session)
