@@ -13,6 +13,7 @@ import httpx2 as httpx
 
 API_PREFIX = "/api"
 TIMEOUT_SECONDS = 60.0
+LOOPBACK = "127.0.0.1"  # the caller of a stdio server: a process on this machine
 
 
 class ApiRefused(Exception):
@@ -48,10 +49,16 @@ def _problem(item: Any) -> str:
 
 
 class MemwebApi:
-    """Calls to memweb's JSON API on behalf of one API key per call."""
+    """Calls to memweb's JSON API on behalf of one API key, and one client address, per call.
 
-    def __init__(self, http: httpx.AsyncClient):
-        self._http = http
+    The address is the MCP caller's, so memweb's failure counting and logs see the agent rather than
+    this server: in-process it is the request's own client address; to a remote memweb it travels
+    as X-Forwarded-For, which memweb believes only when this server's address is among its
+    MEMWEB_TRUSTED_PROXIES."""
+
+    def __init__(self, *, base_url: str, app=None):
+        self._base_url, self._app = base_url, app
+        self._remote = None if app else httpx.AsyncClient(base_url=base_url, timeout=TIMEOUT_SECONDS)
 
     @classmethod
     def in_process(cls) -> MemwebApi:
@@ -61,22 +68,29 @@ class MemwebApi:
 
         host = next((h for h in settings.ALLOWED_HOSTS if h and "*" not in h and not h.startswith(".")), "localhost")
         # https: a deployment that redirects plain HTTP (SECURE_SSL_REDIRECT) serves this call too.
-        transport = httpx.ASGITransport(app=get_asgi_application())
-        return cls(httpx.AsyncClient(transport=transport, base_url=f"https://{host}", timeout=TIMEOUT_SECONDS))
+        return cls(base_url=f"https://{host}", app=get_asgi_application())
 
     @classmethod
     def remote(cls, base_url: str) -> MemwebApi:
         """A memweb served at `base_url` (e.g. https://memweb.example.com)."""
-        return cls(httpx.AsyncClient(base_url=base_url.rstrip("/"), timeout=TIMEOUT_SECONDS))
+        return cls(base_url=base_url.rstrip("/"))
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        if self._remote is not None:
+            await self._remote.aclose()
 
     async def call(self, method: str, path: str, *, key: str, json: Any = None,
-                   params: dict[str, Any] | None = None) -> Any:
+                   params: dict[str, Any] | None = None, client_address: str | None = None) -> Any:
         """The JSON answer of `method API_PREFIX+path`, or ApiRefused with the API's own message."""
-        response = await self._http.request(method, API_PREFIX + path, json=json, params=params,
-                                            headers={"Authorization": f"Bearer {key}"})
+        headers = {"Authorization": f"Bearer {key}"}
+        if self._remote is not None:
+            if client_address:
+                headers["X-Forwarded-For"] = client_address
+            response = await self._remote.request(method, API_PREFIX + path, json=json, params=params, headers=headers)
+        else:
+            transport = httpx.ASGITransport(app=self._app, client=(client_address or LOOPBACK, 0))
+            async with httpx.AsyncClient(transport=transport, base_url=self._base_url, timeout=TIMEOUT_SECONDS) as http:
+                response = await http.request(method, API_PREFIX + path, json=json, params=params, headers=headers)
         if not response.is_success:
             raise ApiRefused(response.status_code, _detail(response))
         return response.json()

@@ -54,6 +54,12 @@ def request_key(ctx: Context) -> str:
     return key
 
 
+def caller_address(ctx: Context) -> str | None:
+    """The streamable-HTTP caller's address (None over stdio, whose requests carry no HTTP request)."""
+    client = getattr(ctx.request_context.request, "client", None)
+    return client.host if client else None
+
+
 def memory(orb: dict) -> dict:
     """An Orb as an agent needs it; `reflector_backend` says whether an LLM or a scripted rule wrote it."""
     return {field: orb.get(field) for field in MEMORY_FIELDS}
@@ -64,7 +70,7 @@ def memory_server(api: MemwebApi, key_of: KeySource) -> MCPServer:
 
     async def call(ctx: Context, method: str, path: str, refused: type[Exception] = ToolError, **kwargs) -> Any:
         try:
-            return await api.call(method, path, key=key_of(ctx), **kwargs)
+            return await api.call(method, path, key=key_of(ctx), client_address=caller_address(ctx), **kwargs)
         except ApiRefused as answer:
             raise refused(str(answer)) from None
 
