@@ -47,11 +47,8 @@ def presented_key(headers: Mapping[str, str] | None) -> str:
 
 
 def request_key(ctx: Context) -> str:
-    """streamable HTTP: the key of the request being served, never one the server holds."""
-    key = presented_key(ctx.headers)
-    if not key:
-        raise ToolError(NO_KEY)
-    return key
+    """streamable HTTP: the key of the request being served ("" for none), never one the server holds."""
+    return presented_key(ctx.headers)
 
 
 def caller_address(ctx: Context) -> str | None:
@@ -69,8 +66,11 @@ def memory_server(api: MemwebApi, key_of: KeySource) -> MCPServer:
     server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS)
 
     async def call(ctx: Context, method: str, path: str, refused: type[Exception] = ToolError, **kwargs) -> Any:
+        key = key_of(ctx)
+        if not key:
+            raise refused(NO_KEY)
         try:
-            return await api.call(method, path, key=key_of(ctx), client_address=caller_address(ctx), **kwargs)
+            return await api.call(method, path, key=key, client_address=caller_address(ctx), **kwargs)
         except ApiRefused as answer:
             raise refused(str(answer)) from None
 

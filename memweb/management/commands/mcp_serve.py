@@ -30,18 +30,30 @@ class Command(BaseCommand):
                             help="a memweb served elsewhere (https://…); default: this checkout's API, in-process")
 
     def handle(self, *args, stdio, http, host, port, path, allowed_host, api_url, **options):
-        api = MemwebApi.remote(api_url) if api_url else MemwebApi.in_process()
         if stdio:
             key = os.environ.get(KEY_VARIABLE, "").strip()
             if not key:
                 raise CommandError(f"--stdio needs the agent's memweb API key in ${KEY_VARIABLE}")
-            anyio.run(memory_server(api, fixed_key(key)).run_stdio_async)
+            api = self._api(api_url)
+            anyio.run(self._serve, api, memory_server(api, fixed_key(key)).run_stdio_async())
             return
         if host not in LOOPBACK and not allowed_host:
             raise CommandError(f"--host {host} is not a loopback address: name the Host headers to accept with "
                                "--allowed-host (e.g. --allowed-host memweb.example.com:*)")
         security = TransportSecuritySettings(allowed_hosts=allowed_host) if allowed_host else None
+        api = self._api(api_url)
         self.stderr.write(f"memweb MCP server: streamable HTTP on http://{host}:{port}{path}")
-        server = memory_server(api, request_key)
-        anyio.run(lambda: server.run_streamable_http_async(
-            host=host, port=port, streamable_http_path=path, transport_security=security))
+        serving = memory_server(api, request_key).run_streamable_http_async(
+            host=host, port=port, streamable_http_path=path, transport_security=security)
+        anyio.run(self._serve, api, serving)
+
+    @staticmethod
+    def _api(api_url: str) -> MemwebApi:
+        return MemwebApi.remote(api_url) if api_url else MemwebApi.in_process()
+
+    @staticmethod
+    async def _serve(api: MemwebApi, serving) -> None:
+        try:
+            await serving
+        finally:
+            await api.aclose()
