@@ -19,7 +19,7 @@ import json
 from agents import FunctionTool, RunContextWrapper, function_tool
 from agents.tool import default_tool_error_function
 
-from memweb.mcp.gateway import ApiRefused, MemwebApi, path_segment
+from memweb.mcp.gateway import ApiRefused, MemwebApi, bearer, path_segment
 
 PENDING_NOTE = "It waits for a human reviewer; no agent retrieves it until it is approved."
 
@@ -33,9 +33,13 @@ def refusal_for_the_model(ctx: RunContextWrapper, error: Exception) -> str:
 
 
 def memweb_tools(*, base_url: str = "", api_key: str, bank: str, api: MemwebApi | None = None) -> list[FunctionTool]:
-    """Function tools over one bank of the memweb at `base_url` (or over `api`), acting with `api_key`."""
+    """Function tools over one bank of the memweb at `base_url`, acting with `api_key`. Pass `api`
+    (`MemwebApi.remote(base_url)`) instead to share its connections between tool sets and close them
+    (`await api.aclose()`) when the program ends."""
+    if api is None and not base_url:
+        raise ValueError("memweb_tools needs base_url (the memweb to call) or api")
     api = api or MemwebApi.remote(base_url)
-    bank_path = f"/orbs/banks/{path_segment(bank)}"
+    bank_path, credentials = f"/orbs/banks/{path_segment(bank)}", bearer(api_key)
 
     @function_tool(failure_error_function=refusal_for_the_model)
     async def retrieve_memories(situation: str) -> str:
@@ -45,7 +49,7 @@ def memweb_tools(*, base_url: str = "", api_key: str, bank: str, api: MemwebApi 
         Args:
             situation: The customer's current request, in their words, with any facts that matter.
         """
-        answer = await api.call("POST", f"{bank_path}/retrieve", key=api_key,
+        answer = await api.call("POST", f"{bank_path}/retrieve", credentials=credentials,
                                 json={"query": situation, "approved_only": True, "client": "openai-agents"})
         return json.dumps({"retrieval_id": answer["retrieval_id"], "memories": answer["prompt_block"],
                            "count": len(answer["hits"])})
@@ -57,7 +61,7 @@ def memweb_tools(*, base_url: str = "", api_key: str, bank: str, api: MemwebApi 
         Args:
             lesson: The lesson, in the words a future agent should read.
         """
-        orb = await api.call("POST", f"{bank_path}/remember", key=api_key, json={"text": lesson})
+        orb = await api.call("POST", f"{bank_path}/remember", credentials=credentials, json={"text": lesson})
         return f"Proposed as memory #{orb['id']} ({orb['status']}). " + (PENDING_NOTE if orb["status"] == "pending"
                                                                         else "")
 
@@ -69,7 +73,7 @@ def memweb_tools(*, base_url: str = "", api_key: str, bank: str, api: MemwebApi 
             retrieval_id: The id retrieve_memories gave.
             success: Whether the customer's request was resolved.
         """
-        answer = await api.call("POST", f"/orbs/retrievals/{retrieval_id}/outcome", key=api_key,
+        answer = await api.call("POST", f"/orbs/retrievals/{retrieval_id}/outcome", credentials=credentials,
                                 json={"success": success})
         return answer["detail"]
 

@@ -6,6 +6,7 @@ review gate, validation and limits are those of the API and nothing here repeats
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -22,6 +23,11 @@ class ApiRefused(Exception):
     def __init__(self, status: int, detail: str):
         self.status, self.detail = status, detail
         super().__init__(f"memweb refused the call ({status}): {detail}")
+
+
+def bearer(key: str) -> dict[str, str]:
+    """The credentials of one API key, as memweb's API reads them."""
+    return {"Authorization": f"Bearer {key}"}
 
 
 def path_segment(value: str) -> str:
@@ -49,7 +55,8 @@ def _problem(item: Any) -> str:
 
 
 class MemwebApi:
-    """Calls to memweb's JSON API on behalf of one API key, and one client address, per call.
+    """Calls to memweb's JSON API, each with its caller's credentials (the headers that carry an API key,
+    passed on for the API to read) and its caller's address.
 
     The address is the MCP caller's, so memweb's failure counting and logs see the agent rather than
     this server: in-process it is the request's own client address; to a remote memweb it travels
@@ -79,10 +86,10 @@ class MemwebApi:
         if self._remote is not None:
             await self._remote.aclose()
 
-    async def call(self, method: str, path: str, *, key: str, json: Any = None,
+    async def call(self, method: str, path: str, *, credentials: Mapping[str, str], json: Any = None,
                    params: dict[str, Any] | None = None, client_address: str | None = None) -> Any:
         """The JSON answer of `method API_PREFIX+path`, or ApiRefused with the API's own message."""
-        headers = {"Authorization": f"Bearer {key}"}
+        headers = dict(credentials)
         if self._remote is not None:
             if client_address:
                 headers["X-Forwarded-For"] = client_address

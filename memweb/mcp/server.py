@@ -1,7 +1,7 @@
 """The MCP tools and resources over memweb's memory API.
 
-Each is one API call (`gateway.MemwebApi`) with the caller's key, which `KeySource` finds: the key
-the stdio server was started with, or the one each streamable-HTTP request presents. The review gate
+Each is one API call (`gateway.MemwebApi`) with the caller's key (`Credentials`): the key the
+stdio server was started with, or the one each streamable-HTTP request presents. The review gate
 holds by construction: retrieval always asks for approved memories only, the resource lists approved
 ones only, and no tool reviews (the API lets no key review either).
 """
@@ -14,7 +14,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from pydantic import Field
 
-from memweb.mcp.gateway import ApiRefused, MemwebApi, path_segment
+from memweb.mcp.gateway import ApiRefused, MemwebApi, bearer, path_segment
 
 SERVER_NAME = "memweb"
 INSTRUCTIONS = (
@@ -22,33 +22,25 @@ INSTRUCTIONS = (
     "situation and put its prompt_block in your prompt; when the episode ends, report_outcome with the "
     "retrieval_id. Lessons you remember and episodes you submit wait for a human reviewer before any agent "
     "retrieves them.")
-NO_KEY = ("no memweb API key: send it as 'Authorization: Bearer <key>' or 'X-API-Key: <key>' on every "
-          "request to this MCP endpoint")
+# The request headers that can carry an API key; memweb's API reads them, this server only passes them on.
+CREDENTIAL_HEADERS = ("authorization", "x-api-key")
 MEMORY_FIELDS = ("id", "revision", "status", "obs", "emotion", "outcome", "context", "domain", "reflector_backend")
 # A resource read is one document; past this many memories it says it was cut (the API pages further).
 RESOURCE_MAX_MEMORIES = 500
 RESOURCE_PAGE_SIZE = 100
 
-KeySource = Callable[[Context], str]
+Credentials = Callable[[Context], Mapping[str, str]]
 
 
-def fixed_key(key: str) -> KeySource:
+def fixed_key(key: str) -> Credentials:
     """stdio: one agent process, one key, given when the server starts."""
-    return lambda ctx: key
+    return lambda ctx: bearer(key)
 
 
-def presented_key(headers: Mapping[str, str] | None) -> str:
-    """The key of a streamable-HTTP request, as memweb's API accepts it (Bearer or X-API-Key)."""
-    headers = {name.lower(): value for name, value in (headers or {}).items()}
-    bearer = headers.get("authorization", "")
-    if bearer[:7].lower() == "bearer ":
-        return bearer[7:].strip()
-    return headers.get("x-api-key", "").strip()
-
-
-def request_key(ctx: Context) -> str:
-    """streamable HTTP: the key of the request being served ("" for none), never one the server holds."""
-    return presented_key(ctx.headers)
+def request_credentials(ctx: Context) -> dict[str, str]:
+    """streamable HTTP: the key headers of the request being served, never a key the server holds. With
+    none, the API's refusal says how to send one."""
+    return {name: value for name, value in (ctx.headers or {}).items() if name.lower() in CREDENTIAL_HEADERS}
 
 
 def caller_address(ctx: Context) -> str | None:
@@ -62,15 +54,13 @@ def memory(orb: dict) -> dict:
     return {field: orb.get(field) for field in MEMORY_FIELDS}
 
 
-def memory_server(api: MemwebApi, key_of: KeySource) -> MCPServer:
+def memory_server(api: MemwebApi, credentials_of: Credentials) -> MCPServer:
     server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS)
 
     async def call(ctx: Context, method: str, path: str, refused: type[Exception] = ToolError, **kwargs) -> Any:
-        key = key_of(ctx)
-        if not key:
-            raise refused(NO_KEY)
         try:
-            return await api.call(method, path, key=key, client_address=caller_address(ctx), **kwargs)
+            return await api.call(method, path, credentials=credentials_of(ctx), client_address=caller_address(ctx),
+                                  **kwargs)
         except ApiRefused as answer:
             raise refused(str(answer)) from None
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from memweb.mcp.gateway import ApiRefused, MemwebApi
+from memweb.mcp.gateway import ApiRefused, MemwebApi, bearer
 
 
 def asgi_answering(status: int, body: dict, seen: list):
@@ -21,7 +21,7 @@ def asgi_answering(status: int, body: dict, seen: list):
 def test_a_call_carries_the_callers_key_and_address():
     seen = []
     api = MemwebApi(base_url="https://localhost", app=asgi_answering(200, {"ok": True}, seen))
-    answer = asyncio.run(api.call("POST", "/orbs/banks/shop/retrieve", key="mw_secret", json={"query": "q"},
+    answer = asyncio.run(api.call("POST", "/orbs/banks/shop/retrieve", credentials=bearer("mw_secret"), json={"query": "q"},
                                   client_address="203.0.113.9"))
     headers = dict(seen[0]["headers"])
     assert answer == {"ok": True}
@@ -34,7 +34,7 @@ def test_a_refusal_reads_as_the_apis_own_words_naming_each_field():
                            {"loc": ["body", "payload", "k"], "msg": "Input should be less than or equal to 50"}]}
     api = MemwebApi(base_url="https://localhost", app=asgi_answering(422, problems, []))
     with pytest.raises(ApiRefused) as refused:
-        asyncio.run(api.call("POST", "/orbs/banks/shop/retrieve", key="k"))
+        asyncio.run(api.call("POST", "/orbs/banks/shop/retrieve", credentials=bearer("k")))
     assert refused.value.status == 422
     assert str(refused.value) == ("memweb refused the call (422): query: String should have at least 1 character; "
                                   "k: Input should be less than or equal to 50")

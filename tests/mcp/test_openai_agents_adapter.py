@@ -9,6 +9,7 @@ from agents.items import ToolCallOutputItem
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 
 from integrations.openai_agents import memweb_tools
+from memweb.mcp.gateway import MemwebApi
 from orbs.models import Orb, RetrievalLog
 from tests.mcp.conftest import APPROVED_TEXT, LESSON, PENDING_TEXT, SITUATION
 
@@ -22,9 +23,16 @@ def tool_output(call, call_id: str) -> str:
 
 
 def run_agent(live_server, key: str, bank: str, model: ScriptedModel) -> dict[str, str]:
-    agent = Agent(name="support", instructions="Help the customer.", model=model,
-                  tools=memweb_tools(base_url=live_server.url, api_key=key, bank=bank))
-    result = asyncio.run(Runner.run(agent, SITUATION, run_config=RunConfig(tracing_disabled=True)))
+    async def run():
+        api = MemwebApi.remote(live_server.url)
+        agent = Agent(name="support", instructions="Help the customer.", model=model,
+                      tools=memweb_tools(api=api, api_key=key, bank=bank))
+        try:
+            return await Runner.run(agent, SITUATION, run_config=RunConfig(tracing_disabled=True))
+        finally:
+            await api.aclose()  # the live server's threads hold a database connection per open connection
+
+    result = asyncio.run(run())
     model.assert_complete()
     return {item.raw_item["call_id"]: item.output for item in result.new_items if isinstance(item, ToolCallOutputItem)}
 

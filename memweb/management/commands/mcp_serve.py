@@ -6,7 +6,7 @@ from django.core.management import BaseCommand, CommandError
 from mcp.server.transport_security import TransportSecuritySettings
 
 from memweb.mcp.gateway import MemwebApi
-from memweb.mcp.server import fixed_key, memory_server, request_key
+from memweb.mcp.server import fixed_key, memory_server, request_credentials
 
 KEY_VARIABLE = "MEMWEB_API_KEY"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -43,7 +43,7 @@ class Command(BaseCommand):
         security = TransportSecuritySettings(allowed_hosts=allowed_host) if allowed_host else None
         api = self._api(api_url)
         self.stderr.write(f"memweb MCP server: streamable HTTP on http://{host}:{port}{path}")
-        serving = memory_server(api, request_key).run_streamable_http_async(
+        serving = memory_server(api, request_credentials).run_streamable_http_async(
             host=host, port=port, streamable_http_path=path, transport_security=security)
         anyio.run(self._serve, api, serving)
 
