@@ -17,3 +17,9 @@ def test_http_on_a_public_address_needs_the_host_names_to_accept():
 def test_it_needs_exactly_one_transport():
     with pytest.raises(CommandError, match="--stdio --http|one of the arguments"):
         call_command("mcp_serve")
+
+
+def test_a_remote_memweb_is_named_by_its_url(monkeypatch):
+    monkeypatch.setenv("MEMWEB_API_KEY", "mw_anything")
+    with pytest.raises(CommandError, match="not an http"):
+        call_command("mcp_serve", "--stdio", "--api-url", "memweb.example.com")

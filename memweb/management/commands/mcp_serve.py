@@ -49,7 +49,11 @@ class Command(BaseCommand):
 
     @staticmethod
     def _api(api_url: str) -> MemwebApi:
-        return MemwebApi.remote(api_url) if api_url else MemwebApi.in_process()
+        if not api_url:
+            return MemwebApi.in_process()
+        if not api_url.startswith(("https://", "http://")):
+            raise CommandError(f"--api-url {api_url!r} is not an http(s) URL, e.g. https://memweb.example.com")
+        return MemwebApi.remote(api_url)
 
     @staticmethod
     async def _serve(api: MemwebApi, serving) -> None:
