@@ -89,7 +89,7 @@ def task_export(request, task_set: str):
 @router.post("/tasks/import", response={201: TaskImportOut, 422: TaskImportErrorOut}, auth=TASKS_WRITE)
 def task_import(request, payload: TaskImportIn):
     report = tasks_import_jsonl(text=payload.jsonl, task_set_name=payload.task_set, description=payload.description,
-                                workspace=request.workspace)
+                                workspace=request.workspace, environment_name=payload.environment)
     if not report.ok:
         return Status(422, {"detail": [{"line": line, "reason": reason} for line, reason in report.errors]})
     return Status(201, {"task_set": report.task_set_name, "created": report.created, "updated": report.updated,

@@ -2,10 +2,9 @@
 from django import forms
 
 from evaluation.configs import AgentBackend, CustomerBackend, MemoryKind
+from evaluation.environments import DEFAULT_MAX_TURNS, ERROR_KINDS
 from evaluation.models import Difficulty, Domain, ErrorKind, Split, TaskSet
 from evaluation.services.episode_search import REWARD_COMPONENTS, EpisodeFilters
-from evaluation.shop.episode import DEFAULT_MAX_TURNS
-from evaluation.shop.errors import ERROR_KINDS
 from memweb.jsonl import upload_text
 from memweb.workspaces import in_workspace
 

@@ -6,7 +6,7 @@ from ninja import Schema
 from pydantic import Field
 
 from evaluation.configs import AgentConfig, CustomerConfig, MemoryConfig
-from evaluation.shop.episode import DEFAULT_MAX_TURNS
+from evaluation.environments import DEFAULT_MAX_TURNS
 from memweb.schemas import StrictBody
 
 MAX_SEED = 2**31 - 1  # as the play form and run launches allow
@@ -50,6 +50,8 @@ class TaskImportIn(StrictBody, Schema):
     task_set: str = Field(min_length=1, max_length=100, description="Name of the task set to create or extend")
     description: str = Field(default="", max_length=2000)
     jsonl: str = Field(description="One task per line, as produced by the export")
+    environment: str = Field(default="shop", max_length=64,
+                             description="The environment the tasks are played in (GET /environments lists them)")
 
 
 class LineErrorOut(Schema):
