@@ -17,6 +17,7 @@ class TaskOut(Schema):
     id: int
     task_set: str
     external_id: str
+    environment: str = Field(description="The task world it is played in (GET /environments)")
     domain: str
     split: str
     difficulty: str
@@ -24,6 +25,16 @@ class TaskOut(Schema):
     summary: str
     version: int = Field(description="Bumped when the instruction, gold actions, look-ups or outputs change")
     content_hash: str = Field(description="SHA-256 of the gradable content (docs/REGRADING.md)")
+
+
+class EnvironmentOut(Schema):
+    name: str
+    label: str
+    builtin_set: str = Field(description="The task set its built-in tasks load into")
+    tools: list[str]
+    reward_version: int
+    reward_components: list[str]
+    error_kinds: list[str] = Field(description="What its scripted agent can be told to get wrong")
 
 
 class TaskDetailOut(TaskOut):

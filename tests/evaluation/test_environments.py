@@ -47,11 +47,14 @@ def _post(client, url, payload):
     return client.post(url, json.dumps(payload), content_type="application/json")
 
 
-def test_the_registry_finds_the_installed_package_by_its_entry_point(library):
+def test_the_registry_finds_the_installed_package_by_its_entry_point(library, agent):
     assert {"shop", "library"} <= set(environment_names())
     assert library.name == "library" and environment().name == "shop"
     with pytest.raises(UnknownEnvironment, match="unknown environment 'moon'; known: .*library.*shop"):
         environment("moon")
+    listed = {world["name"]: world for world in agent.get("/api/evaluation/environments").json()}
+    assert listed["library"]["tools"] == ["find_member", "search_books", "place_hold"]
+    assert listed["library"]["builtin_set"] == "library-5" and listed["shop"]["builtin_set"] == "shop-130"
 
 
 def test_the_validator_checks_the_toy_tasks_and_an_import_names_its_environment(library, db, capsys):
