@@ -57,7 +57,8 @@ def test_the_registry_finds_the_installed_package_by_its_entry_point(library, ag
     assert listed["library"]["builtin_set"] == "library-5" and listed["shop"]["builtin_set"] == "shop-130"
 
 
-def test_the_validator_checks_the_toy_tasks_and_an_import_names_its_environment(library, db, capsys):
+def test_the_validator_checks_the_toy_tasks_and_an_import_names_its_environment(library, db, capsys, client,
+                                                                               operator_user):
     call_command("shop_validate", environment="library", scripted=True)
     assert "All 5 tasks are valid (gold solutions replay, do-nothing agent fails, scripted agent solves)" \
         in capsys.readouterr().out
@@ -75,6 +76,12 @@ def test_the_validator_checks_the_toy_tasks_and_an_import_names_its_environment(
                                 "another set")]
     unknown = tasks_import_jsonl(text=json.dumps(good), task_set_name="other", environment_name="moon")
     assert unknown.errors[0][1].startswith("environment: unknown environment 'moon'")
+
+    client.force_login(operator_user)  # the import page names the environment too
+    page = client.post(reverse("evaluation:task_import"), {"task_set": "shelf", "environment": "library",
+                                                           "text": json.dumps(library.builtin_tasks()[0])})
+    assert page.status_code == 200 and '<option value="library" selected>' in page.content.decode()
+    assert Task.objects.get(task_set__name="shelf").environment == "library"
 
 
 def test_a_run_plays_the_toy_world_end_to_end_and_regrades(library, db, agent, operator_user, client,
