@@ -12,11 +12,13 @@ from ninja.responses import Status
 from pydantic import ValidationError
 
 from evaluation import metrics
+from evaluation.environments import environments
 from evaluation.feedback.api import router as feedback_router
 from evaluation.models import Episode, Task, TaskSet
 from evaluation.runs.api import router as runs_router
 from evaluation.schemas import (
     BankEffectsOut,
+    EnvironmentOut,
     EpisodeFilters,
     EpisodeOut,
     EpisodePlayIn,
@@ -58,7 +60,8 @@ MEMORY_READ = api_auth(Role.OPERATOR, Role.REVIEWER, scope=OrbsScope.MEMORY_READ
 
 
 def _task_out(task: Task) -> dict:
-    return {"id": task.pk, "task_set": task.task_set.name, "external_id": task.external_id, "domain": task.domain,
+    return {"id": task.pk, "task_set": task.task_set.name, "external_id": task.external_id,
+            "environment": task.environment, "domain": task.domain,
             "split": task.split, "difficulty": task.difficulty, "error_kinds": task.error_kinds,
             "summary": task.summary, "version": task.version, "content_hash": task.content_hash, "spec": task.spec}
 
@@ -68,6 +71,15 @@ def _task_set(request, name: str) -> TaskSet:
     if found is None:
         raise HttpError(404, f"No task set {name!r}")
     return found
+
+
+@router.get("/environments", response=list[EnvironmentOut], auth=TASKS_READ)
+def environment_list(request):
+    """The task worlds tasks can be played in: the built-in ones and those installed packages add."""
+    return [{"name": world.name, "label": world.label, "builtin_set": world.builtin_set_name,
+             "tools": [schema["function"]["name"] for schema in world.tool_schemas()],
+             "reward_version": world.reward_version, "reward_components": list(world.reward_components),
+             "error_kinds": list(world.error_kinds)} for world in environments()]
 
 
 @router.get("/tasks", response=TaskListOut, auth=TASKS_READ)
@@ -89,7 +101,7 @@ def task_export(request, task_set: str):
 @router.post("/tasks/import", response={201: TaskImportOut, 422: TaskImportErrorOut}, auth=TASKS_WRITE)
 def task_import(request, payload: TaskImportIn):
     report = tasks_import_jsonl(text=payload.jsonl, task_set_name=payload.task_set, description=payload.description,
-                                workspace=request.workspace)
+                                workspace=request.workspace, environment_name=payload.environment)
     if not report.ok:
         return Status(422, {"detail": [{"line": line, "reason": reason} for line, reason in report.errors]})
     return Status(201, {"task_set": report.task_set_name, "created": report.created, "updated": report.updated,

@@ -63,3 +63,7 @@ class EvaluationConfig(AppConfig):
 
     def ready(self) -> None:
         import evaluation.runs.tasks  # noqa: F401  (Celery autodiscovers only evaluation.tasks)
+        from evaluation.environments import environment_register
+
+        # The built-in environments; installed packages add theirs by entry point (docs/ENVIRONMENTS.md).
+        environment_register("shop", "evaluation.environments.shop:SHOP")

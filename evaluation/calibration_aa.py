@@ -17,10 +17,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from evaluation import metrics
-from evaluation.shop.customers import AgendaCustomer
-from evaluation.shop.episode import episode_play
-from evaluation.shop.scripted_agent import ScriptedAgent
-from evaluation.shop.task_specs import tasks_generate
+from evaluation.environments import DEFAULT_ENVIRONMENT, environment
 
 SIMULATION_RESAMPLES = 1000  # per comparison; the simulated rates are then stable to about 1 point
 
@@ -49,16 +46,18 @@ class SimulationResult:
 
 
 def scripted_outcomes(*, trials: int, error_rates: dict[str, float], seed: int = 0,
-                      specs: list[dict] | None = None) -> dict[str, list[bool]]:
+                      specs: list[dict] | None = None,
+                      environment_name: str = DEFAULT_ENVIRONMENT) -> dict[str, list[bool]]:
     """Success matrix of real scripted episodes without memory (agenda customer), played in this
     process: the cheapest honest source of outcomes when no stored run is at hand. Trial t uses
     the seed a run with `seed` gives it, so the outcomes equal those of such a run."""
+    world = environment(environment_name)
     matrix: dict[str, list[bool]] = {}
     for trial in range(1, trials + 1):
         episode_seed = seed * 1000 + trial
-        for spec in specs or tasks_generate():
-            agent = ScriptedAgent(seed=episode_seed, key=spec["id"], error_rates=error_rates)
-            outcome = episode_play(task=spec, agent=agent, customer=AgendaCustomer(task=spec, seed=episode_seed))
+        for spec in specs or world.builtin_tasks():
+            agent = world.scripted_agent(seed=episode_seed, key=spec["id"], error_rates=error_rates)
+            outcome = world.play(task=spec, agent=agent, customer=world.scripted_customer(task=spec, seed=episode_seed))
             matrix.setdefault(spec["id"], []).append(outcome.reward.success)
     return matrix
 

@@ -8,7 +8,7 @@ from typing import Literal
 from django.db import models
 from pydantic import Field, model_validator
 
-from evaluation.shop.errors import ERROR_KINDS
+from evaluation.environments import ERROR_KINDS
 from memweb.schemas import StrictBody
 
 

@@ -2,10 +2,9 @@
 from django import forms
 
 from evaluation.configs import AgentBackend, CustomerBackend, MemoryKind
+from evaluation.environments import DEFAULT_ENVIRONMENT, DEFAULT_MAX_TURNS, ERROR_KINDS, environments
 from evaluation.models import Difficulty, Domain, ErrorKind, Split, TaskSet
 from evaluation.services.episode_search import REWARD_COMPONENTS, EpisodeFilters
-from evaluation.shop.episode import DEFAULT_MAX_TURNS
-from evaluation.shop.errors import ERROR_KINDS
 from memweb.jsonl import upload_text
 from memweb.workspaces import in_workspace
 
@@ -64,9 +63,18 @@ class TaskImportForm(forms.Form):
     task_set = forms.CharField(max_length=100, label="Task set name",
                                help_text="A new name creates a set; an existing one is extended (same ids updated).")
     description = forms.CharField(required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 2}))
+    environment = forms.ChoiceField(required=False, label="Environment", initial=DEFAULT_ENVIRONMENT,
+                                    help_text="The task world the tasks are played in; its validator checks each line.")
     file = forms.FileField(required=False, label="JSONL file", help_text="One task per line, as exported.")
     text = forms.CharField(required=False, label="…or paste JSONL", widget=forms.Textarea(attrs={"rows": 6,
                                                                                                 "class": "mono"}))
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["environment"].choices = [(world.name, world.label) for world in environments()]
+
+    def clean_environment(self) -> str:
+        return self.cleaned_data.get("environment") or DEFAULT_ENVIRONMENT
 
     def clean_file(self):
         upload = self.cleaned_data.get("file")

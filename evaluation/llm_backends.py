@@ -5,16 +5,14 @@ replies. With a context window (`context_tokens`, the paper's 4k for the No-Memo
 agent sends the system prompt and the latest whole customer turns that fit beside the answer,
 counted with the embedding model's tokenizer (memweb's offline token counter). The tool schemas go
 besides, uncounted: that tokenizer makes 2,895 tokens of their JSON, which would leave no room for
-the dialogue (docs/FIDELITY.md). The agent's tool calls run on the episode's shop through the same `ShopEnv` the scripted
-agent uses, so scoring cannot tell the two apart.
+the dialogue (docs/FIDELITY.md). The agent's rules, policies and tools are its environment's
+(evaluation.environments); its tool calls run on the episode's world, the same one the scripted agent
+uses, so scoring cannot tell the two apart.
 """
 import hashlib
 import json
 
-from evaluation.shop import catalogue as cat
-from evaluation.shop.customers import STOP
-from evaluation.shop.generator import TODAY
-from evaluation.shop.tools import tool_schemas
+from evaluation.environments import DEFAULT_ENVIRONMENT, STOP, Environment, environment
 from evaluation.vocabulary import EvaluationLLMRole
 from memweb.embeddings import embedder
 from memweb.llm import llm_chat, role_config
@@ -22,44 +20,27 @@ from memweb.llm import llm_chat, role_config
 GIVE_UP_REPLY = "I'm sorry, I could not finish that request."
 MEMORY_NOTE = "\nUse these lessons when they fit the situation."  # after the memory block in the system prompt
 
-AGENT_RULES = (
-    "You are the customer-service assistant of an online shop selling household appliances and clothing. "
-    f"Today is {TODAY.isoformat()}. Use the tools to look things up and to make changes. Rules: identify the "
-    "customer (customer ID, email or phone) before looking up or changing their orders; never guess or invent "
-    "order numbers — when the customer has none, list the customer's orders; before any change, say exactly "
-    "what you will do and ask the customer to confirm; tell the customer the facts the tools return (dates as "
-    "YYYY-MM-DD, amounts with two decimals); transfer to a human agent when the customer asks for one or the "
-    "request is outside policy.\n\nShop policies:\n"
-)
 
-CUSTOMER_RULES = (
-    "You are role-playing a customer talking to an online shop's assistant; the other side's messages are the "
-    "assistant's. Stay in character. Bring up your requests one at a time, in order. Reveal a fact only when "
-    "the assistant asks for it, and only facts given here: never invent order numbers, ids or details; if "
-    "asked for something you do not know, say so. Confirm a change when the assistant asks. Write short, "
-    f"natural messages. When all your requests are handled, or you run out of patience, end your message "
-    f"with {STOP}."
-)
-
-
-def _policies() -> str:
-    return "\n".join(f"- {title}: {text}" for _, title, text in cat.POLICIES)
-
-
-def prompt_template_hash(role: str) -> str:
+def prompt_template_hash(role: str, *, environment_name: str = DEFAULT_ENVIRONMENT) -> str:
     """SHA-256 of the fixed text an LLM agent ("actor") or LLM customer ("user_simulator") is
-    prompted with (rules and shop policies; the task's own text is covered by its content hash)."""
-    template = AGENT_RULES + _policies() if role == EvaluationLLMRole.ACTOR else CUSTOMER_RULES
+    prompted with: the environment's rules and policies (the task's own text is covered by its
+    content hash)."""
+    world = environment(environment_name)
+    template = world.agent_policy() if role == EvaluationLLMRole.ACTOR else world.customer_policy()
     return hashlib.sha256(template.encode()).hexdigest()
 
 
-def memory_room(*, context_tokens: int, answer_tokens: int) -> int:
+def memory_room(*, context_tokens: int, answer_tokens: int, environment_name: str = DEFAULT_ENVIRONMENT) -> int:
     """Tokens a memory block may take in the agent's prompt: the context window minus the rest of
     the prompt that is always sent (rules, shop policies, the note after the memories) and the
     answer. The dialogue gets what the memory leaves (the current customer turn is always sent);
     the tool schemas go uncounted, as they do in `LLMAgent._messages`."""
-    fixed = embedder().count_tokens(AGENT_RULES + _policies() + "\n\n" + MEMORY_NOTE)
+    fixed = embedder().count_tokens(environment(environment_name).agent_policy() + "\n\n" + MEMORY_NOTE)
     return context_tokens - fixed - answer_tokens
+
+
+def _default_environment() -> Environment:
+    return environment(DEFAULT_ENVIRONMENT)
 
 
 def message_tokens(message: dict) -> int:
@@ -85,8 +66,9 @@ def history_fitted(history: list[dict], room: int) -> list[dict]:
 
 class LLMAgent:
     def __init__(self, *, role: str = EvaluationLLMRole.ACTOR, max_steps: int = 8, max_tokens: int | None = None,
-                 context_tokens: int | None = None):
+                 context_tokens: int | None = None, environment: Environment | None = None):
         self.role, self.max_steps, self.max_tokens = role, max_steps, max_tokens
+        self.environment = environment or _default_environment()
         self.context_tokens = context_tokens
         self.label = f"llm:{role_config(role).model}"
         self.history: list[dict] = []
@@ -103,7 +85,7 @@ class LLMAgent:
 
     def _system(self, memory: str) -> dict:
         memories = f"\n\n{memory}{MEMORY_NOTE}" if memory else ""
-        return {"role": "system", "content": AGENT_RULES + _policies() + memories}
+        return {"role": "system", "content": self.environment.agent_policy() + memories}
 
     def respond(self, *, text: str, memory: str, env, recall=None) -> str:
         """`recall()`, when given, is asked before each decision after the first (the tool results
@@ -112,7 +94,7 @@ class LLMAgent:
         for step in range(self.max_steps):
             if step and recall is not None:
                 memory = recall()
-            reply = llm_chat(role=self.role, messages=self._messages(memory), tools=tool_schemas(),
+            reply = llm_chat(role=self.role, messages=self._messages(memory), tools=self.environment.tool_schemas(),
                              max_tokens=self.max_tokens)
             self.tokens_in += reply.tokens_in
             self.tokens_out += reply.tokens_out
@@ -135,12 +117,13 @@ class LLMAgent:
 
 
 class LLMCustomer:
-    def __init__(self, *, task: dict, role: str = EvaluationLLMRole.USER_SIMULATOR, max_tokens: int | None = None):
+    def __init__(self, *, task: dict, role: str = EvaluationLLMRole.USER_SIMULATOR, max_tokens: int | None = None,
+                 environment: Environment | None = None):
         self.role, self.max_tokens = role, max_tokens
         self.label = f"llm:{role_config(role).model}"
-        persona = task["persona"]
+        persona, rules = task["persona"], (environment or _default_environment()).customer_policy()
         self.system = {"role": "system", "content": (
-            f"{CUSTOMER_RULES}\n\n{task['instructions']}\nYour mood: {persona['emotion']}; patience "
+            f"{rules}\n\n{task['instructions']}\nYour mood: {persona['emotion']}; patience "
             f"{persona['patience']} (out of 10); trust in the shop: {persona['trust']}.")}
         self.history: list[dict] = []
         self.tokens_in = self.tokens_out = 0

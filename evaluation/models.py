@@ -1,4 +1,4 @@
-"""Shop tasks and the episodes played on them.
+"""Tasks (of any environment) and the episodes played on them.
 
 An Episode is a self-contained record of one conversation: it keeps a snapshot of the task spec it
 ran and every configuration, so it stays readable after tasks are edited or re-imported.
@@ -35,7 +35,7 @@ class Difficulty(models.TextChoices):
 
 
 class ErrorKind(models.TextChoices):
-    """The MemOrb paper's error kinds (values match evaluation.shop.errors.ERROR_KINDS)."""
+    """The MemOrb paper's error kinds (values match evaluation.environments.ERROR_KINDS)."""
 
     WRONG_TOOL = "wrong_tool", "wrong tool"
     WRONG_ARGUMENTS = "wrong_arguments", "wrong arguments"
@@ -66,6 +66,8 @@ class Task(models.Model):
 
     task_set = models.ForeignKey(TaskSet, on_delete=models.CASCADE, related_name="tasks")
     external_id = models.CharField(max_length=100)
+    # The task world it is played in (evaluation.environments registry name).
+    environment = models.CharField(max_length=64, default="shop", db_index=True)
     domain = models.CharField(max_length=16, choices=Domain.choices, db_index=True)
     split = models.CharField(max_length=8, choices=Split.choices, db_index=True)
     difficulty = models.CharField(max_length=8, choices=Difficulty.choices, db_index=True)
@@ -74,7 +76,7 @@ class Task(models.Model):
     spec = models.JSONField()
     provenance = models.JSONField(default=dict, blank=True,
                                   help_text="Where a copied task came from: {run, trial, episode, task}.")
-    # The current version of the spec's gradable content (evaluation.shop.task_content); every
+    # The current version of the spec's gradable content (its environment's content_hash); every
     # version's spec is kept in TaskVersion, so runs scored against an older one can be explained.
     version = models.PositiveIntegerField(default=1)
     content_hash = models.CharField(max_length=64, help_text="SHA-256 of the gradable content of the current version.")

@@ -6,7 +6,7 @@ from ninja import Schema
 from pydantic import Field
 
 from evaluation.configs import AgentConfig, CustomerConfig, MemoryConfig
-from evaluation.shop.episode import DEFAULT_MAX_TURNS
+from evaluation.environments import DEFAULT_MAX_TURNS
 from memweb.schemas import StrictBody
 
 MAX_SEED = 2**31 - 1  # as the play form and run launches allow
@@ -17,6 +17,7 @@ class TaskOut(Schema):
     id: int
     task_set: str
     external_id: str
+    environment: str = Field(description="The task world it is played in (GET /environments)")
     domain: str
     split: str
     difficulty: str
@@ -24,6 +25,16 @@ class TaskOut(Schema):
     summary: str
     version: int = Field(description="Bumped when the instruction, gold actions, look-ups or outputs change")
     content_hash: str = Field(description="SHA-256 of the gradable content (docs/REGRADING.md)")
+
+
+class EnvironmentOut(Schema):
+    name: str
+    label: str
+    builtin_set: str = Field(description="The task set its built-in tasks load into")
+    tools: list[str]
+    reward_version: int
+    reward_components: list[str]
+    error_kinds: list[str] = Field(description="What its scripted agent can be told to get wrong")
 
 
 class TaskDetailOut(TaskOut):
@@ -50,6 +61,8 @@ class TaskImportIn(StrictBody, Schema):
     task_set: str = Field(min_length=1, max_length=100, description="Name of the task set to create or extend")
     description: str = Field(default="", max_length=2000)
     jsonl: str = Field(description="One task per line, as produced by the export")
+    environment: str = Field(default="shop", max_length=64,
+                             description="The environment the tasks are played in (GET /environments lists them)")
 
 
 class LineErrorOut(Schema):

@@ -101,7 +101,8 @@ def _import(form: TaskImportForm, workspace):
     if not form.is_valid():
         return None, 422
     report = tasks_import_jsonl(text=form.jsonl(), task_set_name=form.cleaned_data["task_set"],
-                                description=form.cleaned_data["description"], workspace=workspace)
+                                description=form.cleaned_data["description"], workspace=workspace,
+                                environment_name=form.cleaned_data["environment"])
     return report, 200 if report.ok else 422
 
 

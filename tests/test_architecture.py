@@ -9,7 +9,9 @@ APPS = ("memweb", "orbs", "evaluation", "annotation")
 # Lowest first; a module belongs to the most specific level whose prefix it carries.
 LEVELS = (
     "memweb",
+    "evaluation.environments",
     "evaluation.shop",
+    "evaluation.environments.shop",
     "annotation",
     "orbs",
     "orbs.dmrm",
@@ -20,8 +22,12 @@ LEVELS = (
 # Composition: these modules mount the routers, URLs, models and Celery tasks of the levels above them.
 COMPOSITION = {"memweb.urls", "memweb.api", "orbs.urls", "orbs.api", "orbs.apps", "evaluation.urls", "evaluation.api",
                "evaluation.apps"}
-# The Django-free simulator: nothing from Django or from memweb's own packages.
-DJANGO_FREE = "evaluation.shop"
+# The Django-free simulator and the environment protocol beneath it: nothing from Django or from
+# memweb's own packages above them.
+DJANGO_FREE = ("evaluation.environments", "evaluation.shop", "evaluation.environments.shop")
+# An environment's own package: only these modules import the shop (the rest goes through
+# evaluation.environments.environment("shop")). Old migrations keep their historical imports.
+SHOP_PACKAGE = ("evaluation.shop", "evaluation.environments.shop")
 
 
 def _module_name(path: Path) -> str:
@@ -80,9 +86,36 @@ def test_it_keeps_annotation_on_memweb_alone():
 
 def test_it_keeps_the_shop_simulator_free_of_django():
     coupled = [f"{where}: {target}" for source, target, where in import_edges()
-               if level_of(source) == DJANGO_FREE
-               and (target.split(".")[0] == "django" or level_of(target) not in (None, DJANGO_FREE))]
+               if level_of(source) in DJANGO_FREE
+               and (target.split(".")[0] == "django" or level_of(target) not in (None, *DJANGO_FREE))]
     assert not coupled, coupled
+
+
+def shop_importers(edges) -> list[str]:
+    """Imports of the shop from outside its environment's package."""
+    return [f"{where}: {source} imports {target}" for source, target, where in edges
+            if level_of(target) == "evaluation.shop" and level_of(source) not in SHOP_PACKAGE]
+
+
+def test_only_the_shops_environment_package_imports_the_shop():
+    edges = import_edges() + [edge for path in sorted((ROOT / "bench").rglob("*.py"))
+                              for edge in _edges_of(path)]
+    found = shop_importers(edges)
+    assert not found, "reach the shop through evaluation.environments.environment(\"shop\"):\n" + "\n".join(found)
+
+
+def test_it_finds_a_shop_import_when_one_is_planted(tmp_path):
+    planted = tmp_path / "evaluation" / "services" / "planted.py"
+    planted.parent.mkdir(parents=True)
+    planted.write_text("def play():\n    from evaluation.shop.episode import episode_play\n")
+    found = shop_importers([("evaluation.services.planted", target, f"planted.py:{line}")
+                            for target, line in _imports(planted, "evaluation.services.planted")])
+    assert found == ["planted.py:2: evaluation.services.planted imports evaluation.shop.episode"]
+
+
+def _edges_of(path: Path) -> list[tuple[str, str, str]]:
+    module = _module_name(path)
+    return [(module, target, f"{path.relative_to(ROOT)}:{line}") for target, line in _imports(path, module)]
 
 
 def test_it_finds_an_upward_import_when_one_is_planted(tmp_path):

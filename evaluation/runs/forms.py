@@ -6,6 +6,7 @@ from django import forms
 
 from annotation.services import campaigns_addable
 from evaluation.configs import AgentBackend, AgentConfig, CustomerBackend, CustomerConfig, MemoryKind, ReflectionInput
+from evaluation.environments import ERROR_KINDS
 from evaluation.models import Domain, Split, TaskSet
 from evaluation.runs.models import (
     EvaluationMode,
@@ -20,7 +21,6 @@ from evaluation.runs.services import MAX_CONCURRENCY, MAX_TRIALS, DMRMParams, Ru
 from evaluation.runs.services.spec import PRESETS, CMaxRule, DMRMWriteTiming
 from evaluation.runs.services.studies import SELECTIONS
 from evaluation.services import BUILTIN_SET
-from evaluation.shop.errors import ERROR_KINDS
 from memweb.workspaces import in_workspace
 from orbs.dmrm.services import StateMatch, Suppression
 from orbs.services import ReflectionStyle, banks_all

@@ -20,13 +20,11 @@ from evaluation.configs import (
     MemoryConfig,
     ReflectionInput,
 )
+from evaluation.environments import DEFAULT_MAX_TURNS, STOP, Environment, environment
+from evaluation.environments.episode import EpisodeOutcome
 from evaluation.llm_backends import LLMAgent, LLMCustomer
 from evaluation.memory import memory_hook
 from evaluation.models import Episode, Task
-from evaluation.shop.customers import STOP, AgendaCustomer
-from evaluation.shop.episode import DEFAULT_MAX_TURNS, EpisodeOutcome, episode_play
-from evaluation.shop.errors import errors_observed
-from evaluation.shop.scripted_agent import ScriptedAgent
 from evaluation.vocabulary import EvaluationLLMRole
 from memweb.llm import LLMError, role_config
 from memweb.llm.trace import LLMTrace, llm_traced
@@ -73,13 +71,13 @@ def episode_simulate(*, task: Task, agent_config: AgentConfig | dict | None = No
     memory_config = _parsed(MemoryConfig, memory_config)
     if not 1 <= max_turns <= MAX_TURNS_LIMIT:
         raise EpisodeConfigError(f"max_turns must be between 1 and {MAX_TURNS_LIMIT}, got {max_turns}")
-    spec = task.spec
-    agent = _agent(agent_config, spec, seed)
-    customer = _customer(customer_config, spec, seed)
+    spec, world = task.spec, environment(task.environment)
+    agent = _agent(agent_config, world, spec, seed)
+    customer = _customer(customer_config, world, spec, seed)
     memory = _memory(memory_config, spec, bank or _bank_named(memory_config, task))
     with llm_traced(LLMTrace()) as trace:
-        outcome = episode_play(task=spec, agent=agent, customer=customer, memory=memory, max_turns=max_turns,
-                               infra_errors=(LLMError,), on_turn=trace.at_turn)
+        outcome = world.play(task=spec, agent=agent, customer=customer, memory=memory, max_turns=max_turns,
+                             infra_errors=(LLMError,), on_turn=trace.at_turn)
     return EpisodePlay(task=task, seed=seed, max_turns=max_turns, agent_config=agent_config,
                        customer_config=customer_config, memory_config=memory_config, agent_backend=agent.label,
                        customer_backend=customer.label, outcome=outcome,
@@ -92,18 +90,19 @@ def _require_online(role: str) -> None:
                                  " use the scripted backend or configure one")
 
 
-def _agent(config: AgentConfig, spec: dict, seed: int):
+def _agent(config: AgentConfig, world: Environment, spec: dict, seed: int):
     if config.backend == AgentBackend.SCRIPTED:
-        return ScriptedAgent(seed=seed, key=spec["id"], error_rates=config.error_rates)
+        return world.scripted_agent(seed=seed, key=spec["id"], error_rates=config.error_rates)
     _require_online(EvaluationLLMRole.ACTOR)
-    return LLMAgent(max_steps=config.max_steps, max_tokens=config.max_tokens, context_tokens=config.context_tokens)
+    return LLMAgent(max_steps=config.max_steps, max_tokens=config.max_tokens, context_tokens=config.context_tokens,
+                    environment=world)
 
 
-def _customer(config: CustomerConfig, spec: dict, seed: int):
+def _customer(config: CustomerConfig, world: Environment, spec: dict, seed: int):
     if config.backend == CustomerBackend.AGENDA:
-        return AgendaCustomer(task=spec, seed=seed)
+        return world.scripted_customer(task=spec, seed=seed)
     _require_online(EvaluationLLMRole.USER_SIMULATOR)
-    return LLMCustomer(task=spec, max_tokens=config.max_tokens)
+    return LLMCustomer(task=spec, max_tokens=config.max_tokens, environment=world)
 
 
 def _bank_named(config: MemoryConfig, task: Task):
@@ -198,8 +197,8 @@ def episode_trajectory(episode: Episode, *, reflection_input: str = ReflectionIn
 def _errors_observed(episode: Episode) -> list[dict]:
     calls = [{**call, "ok": result.get("ok", True), "content": result.get("content") or ""}
              for call, result in _calls_with_results(episode.transcript)]
-    return errors_observed(calls=calls, breakdown=episode.reward_breakdown,
-                           invented_ids=(episode.reward_details or {}).get("invented_ids", []))
+    return environment(episode.task.environment).errors_observed(
+        calls=calls, breakdown=episode.reward_breakdown, invented_ids=(episode.reward_details or {}).get("invented_ids", []))
 
 
 def _calls_with_results(transcript: list[dict]) -> list[tuple[dict, dict]]:

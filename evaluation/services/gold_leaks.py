@@ -15,8 +15,8 @@ import json
 import re
 from dataclasses import dataclass
 
+from evaluation.environments import environment
 from evaluation.models import Episode
-from evaluation.shop.reward import mentions
 from orbs.dmrm.services import ExperienceFilters, experiences_filtered
 from orbs.services.queue import OrbFilters, orbs_filtered
 
@@ -67,9 +67,9 @@ def episode_shown_text(episode: Episode) -> str:
 
 def episode_gold_only_values(episode: Episode) -> dict[str, str]:
     """The gold answer's values that the episode never showed (value -> where the gold holds it)."""
-    shown = episode_shown_text(episode)
+    shown, tells = episode_shown_text(episode), environment(episode.task.environment).tells
     return {value: source for value, source in _gold_values(episode.task_snapshot).items()
-            if not mentions(value, shown)}
+            if not tells(value, shown)}
 
 
 def _episode_id(ref: str) -> int | None:
@@ -93,11 +93,14 @@ def bank_gold_leaks(*, bank) -> list[GoldLeak]:
     DMRM experiences), checked against the episode each memory was written from. Memories not written
     from a stored episode (imported, hand-written) have no answer key to leak and are skipped."""
     memories = [m for m in _orb_texts(bank) + _experience_texts(bank) if _episode_id(m[2]) is not None]
-    episodes = Episode.objects.in_bulk({_episode_id(ref) for _, _, ref, _ in memories})
+    episodes = Episode.objects.select_related("task").in_bulk({_episode_id(ref) for _, _, ref, _ in memories})
     gold_only = {pk: episode_gold_only_values(episode) for pk, episode in episodes.items()}
     leaks = []
     for kind, memory_id, ref, text in memories:
         episode_id = _episode_id(ref)
+        if episode_id not in episodes:
+            continue
+        tells = environment(episodes[episode_id].task.environment).tells
         leaks += [GoldLeak(kind, memory_id, episode_id, value, source)
-                  for value, source in gold_only.get(episode_id, {}).items() if mentions(value, text)]
+                  for value, source in gold_only[episode_id].items() if tells(value, text)]
     return leaks

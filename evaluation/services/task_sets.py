@@ -1,5 +1,7 @@
-"""Task sets in the database: the built-in 130, JSONL export, validated all-or-nothing import, task
-versions (a change of a task's gradable content makes a new one) and the fingerprint of a selection."""
+"""Task sets in the database: each environment's built-in set (the shop's 130), JSONL export,
+validated all-or-nothing import, task versions (a change of a task's gradable content makes a new
+one) and the fingerprint of a selection. A task set's tasks share one environment, which validates,
+hashes and plays them (evaluation.environments)."""
 import hashlib
 import json
 import re
@@ -8,18 +10,15 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.db.models import Q, QuerySet
 
+from evaluation.environments import DEFAULT_ENVIRONMENT, Environment, UnknownEnvironment, environment
 from evaluation.models import Task, TaskSet, TaskVersion
-from evaluation.shop.task_content import task_content_hash
-from evaluation.shop.task_specs import tasks_generate
-from evaluation.shop.validate import spec_errors
 from memweb.jsonl import LineRefused, line_object, line_value, numbered_lines, text_size_problem
 from memweb.models import default_workspace_id
 from memweb.problem_report import ProblemReport, problem_report
 from memweb.services import unstorable_problem
 from memweb.workspaces import in_workspace
 
-BUILTIN_SET = "shop-130"
-BUILTIN_DESCRIPTION = "The built-in shop tasks: 53 household appliances and 77 clothing, generated over the seeded shop."
+BUILTIN_SET = "shop-130"  # the shop environment's builtin_set_name
 MAX_IMPORT_LINES = 5000
 MAX_IMPORT_BYTES = 5 * 1024 * 1024
 
@@ -42,11 +41,13 @@ def _task_fields(spec: dict) -> dict:
             "error_kinds": spec["error_kinds"], "summary": task_summary(spec)[:300], "spec": spec}
 
 
-def task_create(*, task_set: TaskSet, spec: dict, provenance: dict | None = None) -> Task:
-    """A new task at version 1; `provenance` names the run episode a copied task came from."""
-    content_hash = task_content_hash(spec)
+def task_create(*, task_set: TaskSet, spec: dict, provenance: dict | None = None,
+                environment_name: str = DEFAULT_ENVIRONMENT) -> Task:
+    """A new task of `environment_name` at version 1; `provenance` names the run episode a copied task
+    came from."""
+    content_hash = environment(environment_name).content_hash(spec)
     task = Task.objects.create(task_set=task_set, external_id=spec["id"], content_hash=content_hash,
-                               provenance=provenance or {}, **_task_fields(spec))
+                               environment=environment_name, provenance=provenance or {}, **_task_fields(spec))
     TaskVersion.objects.create(task=task, number=1, content_hash=content_hash, spec=spec)
     return task
 
@@ -55,7 +56,7 @@ def task_spec_update(*, task: Task, spec: dict) -> bool:
     """Replace a task's spec (an edit or a re-import). When its gradable content changed, the task gets
     a new version and the old version's spec stays in TaskVersion; a change of labels only (split,
     difficulty...) or identical content keeps the version. Returns whether a version was made."""
-    content_hash = task_content_hash(spec)
+    content_hash = environment(task.environment).content_hash(spec)
     new_version = content_hash != task.content_hash
     if new_version:
         task.version, task.content_hash = task.version + 1, content_hash
@@ -68,17 +69,19 @@ def task_spec_update(*, task: Task, spec: dict) -> bool:
 
 
 @transaction.atomic
-def taskset_builtin_load(*, workspace=None) -> TaskSet:
-    """Create or refresh `workspace`'s copy (None: the default workspace's) of the built-in task set
-    (idempotent; tasks are updated in place, never deleted, because episodes point at them)."""
+def taskset_builtin_load(*, workspace=None, environment_name: str = DEFAULT_ENVIRONMENT) -> TaskSet:
+    """Create or refresh `workspace`'s copy (None: the default workspace's) of the environment's
+    built-in task set (idempotent; tasks are updated in place, never deleted, because episodes point
+    at them)."""
+    world = environment(environment_name)
     task_set, _ = TaskSet.objects.get_or_create(
-        name=BUILTIN_SET, workspace_id=_workspace_id(workspace),
-        defaults={"description": BUILTIN_DESCRIPTION, "is_builtin": True})
+        name=world.builtin_set_name, workspace_id=_workspace_id(workspace),
+        defaults={"description": world.builtin_set_description, "is_builtin": True})
     existing = {t.external_id: t for t in task_set.tasks.all()}
-    for spec in tasks_generate():
+    for spec in world.builtin_tasks():
         found = existing.get(spec["id"])
         if found is None:
-            task_create(task_set=task_set, spec=spec)
+            task_create(task_set=task_set, spec=spec, environment_name=world.name)
         elif found.spec != spec:
             task_spec_update(task=found, spec=spec)
     return task_set
@@ -137,7 +140,7 @@ class ImportReport:
         return f"task on line {line}" + (f" (id: {task_id})" if task_id else "")
 
 
-# A structural problem reads "persona.name: Field required" (see evaluation.shop.validate); the
+# A structural problem reads "persona.name: Field required" (the shop's validator, for one); the
 # others are sentences about the whole task.
 _FIELD_REASON = re.compile(r"([A-Za-z_]\w*(?:\.\w+)*): (.+)", re.DOTALL)
 
@@ -147,15 +150,19 @@ def _field_reason(reason: str) -> tuple[str, str]:
     return (found[1], found[2]) if found else ("", reason)
 
 
-def tasks_import_jsonl(*, text: str, task_set_name: str, description: str = "", workspace=None) -> ImportReport:
-    """Validate every line (JSON, structure, solvability, unique ids) and import only when all pass.
+def tasks_import_jsonl(*, text: str, task_set_name: str, description: str = "", workspace=None,
+                       environment_name: str = DEFAULT_ENVIRONMENT) -> ImportReport:
+    """Validate every line (JSON, structure, solvability by `environment_name`'s validator, unique
+    ids) and import only when all pass.
 
     Lines go into the named set of `workspace` (None: the default one), which is created when
     missing; tasks with an id already in the set are updated, and get a new version when their
-    gradable content changed. The built-in set is never written by an import."""
+    gradable content changed. The built-in set is never written by an import, nor a set of tasks of
+    another environment."""
     name = task_set_name.strip()
     report = ImportReport(task_set_name=name)
-    specs = _checked_lines(text, name, report)
+    world = _import_environment(environment_name, name, workspace, report)
+    specs = _checked_lines(text, name, report, world) if world is not None else []
     if report.errors:
         return report
     with transaction.atomic():
@@ -163,11 +170,27 @@ def tasks_import_jsonl(*, text: str, task_set_name: str, description: str = "", 
                                                     defaults={"description": description})
         existing = {t.external_id: t for t in task_set.tasks.select_for_update()}
         for spec in specs:
-            _upsert(task_set, existing.get(spec["id"]), spec, report)
+            _upsert(task_set, existing.get(spec["id"]), spec, report, world.name)
     return report
 
 
-def _checked_lines(text: str, name: str, report: ImportReport) -> list[dict]:
+def _import_environment(name: str, task_set_name: str, workspace, report: ImportReport) -> Environment | None:
+    """The environment an import validates with, or None with the reason reported."""
+    try:
+        world = environment(name)
+    except UnknownEnvironment as exc:
+        report.errors.append((0, f"environment: {exc}"))
+        return None
+    held = set(Task.objects.filter(task_set__name=task_set_name, task_set__workspace_id=_workspace_id(workspace))
+               .exclude(environment=world.name).values_list("environment", flat=True))
+    if held:
+        report.errors.append((0, f"environment: task set {task_set_name!r} holds {', '.join(sorted(held))} tasks; "
+                                 f"import {world.name} tasks into another set"))
+        return None
+    return world
+
+
+def _checked_lines(text: str, name: str, report: ImportReport, world: Environment) -> list[dict]:
     problem = _file_problem(text, name)
     if problem:
         report.errors.append((0, problem))
@@ -175,7 +198,7 @@ def _checked_lines(text: str, name: str, report: ImportReport) -> list[dict]:
     specs, first_line = [], {}
     for number, line in numbered_lines(text):
         report.total_lines += 1
-        spec, problems = _line_spec(line)
+        spec, problems = _line_spec(line, world)
         report.ids[number] = _given_id(line)
         if spec is not None and spec["id"] in first_line:
             problems.append(f"duplicate id {spec['id']!r} (first on line {first_line[spec['id']]})")
@@ -206,7 +229,7 @@ def _given_id(line: str) -> str:
     return str(task_id)[:100] if isinstance(task_id, str | int) else ""
 
 
-def _line_spec(line: str) -> tuple[dict | None, list[str]]:
+def _line_spec(line: str, world: Environment) -> tuple[dict | None, list[str]]:
     try:
         raw = line_object(line)
     except LineRefused as refused:
@@ -214,13 +237,12 @@ def _line_spec(line: str) -> tuple[dict | None, list[str]]:
     unstorable = unstorable_problem(raw)
     if unstorable:
         return None, ["{}: {}".format(*unstorable)]
-    spec, problems = spec_errors(raw)
-    return spec, problems
+    return world.spec_errors(raw)
 
 
-def _upsert(task_set: TaskSet, found: Task | None, spec: dict, report: ImportReport) -> None:
+def _upsert(task_set: TaskSet, found: Task | None, spec: dict, report: ImportReport, environment_name: str) -> None:
     if found is None:
-        task_create(task_set=task_set, spec=spec)
+        task_create(task_set=task_set, spec=spec, environment_name=environment_name)
         report.created += 1
         return
     report.new_versions += task_spec_update(task=found, spec=spec)
@@ -239,17 +261,18 @@ class TaskCopyError(ValueError):
 
 
 @transaction.atomic
-def tasks_copy_into(*, task_set_name: str, copies: list[tuple[dict, dict]], workspace) -> TasksCopied:
-    """Each (spec, provenance) becomes a task of the `workspace`'s set named, which is created when
-    new. A task whose id the set holds already is refused (named in `duplicates`), never overwritten."""
+def tasks_copy_into(*, task_set_name: str, copies: list[tuple[dict, dict, str]], workspace) -> TasksCopied:
+    """Each (spec, provenance, environment name) becomes a task of the `workspace`'s set named, which
+    is created when new. A task whose id the set holds already is refused (named in `duplicates`),
+    never overwritten."""
     task_set = _copy_target(task_set_name, workspace)
     copied = TasksCopied(task_set=task_set)
     held = set(task_set.tasks.values_list("external_id", flat=True))
-    for spec, provenance in copies:
+    for spec, provenance, environment_name in copies:
         if spec["id"] in held:
             copied.duplicates.append(spec["id"])
             continue
-        task_create(task_set=task_set, spec=spec, provenance=provenance)
+        task_create(task_set=task_set, spec=spec, provenance=provenance, environment_name=environment_name)
         held.add(spec["id"])
         copied.created.append(spec["id"])
     return copied

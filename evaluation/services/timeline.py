@@ -8,8 +8,8 @@ token is a control signal, so it becomes an end-of-conversation marker instead o
 """
 from collections import defaultdict
 
+from evaluation.environments import STOP
 from evaluation.models import Episode
-from evaluation.shop.customers import STOP
 from evaluation.vocabulary import EvaluationLLMRole
 from memweb.llm.backends import TextBackend
 from memweb.llm.usage import llm_calls_of_traces, llm_calls_traced, llm_usage_by_role, llm_usage_total

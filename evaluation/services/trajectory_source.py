@@ -8,6 +8,7 @@ from memweb.workspaces import in_workspace
 
 def trajectories_of_domain(*, domain: str, workspace, limit: int = 500) -> list[dict]:
     """Completed episodes of `domain` in `workspace`, newest first, as trajectory dicts."""
-    episodes = in_workspace(Episode.objects, workspace).filter(status=Episode.Status.COMPLETED,
-                                                               task__domain=domain)[:limit]
+    # With its task: a trajectory's diagnosis comes from the task's environment.
+    episodes = in_workspace(Episode.objects.select_related("task"), workspace).filter(
+        status=Episode.Status.COMPLETED, task__domain=domain)[:limit]
     return [episode_trajectory(e) | {"episode_ref": f"episode:{e.pk}"} for e in episodes]

@@ -11,9 +11,9 @@ choices come from a generator seeded per episode, so the same seed gives the sam
 import random
 import re
 
+from evaluation.environments.protocol import STOP
 from evaluation.shop.nlu import INTENT_KEYWORDS, REASON_PHRASES, classify_agent
 
-STOP = "###STOP###"
 _GREETINGS = {
     "neutral": ("Hello.", "Hi."), "happy": ("Hi there!", "Hello, hope you're well!"),
     "frustrated": ("Hi. I've been trying to sort this out for a while.", "Hello, this is getting frustrating."),

@@ -9,12 +9,11 @@ import json
 import re
 from datetime import date, timedelta
 
+from evaluation.environments.protocol import ERROR_KINDS as ERROR_KINDS  # the shop makes all three
+from evaluation.environments.protocol import RESULT_UNUSED, WRONG_ARGUMENTS, WRONG_TOOL
 from evaluation.shop import catalogue as cat
 from evaluation.shop.reward import mentions
 from evaluation.shop.tools import TOOLS
-
-WRONG_TOOL, WRONG_ARGUMENTS, RESULT_UNUSED = "wrong_tool", "wrong_arguments", "result_unused"
-ERROR_KINDS = (WRONG_TOOL, WRONG_ARGUMENTS, RESULT_UNUSED)
 
 # Advice written into the diagnosis, so that a reflection of the episode carries it; the scripted
 # agent recognises the same phrases in retrieved memories and then avoids that error kind.

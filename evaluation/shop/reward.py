@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evaluation.environments.protocol import RewardResult
 from evaluation.shop.generator import shop_fresh
 from evaluation.shop.tools import ORDER_ID_RE, tool_execute
 
@@ -55,18 +56,6 @@ def gold_replay(task: dict) -> GoldReplay:
         if not result.ok:
             replay.failures.append(f"{call['name']}: {result.content}")
     return replay
-
-
-@dataclass
-class RewardResult:
-    success: bool
-    reward: float
-    breakdown: dict  # component -> 0.0/1.0, plus counts; the shared trajectory's reward_breakdown
-    missing_lookups: list[dict]
-    missing_outputs: list[dict]
-    invented_ids: list[str]
-    state_hash: str
-    gold_state_hash: str
 
 
 def reward_compute(*, task: dict, final_state: dict, calls: list[dict], replies: list[str],

@@ -7,8 +7,8 @@ make the runs scored against it stale. The canonical form is JSON with sorted ke
 UTF-8 text: `{"gold_actions": {...}, "gold_lookups": {...}, "instruction": {...}, "required_outputs": {...}}`,
 each group holding its fields by name (a missing field as null).
 """
-import hashlib
-import json
+from evaluation.environments import content
+from evaluation.environments.content import canonical_json
 
 CONTENT_GROUPS: dict[str, tuple[str, ...]] = {
     # What the simulated customer is told and knows: it decides the conversation an agent faces.
@@ -18,23 +18,19 @@ CONTENT_GROUPS: dict[str, tuple[str, ...]] = {
     "gold_lookups": ("gold_lookups",),
     "required_outputs": ("required_outputs",),
 }
+__all__ = ["CONTENT_GROUPS", "canonical_json", "task_content", "task_content_changes", "task_content_hash"]
 
 
 def task_content(spec: dict) -> dict:
     """The spec's gradable content, grouped as CONTENT_GROUPS names it."""
-    return {group: {name: spec.get(name) for name in fields} for group, fields in CONTENT_GROUPS.items()}
-
-
-def canonical_json(value) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return content.content_of(CONTENT_GROUPS, spec)
 
 
 def task_content_hash(spec: dict) -> str:
     """SHA-256 (hex) of the canonical JSON of `task_content(spec)`."""
-    return hashlib.sha256(canonical_json(task_content(spec)).encode()).hexdigest()
+    return content.content_hash(CONTENT_GROUPS, spec)
 
 
 def task_content_changes(old: dict, new: dict) -> list[str]:
     """The content groups that differ between two specs, in CONTENT_GROUPS order."""
-    before, after = task_content(old), task_content(new)
-    return [group for group in CONTENT_GROUPS if canonical_json(before[group]) != canonical_json(after[group])]
+    return content.content_changes(CONTENT_GROUPS, old, new)

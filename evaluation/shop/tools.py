@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
 
+from evaluation.environments.protocol import ToolResult
 from evaluation.shop import catalogue as cat
 
 ORDER_ID_RE = re.compile(r"\bO\d{5}\b")
@@ -33,13 +34,6 @@ class Tool:
     def schema(self) -> dict:
         return {"type": "function",
                 "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
-
-
-@dataclass(frozen=True)
-class ToolResult:
-    ok: bool
-    content: str  # what the agent reads: JSON text, or "Error: ..."
-    data: dict | None
 
 
 TOOLS: dict[str, Tool] = {}

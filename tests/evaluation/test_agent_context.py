@@ -1,6 +1,7 @@
 """The paper's No-Memory baseline: the LLM agent's prompt fits a context window (4k by default for runs
 without memory), dropping the oldest customer turns and keeping the system prompt."""
-from evaluation.llm_backends import AGENT_RULES, LLMAgent
+from evaluation.environments.shop import SHOP
+from evaluation.llm_backends import LLMAgent
 from evaluation.shop.tools import tool_schemas
 from memweb.embeddings import embedder
 
@@ -26,7 +27,7 @@ def test_the_llm_agent_never_sends_more_than_its_context_window(fake_llm, db):
     bodies = fake_llm.chat_requests
     assert all(_sent_tokens(body) + ANSWER <= CONTEXT for body in bodies)
     last = bodies[-1]["messages"]
-    assert last[0]["role"] == "system" and last[0]["content"].startswith(AGENT_RULES)
+    assert last[0]["role"] == "system" and last[0]["content"].startswith(SHOP.agent_policy())
     assert last[-1] == {"role": "user", "content": _long_turn(7)}
     assert last[1]["role"] == "user" and len(last) < 1 + len(agent.history)  # oldest turns dropped, whole
     assert {"role": "user", "content": _long_turn(0)} not in last

@@ -7,8 +7,8 @@ shapes. One episode therefore has one feedback tuple.
 """
 from dataclasses import dataclass
 
+from evaluation.environments import STOP
 from evaluation.models import Episode
-from evaluation.shop.customers import STOP
 
 
 @dataclass(frozen=True)

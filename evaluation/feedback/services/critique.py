@@ -1,16 +1,15 @@
 """The verbose critique of one episode: the LLM-as-user's, or the offline one of the same shape
-built from the shop's reward breakdown."""
-import random
+built from the reward breakdown of the episode's environment."""
 from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from evaluation.environments import environment
 from evaluation.feedback.models import EpisodeFeedback, FeedbackProfile
 from evaluation.feedback.prompts import test_prompt
 from evaluation.feedback.services.conversation import Judged, critique_context, succeeded_after
 from evaluation.models import Episode
-from evaluation.shop.customers import render_intent
 from evaluation.vocabulary import EvaluationLLMRole
 from memweb.llm import llm_json
 
@@ -60,7 +59,7 @@ def _problems(episode: Episode, stated: frozenset[str]) -> list[tuple[str, str]]
                          f"Order {ids} does not exist. Please do not make things up."))
     if breakdown.get("state") == 0:
         kinds = ", ".join(sorted({e["kind"].replace("_", " ") for e in episode.errors})) or "no error diagnosed"
-        wishes = " ".join(render_intent(i, random.Random(episode.seed)) for i in spec["intents"])
+        wishes = environment(episode.task.environment).wishes(spec, episode.seed)
         problems.append((f"the request was not carried out as asked ({kinds})",
                          f"That is not what I asked for. Once more: {wishes}"))
     missing = [o for o in details.get("missing_outputs", []) if o["label"] not in stated]

@@ -4,9 +4,9 @@ give up to three feedback turns, each answered by the system).
 The episode's actions are over when it is judged, so a revision can only change what the customer
 is told, never the shop's state: a wrong change stays wrong, a missing fact can still be given.
 """
+from evaluation.environments import environment
 from evaluation.feedback.prompts import REVISION_SYSTEM
 from evaluation.models import Episode
-from evaluation.shop.reward import mentions
 from evaluation.vocabulary import EvaluationLLMRole
 from memweb.llm import llm_chat
 
@@ -36,8 +36,9 @@ def revision_llm(*, history: list[tuple[str, str]]) -> str:
 
 def revision_stated(*, episode: Episode, revision: str) -> frozenset[str]:
     """Labels of the missing required facts the revision states, by the reward's own test."""
+    tells = environment(episode.task.environment).tells
     return frozenset(o["label"] for o in episode.reward_details.get("missing_outputs", [])
-                     if mentions(o["value"], revision))
+                     if tells(o["value"], revision))
 
 
 def agent_is_scripted(episode: Episode) -> bool:

@@ -11,8 +11,7 @@ import json
 from django.core.management import BaseCommand, CommandError
 
 from evaluation.calibration_aa import calibration_report, scripted_outcomes
-from evaluation.shop.errors import ERROR_KINDS
-from evaluation.shop.task_specs import tasks_generate
+from evaluation.environments import environment
 from memweb.registry import outcome_source
 
 
@@ -46,8 +45,9 @@ class Command(BaseCommand):
 
     @staticmethod
     def _played(options: dict) -> dict:
-        rates = dict.fromkeys(ERROR_KINDS, options["error_rate"])
-        specs = tasks_generate()[: options["tasks"] or None]
+        world = environment()
+        rates = dict.fromkeys(world.error_kinds, options["error_rate"])
+        specs = world.builtin_tasks()[: options["tasks"] or None]
         return scripted_outcomes(trials=options["source_trials"], error_rates=rates, seed=options["seed"], specs=specs)
 
     @staticmethod

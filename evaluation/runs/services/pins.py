@@ -2,7 +2,7 @@
 reward code say today.
 
 A run pins the version and content hash of each of its tasks (RunTaskPin), the reward code version
-(evaluation.shop.reward.REWARD_VERSION, with a hash of its source), the agent's and customer's
+(its environment's reward_version, with a hash of its source), the agent's and customer's
 configuration (backend, model, a hash of their prompt templates), with feedback on the simulated
 user's critic, scorer and reviser the same way, and its starting memory
 (orbs.services.bank_snapshot). A run is *stale* when a task it was scored against has a newer
@@ -11,9 +11,22 @@ version now, or the reward code a newer version: its scores answer an older ques
 """
 import hashlib
 
-from django.db.models import BooleanField, Exists, ExpressionWrapper, F, OuterRef, Q, QuerySet
+from django.db.models import (
+    BooleanField,
+    Case,
+    Exists,
+    ExpressionWrapper,
+    F,
+    OuterRef,
+    Q,
+    QuerySet,
+    Value,
+    When,
+)
 
 from evaluation.configs import AgentBackend
+from evaluation.environments import DEFAULT_ENVIRONMENT, Environment, environment, environments
+from evaluation.environments.content import canonical_json
 from evaluation.feedback.models import CalibrationSetting
 from evaluation.feedback.prompts import feedback_prompt_hash
 from evaluation.feedback.services.critique import CRITIQUE_ROLE
@@ -22,22 +35,22 @@ from evaluation.feedback.services.score import SCORER_ROLE
 from evaluation.llm_backends import prompt_template_hash
 from evaluation.models import Task, TaskVersion
 from evaluation.runs.models import EvaluationRun, RunRegrade, RunTaskPin
-from evaluation.shop.reward import REWARD_VERSION, reward_source_hash
-from evaluation.shop.task_content import canonical_json, task_content_changes
 from evaluation.vocabulary import EvaluationLLMRole
 from memweb.llm import role_config
 from orbs.services import bank_snapshot
 
-# How each gradable part of a task (evaluation.shop.task_content.CONTENT_GROUPS) is named to people.
-CHANGE_NAMES = {"instruction": "instruction", "gold_actions": "gold actions", "gold_lookups": "look-ups",
-                "required_outputs": "outputs"}
+
+def run_environment(run: EvaluationRun) -> Environment:
+    """The environment the run's tasks are played in (a run's tasks share one)."""
+    name = Task.objects.filter(pk__in=run.task_pks).values_list("environment", flat=True).first()
+    return environment(name or DEFAULT_ENVIRONMENT)
 
 
-def _backend_pin(config: dict, role: str) -> dict:
+def _backend_pin(config: dict, role: str, world: Environment) -> dict:
     """An LLM backend's model and prompt-template hash; a scripted one has neither."""
     llm = config.get("backend") == AgentBackend.LLM
     return {"backend": config.get("backend"), "model": role_config(role).model if llm else None,
-            "prompt_hash": prompt_template_hash(role) if llm else None,
+            "prompt_hash": prompt_template_hash(role, environment_name=world.name) if llm else None,
             "config_hash": hashlib.sha256(canonical_json(config).encode()).hexdigest()}
 
 
@@ -60,31 +73,37 @@ def run_pins_record(*, run: EvaluationRun) -> None:
     tasks = Task.objects.filter(pk__in=run.task_pks).values_list("pk", "version", "content_hash")
     RunTaskPin.objects.bulk_create([RunTaskPin(run=run, task_id=pk, version=version, content_hash=content_hash)
                                     for pk, version, content_hash in tasks])
-    run.reward_version = REWARD_VERSION
-    run.pins = {"agent": _backend_pin(run.agent_config, EvaluationLLMRole.ACTOR),
-                "customer": _backend_pin(run.customer_config, EvaluationLLMRole.USER_SIMULATOR),
-                "reward": {"version": REWARD_VERSION, "source_hash": reward_source_hash()},
+    world = run_environment(run)
+    run.reward_version = world.reward_version
+    run.pins = {"agent": _backend_pin(run.agent_config, EvaluationLLMRole.ACTOR, world),
+                "customer": _backend_pin(run.customer_config, EvaluationLLMRole.USER_SIMULATOR, world),
+                "reward": {"version": world.reward_version, "source_hash": world.reward_source_hash()},
                 "memory": bank_snapshot(bank=run.bank) if run.bank_id else None, "feedback": _feedback_pin(run)}
     run.save(update_fields=["pins", "reward_version"])
 
 
 def _task_changes(pairs: list[tuple[RunTaskPin, int | None]]) -> list[dict]:
-    """Per (pin, version scored against) whose task has moved on: the versions and what changed."""
+    """Per (pin, version scored against) whose task has moved on: the versions and what changed (each
+    gradable part named as its environment's `content_labels` says)."""
     moved = [(pin, version) for pin, version in pairs if version != pin.task.version]
     specs = dict(((task_id, number), spec) for task_id, number, spec in TaskVersion.objects.filter(
         task_id__in=[pin.task_id for pin, _ in moved]).values_list("task_id", "number", "spec"))
     return [{"task": pin.task.external_id, "task_id": pin.task_id, "pinned": version, "current": pin.task.version,
-             "fields": [CHANGE_NAMES[group] for group in task_content_changes(specs.get((pin.task_id, version), {}),
-                                                                             pin.task.spec)]}
+             "fields": _changed_parts(pin.task, specs.get((pin.task_id, version), {}))}
             for pin, version in sorted(moved, key=lambda item: item[0].task.external_id)]
 
 
-def _reward_change(version: int | None) -> dict | None:
-    return {"pinned": version, "current": REWARD_VERSION} if version is not None and version < REWARD_VERSION else None
+def _changed_parts(task: Task, pinned_spec: dict) -> list[str]:
+    world = environment(task.environment)
+    return [world.content_labels[group] for group in world.content_changes(pinned_spec, task.spec)]
 
 
-def _staleness(pairs, reward_version: int | None) -> dict:
-    tasks, reward = _task_changes(pairs), _reward_change(reward_version)
+def _reward_change(version: int | None, current: int) -> dict | None:
+    return {"pinned": version, "current": current} if version is not None and version < current else None
+
+
+def _staleness(run: EvaluationRun, pairs, reward_version: int | None) -> dict:
+    tasks, reward = _task_changes(pairs), _reward_change(reward_version, run_environment(run).reward_version)
     return {"stale": bool(tasks or reward), "tasks": tasks, "reward": reward}
 
 
@@ -98,7 +117,7 @@ def run_staleness(*, run: EvaluationRun) -> dict:
     outputs), `reward` the reward versions when the reward code moved on. A run without pins
     (launched before them, or imported) is never called stale: `pinned` says so."""
     pins = _pins(run)
-    return {**_staleness([(pin, pin.version) for pin in pins], run.reward_version), "pinned": bool(pins)}
+    return {**_staleness(run, [(pin, pin.version) for pin in pins], run.reward_version), "pinned": bool(pins)}
 
 
 def run_regrade_latest(*, run: EvaluationRun) -> RunRegrade | None:
@@ -110,7 +129,7 @@ def run_regrade_current(*, run: EvaluationRun) -> RunRegrade | None:
     regrade = run_regrade_latest(run=run)
     if regrade is None:
         return None
-    moved = _staleness([(pin, pin.regraded_version) for pin in _pins(run)], regrade.reward_version)
+    moved = _staleness(run, [(pin, pin.regraded_version) for pin in _pins(run)], regrade.reward_version)
     return None if moved["stale"] else regrade
 
 
@@ -128,13 +147,20 @@ def runs_staleness_annotate(runs: QuerySet) -> QuerySet:
     `regraded` (a re-grade against every current version exists), for lists."""
     task_moved = RunTaskPin.objects.filter(run=OuterRef("pk")).exclude(version=F("task__version"))
     regrade_moved = RunTaskPin.objects.filter(run=OuterRef("pk")).exclude(regraded_version=F("task__version"))
-    regrade_now = RunRegrade.objects.filter(run=OuterRef("pk"), reward_version=REWARD_VERSION)
-    return runs.annotate(
+    regrade_now = RunRegrade.objects.filter(run=OuterRef("pk"), reward_version=OuterRef("current_reward_version"))
+    return runs.annotate(current_reward_version=_current_reward_version()).annotate(
         # Unpinned runs (reward_version null) are not stale: the null test keeps the OR from being NULL.
         stale=ExpressionWrapper(Q(Exists(task_moved)) | Q(reward_version__isnull=False,
-                                                          reward_version__lt=REWARD_VERSION),
+                                                          reward_version__lt=F("current_reward_version")),
                                 output_field=BooleanField()),
         regraded=ExpressionWrapper(Q(Exists(regrade_now)) & ~Q(Exists(regrade_moved)), output_field=BooleanField()))
+
+
+def _current_reward_version() -> Case:
+    """Each run's current reward version, as SQL: that of the environment its pinned tasks are in."""
+    return Case(*[When(Exists(RunTaskPin.objects.filter(run=OuterRef("pk"), task__environment=world.name)),
+                       then=Value(world.reward_version)) for world in environments()],
+                default=Value(environment(DEFAULT_ENVIRONMENT).reward_version))
 
 
 def run_pins_out(*, run: EvaluationRun) -> dict:

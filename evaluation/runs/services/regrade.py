@@ -1,19 +1,18 @@
 """Re-grading a stale run: its stored trajectories scored again against the current gold of its
 tasks, as a background job (memweb.jobs), the new verdicts stored beside the originals.
 
-Only scores change. Each episode's tool calls are replayed on a fresh copy of the shop it was
-played on and its replies read from the transcript (evaluation.shop.episode.transcript_rescore);
+Only scores change. Each episode's tool calls are replayed on a fresh copy of the world it was
+played on and its replies read from the transcript (its environment's `rescore`);
 nothing is played again, so a changed instruction is not what the customer said in the stored
 conversation, and the memory the run wrote (Orbs, DMRM steps) is not written again.
 """
 from django.db import transaction
 
+from evaluation.environments import environment
 from evaluation.models import Task
 from evaluation.runs.models import EvaluationRun, RegradeScore, RunEpisode, RunRegrade
-from evaluation.runs.services.pins import run_regrade_current, run_staleness
+from evaluation.runs.services.pins import run_environment, run_regrade_current, run_staleness
 from evaluation.runs.services.results import Verdicts, run_metrics_compute
-from evaluation.shop.episode import transcript_rescore
-from evaluation.shop.reward import REWARD_VERSION
 from memweb.jobs import JobContext, JobFailed, job_start
 from memweb.models import Job
 from memweb.workspaces import in_workspace
@@ -58,8 +57,8 @@ def run_regrade_start(*, run: EvaluationRun, user=None) -> Job:
 
 def _rescored(row: RunEpisode, task: Task) -> RegradeScore:
     episode = row.episode
-    result = transcript_rescore(task=task.spec, transcript=episode.transcript,
-                                shop_seed=episode.task_snapshot["shop_seed"])
+    result = environment(task.environment).rescore(task=task.spec, transcript=episode.transcript,
+                                                   played=episode.task_snapshot)
     return RegradeScore(run_episode=row, success=result.success, reward=result.reward,
                         reward_breakdown=result.breakdown)
 
@@ -91,7 +90,7 @@ def _regrade_write(run: EvaluationRun, tasks: dict[int, Task], scores: list[Regr
     verdicts: Verdicts = {score.run_episode_id: (score.success, score.reward) for score in scores}
     regrade = RunRegrade.objects.create(
         run=run, task_versions={task.external_id: task.version for task in tasks.values()},
-        reward_version=REWARD_VERSION, episodes=len(scores), created_by=user,
+        reward_version=run_environment(run).reward_version, episodes=len(scores), created_by=user,
         changed=sum(originals[score.run_episode_id] != score.success for score in scores),
         metrics=run_metrics_compute(run=run, trials=run.metrics_trials, verdicts=verdicts) if run.metrics_trials
         else None, metrics_trials=run.metrics_trials)

@@ -218,7 +218,7 @@ def episodes_to_task_set(*, episodes: QuerySet[Episode], task_set_name: str, wor
         if episode.task_snapshot["id"] in seen:
             continue
         seen.add(episode.task_snapshot["id"])
-        copies.append((episode.task_snapshot, _provenance(episode)))
+        copies.append((episode.task_snapshot, _provenance(episode), episode.task.environment))
     return tasks_copy_into(task_set_name=task_set_name, copies=copies, workspace=workspace)
 
 

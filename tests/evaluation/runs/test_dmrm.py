@@ -4,7 +4,8 @@ source memory, and the transcript links what the agent saw."""
 import pytest
 from django.urls import reverse
 
-from evaluation.llm_backends import AGENT_RULES, memory_room
+from evaluation.environments.shop import SHOP
+from evaluation.llm_backends import memory_room
 from evaluation.models import Episode
 from evaluation.runs.models import EvaluationRun, Trial
 from evaluation.runs.services import RunLaunchError, run_drive
@@ -52,7 +53,7 @@ def test_c_max_is_the_agents_window_minus_the_rest_of_its_prompt_and_512_a_named
     """It was 512 (MiniLM's window), which fits a median of one experience."""
     scripted = launch(memory_mode="dmrm")
     assert DMRMSettings.objects.get(bank=scripted.bank).c_max == _window_room(4096) > 2 * 512
-    rules = embedder().count_tokens(AGENT_RULES)  # the rest of the prompt: rules, policies, the memory note
+    rules = embedder().count_tokens(SHOP.agent_policy())  # the rest of the prompt: rules, policies, the memory note
     assert 4096 - _window_room(4096) - role_config("actor").max_tokens > rules > 100
     wide = launch(memory_mode="dmrm", agent={"error_rates": {}, "context_tokens": 6000})
     assert wide.dmrm_config["c_max"] == _window_room(6000)
