@@ -174,17 +174,18 @@ class ApiKey(models.Model):
 
 
 class AuthFailure(models.Model):
-    """Failed sign-ins or API-key attempts counted for one client address or one account in a fixed
-    window (memweb.auth). One row per counter, changed only by single atomic statements, so parallel
+    """Failed sign-ins or API-key attempts counted for one client address, one account or one presented
+    key prefix in a fixed window (memweb.auth). One row per counter, changed only by single atomic statements, so parallel
     attempts cannot race past the limit."""
 
     class Kind(models.TextChoices):
         ADDRESS = "address", "client address"
         ACCOUNT = "account", "account"
+        KEY_PREFIX = "prefix", "API key prefix"
 
     scope = models.CharField(max_length=16, help_text="login or api")
     kind = models.CharField(max_length=8, choices=Kind.choices)
-    # Keyed hash of the address or the username: a password typed into the username field is never kept.
+    # Keyed hash of the address, the username or the key prefix: a password typed into the username field is never kept.
     subject = models.CharField(max_length=64)
     count = models.PositiveIntegerField(default=0)
     window_started_at = models.DateTimeField(db_index=True)

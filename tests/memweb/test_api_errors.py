@@ -49,15 +49,16 @@ def test_a_method_a_route_does_not_take_answers_json_405_with_allow(client, oper
     assert response.json()["detail"] == "DELETE is not allowed on /api/me; allowed: GET"
 
 
-def test_a_blocked_address_is_told_when_to_retry(client, operator_user, settings):
+def test_a_blocked_address_is_told_when_to_retry_and_its_valid_keys_still_served(client, operator_user, settings):
     settings.MEMWEB_AUTH_MAX_FAILURES = 2
     secret = ApiKey.issue(user=operator_user, name="agent")[1]
-    for _ in range(2):
-        assert client.get("/api/me", headers=_bearer("mw_guess")).status_code == 401
+    for n in range(2):
+        assert client.get("/api/me", headers=_bearer(f"mw_{n}-guess")).status_code == 401
     for path in ("/api/me", "/api/openapi.json"):
-        blocked = client.get(path, headers=_bearer(secret))
+        blocked = client.get(path, headers=_bearer("mw_9-guess"))
         assert blocked.status_code == 429, path
         assert 1 <= int(blocked["Retry-After"]) <= settings.MEMWEB_AUTH_FAILURE_WINDOW_SECONDS
+        assert client.get(path, headers=_bearer(secret)).status_code == 200, path
 
 
 def _locations(response) -> set[tuple]:
