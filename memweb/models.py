@@ -248,6 +248,8 @@ class WebhookDelivery(models.Model):
     claimed_at = models.DateTimeField(null=True, blank=True, help_text="When the sending attempt began.")
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
+    erased_at = models.DateTimeField(null=True, blank=True,
+                                     help_text="When a customer erasure scrubbed its payload: never sent again.")
 
     class Meta:
         ordering = ["-created_at", "-pk"]

@@ -10,6 +10,7 @@ from memweb.roles import Role, role_required
 from memweb.views import render_uncached
 from memweb.webhooks import (
     MAX_ATTEMPTS,
+    DeliveryErased,
     WebhookInvalid,
     deliveries_recent,
     delivery_redeliver,
@@ -97,6 +98,10 @@ def webhook_remove(request, webhook_id: int):
 @require_POST
 @role_required(Role.OPERATOR)
 def delivery_resend(request, delivery_id: int):
-    delivery = delivery_redeliver(get_in_workspace_or_404(WebhookDelivery, request.workspace, pk=delivery_id))
+    try:
+        delivery = delivery_redeliver(get_in_workspace_or_404(WebhookDelivery, request.workspace, pk=delivery_id))
+    except DeliveryErased as erased:
+        messages.error(request, f"Not sent: {erased}.")
+        return redirect("webhooks")
     messages.info(request, f"Delivery {delivery.uuid} queued again.")
     return redirect("webhooks")

@@ -19,6 +19,9 @@ A 2xx answer delivers it; anything else (redirects are not followed, a timeout, 
 connection, a receiver on an address memweb may not post to) is retried after BACKOFF[i] until
 MAX_ATTEMPTS attempts have failed. Where a webhook may post, and what is kept of a receiver's answer,
 is memweb.webhook_targets' business.
+
+A customer erasure (orbs.services.erasure) scrubs the deliveries that carried the customer's data
+(`webhook_deliveries_erase`): their payload loses its data, and they are never sent again.
 """
 import hashlib
 import hmac
@@ -28,11 +31,13 @@ from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, TextField
+from django.db.models.functions import Cast
 from django.utils import timezone
 
 from memweb.models import Webhook, WebhookDelivery, default_workspace_id
 from memweb.registry import bank_known, webhook_events
+from memweb.services import json_needles
 from memweb.webhook_targets import TargetRefused, TargetUnresolved, target_address, target_port, target_post
 from memweb.workspaces import in_workspace
 
@@ -47,6 +52,16 @@ STALE_CLAIM = timedelta(minutes=2)
 OVERDUE_AFTER = timedelta(seconds=30)
 SIGNATURE_PREFIX = "sha256="
 DELIVERIES_KEPT = timedelta(days=30)
+ERASED = "(erased: this event held an erased customer's data)"
+NOT_SENT_ERASED = "not sent: it held an erased customer's data"
+NEEDLES_PER_QUERY = 50
+
+
+class DeliveryErased(ValueError):
+    """A delivery whose payload a customer erasure scrubbed: it is never sent again."""
+
+    def __init__(self, delivery: WebhookDelivery):
+        super().__init__(f"webhook delivery #{delivery.pk} held an erased customer's data; it cannot be sent again")
 
 
 class WebhookInvalid(ValueError):
@@ -175,8 +190,11 @@ def webhook_test_send(webhook: Webhook) -> WebhookDelivery:
 
 
 def delivery_redeliver(delivery: WebhookDelivery) -> WebhookDelivery:
-    """Send a finished delivery again, under the same id, with a fresh round of retries."""
-    WebhookDelivery.objects.filter(pk=delivery.pk).exclude(status=Status.SENDING).update(
+    """Send a finished delivery again, under the same id, with a fresh round of retries; DeliveryErased
+    for one that a customer erasure scrubbed."""
+    if delivery.erased_at is not None:
+        raise DeliveryErased(delivery)
+    WebhookDelivery.objects.filter(pk=delivery.pk, erased_at__isnull=True).exclude(status=Status.SENDING).update(
         status=Status.PENDING, attempts=0, next_attempt_at=timezone.now(), delivered_at=None)
     _queue(delivery.pk)
     delivery.refresh_from_db()
@@ -193,7 +211,7 @@ def webhook_signature(*, secret: str, timestamp: int, body: bytes) -> str:
 def _claim(delivery_id: int, now: datetime) -> bool:
     """Take the delivery when it is due: a message delivered twice sends once."""
     return bool(WebhookDelivery.objects.filter(
-        pk=delivery_id, status=Status.PENDING, next_attempt_at__lte=now, webhook__active=True,
+        pk=delivery_id, status=Status.PENDING, next_attempt_at__lte=now, webhook__active=True, erased_at__isnull=True,
     ).update(status=Status.SENDING, claimed_at=now, attempts=F("attempts") + 1))
 
 
@@ -252,6 +270,50 @@ def deliveries_resend_overdue() -> int:
                                                           claimed_at=None)
         for delivery_id in ids:
             _queue(delivery_id)
+    return len(ids)
+
+
+# --- erasing -----------------------------------------------------------------------------------------
+
+def _erased_matches(deliveries, *, orb_ids: list[int], episode_ids: list[int], needles: list[str]) -> set[int]:
+    ids = set(deliveries.filter(Q(payload__data__orb_id__in=orb_ids) | Q(payload__data__episode_id__in=episode_ids))
+              .values_list("pk", flat=True)) if orb_ids or episode_ids else set()
+    as_text = deliveries.annotate(payload_text=Cast("payload", TextField()))
+    for start in range(0, len(needles), NEEDLES_PER_QUERY):
+        match = Q()
+        for needle in needles[start:start + NEEDLES_PER_QUERY]:
+            match |= Q(payload_text__contains=needle)
+        ids.update(as_text.filter(match).values_list("pk", flat=True))
+    return ids
+
+
+def _scrubbed(delivery: WebhookDelivery, now: datetime) -> None:
+    """Keep what says that an event was sent, when and how it went; drop what it said, and what a
+    receiver's answer may have echoed of it. A delivery still waiting is given up."""
+    delivery.payload = {**{key: delivery.payload.get(key) for key in ("id", "event", "created_at", "bank")},
+                        "data": {"erased": ERASED}}
+    delivery.attempt_log = [{**attempt, "error": ERASED if attempt.get("error") else ""}
+                            for attempt in delivery.attempt_log]
+    delivery.last_error = ERASED if delivery.last_error else ""
+    if delivery.status in (Status.PENDING, Status.SENDING):
+        delivery.status, delivery.next_attempt_at, delivery.last_error = Status.FAILED, None, NOT_SENT_ERASED
+    delivery.erased_at = now
+
+
+def webhook_deliveries_erase(*, workspace_id: int, orb_ids: list[int] = (), episode_ids: list[int] = (),
+                             values: list[str] = (), texts: list[str] = ()) -> int:
+    """Scrub the workspace's deliveries about any of `orb_ids` or `episode_ids`, or holding any of
+    `values` as a whole JSON string (a customer key) or any of `texts` anywhere; how many were scrubbed.
+    Deliveries scrubbed before are left as they are."""
+    deliveries = WebhookDelivery.objects.filter(webhook__workspace_id=workspace_id, erased_at__isnull=True)
+    ids = _erased_matches(deliveries, orb_ids=list(orb_ids), episode_ids=list(episode_ids),
+                          needles=json_needles(values=values, texts=texts))
+    now = timezone.now()
+    with transaction.atomic():
+        for delivery in WebhookDelivery.objects.filter(pk__in=ids).select_for_update().order_by("pk"):
+            _scrubbed(delivery, now)
+            delivery.save(update_fields=["payload", "attempt_log", "last_error", "status", "next_attempt_at",
+                                         "erased_at"])
     return len(ids)
 
 

@@ -12,6 +12,7 @@ from memweb.roles import Role
 from memweb.schemas import WebhookCreatedOut, WebhookDeliveryOut, WebhookIn, WebhookOut, WebhookSwitchIn
 from memweb.vocabulary import MemwebScope
 from memweb.webhooks import (
+    DeliveryErased,
     WebhookInvalid,
     deliveries_recent,
     delivery_redeliver,
@@ -25,18 +26,6 @@ from memweb.workspaces import in_workspace
 router = Router(tags=["webhooks"])
 OPERATORS = api_auth(Role.OPERATOR, scope=MemwebScope.WEBHOOKS)
 DELIVERIES_SHOWN = 50
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def _webhook(request, webhook_id: int) -> Webhook:
@@ -86,11 +75,15 @@ def webhook_test(request, webhook_id: int):
     return Status(202, webhook_test_send(_webhook(request, webhook_id)))
 
 
-@router.post("/deliveries/{int:delivery_id}/redeliver", response={202: WebhookDeliveryOut, 404: dict},
+@router.post("/deliveries/{int:delivery_id}/redeliver", response={202: WebhookDeliveryOut, 404: dict, 409: dict},
              auth=OPERATORS)
 def delivery_resend(request, delivery_id: int):
-    """Send the delivery again under the same id, with a fresh round of retries."""
+    """Send the delivery again under the same id, with a fresh round of retries. A delivery that held an
+    erased customer's data is refused (409): it is never sent again."""
     delivery = in_workspace(WebhookDelivery, request.workspace).filter(pk=delivery_id).first()
     if delivery is None:
         raise HttpError(404, f"No webhook delivery #{delivery_id}")
-    return Status(202, delivery_redeliver(delivery))
+    try:
+        return Status(202, delivery_redeliver(delivery))
+    except DeliveryErased as erased:
+        raise HttpError(409, str(erased)) from None
