@@ -13,7 +13,7 @@ from ninja.responses import Status
 
 from annotation.api import router as annotation_router
 from evaluation.api import router as evaluation_router
-from memweb.auth import TooManyFailures, api_auth, schema_access
+from memweb.auth import TooManyFailures, api_auth, request_by_key, schema_access
 from memweb.health import health_report, liveness
 from memweb.job_api import router as jobs_router
 from memweb.json_input import JsonTooDeep, json_loads_bounded
@@ -99,22 +99,6 @@ def body_too_big(request, exc: RequestDataTooBig):
     return api.create_response(request, {"detail": f"the request body is larger than {limit} KB"}, status=413)
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 @api.get("/health", auth=None, response={200: LivenessOut, 503: LivenessOut}, tags=["health"])
 def health_live(request):
     """Liveness for load balancers: no credentials, no details."""
@@ -128,5 +112,10 @@ def health_details(request):
 
 @api.get("/me", response=MeOut, tags=["auth"])
 def me(request):
-    """Who this key or session acts as, and its roles."""
-    return {"username": request.auth.get_username(), "roles": sorted(user_roles(request.auth))}
+    """Who this key or session acts as: the user, their roles in the workspace it acts in, and, for a key,
+    its name and scopes."""
+    key = request.api_key if request_by_key(request) else None
+    return {"username": request.auth.get_username(), "roles": sorted(user_roles(request.auth)),
+            "workspace": request.workspace, "credential": "api_key" if key else "session",
+            "key_name": key.name if key else None, "key_prefix": key.prefix if key else None,
+            "scopes": sorted(key.scopes) if key else None}

@@ -58,10 +58,37 @@ def memberships_grant(*, user, roles, workspace_id: int | None = None) -> None:
                                    ignore_conflicts=True)
 
 
-def first_workspace_id(user) -> int:
-    """Where a user acts until they pick a workspace: their oldest membership's, else the default."""
+class WorkspaceLanding(models.Model):
+    """The workspace a user last chose to work in: where their next session starts, and where a key
+    issued without a workspace acts. Creating a workspace or joining one never changes it."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="workspace_landing")
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    chosen_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.user} → {self.workspace}"
+
+
+def workspace_landing_remember(*, user, workspace: Workspace) -> None:
+    WorkspaceLanding.objects.update_or_create(user=user, defaults={"workspace": workspace, "chosen_at": timezone.now()})
+
+
+def _may_act_in(user, workspace_id: int) -> bool:
+    return user.is_superuser or Membership.objects.filter(user=user, workspace_id=workspace_id).exists()
+
+
+def landing_workspace_id(user) -> int:
+    """Where a user acts until they pick a workspace: the one they last picked, while they may still act
+    there; else the default workspace, if they may; else their oldest membership's; else the default."""
+    last = WorkspaceLanding.objects.filter(user=user).values_list("workspace_id", flat=True).first()
+    if last is not None and _may_act_in(user, last):
+        return last
+    default = default_workspace_id()
+    if _may_act_in(user, default):
+        return default
     first = Membership.objects.filter(user=user).order_by("workspace_id").values_list("workspace_id", flat=True).first()
-    return first or default_workspace_id()
+    return first or default
 
 
 def workspace_field(related_name: str):
@@ -148,7 +175,7 @@ class ApiKey(models.Model):
     def issue(cls, *, user, name: str, workspace: Workspace | None = None,
               scopes: list[str] | tuple[str, ...] | None = None) -> tuple["ApiKey", str]:
         """Create a key and return it with its secret, which is never stored. Without a workspace,
-        the key acts in the user's first one; without scopes, it holds every scope the apps declare
+        the key acts where the user lands (landing_workspace_id); without scopes, it holds every scope the apps declare
         (memweb.registry.api_scopes). A scope no app declares is a ValueError."""
         from memweb.registry import api_scopes  # the apps' scopes, read once they are loaded
 
@@ -157,7 +184,7 @@ class ApiKey(models.Model):
         if unknown := sorted(set(scopes) - set(declared)):
             raise ValueError(f"unknown API scope {unknown[0]!r}; known: {', '.join(declared)}")
         secret = "mw_" + secrets.token_urlsafe(32)
-        workspace_id = workspace.pk if workspace else first_workspace_id(user)
+        workspace_id = workspace.pk if workspace else landing_workspace_id(user)
         key = cls.objects.create(
             user=user, name=name, prefix=secret[: cls.PREFIX_LENGTH], key_hash=cls.hash_secret(secret),
             workspace_id=workspace_id, scopes=sorted(set(scopes)),

@@ -196,7 +196,9 @@ def test_it_needs_no_csrf_token_with_an_api_key(reviewer_user):
 def test_it_tells_an_agent_who_it_acts_as(client, reviewer_user):
     secret = ApiKey.issue(user=reviewer_user, name="agent")[1]
     response = client.get("/api/me", headers={"X-API-Key": secret})
-    assert response.json() == {"username": reviewer_user.get_username(), "roles": ["reviewer"]}
+    me = response.json()
+    assert (me["username"], me["roles"], me["credential"], me["key_name"]) == (
+        reviewer_user.get_username(), ["reviewer"], "api_key", "agent")
 
 
 # --- signing in and out ---
