@@ -330,24 +330,34 @@ SCHEMA_URL_NAME = "openapi-json"
 
 
 def schema_access(view):
-    """The schema for code generators and test tools: any valid API key, whatever its roles, or
-    a signed-in user. Its docs page is a page like any other: signed-in users only."""
+    """The schema and its docs page: any valid API key, whatever its roles, or a signed-in user.
+    Without either, the schema, which programs read, answers a JSON 401; the docs page, which people
+    read, sends the browser to sign in. A bad key answers JSON (401, or 429) on both."""
     signed_in_view = role_required()(view)
 
     @wraps(view)
     def wrapped(request, *args, **kwargs):
         secret = presented_key(request)
-        is_schema = request.resolver_match.url_name == SCHEMA_URL_NAME
-        if not secret or not is_schema or request.user.is_authenticated:
+        if request.user.is_authenticated:
+            return signed_in_view(request, *args, **kwargs)
+        if not secret:
+            if request.resolver_match.url_name == SCHEMA_URL_NAME:
+                return _refused(AuthenticationError(401, NO_CREDENTIALS))
             return signed_in_view(request, *args, **kwargs)
         try:
             api_key_of(request=request, secret=secret)
         except HttpError as exc:
-            response = JsonResponse({"detail": str(exc)}, status=exc.status_code)
-            if isinstance(exc, TooManyFailures):
-                response["Retry-After"] = str(exc.retry_after)
-            return response
+            return _refused(exc)
         return view(request, *args, **kwargs)
 
     wrapped.required_roles = signed_in_view.required_roles
     return wrapped
+
+
+def _refused(exc: HttpError) -> JsonResponse:
+    response = JsonResponse({"detail": str(exc)}, status=exc.status_code)
+    if isinstance(exc, TooManyFailures):
+        response["Retry-After"] = str(exc.retry_after)
+    elif exc.status_code == 401:
+        response["WWW-Authenticate"] = "Bearer"
+    return response

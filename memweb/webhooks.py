@@ -323,8 +323,11 @@ def webhooks_list(*, workspace):
     return in_workspace(Webhook.objects.select_related("created_by"), workspace)
 
 
-def deliveries_recent(*, workspace, webhook_id: int | None = None, limit: int = 50) -> list[WebhookDelivery]:
+def deliveries_of(*, workspace, webhook_id: int | None = None):
+    """The workspace's deliveries (one webhook's, given its id), newest first."""
     deliveries = in_workspace(WebhookDelivery.objects.select_related("webhook"), workspace)
-    if webhook_id is not None:
-        deliveries = deliveries.filter(webhook_id=webhook_id)
-    return list(deliveries[:limit])
+    return deliveries if webhook_id is None else deliveries.filter(webhook_id=webhook_id)
+
+
+def deliveries_recent(*, workspace, webhook_id: int | None = None, limit: int = 50) -> list[WebhookDelivery]:
+    return list(deliveries_of(workspace=workspace, webhook_id=webhook_id)[:limit])

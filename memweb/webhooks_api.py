@@ -1,12 +1,14 @@
-"""The webhooks JSON API (operators): register, list and delete webhooks, read recent deliveries,
+"""The webhooks JSON API (operators): register, list and delete webhooks, read deliveries page by page,
 send a test event, redeliver. The signing secret is answered once, by the create call."""
 
 from ninja import Router
 from ninja.errors import HttpError
+from ninja.pagination import paginate
 from ninja.responses import Status
 
 from memweb.auth import api_auth
 from memweb.errors import field_errors
+from memweb.listing import ApiPagination
 from memweb.models import Webhook, WebhookDelivery
 from memweb.roles import Role
 from memweb.schemas import WebhookCreatedOut, WebhookDeliveryOut, WebhookIn, WebhookOut, WebhookSwitchIn
@@ -14,7 +16,7 @@ from memweb.vocabulary import MemwebScope
 from memweb.webhooks import (
     DeliveryErased,
     WebhookInvalid,
-    deliveries_recent,
+    deliveries_of,
     delivery_redeliver,
     webhook_create,
     webhook_switch,
@@ -25,7 +27,7 @@ from memweb.workspaces import in_workspace
 
 router = Router(tags=["webhooks"])
 OPERATORS = api_auth(Role.OPERATOR, scope=MemwebScope.WEBHOOKS)
-DELIVERIES_SHOWN = 50
+DELIVERIES_PER_PAGE = 50
 
 
 def _webhook(request, webhook_id: int) -> Webhook:
@@ -64,9 +66,11 @@ def webhook_delete(request, webhook_id: int):
 
 
 @router.get("/deliveries", response=list[WebhookDeliveryOut], auth=OPERATORS)
+@paginate(ApiPagination, page_size=DELIVERIES_PER_PAGE)
 def delivery_list(request, webhook: int | None = None):
-    """The most recent deliveries (50), newest first; `webhook` keeps one webhook's."""
-    return deliveries_recent(workspace=request.workspace, webhook_id=webhook, limit=DELIVERIES_SHOWN)
+    """The deliveries, newest first, a page at a time (`page`, `page_size`), as every list of the API;
+    `webhook` keeps one webhook's."""
+    return deliveries_of(workspace=request.workspace, webhook_id=webhook)
 
 
 @router.post("/{int:webhook_id}/test", response={202: WebhookDeliveryOut, 404: dict}, auth=OPERATORS)

@@ -236,6 +236,14 @@ class RetrieveIn(StrictBody, Schema):
     min_score: float | None = Field(default=None, ge=-1.0, le=1.0)
     client: str = Field(default="", max_length=200)
 
+    @field_validator("query")
+    @classmethod
+    def _not_blank(cls, query: str) -> str:
+        # Only spaces would embed as noise and serve whatever sits nearest: refused as "" is.
+        if not query.strip():
+            raise ValueError("the query is empty: say what the agent is looking for")
+        return query
+
 
 # A remembered lesson fits a prompt entry as the longest reflection does (orbs.budget: at least
 # 3 characters per token), so the bank's budget still holds k Orbs.

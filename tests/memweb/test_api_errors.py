@@ -6,7 +6,7 @@ import pytest
 from django.conf import settings
 from django.shortcuts import resolve_url
 
-from memweb.auth import BAD_KEY
+from memweb.auth import BAD_KEY, NO_CREDENTIALS
 from memweb.models import ApiKey
 from orbs.services import bank_get_or_create, bank_policy_update
 from tests.orbs.conftest import bank, make_orb, trajectory  # noqa: F401  (fixtures)
@@ -23,15 +23,19 @@ def test_the_schema_answers_any_valid_key_whatever_its_roles(client, user_for_ro
     for headers in (_bearer(secret), {"X-API-Key": secret}):
         response = client.get("/api/openapi.json", headers=headers)
         assert response.status_code == 200 and "/api/orbs/banks/{slug}/retrieve" in response.json()["paths"]
-    docs = client.get("/api/docs", headers=_bearer(secret))  # a page: signed-in users only
-    assert docs.status_code == 302 and docs["Location"].startswith(resolve_url(settings.LOGIN_URL))
+    docs = client.get("/api/docs", headers=_bearer(secret))  # the docs page too, no sign-in on the way
+    assert docs.status_code == 200 and "openapi.json" in docs.content.decode()
 
 
-def test_the_schema_refuses_a_bad_key_in_json_and_sends_a_browser_to_sign_in(client):
+def test_the_schema_refuses_no_key_or_a_bad_one_in_json_and_only_the_docs_page_sends_a_browser_to_sign_in(client):
     refused = client.get("/api/openapi.json", headers=_bearer("mw_not-a-key"))
     assert refused.status_code == 401 and refused.json() == {"detail": BAD_KEY}
     anonymous = client.get("/api/openapi.json")
-    assert anonymous.status_code == 302 and anonymous["Location"].startswith(resolve_url(settings.LOGIN_URL))
+    assert anonymous.status_code == 401 and anonymous["Content-Type"] == "application/json"
+    assert anonymous.json() == {"detail": NO_CREDENTIALS} and anonymous["WWW-Authenticate"] == "Bearer"
+    assert client.get("/api/docs", headers=_bearer("mw_not-a-key")).status_code == 401
+    page = client.get("/api/docs")
+    assert page.status_code == 302 and page["Location"].startswith(resolve_url(settings.LOGIN_URL))
 
 
 def test_an_unknown_api_path_answers_json_404(client, operator_user):

@@ -417,7 +417,7 @@ def test_operators_register_webhooks_and_see_the_secret_once(client, operator_us
     tested = client.post(f"/api/webhooks/{answer['id']}/test", headers=headers)
     assert tested.status_code == 202 and tested.json()["event"] == "webhook.test"
     delivery_attempt(delivery_id=tested.json()["id"])
-    deliveries = client.get("/api/webhooks/deliveries", {"webhook": answer["id"]}, headers=headers).json()
+    deliveries = client.get("/api/webhooks/deliveries", {"webhook": answer["id"]}, headers=headers).json()["items"]
     assert [(d["status"], d["attempts"], d["attempt_log"][0]["status_code"]) for d in deliveries] == [
         ("delivered", 1, 200)]
     again = client.post(f"/api/webhooks/deliveries/{deliveries[0]['id']}/redeliver", headers=headers)
@@ -495,3 +495,16 @@ def test_the_page_shows_the_secret_once_and_the_deliveries(client, operator_user
     assert Webhook.objects.get().active
     refused = client.post("/webhooks/new/", {"url": "gopher://x", "events": ["episode.ingested"]})
     assert refused.status_code == 400 and "must start with http:// or https://" in refused.content.decode()
+
+
+@pytest.mark.django_db
+def test_the_deliveries_list_goes_page_by_page(client, operator_user):
+    webhook, _ = webhook_create(url="https://hooks.example.com/memweb", events=webhook_event_values())
+    sent = [webhook_test_send(webhook).pk for _ in range(5)]
+    headers = {"Authorization": f"Bearer {ApiKey.issue(user=operator_user, name='ops')[1]}"}
+    pages = [client.get("/api/webhooks/deliveries", {"page": page, "page_size": 2}, headers=headers).json()
+             for page in (1, 2, 3)]
+    assert [page["count"] for page in pages] == [5, 5, 5]
+    assert [d["id"] for page in pages for d in page["items"]] == sorted(sent, reverse=True)  # newest first
+    refused = client.get("/api/webhooks/deliveries", {"page": 0}, headers=headers)
+    assert refused.status_code == 422 and refused.json()["detail"][0]["loc"][-1] == "page"

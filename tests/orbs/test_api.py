@@ -86,6 +86,14 @@ def test_it_rejects_bad_retrieval_input_by_field(agent, bank):
     assert {error["loc"][-1] for error in response.json()["detail"]} == {"query", "k", "min_score"}
 
 
+@pytest.mark.parametrize("query", ["", "   ", "\n\t "])
+def test_a_blank_query_is_refused_as_an_empty_one_is(agent, bank, query):
+    response = post(agent, f"{API}/banks/{bank.slug}/retrieve", {"query": query})
+    assert response.status_code == 422
+    [error] = response.json()["detail"]
+    assert error["loc"] == ["body", "payload", "query"] and error["msg"]
+
+
 def test_it_lists_orbs_with_filters_and_pages(reviewer, make_orb):
     make_orb("The blender is too loud.", domain="appliances")
     pending = make_orb("The sweater shrank in the wash.", domain="clothing", approve=False)
