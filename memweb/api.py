@@ -14,6 +14,7 @@ from ninja.responses import Status
 from annotation.api import router as annotation_router
 from evaluation.api import router as evaluation_router
 from memweb.auth import TooManyFailures, api_auth, request_by_key, schema_access
+from memweb.errors import validation_body
 from memweb.health import health_report, liveness
 from memweb.job_api import router as jobs_router
 from memweb.json_input import JsonTooDeep, json_loads_bounded
@@ -50,6 +51,12 @@ class StorableParser(Parser):
 
 
 class MemwebAPI(NinjaAPI):
+    def create_response(self, request, data, *, status=None, temporal_response=None):
+        # Every 422, whichever route or handler made it, in one shape (memweb.errors).
+        if (temporal_response.status_code if temporal_response else status) == 422:
+            data = validation_body(data)
+        return super().create_response(request, data, status=status, temporal_response=temporal_response)
+
     def get_openapi_schema(self, *args, **kwargs):
         schema = super().get_openapi_schema(*args, **kwargs)
         return errors_declare(schema, body_limit_kb=settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 1024)
@@ -61,7 +68,8 @@ api = MemwebAPI(
     urls_namespace="api",
     description="Agents authenticate with an API key: `Authorization: Bearer <key>` or `X-API-Key: <key>`. "
                 "This schema (`/api/openapi.json`) answers any valid key, so code generators can read it. Every error "
-                "is `{\"detail\": ...}`: a sentence, or for 422 a list of refused fields with their location. Text "
+                "is `{\"detail\": ...}`: a sentence, or for every 422 a list of refused fields, each with its `loc` and "
+                "`msg` (an import's 422 also carries its report beside it). Text "
                 "fields refuse NUL characters and unpaired surrogates, numbers refuse NaN and Infinity.",
     auth=api_auth(),
     docs_decorator=schema_access,

@@ -1,5 +1,6 @@
 """What an agent's HTTP client meets outside the routes themselves: the schema answers an API key,
 unknown paths and wrong methods answer JSON, and a blocked address is told when to retry."""
+import io
 import json
 
 import pytest
@@ -143,7 +144,10 @@ def test_the_schema_declares_the_errors_every_operation_can_give(client, operato
     assert "KB" in retrieve["413"]["description"]
     validation = schema["components"]["schemas"]["ValidationErrors"]["properties"]["detail"]
     assert validation["type"] == "array"  # a 422 is a list of refused fields
-    assert {"$ref": "#/components/schemas/ValidationErrors"} in retrieve["422"]["content"]["application/json"]["schema"]["anyOf"]
+    assert retrieve["422"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/ValidationErrors"}
+    import_422 = schema["paths"]["/api/orbs/banks/import"]["post"]["responses"]["422"]["content"]["application/json"]
+    declared, report = import_422["schema"]["allOf"]  # every 422 is the list; an import's adds its report
+    assert declared == {"$ref": "#/components/schemas/ValidationErrors"} and "problems" in report["properties"]
     assert set(schema["paths"]["/api/health"]["get"]["responses"]) == {"200", "503"}  # public, no body, no id
 
 
@@ -155,3 +159,26 @@ def test_a_refused_body_matches_the_declared_422_shape(client, operator_user):
     assert response.status_code == 422
     entries = response.json()["detail"]
     assert isinstance(entries, list) and all({"loc", "msg"} <= set(entry) for entry in entries)
+
+
+def test_every_422_has_one_shape_whichever_route_refuses(client, operator_user):
+    headers = _bearer(ApiKey.issue(user=operator_user, name="agent")[1])
+
+    def sent(path: str, body: dict):
+        return client.post(path, json.dumps(body), content_type="application/json", headers=headers)
+
+    assert sent("/api/orbs/banks", {"name": "strict"}).status_code == 201
+    sentence = sent("/api/orbs/banks", {"name": "strict"})  # a route's own refusal, once a bare sentence
+    assert sentence.status_code == 422
+    assert sentence.json() == {"detail": [{"loc": ["body", "payload", "name"],
+                                           "msg": "name: a bank called 'strict' already exists"}]}
+    by_line = sent("/api/evaluation/tasks/import", {"task_set": "broken", "jsonl": "not json\n"})  # once {line, reason}
+    assert by_line.status_code == 422
+    [entry] = by_line.json()["detail"]
+    assert entry["loc"] == ["body", "line", 1] and entry["line"] == 1 and entry["msg"]
+    report = client.post("/api/orbs/banks/import", {"file": io.BytesIO(b"not a bank\n")}, headers=headers)
+    assert report.status_code == 422  # the import's report stays beside the one shape
+    assert all({"loc", "msg"} <= set(entry) for entry in report.json()["detail"]) and report.json()["ok"] is False
+    for answer in (sentence, by_line, report, sent("/api/orbs/banks", {"name": ""})):
+        assert all(isinstance(entry["loc"], list) and isinstance(entry["msg"], str)
+                   for entry in answer.json()["detail"])

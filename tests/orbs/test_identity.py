@@ -126,7 +126,7 @@ def test_an_edit_that_differs_only_invisibly_changes_nothing(reviewer, make_orb)
     orb = make_orb("Caf\u00e9 machine arrived broken.")
     decomposed = orb.obs.replace("\u00e9", "e\u0301") + "\r\n"
     refused = post(reviewer, f"{API}/orbs/{orb.pk}/edit", {"expected_version": orb.version, "obs": decomposed})
-    assert refused.status_code == 422 and "changes nothing" in refused.json()["detail"]
+    assert refused.status_code == 422 and "changes nothing" in refused.json()["detail"][0]["msg"]
     assert Orb.objects.filter(lineage_id=orb.pk).count() == 1
 
 
