@@ -240,6 +240,8 @@ class Webhook(models.Model):
     bank = models.CharField(max_length=100, blank=True,
                             help_text="A memory bank's slug: only events of that bank. Empty: every event.")
     active = models.BooleanField(default=True)
+    paused_at = models.DateTimeField(null=True, blank=True,
+                                     help_text="When it was paused: its events since then wait for the resume.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="webhooks")
     created_at = models.DateTimeField(default=timezone.now)

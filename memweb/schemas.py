@@ -141,7 +141,10 @@ class WebhookIn(StrictBody, Schema):
 
 
 class WebhookSwitchIn(StrictBody, Schema):
-    active: bool = Field(description="false pauses the webhook (its deliveries wait), true resumes it.")
+    active: bool = Field(description="false pauses the webhook (its deliveries, and the events it misses, wait), "
+                                     "true resumes it.")
+    replay_missed: bool = Field(default=True, description="On resume: send the events that happened while it was "
+                                                          "paused (true), or give them up unsent (false).")
 
 
 class WebhookOut(Schema):
@@ -151,6 +154,7 @@ class WebhookOut(Schema):
     events: list[str]
     bank: str
     active: bool
+    paused_at: datetime | None
     created_by: str | None
     created_at: datetime
 

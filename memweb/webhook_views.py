@@ -80,8 +80,8 @@ def webhook_test(request, webhook_id: int):
 def webhook_toggle(request, webhook_id: int):
     webhook = get_in_workspace_or_404(Webhook, request.workspace, pk=webhook_id)
     webhook = webhook_switch(webhook, active=request.POST.get("active") == "on")
-    state = ("resumed: its waiting deliveries go out" if webhook.active
-             else "paused: it gets no new events, and its waiting deliveries wait")
+    state = ("resumed: the events it missed and its waiting deliveries go out" if webhook.active
+             else "paused: nothing is sent to it; the events it misses wait for its resume")
     messages.success(request, f"Webhook to {webhook.url} {state}.")
     return redirect("webhooks")
 

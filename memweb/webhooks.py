@@ -54,6 +54,7 @@ SIGNATURE_PREFIX = "sha256="
 DELIVERIES_KEPT = timedelta(days=30)
 ERASED = "(erased: this event held an erased customer's data)"
 NOT_SENT_ERASED = "not sent: it held an erased customer's data"
+NOT_SENT_PAUSED = "not sent: it happened while the webhook was paused, which was resumed without replay"
 NEEDLES_PER_QUERY = 50
 
 
@@ -136,12 +137,37 @@ def webhook_create(*, url: str, events: list[str], workspace=None, bank: str = "
     return webhook, secret
 
 
-def webhook_switch(webhook: Webhook, *, active: bool) -> Webhook:
-    """Pause or resume a webhook. Paused, it gets no new events and its waiting deliveries wait; resumed,
-    the worker beat sends those that came due meanwhile."""
-    Webhook.objects.filter(pk=webhook.pk).update(active=active)
-    webhook.active = active
-    return webhook
+def webhook_switch(webhook: Webhook, *, active: bool, replay_missed: bool = True) -> Webhook:
+    """Pause or resume a webhook. Paused, nothing is sent to it: its waiting deliveries wait, and the
+    events it misses are recorded as deliveries that wait too. Resumed, the events it missed are sent
+    now (`replay_missed`), or given up unsent; the worker beat sends the retries that came due meanwhile."""
+    now = timezone.now()
+    with transaction.atomic():
+        locked = Webhook.objects.select_for_update().get(pk=webhook.pk)
+        if not active and locked.active:
+            locked.paused_at = now
+        if active and not locked.active:
+            _missed_settle(locked, replay=replay_missed, now=now)
+            locked.paused_at = None
+        locked.active = active
+        locked.save(update_fields=["active", "paused_at"])
+    return locked
+
+
+def _missed_settle(webhook: Webhook, *, replay: bool, now: datetime) -> int:
+    """The events that happened while `webhook` was paused, never attempted: queued now, or given up."""
+    missed = WebhookDelivery.objects.filter(webhook=webhook, status=Status.PENDING, attempts=0,
+                                            erased_at__isnull=True)
+    if webhook.paused_at is not None:
+        missed = missed.filter(created_at__gte=webhook.paused_at)
+    ids = list(missed.values_list("pk", flat=True))
+    if not replay:
+        return WebhookDelivery.objects.filter(pk__in=ids).update(
+            status=Status.FAILED, next_attempt_at=None, last_error=NOT_SENT_PAUSED)
+    WebhookDelivery.objects.filter(pk__in=ids).update(next_attempt_at=now)
+    for delivery_id in ids:
+        _queue(delivery_id)
+    return len(ids)
 
 
 # --- announcing --------------------------------------------------------------------------------------
@@ -156,12 +182,13 @@ def webhooks_emit(event: str, payload: dict, *, workspace_id: int, bank: str | N
     subscribers = _subscribers(event, bank or "").filter(workspace_id=workspace_id)
     deliveries = [_delivery_create(webhook, event, payload, bank or "") for webhook in subscribers]
     for delivery in deliveries:
-        _queue(delivery.pk)
+        if delivery.webhook.active:  # a paused webhook's wait for its resume (webhook_switch)
+            _queue(delivery.pk)
     return deliveries
 
 
 def _subscribers(event: str, bank: str):
-    return Webhook.objects.filter(active=True, events__contains=[event]).filter(Q(bank="") | Q(bank=bank))
+    return Webhook.objects.filter(events__contains=[event]).filter(Q(bank="") | Q(bank=bank))
 
 
 def _delivery_create(webhook: Webhook, event: str, data: dict, bank: str) -> WebhookDelivery:

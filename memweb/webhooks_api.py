@@ -54,8 +54,9 @@ def webhook_register(request, payload: WebhookIn):
 
 @router.patch("/{int:webhook_id}", response={200: WebhookOut, 404: dict}, auth=OPERATORS)
 def webhook_pause(request, webhook_id: int, payload: WebhookSwitchIn):
-    """Pause (`active: false`) or resume a webhook; deliveries that came due while paused go out on resume."""
-    return webhook_switch(_webhook(request, webhook_id), active=payload.active)
+    """Pause (`active: false`) or resume a webhook. The events it misses while paused are recorded; on resume
+    they are sent (or, with `replay_missed: false`, given up), and deliveries that came due go out."""
+    return webhook_switch(_webhook(request, webhook_id), active=payload.active, replay_missed=payload.replay_missed)
 
 
 @router.delete("/{int:webhook_id}", response={204: None, 404: dict}, auth=OPERATORS)

@@ -37,7 +37,7 @@ def test_it_exports_and_imports_jsonl(agent, builtin):
                                                              "new_versions": 0}
     bad = post(agent, f"{API}/tasks/import", {"task_set": "api-bad", "jsonl": lines[0] + "\n{oops"})
     assert bad.status_code == 422
-    assert bad.json()["detail"][0]["line"] == 2 and "not valid JSON" in bad.json()["detail"][0]["reason"]
+    assert bad.json()["detail"][0]["line"] == 2 and "not valid JSON" in bad.json()["detail"][0]["msg"]
     assert not TaskSet.objects.filter(name="api-bad").exists()
 
 

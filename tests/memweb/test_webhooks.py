@@ -19,6 +19,7 @@ from memweb.webhooks import (
     BACKOFF,
     DELIVERIES_KEPT,
     MAX_ATTEMPTS,
+    NOT_SENT_PAUSED,
     STALE_CLAIM,
     WebhookInvalid,
     deliveries_resend_overdue,
@@ -235,19 +236,34 @@ def test_the_worker_beat_resends_lost_messages_and_forgets_old_deliveries(hook, 
         str(made[name].uuid) for name in ("lost", "orphaned"))
 
 
-def test_a_paused_webhook_gets_no_events_and_resumes_its_waiting_deliveries(hook, receiver,
-                                                                            django_capture_on_commit_callbacks):
+def test_a_paused_webhook_keeps_the_events_it_misses_and_resumes_with_them(hook, receiver,
+                                                                          django_capture_on_commit_callbacks):
     webhook, _ = hook
     waiting = _test_delivery(webhook)
     webhook_switch(webhook, active=False)
     with django_capture_on_commit_callbacks(execute=True):
-        webhooks_emit(EvaluationEvent.RUN_FINISHED, {"run_id": 1}, workspace_id=webhook.workspace_id)
-    assert list(WebhookDelivery.objects.all()) == [waiting] and receiver.received == []
+        [missed] = webhooks_emit(EvaluationEvent.RUN_FINISHED, {"run_id": 1}, workspace_id=webhook.workspace_id)
+    assert delivery_attempt(delivery_id=missed.pk) is None and receiver.received == []  # nothing sent while paused
     WebhookDelivery.objects.filter(pk=waiting.pk).update(next_attempt_at=timezone.now() - timedelta(minutes=5))
-    webhook_switch(webhook, active=True)
     with django_capture_on_commit_callbacks(execute=True):
-        deliveries_resend_overdue()
-    assert WebhookDelivery.objects.get(pk=waiting.pk).status == Status.DELIVERED and len(receiver.received) == 1
+        webhook_switch(webhook, active=True)  # the missed event is queued at once
+        deliveries_resend_overdue()  # the waiting one came due meanwhile
+    assert WebhookDelivery.objects.get(pk=missed.pk).status == Status.DELIVERED
+    assert WebhookDelivery.objects.get(pk=waiting.pk).status == Status.DELIVERED
+    assert sorted(r.headers["X-Memweb-Event"] for r in receiver.received) == ["run.finished", "webhook.test"]
+
+
+def test_a_webhook_resumed_without_replay_gives_up_what_it_missed(hook, receiver, django_capture_on_commit_callbacks):
+    webhook, _ = hook
+    webhook_switch(webhook, active=False)
+    [missed] = webhooks_emit(EvaluationEvent.RUN_FINISHED, {"run_id": 1}, workspace_id=webhook.workspace_id)
+    with django_capture_on_commit_callbacks(execute=True):
+        resumed = webhook_switch(webhook, active=True, replay_missed=False)
+    assert resumed.active and resumed.paused_at is None
+    given_up = WebhookDelivery.objects.get(pk=missed.pk)
+    assert (given_up.status, given_up.last_error) == (Status.FAILED, NOT_SENT_PAUSED) and receiver.received == []
+    [after] = webhooks_emit(EvaluationEvent.RUN_FINISHED, {"run_id": 2}, workspace_id=webhook.workspace_id)
+    assert delivery_attempt(delivery_id=after.pk).status == Status.DELIVERED  # what comes after the resume is sent
 
 
 # --- who gets an event, and only after a commit --------------------------------------------------------
