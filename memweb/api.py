@@ -13,7 +13,8 @@ from ninja.responses import Status
 
 from annotation.api import router as annotation_router
 from evaluation.api import router as evaluation_router
-from memweb.auth import TooManyFailures, api_auth, schema_access
+from memweb.auth import TooManyFailures, api_auth, request_by_key, schema_access
+from memweb.errors import validation_body
 from memweb.health import health_report, liveness
 from memweb.job_api import router as jobs_router
 from memweb.json_input import JsonTooDeep, json_loads_bounded
@@ -50,6 +51,12 @@ class StorableParser(Parser):
 
 
 class MemwebAPI(NinjaAPI):
+    def create_response(self, request, data, *, status=None, temporal_response=None):
+        # Every 422, whichever route or handler made it, in one shape (memweb.errors).
+        if (temporal_response.status_code if temporal_response else status) == 422:
+            data = validation_body(data)
+        return super().create_response(request, data, status=status, temporal_response=temporal_response)
+
     def get_openapi_schema(self, *args, **kwargs):
         schema = super().get_openapi_schema(*args, **kwargs)
         return errors_declare(schema, body_limit_kb=settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 1024)
@@ -61,7 +68,8 @@ api = MemwebAPI(
     urls_namespace="api",
     description="Agents authenticate with an API key: `Authorization: Bearer <key>` or `X-API-Key: <key>`. "
                 "This schema (`/api/openapi.json`) answers any valid key, so code generators can read it. Every error "
-                "is `{\"detail\": ...}`: a sentence, or for 422 a list of refused fields with their location. Text "
+                "is `{\"detail\": ...}`: a sentence, or for every 422 a list of refused fields, each with its `loc` and "
+                "`msg` (an import's 422 also carries its report beside it). Text "
                 "fields refuse NUL characters and unpaired surrogates, numbers refuse NaN and Infinity.",
     auth=api_auth(),
     docs_decorator=schema_access,
@@ -99,22 +107,6 @@ def body_too_big(request, exc: RequestDataTooBig):
     return api.create_response(request, {"detail": f"the request body is larger than {limit} KB"}, status=413)
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 @api.get("/health", auth=None, response={200: LivenessOut, 503: LivenessOut}, tags=["health"])
 def health_live(request):
     """Liveness for load balancers: no credentials, no details."""
@@ -128,5 +120,10 @@ def health_details(request):
 
 @api.get("/me", response=MeOut, tags=["auth"])
 def me(request):
-    """Who this key or session acts as, and its roles."""
-    return {"username": request.auth.get_username(), "roles": sorted(user_roles(request.auth))}
+    """Who this key or session acts as: the user, their roles in the workspace it acts in, and, for a key,
+    its name and scopes."""
+    key = request.api_key if request_by_key(request) else None
+    return {"username": request.auth.get_username(), "roles": sorted(user_roles(request.auth)),
+            "workspace": request.workspace, "credential": "api_key" if key else "session",
+            "key_name": key.name if key else None, "key_prefix": key.prefix if key else None,
+            "scopes": sorted(key.scopes) if key else None}

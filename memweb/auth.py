@@ -38,12 +38,14 @@ NO_CREDENTIALS = "Authentication required: sign in, or send an API key as 'Autho
 BAD_KEY = "Invalid or revoked API key"
 REVIEW_NEEDS_A_PERSON = ("reviewing memories (approve, edit, reject, merge, delete, restore) is a human action: "
                          "sign in to the dashboard as a reviewer; no API key scope allows it")
-TOO_MANY_FAILURES = "Too many failed attempts from this address; try again in a few minutes"
+TOO_MANY_FAILURES = ("Too many failed attempts from this address or with this key prefix; "
+                     "try again in a few minutes")
 # last_used_at is for humans auditing keys: minute resolution saves a write per request.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
-# --- brute-force guard: failures per client address, and per account for sign-ins, in a fixed window ---
+# --- brute-force guard: failures per client address, per account for sign-ins and per key prefix for API keys,
+# in a fixed window ---
 LOGIN, API = "login", "api"
 Counter = tuple[str, str, str]  # scope, kind, subject: one memweb.models.AuthFailure row
 # One statement, so parallel attempts each get their own number: a lapsed window starts again at 1.
@@ -139,17 +141,6 @@ def auth_failures_exceeded(*, scope: str, ip: str) -> bool:
     return _live(_address(scope, ip), timezone.now())[0] >= _max_failures()
 
 
-def auth_failures_retry_after(*, scope: str, ip: str) -> int:
-    """Whole seconds until the failure window of this address ends."""
-    now = timezone.now()
-    started = _live(_address(scope, ip), now)[1]
-    return _retry_after(started or now, now)
-
-
-def auth_failure_record(*, scope: str, ip: str) -> None:
-    _count_one(_address(scope, ip), timezone.now())
-
-
 def auth_failures_prune() -> int:
     """Worker beat: forget the counters whose window has ended."""
     return AuthFailure.objects.filter(window_started_at__lte=_lapsed(timezone.now())).delete()[0]
@@ -193,23 +184,36 @@ class TooManyFailures(HttpError):
 
 
 # --- API keys ---
+def _key_prefix(secret: str) -> Counter:
+    return _counter(API, AuthFailure.Kind.KEY_PREFIX, secret[: ApiKey.PREFIX_LENGTH])
+
+
 def api_key_of(*, request, secret: str) -> ApiKey:
-    """The active key whose secret is `secret` (its user active too), or 401/429. Counts failures per address.
-    Unlike a sign-in, a key takes no place in the counter before it is checked: that would cost every
-    agent call two writes, and a 256-bit key is no easier to guess for a few attempts in parallel."""
-    ip = client_ip(request)
-    if auth_failures_exceeded(scope=API, ip=ip):
-        raise TooManyFailures(auth_failures_retry_after(scope=API, ip=ip))
+    """The active key whose secret is `secret` (its user active too), or 401/429.
+
+    A valid key is always served: the key is looked up before any counter is read, so nobody's bad
+    keys (from the same address behind a proxy, or with the same prefix) lock a working agent out.
+    A bad key is counted twice, per client address and per presented key prefix, and answered 429
+    instead of 401 once either counter is full: a client retrying a wrong or revoked key is told to
+    stop. Unlike a sign-in, a key takes no place in a counter before it is checked: that would cost
+    every agent call writes, and a 256-bit key is not guessed by a few attempts in parallel."""
+    secret = secret.strip()
     key = (
         ApiKey.objects.select_related("user", "workspace")
-        .filter(key_hash=ApiKey.hash_secret(secret.strip()), revoked_at__isnull=True, user__is_active=True)
+        .filter(key_hash=ApiKey.hash_secret(secret), revoked_at__isnull=True, user__is_active=True)
         .first()
     )
-    if key is None:
-        auth_failure_record(scope=API, ip=ip)
-        raise AuthenticationError(401, BAD_KEY)
-    api_key_touch(key=key)
-    return key
+    if key is not None:
+        api_key_touch(key=key)
+        return key
+    now = timezone.now()
+    counters = [_address(API, client_ip(request)), _key_prefix(secret)]
+    full = [started for count, started in (_live(counter, now) for counter in counters) if count >= _max_failures()]
+    if full:
+        raise TooManyFailures(max(_retry_after(started, now) for started in full))
+    for counter in counters:
+        _count_one(counter, now)
+    raise AuthenticationError(401, BAD_KEY)
 
 
 def api_key_touch(*, key: ApiKey) -> None:
@@ -326,24 +330,34 @@ SCHEMA_URL_NAME = "openapi-json"
 
 
 def schema_access(view):
-    """The schema for code generators and test tools: any valid API key, whatever its roles, or
-    a signed-in user. Its docs page is a page like any other: signed-in users only."""
+    """The schema and its docs page: any valid API key, whatever its roles, or a signed-in user.
+    Without either, the schema, which programs read, answers a JSON 401; the docs page, which people
+    read, sends the browser to sign in. A bad key answers JSON (401, or 429) on both."""
     signed_in_view = role_required()(view)
 
     @wraps(view)
     def wrapped(request, *args, **kwargs):
         secret = presented_key(request)
-        is_schema = request.resolver_match.url_name == SCHEMA_URL_NAME
-        if not secret or not is_schema or request.user.is_authenticated:
+        if request.user.is_authenticated:
+            return signed_in_view(request, *args, **kwargs)
+        if not secret:
+            if request.resolver_match.url_name == SCHEMA_URL_NAME:
+                return _refused(AuthenticationError(401, NO_CREDENTIALS))
             return signed_in_view(request, *args, **kwargs)
         try:
             api_key_of(request=request, secret=secret)
         except HttpError as exc:
-            response = JsonResponse({"detail": str(exc)}, status=exc.status_code)
-            if isinstance(exc, TooManyFailures):
-                response["Retry-After"] = str(exc.retry_after)
-            return response
+            return _refused(exc)
         return view(request, *args, **kwargs)
 
     wrapped.required_roles = signed_in_view.required_roles
     return wrapped
+
+
+def _refused(exc: HttpError) -> JsonResponse:
+    response = JsonResponse({"detail": str(exc)}, status=exc.status_code)
+    if isinstance(exc, TooManyFailures):
+        response["Retry-After"] = str(exc.retry_after)
+    elif exc.status_code == 401:
+        response["WWW-Authenticate"] = "Bearer"
+    return response

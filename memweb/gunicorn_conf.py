@@ -5,8 +5,12 @@ at most 64 KB of it; with more left it closes the connection - after its answer 
 `Connection: keep-alive`, so a client that believes it sends its next request into a dead socket.
 gunicorn ignores a `Connection` header set by the application, so an error answered to a larger
 body (a 413 above all, or a 401 refused before the body is read) is marked here to close honestly.
+
+Each web worker also loads the embedding model as soon as it has loaded the application, instead of
+on the first request that embeds something (which took ~19 s on a busy machine).
 """
 import threading
+import time
 
 GUNICORN_DRAIN_LIMIT = 64 * 1024
 
@@ -35,3 +39,26 @@ def _body_left_behind(status: str, environ) -> bool:
     served_by_gunicorn = request is not None and getattr(request, "body", None) is environ.get("wsgi.input")
     large_body = int(environ.get("CONTENT_LENGTH") or 0) > GUNICORN_DRAIN_LIMIT
     return served_by_gunicorn and large_body and int(status[:3]) >= 400
+
+
+def post_worker_init(worker) -> threading.Thread:
+    """Load the embedding model and run it once, in the background of the new worker: it serves at
+    once (a page that embeds nothing never waits), and a request that embeds waits for the model's
+    lock instead of loading the model itself. The thread is returned for the tests; gunicorn ignores it."""
+    loading = threading.Thread(target=embedding_model_load, args=(worker.log,), name="memweb-embedding-load",
+                               daemon=True)
+    loading.start()
+    return loading
+
+
+def embedding_model_load(log) -> None:
+    from memweb.embeddings import embedder  # the application is loaded: Django is set up
+
+    started = time.monotonic()
+    try:
+        model = embedder()
+        model.embed(["memweb loads its embedding model when a web worker starts"])
+    except Exception:  # a missing or broken model is reported by the first request that needs it, and by /health
+        log.exception("memweb: the embedding model could not be loaded when the web worker started")
+        return
+    log.info("memweb: embedding model %s loaded in %.1f s", model.model_name, time.monotonic() - started)

@@ -58,10 +58,37 @@ def memberships_grant(*, user, roles, workspace_id: int | None = None) -> None:
                                    ignore_conflicts=True)
 
 
-def first_workspace_id(user) -> int:
-    """Where a user acts until they pick a workspace: their oldest membership's, else the default."""
+class WorkspaceLanding(models.Model):
+    """The workspace a user last chose to work in: where their next session starts, and where a key
+    issued without a workspace acts. Creating a workspace or joining one never changes it."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="workspace_landing")
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    chosen_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.user} → {self.workspace}"
+
+
+def workspace_landing_remember(*, user, workspace: Workspace) -> None:
+    WorkspaceLanding.objects.update_or_create(user=user, defaults={"workspace": workspace, "chosen_at": timezone.now()})
+
+
+def _may_act_in(user, workspace_id: int) -> bool:
+    return user.is_superuser or Membership.objects.filter(user=user, workspace_id=workspace_id).exists()
+
+
+def landing_workspace_id(user) -> int:
+    """Where a user acts until they pick a workspace: the one they last picked, while they may still act
+    there; else the default workspace, if they may; else their oldest membership's; else the default."""
+    last = WorkspaceLanding.objects.filter(user=user).values_list("workspace_id", flat=True).first()
+    if last is not None and _may_act_in(user, last):
+        return last
+    default = default_workspace_id()
+    if _may_act_in(user, default):
+        return default
     first = Membership.objects.filter(user=user).order_by("workspace_id").values_list("workspace_id", flat=True).first()
-    return first or default_workspace_id()
+    return first or default
 
 
 def workspace_field(related_name: str):
@@ -148,7 +175,7 @@ class ApiKey(models.Model):
     def issue(cls, *, user, name: str, workspace: Workspace | None = None,
               scopes: list[str] | tuple[str, ...] | None = None) -> tuple["ApiKey", str]:
         """Create a key and return it with its secret, which is never stored. Without a workspace,
-        the key acts in the user's first one; without scopes, it holds every scope the apps declare
+        the key acts where the user lands (landing_workspace_id); without scopes, it holds every scope the apps declare
         (memweb.registry.api_scopes). A scope no app declares is a ValueError."""
         from memweb.registry import api_scopes  # the apps' scopes, read once they are loaded
 
@@ -157,7 +184,7 @@ class ApiKey(models.Model):
         if unknown := sorted(set(scopes) - set(declared)):
             raise ValueError(f"unknown API scope {unknown[0]!r}; known: {', '.join(declared)}")
         secret = "mw_" + secrets.token_urlsafe(32)
-        workspace_id = workspace.pk if workspace else first_workspace_id(user)
+        workspace_id = workspace.pk if workspace else landing_workspace_id(user)
         key = cls.objects.create(
             user=user, name=name, prefix=secret[: cls.PREFIX_LENGTH], key_hash=cls.hash_secret(secret),
             workspace_id=workspace_id, scopes=sorted(set(scopes)),
@@ -174,17 +201,18 @@ class ApiKey(models.Model):
 
 
 class AuthFailure(models.Model):
-    """Failed sign-ins or API-key attempts counted for one client address or one account in a fixed
-    window (memweb.auth). One row per counter, changed only by single atomic statements, so parallel
+    """Failed sign-ins or API-key attempts counted for one client address, one account or one presented
+    key prefix in a fixed window (memweb.auth). One row per counter, changed only by single atomic statements, so parallel
     attempts cannot race past the limit."""
 
     class Kind(models.TextChoices):
         ADDRESS = "address", "client address"
         ACCOUNT = "account", "account"
+        KEY_PREFIX = "prefix", "API key prefix"
 
     scope = models.CharField(max_length=16, help_text="login or api")
     kind = models.CharField(max_length=8, choices=Kind.choices)
-    # Keyed hash of the address or the username: a password typed into the username field is never kept.
+    # Keyed hash of the address, the username or the key prefix: a password typed into the username field is never kept.
     subject = models.CharField(max_length=64)
     count = models.PositiveIntegerField(default=0)
     window_started_at = models.DateTimeField(db_index=True)
@@ -212,6 +240,8 @@ class Webhook(models.Model):
     bank = models.CharField(max_length=100, blank=True,
                             help_text="A memory bank's slug: only events of that bank. Empty: every event.")
     active = models.BooleanField(default=True)
+    paused_at = models.DateTimeField(null=True, blank=True,
+                                     help_text="When it was paused: its events since then wait for the resume.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="webhooks")
     created_at = models.DateTimeField(default=timezone.now)
@@ -247,6 +277,8 @@ class WebhookDelivery(models.Model):
     claimed_at = models.DateTimeField(null=True, blank=True, help_text="When the sending attempt began.")
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
+    erased_at = models.DateTimeField(null=True, blank=True,
+                                     help_text="When a customer erasure scrubbed its payload: never sent again.")
 
     class Meta:
         ordering = ["-created_at", "-pk"]

@@ -57,10 +57,29 @@ def _also_answers(responses: dict, status: int, description: str, schema: dict) 
         declared["content"]["application/json"]["schema"] = {"anyOf": [schema, own]}
 
 
-def _validation_answer(responses: dict) -> None:
-    """422 is a list of refused fields, also when an operation refuses data with a 422 of its own."""
-    _also_answers(responses, 422, "A field is missing, of the wrong type, or out of range",
-                  {"$ref": _REF["ValidationErrors"]})
+def _properties(schema: dict, components: dict) -> dict:
+    """The properties an object schema (a $ref into `components`, or anyOf such) declares."""
+    if "$ref" in schema:
+        return _properties(components.get(schema["$ref"].rsplit("/", 1)[-1], {}), components)
+    found = dict(schema.get("properties", {}))
+    for option in schema.get("anyOf", []):
+        found |= _properties(option, components)
+    return found
+
+
+def _validation_answer(responses: dict, components: dict) -> None:
+    """Every 422 is a list of refused fields (memweb.errors.validation_body makes it so at run time). An
+    operation whose own 422 carries more (an import's report, a failed reflection) keeps those fields,
+    optional, beside `detail`."""
+    declared = responses.get(422)
+    description = declared["description"] if declared else "A field is missing, of the wrong type, or out of range"
+    schema = {"$ref": _REF["ValidationErrors"]}
+    if declared:
+        own = declared["content"]["application/json"]["schema"]
+        extra = {name: value for name, value in _properties(own, components).items() if name != "detail"}
+        if extra:
+            schema = {"allOf": [schema, {"type": "object", "properties": extra}]}
+    responses[422] = _answer(description, schema)
 
 
 def _idempotency_declare(operation: dict) -> None:
@@ -81,6 +100,6 @@ def errors_declare(schema: dict, *, body_limit_kb: int) -> dict:
             responses = operation["responses"]
             for status, description in _errors_of(path, operation, body_limit_kb=body_limit_kb).items():
                 responses.setdefault(status, _answer(description, {"$ref": _REF["ErrorDetail"]}))
-            if "requestBody" in operation or operation.get("parameters"):
-                _validation_answer(responses)
+            if "requestBody" in operation or operation.get("parameters") or 422 in responses:
+                _validation_answer(responses, schema["components"]["schemas"])
     return schema

@@ -9,6 +9,7 @@ forms) are made strict: enums, dates and UUIDs still arrive as JSON strings and 
 import types
 import typing
 from datetime import datetime
+from typing import Literal
 from uuid import UUID
 
 from ninja import Field, Schema
@@ -114,9 +115,20 @@ class HealthOut(Schema):
     llm_roles: list[LLMRoleOut]
 
 
+class WorkspaceRefOut(Schema):
+    slug: str
+    name: str
+
+
 class MeOut(Schema):
     username: str
-    roles: list[str]
+    roles: list[str] = Field(description="The user's roles in the workspace the request acts in.")
+    workspace: WorkspaceRefOut = Field(description="Where this key (or the signed-in session) acts.")
+    credential: Literal["api_key", "session"]
+    key_name: str | None = Field(description="The API key's name; null for a session.")
+    key_prefix: str | None = Field(description="The key's first characters, as the API keys page shows them.")
+    scopes: list[str] | None = Field(description="What the API key may do; null for a session, which its roles "
+                                                 "decide alone.")
 
 
 class WebhookIn(StrictBody, Schema):
@@ -129,7 +141,10 @@ class WebhookIn(StrictBody, Schema):
 
 
 class WebhookSwitchIn(StrictBody, Schema):
-    active: bool = Field(description="false pauses the webhook (its deliveries wait), true resumes it.")
+    active: bool = Field(description="false pauses the webhook (its deliveries, and the events it misses, wait), "
+                                     "true resumes it.")
+    replay_missed: bool = Field(default=True, description="On resume: send the events that happened while it was "
+                                                          "paused (true), or give them up unsent (false).")
 
 
 class WebhookOut(Schema):
@@ -139,6 +154,7 @@ class WebhookOut(Schema):
     events: list[str]
     bank: str
     active: bool
+    paused_at: datetime | None
     created_by: str | None
     created_at: datetime
 

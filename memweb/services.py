@@ -135,19 +135,25 @@ def unstorable_problem(value) -> tuple[str, str] | None:
 
 
 def _json_forms(text: str) -> set[str]:
-    """How a text appears inside a stored JSON answer: escaped as the API's renderer writes it
-    (non-ASCII as \\u escapes) and, for answers written another way, with its characters as they are."""
+    """How a text appears inside stored JSON: escaped as the API's renderer writes it (non-ASCII as
+    \\u escapes) and, for JSON written another way (PostgreSQL's jsonb), with its characters as they are."""
     return {json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1]}
+
+
+def json_needles(*, values: Iterable[str] = (), texts: Iterable[str] = ()) -> list[str]:
+    """Substrings that find, in stored JSON text, any of `values` as a whole JSON string (e.g. a
+    customer key) or any of `texts` anywhere; sorted, so batches of them are repeatable."""
+    needles = {f'"{form}"' for value in values for form in _json_forms(value)}
+    needles |= {form for text in texts for form in _json_forms(text) if form}
+    return sorted(needles)
 
 
 def idempotent_answers_forget(*, values: Iterable[str] = (), texts: Iterable[str] = ()) -> int:
     """Delete the stored idempotent answers (memweb.idempotency) that hold any of `values` as a whole
     JSON string (e.g. a customer key) or any of `texts` anywhere; how many were deleted. A retry of
     a forgotten request runs again, which is what a key past its expiry does too."""
-    needles = {f'"{form}"' for value in values for form in _json_forms(value)}
-    needles |= {form for text in texts for form in _json_forms(text) if form}
     deleted = 0
-    ordered = sorted(needles)
+    ordered = json_needles(values=values, texts=texts)
     for start in range(0, len(ordered), IDEMPOTENT_NEEDLES_PER_QUERY):
         match = Q()
         for needle in ordered[start:start + IDEMPOTENT_NEEDLES_PER_QUERY]:

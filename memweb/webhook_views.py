@@ -10,6 +10,7 @@ from memweb.roles import Role, role_required
 from memweb.views import render_uncached
 from memweb.webhooks import (
     MAX_ATTEMPTS,
+    DeliveryErased,
     WebhookInvalid,
     deliveries_recent,
     delivery_redeliver,
@@ -79,8 +80,8 @@ def webhook_test(request, webhook_id: int):
 def webhook_toggle(request, webhook_id: int):
     webhook = get_in_workspace_or_404(Webhook, request.workspace, pk=webhook_id)
     webhook = webhook_switch(webhook, active=request.POST.get("active") == "on")
-    state = ("resumed: its waiting deliveries go out" if webhook.active
-             else "paused: it gets no new events, and its waiting deliveries wait")
+    state = ("resumed: the events it missed and its waiting deliveries go out" if webhook.active
+             else "paused: nothing is sent to it; the events it misses wait for its resume")
     messages.success(request, f"Webhook to {webhook.url} {state}.")
     return redirect("webhooks")
 
@@ -97,6 +98,10 @@ def webhook_remove(request, webhook_id: int):
 @require_POST
 @role_required(Role.OPERATOR)
 def delivery_resend(request, delivery_id: int):
-    delivery = delivery_redeliver(get_in_workspace_or_404(WebhookDelivery, request.workspace, pk=delivery_id))
+    try:
+        delivery = delivery_redeliver(get_in_workspace_or_404(WebhookDelivery, request.workspace, pk=delivery_id))
+    except DeliveryErased as erased:
+        messages.error(request, f"Not sent: {erased}.")
+        return redirect("webhooks")
     messages.info(request, f"Delivery {delivery.uuid} queued again.")
     return redirect("webhooks")

@@ -19,6 +19,9 @@ A 2xx answer delivers it; anything else (redirects are not followed, a timeout, 
 connection, a receiver on an address memweb may not post to) is retried after BACKOFF[i] until
 MAX_ATTEMPTS attempts have failed. Where a webhook may post, and what is kept of a receiver's answer,
 is memweb.webhook_targets' business.
+
+A customer erasure (orbs.services.erasure) scrubs the deliveries that carried the customer's data
+(`webhook_deliveries_erase`): their payload loses its data, and they are never sent again.
 """
 import hashlib
 import hmac
@@ -28,11 +31,13 @@ from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, TextField
+from django.db.models.functions import Cast
 from django.utils import timezone
 
 from memweb.models import Webhook, WebhookDelivery, default_workspace_id
 from memweb.registry import bank_known, webhook_events
+from memweb.services import json_needles
 from memweb.webhook_targets import TargetRefused, TargetUnresolved, target_address, target_port, target_post
 from memweb.workspaces import in_workspace
 
@@ -47,6 +52,17 @@ STALE_CLAIM = timedelta(minutes=2)
 OVERDUE_AFTER = timedelta(seconds=30)
 SIGNATURE_PREFIX = "sha256="
 DELIVERIES_KEPT = timedelta(days=30)
+ERASED = "(erased: this event held an erased customer's data)"
+NOT_SENT_ERASED = "not sent: it held an erased customer's data"
+NOT_SENT_PAUSED = "not sent: it happened while the webhook was paused, which was resumed without replay"
+NEEDLES_PER_QUERY = 50
+
+
+class DeliveryErased(ValueError):
+    """A delivery whose payload a customer erasure scrubbed: it is never sent again."""
+
+    def __init__(self, delivery: WebhookDelivery):
+        super().__init__(f"webhook delivery #{delivery.pk} held an erased customer's data; it cannot be sent again")
 
 
 class WebhookInvalid(ValueError):
@@ -121,12 +137,37 @@ def webhook_create(*, url: str, events: list[str], workspace=None, bank: str = "
     return webhook, secret
 
 
-def webhook_switch(webhook: Webhook, *, active: bool) -> Webhook:
-    """Pause or resume a webhook. Paused, it gets no new events and its waiting deliveries wait; resumed,
-    the worker beat sends those that came due meanwhile."""
-    Webhook.objects.filter(pk=webhook.pk).update(active=active)
-    webhook.active = active
-    return webhook
+def webhook_switch(webhook: Webhook, *, active: bool, replay_missed: bool = True) -> Webhook:
+    """Pause or resume a webhook. Paused, nothing is sent to it: its waiting deliveries wait, and the
+    events it misses are recorded as deliveries that wait too. Resumed, the events it missed are sent
+    now (`replay_missed`), or given up unsent; the worker beat sends the retries that came due meanwhile."""
+    now = timezone.now()
+    with transaction.atomic():
+        locked = Webhook.objects.select_for_update().get(pk=webhook.pk)
+        if not active and locked.active:
+            locked.paused_at = now
+        if active and not locked.active:
+            _missed_settle(locked, replay=replay_missed, now=now)
+            locked.paused_at = None
+        locked.active = active
+        locked.save(update_fields=["active", "paused_at"])
+    return locked
+
+
+def _missed_settle(webhook: Webhook, *, replay: bool, now: datetime) -> int:
+    """The events that happened while `webhook` was paused, never attempted: queued now, or given up."""
+    missed = WebhookDelivery.objects.filter(webhook=webhook, status=Status.PENDING, attempts=0,
+                                            erased_at__isnull=True)
+    if webhook.paused_at is not None:
+        missed = missed.filter(created_at__gte=webhook.paused_at)
+    ids = list(missed.values_list("pk", flat=True))
+    if not replay:
+        return WebhookDelivery.objects.filter(pk__in=ids).update(
+            status=Status.FAILED, next_attempt_at=None, last_error=NOT_SENT_PAUSED)
+    WebhookDelivery.objects.filter(pk__in=ids).update(next_attempt_at=now)
+    for delivery_id in ids:
+        _queue(delivery_id)
+    return len(ids)
 
 
 # --- announcing --------------------------------------------------------------------------------------
@@ -141,12 +182,13 @@ def webhooks_emit(event: str, payload: dict, *, workspace_id: int, bank: str | N
     subscribers = _subscribers(event, bank or "").filter(workspace_id=workspace_id)
     deliveries = [_delivery_create(webhook, event, payload, bank or "") for webhook in subscribers]
     for delivery in deliveries:
-        _queue(delivery.pk)
+        if delivery.webhook.active:  # a paused webhook's wait for its resume (webhook_switch)
+            _queue(delivery.pk)
     return deliveries
 
 
 def _subscribers(event: str, bank: str):
-    return Webhook.objects.filter(active=True, events__contains=[event]).filter(Q(bank="") | Q(bank=bank))
+    return Webhook.objects.filter(events__contains=[event]).filter(Q(bank="") | Q(bank=bank))
 
 
 def _delivery_create(webhook: Webhook, event: str, data: dict, bank: str) -> WebhookDelivery:
@@ -175,8 +217,11 @@ def webhook_test_send(webhook: Webhook) -> WebhookDelivery:
 
 
 def delivery_redeliver(delivery: WebhookDelivery) -> WebhookDelivery:
-    """Send a finished delivery again, under the same id, with a fresh round of retries."""
-    WebhookDelivery.objects.filter(pk=delivery.pk).exclude(status=Status.SENDING).update(
+    """Send a finished delivery again, under the same id, with a fresh round of retries; DeliveryErased
+    for one that a customer erasure scrubbed."""
+    if delivery.erased_at is not None:
+        raise DeliveryErased(delivery)
+    WebhookDelivery.objects.filter(pk=delivery.pk, erased_at__isnull=True).exclude(status=Status.SENDING).update(
         status=Status.PENDING, attempts=0, next_attempt_at=timezone.now(), delivered_at=None)
     _queue(delivery.pk)
     delivery.refresh_from_db()
@@ -193,7 +238,7 @@ def webhook_signature(*, secret: str, timestamp: int, body: bytes) -> str:
 def _claim(delivery_id: int, now: datetime) -> bool:
     """Take the delivery when it is due: a message delivered twice sends once."""
     return bool(WebhookDelivery.objects.filter(
-        pk=delivery_id, status=Status.PENDING, next_attempt_at__lte=now, webhook__active=True,
+        pk=delivery_id, status=Status.PENDING, next_attempt_at__lte=now, webhook__active=True, erased_at__isnull=True,
     ).update(status=Status.SENDING, claimed_at=now, attempts=F("attempts") + 1))
 
 
@@ -255,14 +300,61 @@ def deliveries_resend_overdue() -> int:
     return len(ids)
 
 
+# --- erasing -----------------------------------------------------------------------------------------
+
+def _erased_matches(deliveries, *, orb_ids: list[int], episode_ids: list[int], needles: list[str]) -> set[int]:
+    ids = set(deliveries.filter(Q(payload__data__orb_id__in=orb_ids) | Q(payload__data__episode_id__in=episode_ids))
+              .values_list("pk", flat=True)) if orb_ids or episode_ids else set()
+    as_text = deliveries.annotate(payload_text=Cast("payload", TextField()))
+    for start in range(0, len(needles), NEEDLES_PER_QUERY):
+        match = Q()
+        for needle in needles[start:start + NEEDLES_PER_QUERY]:
+            match |= Q(payload_text__contains=needle)
+        ids.update(as_text.filter(match).values_list("pk", flat=True))
+    return ids
+
+
+def _scrubbed(delivery: WebhookDelivery, now: datetime) -> None:
+    """Keep what says that an event was sent, when and how it went; drop what it said, and what a
+    receiver's answer may have echoed of it. A delivery still waiting is given up."""
+    delivery.payload = {**{key: delivery.payload.get(key) for key in ("id", "event", "created_at", "bank")},
+                        "data": {"erased": ERASED}}
+    delivery.attempt_log = [{**attempt, "error": ERASED if attempt.get("error") else ""}
+                            for attempt in delivery.attempt_log]
+    delivery.last_error = ERASED if delivery.last_error else ""
+    if delivery.status in (Status.PENDING, Status.SENDING):
+        delivery.status, delivery.next_attempt_at, delivery.last_error = Status.FAILED, None, NOT_SENT_ERASED
+    delivery.erased_at = now
+
+
+def webhook_deliveries_erase(*, workspace_id: int, orb_ids: list[int] = (), episode_ids: list[int] = (),
+                             values: list[str] = (), texts: list[str] = ()) -> int:
+    """Scrub the workspace's deliveries about any of `orb_ids` or `episode_ids`, or holding any of
+    `values` as a whole JSON string (a customer key) or any of `texts` anywhere; how many were scrubbed.
+    Deliveries scrubbed before are left as they are."""
+    deliveries = WebhookDelivery.objects.filter(webhook__workspace_id=workspace_id, erased_at__isnull=True)
+    ids = _erased_matches(deliveries, orb_ids=list(orb_ids), episode_ids=list(episode_ids),
+                          needles=json_needles(values=values, texts=texts))
+    now = timezone.now()
+    with transaction.atomic():
+        for delivery in WebhookDelivery.objects.filter(pk__in=ids).select_for_update().order_by("pk"):
+            _scrubbed(delivery, now)
+            delivery.save(update_fields=["payload", "attempt_log", "last_error", "status", "next_attempt_at",
+                                         "erased_at"])
+    return len(ids)
+
+
 # --- reading -----------------------------------------------------------------------------------------
 
 def webhooks_list(*, workspace):
     return in_workspace(Webhook.objects.select_related("created_by"), workspace)
 
 
-def deliveries_recent(*, workspace, webhook_id: int | None = None, limit: int = 50) -> list[WebhookDelivery]:
+def deliveries_of(*, workspace, webhook_id: int | None = None):
+    """The workspace's deliveries (one webhook's, given its id), newest first."""
     deliveries = in_workspace(WebhookDelivery.objects.select_related("webhook"), workspace)
-    if webhook_id is not None:
-        deliveries = deliveries.filter(webhook_id=webhook_id)
-    return list(deliveries[:limit])
+    return deliveries if webhook_id is None else deliveries.filter(webhook_id=webhook_id)
+
+
+def deliveries_recent(*, workspace, webhook_id: int | None = None, limit: int = 50) -> list[WebhookDelivery]:
+    return list(deliveries_of(workspace=workspace, webhook_id=webhook_id)[:limit])

@@ -1,19 +1,22 @@
-"""The webhooks JSON API (operators): register, list and delete webhooks, read recent deliveries,
+"""The webhooks JSON API (operators): register, list and delete webhooks, read deliveries page by page,
 send a test event, redeliver. The signing secret is answered once, by the create call."""
 
 from ninja import Router
 from ninja.errors import HttpError
+from ninja.pagination import paginate
 from ninja.responses import Status
 
 from memweb.auth import api_auth
 from memweb.errors import field_errors
+from memweb.listing import ApiPagination
 from memweb.models import Webhook, WebhookDelivery
 from memweb.roles import Role
 from memweb.schemas import WebhookCreatedOut, WebhookDeliveryOut, WebhookIn, WebhookOut, WebhookSwitchIn
 from memweb.vocabulary import MemwebScope
 from memweb.webhooks import (
+    DeliveryErased,
     WebhookInvalid,
-    deliveries_recent,
+    deliveries_of,
     delivery_redeliver,
     webhook_create,
     webhook_switch,
@@ -24,19 +27,7 @@ from memweb.workspaces import in_workspace
 
 router = Router(tags=["webhooks"])
 OPERATORS = api_auth(Role.OPERATOR, scope=MemwebScope.WEBHOOKS)
-DELIVERIES_SHOWN = 50
-
-
-
-
-
-
-
-
-
-
-
-
+DELIVERIES_PER_PAGE = 50
 
 
 def _webhook(request, webhook_id: int) -> Webhook:
@@ -63,8 +54,9 @@ def webhook_register(request, payload: WebhookIn):
 
 @router.patch("/{int:webhook_id}", response={200: WebhookOut, 404: dict}, auth=OPERATORS)
 def webhook_pause(request, webhook_id: int, payload: WebhookSwitchIn):
-    """Pause (`active: false`) or resume a webhook; deliveries that came due while paused go out on resume."""
-    return webhook_switch(_webhook(request, webhook_id), active=payload.active)
+    """Pause (`active: false`) or resume a webhook. The events it misses while paused are recorded; on resume
+    they are sent (or, with `replay_missed: false`, given up), and deliveries that came due go out."""
+    return webhook_switch(_webhook(request, webhook_id), active=payload.active, replay_missed=payload.replay_missed)
 
 
 @router.delete("/{int:webhook_id}", response={204: None, 404: dict}, auth=OPERATORS)
@@ -75,9 +67,11 @@ def webhook_delete(request, webhook_id: int):
 
 
 @router.get("/deliveries", response=list[WebhookDeliveryOut], auth=OPERATORS)
+@paginate(ApiPagination, page_size=DELIVERIES_PER_PAGE)
 def delivery_list(request, webhook: int | None = None):
-    """The most recent deliveries (50), newest first; `webhook` keeps one webhook's."""
-    return deliveries_recent(workspace=request.workspace, webhook_id=webhook, limit=DELIVERIES_SHOWN)
+    """The deliveries, newest first, a page at a time (`page`, `page_size`), as every list of the API;
+    `webhook` keeps one webhook's."""
+    return deliveries_of(workspace=request.workspace, webhook_id=webhook)
 
 
 @router.post("/{int:webhook_id}/test", response={202: WebhookDeliveryOut, 404: dict}, auth=OPERATORS)
@@ -86,11 +80,15 @@ def webhook_test(request, webhook_id: int):
     return Status(202, webhook_test_send(_webhook(request, webhook_id)))
 
 
-@router.post("/deliveries/{int:delivery_id}/redeliver", response={202: WebhookDeliveryOut, 404: dict},
+@router.post("/deliveries/{int:delivery_id}/redeliver", response={202: WebhookDeliveryOut, 404: dict, 409: dict},
              auth=OPERATORS)
 def delivery_resend(request, delivery_id: int):
-    """Send the delivery again under the same id, with a fresh round of retries."""
+    """Send the delivery again under the same id, with a fresh round of retries. A delivery that held an
+    erased customer's data is refused (409): it is never sent again."""
     delivery = in_workspace(WebhookDelivery, request.workspace).filter(pk=delivery_id).first()
     if delivery is None:
         raise HttpError(404, f"No webhook delivery #{delivery_id}")
-    return Status(202, delivery_redeliver(delivery))
+    try:
+        return Status(202, delivery_redeliver(delivery))
+    except DeliveryErased as erased:
+        raise HttpError(409, str(erased)) from None

@@ -9,7 +9,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from memweb.models import Membership, Workspace
+from memweb.models import Membership, Workspace, workspace_landing_remember
 from memweb.roles import Role, role_required
 from memweb.workspaces import SESSION_KEY, workspaces_of
 
@@ -17,9 +17,11 @@ from memweb.workspaces import SESSION_KEY, workspaces_of
 @require_POST
 @role_required()
 def workspace_switch(request):
-    """Act in another of the user's workspaces from now on; one they do not belong to is a 404."""
+    """Act in another of the user's workspaces from now on, in this session and where their next one
+    lands; one they do not belong to is a 404."""
     workspace = get_object_or_404(workspaces_of(request.user), pk=request.POST.get("workspace") or 0)
     request.session[SESSION_KEY] = workspace.pk
+    workspace_landing_remember(user=request.user, workspace=workspace)
     messages.success(request, f"Now working in “{workspace.name}”.")
     back = request.POST.get("next", "")
     safe = url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}, require_https=request.is_secure())
@@ -78,7 +80,9 @@ def workspace_create(request):
     with transaction.atomic():
         workspace = form.save()
         Membership.objects.create(workspace=workspace, user=request.user, role=Role.ADMIN)
-    messages.success(request, f"Workspace “{workspace.name}” created with you as its admin; add its members below.")
+    # The creator stays where they work: switching to the new workspace is their choice.
+    messages.success(request, f"Workspace “{workspace.name}” created with you as its admin; add its members below, "
+                              "and switch to it from the workspace menu.")
     return redirect("workspaces")
 
 

@@ -7,7 +7,7 @@ path to its owner's workspace in `WORKSPACE_PATH` (an Orb: "bank__workspace").
 """
 from django.http import Http404
 
-from memweb.models import Membership, Workspace, first_workspace_id
+from memweb.models import Membership, Workspace, landing_workspace_id
 
 SESSION_KEY = "memweb_workspace"
 
@@ -45,22 +45,23 @@ def workspace_activate(*, user, workspace: Workspace) -> None:
 
 
 def workspace_current(user) -> Workspace:
-    """The workspace activated for `user`, else their first one (code outside a request)."""
+    """The workspace activated for `user`, else the one they land in (code outside a request)."""
     current = getattr(user, "_memweb_workspace", None)
     if current is None:
-        current = Workspace.objects.get(pk=first_workspace_id(user))
+        current = Workspace.objects.get(pk=landing_workspace_id(user))
         workspace_activate(user=user, workspace=current)
     return current
 
 
 def workspace_for_session(request) -> Workspace | None:
-    """The workspace the session chose, if the user still belongs to it, else their first one."""
+    """The workspace the session chose, if the user still belongs to it, else the one they land in: the
+    last they chose in any session (memweb.models.landing_workspace_id)."""
     user = request.user
     if not user.is_authenticated:
         return None
     chosen = request.session.get(SESSION_KEY)
     workspace = workspaces_of(user).filter(pk=chosen).first() if chosen else None
-    return workspace or Workspace.objects.get(pk=first_workspace_id(user))
+    return workspace or Workspace.objects.get(pk=landing_workspace_id(user))
 
 
 def workspace_roles(*, user, workspace: Workspace) -> set[str]:

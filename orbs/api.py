@@ -316,7 +316,7 @@ def orb_bulk(request, payload: BulkReviewIn):
     for item in payload.items:
         _orb(request, item.id)
     orbs = orbs_bulk_review(action=payload.action, items=[(i.id, i.expected_version) for i in payload.items],
-                            actor=request.auth, reason=payload.reason)
+                            actor=request.auth, reason=payload.note)
     return {"action": payload.action, "orbs": orbs}
 
 
@@ -345,15 +345,18 @@ def orb_revision_list(request, orb_id: int):
 @router.post("/orbs/{orb_id}/approve", response=REVIEW_RESPONSES, auth=REVIEW)
 @_review_errors
 def orb_approve_view(request, orb_id: int, payload: ApproveIn):
+    """Body `{"expected_version", "note"}`, the note optional: the shape reject takes too."""
     _orb(request, orb_id)
-    return orb_approve(orb_id=orb_id, actor=request.auth, **payload.dict())
+    return orb_approve(orb_id=orb_id, actor=request.auth, expected_version=payload.expected_version, note=payload.note)
 
 
 @router.post("/orbs/{orb_id}/reject", response=REVIEW_RESPONSES, auth=REVIEW)
 @_review_errors
 def orb_reject_view(request, orb_id: int, payload: RejectIn):
+    """Body `{"expected_version", "note"}`, as approve takes, the note required: it is the reason."""
     _orb(request, orb_id)
-    return orb_reject(orb_id=orb_id, actor=request.auth, **payload.dict())
+    return orb_reject(orb_id=orb_id, actor=request.auth, expected_version=payload.expected_version,
+                      reason=payload.note)
 
 
 @router.post("/orbs/{orb_id}/edit", response=REVIEW_RESPONSES, auth=REVIEW)

@@ -4,7 +4,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from ninja import Schema
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import AliasChoices, ConfigDict, Field, field_validator, model_validator
 
 from memweb.schemas import JobOut, StrictBody
 from orbs.backends.emotion import EmotionLabel
@@ -236,6 +236,14 @@ class RetrieveIn(StrictBody, Schema):
     min_score: float | None = Field(default=None, ge=-1.0, le=1.0)
     client: str = Field(default="", max_length=200)
 
+    @field_validator("query")
+    @classmethod
+    def _not_blank(cls, query: str) -> str:
+        # Only spaces would embed as noise and serve whatever sits nearest: refused as "" is.
+        if not query.strip():
+            raise ValueError("the query is empty: say what the agent is looking for")
+        return query
+
 
 # A remembered lesson fits a prompt entry as the longest reflection does (orbs.budget: at least
 # 3 characters per token), so the bank's budget still holds k Orbs.
@@ -286,19 +294,34 @@ class VersionIn(StrictBody, Schema):
     expected_version: int = Field(ge=1, description="The version you saw; a stale one gets 409 and changes nothing.")
 
 
+# Approve and reject take one shape, {"expected_version", "note"}; a rejection's note is its reason and
+# may not be blank. `reason` is still read as the note, for callers written before the two were one.
+NOTE_DESCRIPTION = "Why: kept on the Orb's history. Optional to approve; required (not blank) to reject."
+
+
+def _note(*, default=None):
+    extra = {} if default is None else {"default": default}
+    return Field(**extra, max_length=2000, validation_alias=AliasChoices("note", "reason"),
+                 description=NOTE_DESCRIPTION)
+
+
+def _reason_given(note: str, what: str) -> str:
+    if not note.strip():
+        raise ValueError(f"a note (the reason) is required to reject {what}")
+    return note.strip()
+
+
 class ApproveIn(VersionIn):
-    note: str = Field(default="", max_length=2000)
+    note: str = _note(default="")
 
 
 class RejectIn(VersionIn):
-    reason: str = Field(min_length=1, max_length=2000)
+    note: str = _note()
 
-    @field_validator("reason")
+    @field_validator("note")
     @classmethod
-    def _not_blank(cls, reason: str) -> str:
-        if not reason.strip():
-            raise ValueError("a reason is required to reject an Orb")
-        return reason.strip()
+    def _not_blank(cls, note: str) -> str:
+        return _reason_given(note, "an Orb")
 
 
 class EditIn(VersionIn):
@@ -330,12 +353,12 @@ class BulkItemIn(StrictBody, Schema):
 class BulkReviewIn(StrictBody, Schema):
     action: Literal["approve", "reject"]
     items: list[BulkItemIn] = Field(min_length=1, max_length=500)
-    reason: str = Field(default="", max_length=2000, description="Required to reject.")
+    note: str = _note(default="")
 
     @model_validator(mode="after")
     def _reason_to_reject(self):
-        if self.action == "reject" and not self.reason.strip():
-            raise ValueError("reason: a reason is required to reject Orbs")
+        if self.action == "reject":
+            self.note = _reason_given(self.note, "Orbs")
         return self
 
 

@@ -8,6 +8,8 @@ What goes (docs/ERASURE.md lists every table and why each is or is not touched):
 - the retrieval logs of the customer's own retrievals (query, rewrite and context came from them);
 - raw dialogues of the customer (MemoryBench baselines) and their messages;
 - stored idempotent answers (memweb) that carry the customer key or any erased text;
+- webhook deliveries (memweb) about those Orbs and episodes, or carrying the key or any erased text:
+  their payload is scrubbed and they are never sent again;
 - the text of those Orbs quoted elsewhere by apps above orbs, through their `erasure_hooks`
   (evaluation episodes' per-turn prompt blocks).
 Bank exports are written from these tables when asked for, so none made afterwards holds them.
@@ -30,6 +32,7 @@ from memweb.jobs import JobContext, JobFailed, job_start
 from memweb.models import Job
 from memweb.registry import erasure_hooks
 from memweb.services import idempotent_answers_forget
+from memweb.webhooks import webhook_deliveries_erase
 from memweb.workspaces import in_workspace
 from orbs.dialogues.models import Dialogue
 from orbs.errors import FieldRequired
@@ -87,17 +90,15 @@ def _texts(found: Erasure) -> set[str]:
     return {text.strip() for text in texts if len(text.strip()) >= MIN_TEXT_TO_MATCH} - {REMEMBERED_OBS}
 
 
-def _delete(found: Erasure) -> dict[str, int]:
+def _delete(found: Erasure, *, orb_ids: list[int], episode_ids: list[int]) -> dict[str, int]:
+    """`orb_ids` and `episode_ids` materialised first: the episode query reads the Orbs that are about to go."""
     # Revisions point at the Orbs they replaced (PROTECT); all of them go, so the links go first.
     found.orbs.update(supersedes=None)
     counts = {"orbs": found.orbs.count(), "episodes": found.episodes.count(),
               "retrievals": found.retrievals.count(), "dialogues": found.dialogues.count()}
     # Apps above orbs that quote Orbs (evaluation episodes keep their prompt blocks) scrub them first.
-    orb_ids = list(found.orbs.values_list("pk", flat=True))
     for name, hook in erasure_hooks():
         counts[name] = hook(bank=found.bank, orb_ids=orb_ids) if orb_ids else 0
-    # Materialised first: the episode query reads the Orbs that are about to go.
-    episode_ids = list(found.episodes.values_list("pk", flat=True))
     found.orbs.delete()  # with their review events and retrieval hits
     EpisodeRecord.objects.filter(pk__in=episode_ids).delete()
     found.retrievals.delete()  # with their hits
@@ -125,8 +126,13 @@ def customer_erase(*, bank: MemoryBank, customer_key: str, actor, reason: str = 
         history_erase(bank_id=bank.pk, reason="customer erasure", rows=[
             (ORB_REVISION, found.orbs.values_list("pk", flat=True)),
             (REVIEW_EVENT, ReviewEvent.objects.filter(orb__in=found.orbs).values_list("pk", flat=True))])
-        counts = _delete(found)
+        orb_ids = list(found.orbs.values_list("pk", flat=True))
+        episode_ids = list(found.episodes.values_list("pk", flat=True))
+        counts = _delete(found, orb_ids=orb_ids, episode_ids=episode_ids)
         counts["idempotent_answers"] = idempotent_answers_forget(values=[customer_key], texts=texts)
+        counts["webhook_deliveries"] = webhook_deliveries_erase(
+            workspace_id=bank.workspace_id, orb_ids=orb_ids, episode_ids=episode_ids, values=[customer_key],
+            texts=texts)
         return bank_event(bank, action=BankEvent.Action.CUSTOMER_ERASED, actor=actor, note=reason.strip(),
                           customer_key_sha256=customer_key_sha256(customer_key), counts=counts, job_id=job_id)
 

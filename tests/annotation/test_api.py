@@ -26,7 +26,7 @@ def test_it_creates_a_campaign_and_imports_items_all_or_nothing(client, operator
     url = f"/api/annotation/campaigns/{campaign_id}/items"
     rejected = client.post(url, {"items": [item_fields(), item_fields(domain="")]}, content_type="application/json",
                            **auth)
-    assert rejected.status_code == 422 and "nothing was stored" in rejected.json()["detail"]
+    assert rejected.status_code == 422 and "nothing was stored" in rejected.json()["detail"][0]["msg"]
     assert rejected.json()["report"]["problems"] == [{"row": 2, "field": "domain", "reason": "required"}]
     assert not Item.objects.exists()
     accepted = client.post(url, {"items": [item_fields(), item_fields(human_feedback="")]},

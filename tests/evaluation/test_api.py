@@ -37,7 +37,7 @@ def test_it_exports_and_imports_jsonl(agent, builtin):
                                                              "new_versions": 0}
     bad = post(agent, f"{API}/tasks/import", {"task_set": "api-bad", "jsonl": lines[0] + "\n{oops"})
     assert bad.status_code == 422
-    assert bad.json()["detail"][0]["line"] == 2 and "not valid JSON" in bad.json()["detail"][0]["reason"]
+    assert bad.json()["detail"][0]["line"] == 2 and "not valid JSON" in bad.json()["detail"][0]["msg"]
     assert not TaskSet.objects.filter(name="api-bad").exists()
 
 
@@ -61,7 +61,7 @@ def test_it_rejects_episode_requests_it_cannot_run(agent, builtin):
     task = builtin.tasks.first()
     assert post(agent, f"{API}/episodes", {"task_id": 999999}).status_code == 404
     bank = post(agent, f"{API}/episodes", {"task_id": task.pk, "memory": {"kind": "memorb", "bank": "nope"}})
-    assert bank.status_code == 422 and "memory bank 'nope' does not exist" in bank.json()["detail"]
+    assert bank.status_code == 422 and "memory bank 'nope' does not exist" in bank.json()["detail"][0]["msg"]
     rates = post(agent, f"{API}/episodes", {"task_id": task.pk, "agent": {"error_rates": {"typo": 0.5}}})
     assert rates.status_code == 422
     assert post(agent, f"{API}/episodes", {"task_id": task.pk, "max_turns": 0}).status_code == 422

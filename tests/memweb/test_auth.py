@@ -122,15 +122,52 @@ def test_it_records_last_use_at_most_once_a_minute(client, reviewer_user):
 
 @with_probe_api
 @pytest.mark.django_db
-def test_it_blocks_an_address_after_repeated_bad_keys(client, reviewer_user, settings):
+def test_it_serves_a_valid_key_while_its_address_is_hammered_with_bad_ones(client, reviewer_user, settings):
     settings.MEMWEB_AUTH_MAX_FAILURES = 3
     secret = ApiKey.issue(user=reviewer_user, name="agent")[1]
-    for _ in range(3):
-        assert client.get("/t/reviewers", headers=_bearer("mw_guess")).status_code == 401
-    blocked = client.get("/t/reviewers", headers=_bearer(secret))
+    answers = [client.get("/t/reviewers", headers=_bearer(f"mw_{n:05}-guess")).status_code for n in range(11)]
+    assert answers == [401] * 3 + [429] * 8
+    blocked = client.get("/t/reviewers", headers=_bearer("mw_other-guess"))
     assert blocked.status_code == 429 and "Too many failed attempts" in blocked.json()["detail"]
-    elsewhere = client.get("/t/reviewers", headers=_bearer(secret), REMOTE_ADDR="10.0.0.9")
-    assert elsewhere.status_code == 200
+    for _ in range(3):  # between and after the bad ones, the valid key is served every time
+        served = client.get("/t/reviewers", headers=_bearer(secret))
+        assert served.status_code == 200 and served.json()["user"] == reviewer_user.username
+        assert client.get("/t/reviewers", headers=_bearer("mw_guess999")).status_code == 429
+    assert client.get("/t/reviewers", headers=_bearer("mw_guess999"), REMOTE_ADDR="10.0.0.9").status_code == 401
+
+
+@with_probe_api
+@pytest.mark.django_db
+def test_it_counts_a_bad_keys_prefix_across_addresses_and_still_serves_the_valid_key(client, reviewer_user,
+                                                                                      settings):
+    settings.MEMWEB_AUTH_MAX_FAILURES = 3
+    secret = ApiKey.issue(user=reviewer_user, name="agent")[1]
+    forged = secret[: ApiKey.PREFIX_LENGTH] + "x" * 35  # the prefix is shown on the keys page
+    answers = [client.get("/t/reviewers", headers=_bearer(forged), REMOTE_ADDR=f"10.0.0.{n}").status_code
+               for n in range(1, 6)]
+    assert answers == [401, 401, 401, 429, 429]
+    assert AuthFailure.objects.filter(kind=AuthFailure.Kind.KEY_PREFIX, count=3).count() == 1
+    assert client.get("/t/reviewers", headers=_bearer("mw_fresh-guess"), REMOTE_ADDR="10.0.0.1").status_code == 401
+    assert client.get("/t/reviewers", headers=_bearer(secret), REMOTE_ADDR="10.0.0.2").status_code == 200
+
+
+@with_probe_api
+@pytest.mark.django_db
+def test_it_tells_apart_agents_behind_a_trusted_proxy(client, reviewer_user, settings):
+    settings.MEMWEB_AUTH_MAX_FAILURES = 2
+    settings.MEMWEB_TRUSTED_PROXIES = (ip_network("127.0.0.0/8"),)
+    for n in range(4):
+        client.get("/t/reviewers", headers=_bearer(f"mw_{n}noisy"), HTTP_X_FORWARDED_FOR="198.51.100.7")
+    noisy = client.get("/t/reviewers", headers=_bearer("mw_9noisy"), HTTP_X_FORWARDED_FOR="198.51.100.7")
+    quiet = client.get("/t/reviewers", headers=_bearer("mw_9quiet"), HTTP_X_FORWARDED_FOR="198.51.100.8")
+    assert (noisy.status_code, quiet.status_code) == (429, 401)
+    settings.MEMWEB_TRUSTED_PROXIES = ()  # not believed: everyone behind the proxy is the proxy
+    unproxied = client.get("/t/reviewers", headers=_bearer("mw_8quiet"), HTTP_X_FORWARDED_FOR="198.51.100.8")
+    assert unproxied.status_code == 401
+    for n in range(2):
+        client.get("/t/reviewers", headers=_bearer(f"mw_{n}loud"), HTTP_X_FORWARDED_FOR="198.51.100.9")
+    shared = client.get("/t/reviewers", headers=_bearer("mw_7quiet"), HTTP_X_FORWARDED_FOR="198.51.100.8")
+    assert shared.status_code == 429
 
 
 # --- session auth on the API ---
@@ -159,7 +196,9 @@ def test_it_needs_no_csrf_token_with_an_api_key(reviewer_user):
 def test_it_tells_an_agent_who_it_acts_as(client, reviewer_user):
     secret = ApiKey.issue(user=reviewer_user, name="agent")[1]
     response = client.get("/api/me", headers={"X-API-Key": secret})
-    assert response.json() == {"username": reviewer_user.get_username(), "roles": ["reviewer"]}
+    me = response.json()
+    assert (me["username"], me["roles"], me["credential"], me["key_name"]) == (
+        reviewer_user.get_username(), ["reviewer"], "api_key", "agent")
 
 
 # --- signing in and out ---

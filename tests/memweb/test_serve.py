@@ -15,6 +15,7 @@ import psutil
 import pytest
 
 from memweb import embedded_db
+from memweb.management.commands.serve import WEB_WORKERS
 from tests.support.processes import ROOT, free_port, subprocess_env, wait_until
 
 pytestmark = pytest.mark.worker
@@ -171,6 +172,9 @@ def test_it_serves_then_stops_everything_on_ctrl_c(tmp_path):
         assert _postgres_processes(data_dir)
         assert _connection_after_refusal(port, body_bytes=3 * 1024 * 1024) == ("401", "close", "ended")
         assert _connection_after_refusal(port, body_bytes=1024) == ("401", "keep-alive", "200")
+        # Each web worker loaded the embedding model as it started, before any request asked for it.
+        serve.wait_for_output("memweb: embedding model", count=WEB_WORKERS)
+        assert "could not be loaded" not in serve.output
     finally:
         exit_code = serve.interrupt()
 

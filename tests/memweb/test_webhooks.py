@@ -19,6 +19,7 @@ from memweb.webhooks import (
     BACKOFF,
     DELIVERIES_KEPT,
     MAX_ATTEMPTS,
+    NOT_SENT_PAUSED,
     STALE_CLAIM,
     WebhookInvalid,
     deliveries_resend_overdue,
@@ -235,19 +236,34 @@ def test_the_worker_beat_resends_lost_messages_and_forgets_old_deliveries(hook, 
         str(made[name].uuid) for name in ("lost", "orphaned"))
 
 
-def test_a_paused_webhook_gets_no_events_and_resumes_its_waiting_deliveries(hook, receiver,
-                                                                            django_capture_on_commit_callbacks):
+def test_a_paused_webhook_keeps_the_events_it_misses_and_resumes_with_them(hook, receiver,
+                                                                          django_capture_on_commit_callbacks):
     webhook, _ = hook
     waiting = _test_delivery(webhook)
     webhook_switch(webhook, active=False)
     with django_capture_on_commit_callbacks(execute=True):
-        webhooks_emit(EvaluationEvent.RUN_FINISHED, {"run_id": 1}, workspace_id=webhook.workspace_id)
-    assert list(WebhookDelivery.objects.all()) == [waiting] and receiver.received == []
+        [missed] = webhooks_emit(EvaluationEvent.RUN_FINISHED, {"run_id": 1}, workspace_id=webhook.workspace_id)
+    assert delivery_attempt(delivery_id=missed.pk) is None and receiver.received == []  # nothing sent while paused
     WebhookDelivery.objects.filter(pk=waiting.pk).update(next_attempt_at=timezone.now() - timedelta(minutes=5))
-    webhook_switch(webhook, active=True)
     with django_capture_on_commit_callbacks(execute=True):
-        deliveries_resend_overdue()
-    assert WebhookDelivery.objects.get(pk=waiting.pk).status == Status.DELIVERED and len(receiver.received) == 1
+        webhook_switch(webhook, active=True)  # the missed event is queued at once
+        deliveries_resend_overdue()  # the waiting one came due meanwhile
+    assert WebhookDelivery.objects.get(pk=missed.pk).status == Status.DELIVERED
+    assert WebhookDelivery.objects.get(pk=waiting.pk).status == Status.DELIVERED
+    assert sorted(r.headers["X-Memweb-Event"] for r in receiver.received) == ["run.finished", "webhook.test"]
+
+
+def test_a_webhook_resumed_without_replay_gives_up_what_it_missed(hook, receiver, django_capture_on_commit_callbacks):
+    webhook, _ = hook
+    webhook_switch(webhook, active=False)
+    [missed] = webhooks_emit(EvaluationEvent.RUN_FINISHED, {"run_id": 1}, workspace_id=webhook.workspace_id)
+    with django_capture_on_commit_callbacks(execute=True):
+        resumed = webhook_switch(webhook, active=True, replay_missed=False)
+    assert resumed.active and resumed.paused_at is None
+    given_up = WebhookDelivery.objects.get(pk=missed.pk)
+    assert (given_up.status, given_up.last_error) == (Status.FAILED, NOT_SENT_PAUSED) and receiver.received == []
+    [after] = webhooks_emit(EvaluationEvent.RUN_FINISHED, {"run_id": 2}, workspace_id=webhook.workspace_id)
+    assert delivery_attempt(delivery_id=after.pk).status == Status.DELIVERED  # what comes after the resume is sent
 
 
 # --- who gets an event, and only after a commit --------------------------------------------------------
@@ -417,7 +433,7 @@ def test_operators_register_webhooks_and_see_the_secret_once(client, operator_us
     tested = client.post(f"/api/webhooks/{answer['id']}/test", headers=headers)
     assert tested.status_code == 202 and tested.json()["event"] == "webhook.test"
     delivery_attempt(delivery_id=tested.json()["id"])
-    deliveries = client.get("/api/webhooks/deliveries", {"webhook": answer["id"]}, headers=headers).json()
+    deliveries = client.get("/api/webhooks/deliveries", {"webhook": answer["id"]}, headers=headers).json()["items"]
     assert [(d["status"], d["attempts"], d["attempt_log"][0]["status_code"]) for d in deliveries] == [
         ("delivered", 1, 200)]
     again = client.post(f"/api/webhooks/deliveries/{deliveries[0]['id']}/redeliver", headers=headers)
@@ -495,3 +511,16 @@ def test_the_page_shows_the_secret_once_and_the_deliveries(client, operator_user
     assert Webhook.objects.get().active
     refused = client.post("/webhooks/new/", {"url": "gopher://x", "events": ["episode.ingested"]})
     assert refused.status_code == 400 and "must start with http:// or https://" in refused.content.decode()
+
+
+@pytest.mark.django_db
+def test_the_deliveries_list_goes_page_by_page(client, operator_user):
+    webhook, _ = webhook_create(url="https://hooks.example.com/memweb", events=webhook_event_values())
+    sent = [webhook_test_send(webhook).pk for _ in range(5)]
+    headers = {"Authorization": f"Bearer {ApiKey.issue(user=operator_user, name='ops')[1]}"}
+    pages = [client.get("/api/webhooks/deliveries", {"page": page, "page_size": 2}, headers=headers).json()
+             for page in (1, 2, 3)]
+    assert [page["count"] for page in pages] == [5, 5, 5]
+    assert [d["id"] for page in pages for d in page["items"]] == sorted(sent, reverse=True)  # newest first
+    refused = client.get("/api/webhooks/deliveries", {"page": 0}, headers=headers)
+    assert refused.status_code == 422 and refused.json()["detail"][0]["loc"][-1] == "page"

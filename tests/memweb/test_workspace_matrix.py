@@ -177,7 +177,7 @@ class Owned:
 # 422 before it): the review routes, retrieval and the other writes an agent or reviewer makes most.
 VERSION = {"expected_version": 1}
 BODIES = {
-    "POST /api/orbs/orbs/{orb_id}/approve": VERSION, "POST /api/orbs/orbs/{orb_id}/reject": VERSION | {"reason": "r"},
+    "POST /api/orbs/orbs/{orb_id}/approve": VERSION, "POST /api/orbs/orbs/{orb_id}/reject": VERSION | {"note": "r"},
     "POST /api/orbs/orbs/{orb_id}/edit": VERSION | {"outcome": "o"}, "POST /api/orbs/orbs/{orb_id}/restore": VERSION,
     "POST /api/orbs/orbs/{orb_id}/merge": VERSION | {"into_id": 1}, "DELETE /api/orbs/orbs/{orb_id}": VERSION | {"reason": "r"},
     "POST /api/orbs/banks/{slug}/retrieve": {"query": "q"}, "POST /api/orbs/banks/{slug}/remember": {"text": "t"},

@@ -86,6 +86,14 @@ def test_it_rejects_bad_retrieval_input_by_field(agent, bank):
     assert {error["loc"][-1] for error in response.json()["detail"]} == {"query", "k", "min_score"}
 
 
+@pytest.mark.parametrize("query", ["", "   ", "\n\t "])
+def test_a_blank_query_is_refused_as_an_empty_one_is(agent, bank, query):
+    response = post(agent, f"{API}/banks/{bank.slug}/retrieve", {"query": query})
+    assert response.status_code == 422
+    [error] = response.json()["detail"]
+    assert error["loc"] == ["body", "payload", "query"] and error["msg"]
+
+
 def test_it_lists_orbs_with_filters_and_pages(reviewer, make_orb):
     make_orb("The blender is too loud.", domain="appliances")
     pending = make_orb("The sweater shrank in the wash.", domain="clothing", approve=False)
@@ -113,11 +121,12 @@ def test_it_reviews_through_the_api_with_conflicts_as_409(client, make_orb, user
     client.force_login(alice)
     assert post(client, f"{API}/orbs/{orb.pk}/approve", {"expected_version": 1}).json()["status"] == "approved"
     client.force_login(bob)
-    stale = post(client, f"{API}/orbs/{orb.pk}/reject", {"expected_version": 1, "reason": "weak"})
+    stale = post(client, f"{API}/orbs/{orb.pk}/reject", {"expected_version": 1, "note": "weak"})
     assert stale.status_code == 409
     assert stale.json()["current_version"] == 2 and stale.json()["current_status"] == "approved"
-    no_reason = post(client, f"{API}/orbs/{orb.pk}/reject", {"expected_version": 2, "reason": " "})
-    assert no_reason.status_code == 422 and no_reason.json()["detail"][0]["loc"][-1] == "reason"
+    no_reason = post(client, f"{API}/orbs/{orb.pk}/reject", {"expected_version": 2, "note": " "})
+    assert no_reason.status_code == 422 and no_reason.json()["detail"][0]["loc"][-1] == "note"
+    assert "a note (the reason) is required to reject" in no_reason.json()["detail"][0]["msg"]
     edited = post(client, f"{API}/orbs/{orb.pk}/edit",
                   {"expected_version": 2, "outcome": "Check the door latch first."})
     assert edited.status_code == 200 and edited.json()["supersedes_id"] == orb.pk
@@ -165,3 +174,19 @@ def test_it_documents_the_trajectory_with_an_example(client, operator_user):
     schema = client.get("/api/openapi.json").json()["components"]["schemas"]["TrajectoryIn"]
     assert schema["examples"][0]["errors"][0]["kind"] == "wrong_tool"
     assert success_trajectory("x")["success"] is True
+
+
+def test_approve_and_reject_take_one_shape_and_reject_needs_its_note(client, make_orb, user_for_role):
+    first, second = (make_orb(text, approve=False) for text in ("My kettle leaks.", "My toaster sparks."))
+    client.force_login(user_for_role("reviewer"))
+    for orb, action in ((first, "approve"), (second, "reject")):
+        decided = post(client, f"{API}/orbs/{orb.pk}/{action}", {"expected_version": 1, "note": f"{action}: checked"})
+        assert decided.status_code == 200, decided.content
+        history = client.get(f"{API}/orbs/{orb.pk}/revisions").json()["revisions"][-1]["events"]
+        assert history[-1]["note"] == f"{action}: checked"
+    assert post(client, f"{API}/orbs/{first.pk}/reject", {"expected_version": 2}).status_code == 422
+    older_caller = post(client, f"{API}/orbs/{first.pk}/reject", {"expected_version": 2, "reason": "still read"})
+    assert older_caller.status_code == 200 and older_caller.json()["status"] == "rejected"
+    schema = client.get("/api/openapi.json").json()["components"]["schemas"]
+    assert set(schema["ApproveIn"]["properties"]) == set(schema["RejectIn"]["properties"]) == {"expected_version", "note"}
+    assert schema["RejectIn"]["required"] == ["expected_version", "note"]

@@ -86,5 +86,6 @@ def test_the_copy_route_answers_202_with_a_status_url(client, operator_user, ban
     assert (job["status"], job["result"]["bank"]) == ("succeeded", "api-copy")
     assert job["result_url"] == "http://testserver/orbs/banks/api-copy/"
     taken = post(client, f"{API}/banks/{bank.slug}/copy", {"name": "API copy"}, headers=headers)
-    assert taken.status_code == 422 and taken.json() == {"detail": "name: a bank called 'API copy' already exists"}
+    assert taken.status_code == 422 and taken.json() == {"detail": [{"loc": ["body", "payload", "name"],
+                                                                 "msg": "name: a bank called 'API copy' already exists"}]}
     assert post(client, f"{API}/banks/nope/copy", {"name": "x"}, headers=headers).status_code == 404

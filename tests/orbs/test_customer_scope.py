@@ -53,7 +53,7 @@ def test_it_refuses_a_retrieval_without_a_customer_from_a_per_customer_bank(agen
     write_episode(agent, per_customer, "alice")
     response = post(agent, f"{API}/banks/{per_customer.slug}/retrieve", {"query": "late towels"})
     assert response.status_code == 422
-    assert response.json()["detail"].startswith("customer_key:")
+    assert response.json()["detail"][0]["msg"].startswith("customer_key:")
     assert not RetrievalLog.objects.exists()
 
 
@@ -81,7 +81,7 @@ def test_it_keeps_a_shared_bank_as_it_was(agent, bank):
 def test_it_refuses_an_episode_without_a_customer_for_a_per_customer_bank(agent, per_customer):
     response = write_episode(agent, per_customer, "")
     assert response.status_code == 422
-    assert response.json()["detail"].startswith("trajectory.customer_key:")
+    assert response.json()["detail"][0]["msg"].startswith("trajectory.customer_key:")
     assert not EpisodeRecord.objects.exists() and not Orb.objects.exists()
     with pytest.raises(FieldRequired, match="trajectory.customer_key"):
         orb_from_episode(bank=per_customer, trajectory=success_trajectory(LATE_TOWELS, customer_key=""))

@@ -1,18 +1,21 @@
 """A customer's erasure leaves nothing they said anywhere in the database: every text, JSON and
-bytea column of every table is scanned for a marker only their data carried."""
+bytea column of every table is scanned for a marker only their data carried. Webhook deliveries
+that carried it are scrubbed and never sent again."""
 import json
 
 import pytest
 from django.db import connection
 
 from memweb.jobs import job_execute
-from memweb.models import Job
+from memweb.models import Job, WebhookDelivery
+from memweb.webhooks import NOT_SENT_ERASED, delivery_attempt, webhook_create, webhook_event_values
 from orbs.dialogues.services import dialogue_from_trajectory
 from orbs.models import BankEvent, Orb
 from orbs.services import bank_policy_update, bank_resolve
 from orbs.services.erasure import customer_key_sha256
 from tests.orbs.conftest import post, success_trajectory
 from tests.support.jobs import WorkerDied, job_worker_dies_at
+from tests.support.webhook_receiver import receiver  # noqa: F401  (a fixture)
 
 API = "/api/orbs"
 ALICE, BOB = "alice-7q2x", "bob-3k9w"
@@ -67,14 +70,19 @@ def _customer_data(agent, bank_slug: str, customer: str, n: int) -> None:
 
 
 @pytest.fixture
-def two_customers(agent):
+def two_customers(agent, receiver):
+    """Two customers' data in a bank, a copy of Alice's in another, and a webhook hearing every event of
+    every bank: the first bank's deliveries are sent, the copy's Orb awaiting review is not yet."""
     created = post(agent, f"{API}/banks", {"name": "Coffee shop", "customer_scope": "per_customer"})
     assert created.status_code == 201, created.content
     slug = created.json()["slug"]
+    webhook_create(url=receiver.url, events=webhook_event_values(), workspace=bank_resolve(slug).workspace)
     # A reviewer's choice (no key may make it): the customers' lessons are served at once.
     bank_policy_update(bank=bank_resolve(slug), auto_approve="always")
     for n, customer in enumerate((ALICE, BOB)):
         _customer_data(agent, slug, customer, n)
+    for delivery in WebhookDelivery.objects.all():
+        assert delivery_attempt(delivery_id=delivery.pk).status == WebhookDelivery.Status.DELIVERED
     # A copy elsewhere (another team's bank) of something Alice said.
     other = post(agent, f"{API}/banks", {"name": "Coffee shop copy"}).json()["slug"]
     post(agent, f"{API}/banks/{other}/remember", {"text": f"Alice {MARKS[ALICE]} is allergic to oat milk.",
@@ -106,7 +114,8 @@ def test_erasure_leaves_no_trace_of_the_customer_anywhere(agent, operator_user, 
     before = columns_holding(MARKS[ALICE])
     # The scan sees the places an erasure has to reach.
     assert {"public.orbs_orb.obs", "public.orbs_episoderecord.trajectory", "public.orbs_retrievallog.query",
-            "public.orbs_dialogue.text", "public.memweb_idempotentrequest.body"} <= set(before)
+            "public.orbs_dialogue.text", "public.memweb_idempotentrequest.body",
+            "public.memweb_webhookdelivery.payload"} <= set(before)
 
     job = erase(slug, {"customer_key": ALICE, "reason": "request #41", "every_bank": True},
                 HTTP_IDEMPOTENCY_KEY="erase-1")
@@ -122,13 +131,36 @@ def test_erasure_leaves_no_trace_of_the_customer_anywhere(agent, operator_user, 
     assert body["customer_key_sha256"] == customer_key_sha256(ALICE)
     assert body["counts"] | {"idempotent_answers": 0} == {"orbs": 3, "episodes": 2, "retrievals": 1,
                                                           "dialogues": 1, "idempotent_answers": 0,
-                                                          "evaluation_episodes": 0}
+                                                          "evaluation_episodes": 0, "webhook_deliveries": 2}
     assert body["counts"]["idempotent_answers"] >= 3
     records = BankEvent.objects.filter(action=BankEvent.Action.CUSTOMER_ERASED).order_by("id")
     assert [(r.bank_name, r.actor, r.note) for r in records] == [
         ("Coffee shop", operator_user, "request #41"), ("Coffee shop copy", operator_user, "request #41")]
     assert records[1].counts["orbs"] == 1
     assert Orb.objects.filter(customer_key=BOB).count() == 2
+
+
+def test_erasure_scrubs_webhook_deliveries_and_refuses_to_send_them_again(agent, two_customers, erase, receiver):
+    alices_orbs = set(Orb.objects.filter(customer_key=ALICE).values_list("pk", flat=True))
+    about_alice = {d.pk for d in WebhookDelivery.objects.all()
+                   if d.payload["data"].get("orb_id") in alices_orbs or MARKS[ALICE] in json.dumps(d.payload)}
+    assert len(about_alice) == 2  # her reflected episode's `episode.ingested`, the copy's `orb.pending_review`
+    sent = len(receiver.received)
+
+    erase(two_customers, {"customer_key": ALICE, "every_bank": True})
+
+    erased = WebhookDelivery.objects.filter(erased_at__isnull=False)
+    assert set(erased.values_list("pk", flat=True)) == about_alice
+    for delivery in erased:
+        assert set(delivery.payload["data"]) == {"erased"}
+        refused = post(agent, f"/api/webhooks/deliveries/{delivery.pk}/redeliver", {})
+        assert refused.status_code == 409 and "erased customer" in refused.json()["detail"]
+    waiting = erased.get(event="orb.pending_review")  # the copy's Orb: never sent, now never will be
+    assert (waiting.status, waiting.last_error) == (WebhookDelivery.Status.FAILED, NOT_SENT_ERASED)
+    assert delivery_attempt(delivery_id=waiting.pk) is None and len(receiver.received) == sent
+    bobs = WebhookDelivery.objects.filter(erased_at__isnull=True)
+    assert bobs.count() == 1 and all(d.status == WebhookDelivery.Status.DELIVERED for d in bobs)
+    assert post(agent, f"/api/webhooks/deliveries/{bobs[0].pk}/redeliver", {}).status_code == 202
 
 
 def test_erasure_is_scoped_to_the_bank_unless_every_bank_is_asked(two_customers, erase):

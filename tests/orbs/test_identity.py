@@ -55,9 +55,9 @@ def test_an_api_edit_keeps_the_id_and_any_revision_id_reads_the_current_revision
 def test_a_version_seen_before_an_edit_is_stale_after_it(reviewer, edited):
     first, second = edited
     assert second.version == first.version == 3  # created 1, approved 2, edited 3
-    stale = post(reviewer, f"{API}/orbs/{first.pk}/reject", {"expected_version": 2, "reason": "too vague"})
+    stale = post(reviewer, f"{API}/orbs/{first.pk}/reject", {"expected_version": 2, "note": "too vague"})
     assert stale.status_code == 409 and stale.json()["orb_id"] == first.pk and stale.json()["current_version"] == 3
-    rejected = post(reviewer, f"{API}/orbs/{first.pk}/reject", {"expected_version": 3, "reason": "too vague"})
+    rejected = post(reviewer, f"{API}/orbs/{first.pk}/reject", {"expected_version": 3, "note": "too vague"})
     assert rejected.status_code == 200 and (rejected.json()["revision_id"], rejected.json()["status"]) == (
         second.pk, "rejected")
 
@@ -126,7 +126,7 @@ def test_an_edit_that_differs_only_invisibly_changes_nothing(reviewer, make_orb)
     orb = make_orb("Caf\u00e9 machine arrived broken.")
     decomposed = orb.obs.replace("\u00e9", "e\u0301") + "\r\n"
     refused = post(reviewer, f"{API}/orbs/{orb.pk}/edit", {"expected_version": orb.version, "obs": decomposed})
-    assert refused.status_code == 422 and "changes nothing" in refused.json()["detail"]
+    assert refused.status_code == 422 and "changes nothing" in refused.json()["detail"][0]["msg"]
     assert Orb.objects.filter(lineage_id=orb.pk).count() == 1
 
 

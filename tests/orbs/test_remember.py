@@ -57,7 +57,7 @@ def test_it_names_a_blank_or_overlong_text(agent, bank):
 def test_it_needs_the_customer_in_a_per_customer_bank(agent, db):
     scoped = bank_get_or_create(name="Per customer", customer_scope="per_customer")
     refused = remember(agent, scoped)
-    assert refused.status_code == 422 and refused.json()["detail"].startswith("customer_key:")
+    assert refused.status_code == 422 and refused.json()["detail"][0]["msg"].startswith("customer_key:")
     assert not Orb.objects.exists()
     alice, bob = remember(agent, scoped, customer_key="alice"), remember(agent, scoped, customer_key="bob")
     assert (alice.status_code, bob.status_code) == (201, 201) and alice.json()["id"] != bob.json()["id"]

@@ -30,7 +30,8 @@ def test_a_header_then_thousands_of_empty_objects_is_refused_with_counts_and_a_s
     per_line = len({error["field"] for error in body["errors"] if error["line"] == 2})  # every missing field
     assert per_line > 20 and body["problems"] == 3000 * per_line
     assert len(body["errors"]) == MAX_LISTED_PROBLEMS and body["unlisted"] == body["problems"] - MAX_LISTED_PROBLEMS
-    assert body["detail"] == f"Nothing was imported: {body['problems']} problems; the first {MAX_LISTED_PROBLEMS} are listed"
+    summary = f"Nothing was imported: {body['problems']} problems; the first {MAX_LISTED_PROBLEMS} are listed"
+    assert body["detail"][0]["msg"] == summary
     assert not Job.objects.exists() and not MemoryBank.objects.filter(name="Hostile").exists()
 
 

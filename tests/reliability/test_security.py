@@ -260,18 +260,21 @@ def test_it_gives_a_key_its_users_current_roles_only(client, user_for_role):
 
 
 # Pages a key may read, with the reason.
-KEY_READABLE = {"api:openapi-json": "the OpenAPI schema: code generators and test tools load it with a key"}
+KEY_READABLE = {"api:openapi-json": "the OpenAPI schema: code generators and test tools load it with a key",
+                "api:openapi-view": "the schema's docs page: an integrator holding a key reads the API there"}
 
 
 @pytest.mark.django_db
 def test_it_opens_no_page_with_an_api_key(admin_secret):
-    """Keys are for the JSON API: every page but the schema still sends a key holder to the sign-in page."""
+    """Keys are for the JSON API: every page but the schema and its docs still sends a key holder to the sign-in
+    page."""
     agent = Client(headers={"Authorization": f"Bearer {admin_secret}", "X-API-Key": admin_secret})
     login = reverse("login")
     opened = {route.name: response.status_code for route in PAGES if route.name not in KEY_READABLE
               if not (response := _call_page(agent, route.url)).get("Location", "").startswith(login)}
     assert not opened, opened
     assert agent.get(reverse("api:openapi-json")).status_code == 200
+    assert agent.get(reverse("api:openapi-view")).status_code == 200
 
 
 # --- blind judging, over every route an annotator can reach ---------------------------------------------

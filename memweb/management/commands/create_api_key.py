@@ -2,7 +2,8 @@
 from django.contrib.auth import get_user_model
 from django.core.management import BaseCommand, CommandError
 
-from memweb.models import ApiKey
+from memweb.models import ApiKey, Membership, Workspace
+from memweb.registry import api_scopes
 
 
 class Command(BaseCommand):
@@ -11,8 +12,13 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("username")
         parser.add_argument("--name", required=True, help="which agent or script uses the key")
+        parser.add_argument("--workspace", help="the slug of the workspace the key acts in (default: where the user "
+                                                "lands: the workspace they last switched to, else Default)")
+        parser.add_argument("--scope", action="append", dest="scopes", metavar="SCOPE",
+                            help="a scope the key may use; repeat for several (default: every scope). Known: "
+                                 + ", ".join(scope.value for scope in api_scopes()))
 
-    def handle(self, *args, username, name, **options):
+    def handle(self, *args, username, name, workspace=None, scopes=None, **options):
         name = name.strip()
         limit = ApiKey._meta.get_field("name").max_length
         if not name or len(name) > limit:
@@ -20,6 +26,24 @@ class Command(BaseCommand):
         user = get_user_model().objects.filter(username=username, is_active=True).first()
         if user is None:
             raise CommandError(f"no active user {username!r}; create one with: manage.py create_user {username} --role operator")
-        key, secret = ApiKey.issue(user=user, name=name)
-        self.stdout.write(self.style.SUCCESS(f"Issued API key {key.name!r} ({key.prefix}…) for {username!r}."))
+        chosen = _workspace(user, workspace) if workspace is not None else None
+        try:
+            key, secret = ApiKey.issue(user=user, name=name, workspace=chosen, scopes=scopes)
+        except ValueError as unknown_scope:
+            raise CommandError(f"--scope: {unknown_scope}") from None
+        self.stdout.write(self.style.SUCCESS(
+            f"Issued API key {key.name!r} ({key.prefix}…) for {username!r} in workspace {key.workspace.slug!r} "
+            f"with the scopes: {', '.join(key.scopes) or 'none'}."))
         self.stdout.write(f"key: {secret}\nShown once and stored nowhere; send it as 'Authorization: Bearer <key>'.")
+
+
+def _workspace(user, slug: str) -> Workspace:
+    """The workspace named by `slug`, where the user holds a role (a superuser: any)."""
+    workspace = Workspace.objects.filter(slug=slug.strip()).first()
+    if workspace is None:
+        known = ", ".join(Workspace.objects.values_list("slug", flat=True))
+        raise CommandError(f"--workspace: no workspace {slug!r}; known: {known}")
+    if not user.is_superuser and not Membership.objects.filter(user=user, workspace=workspace).exists():
+        raise CommandError(f"--workspace: {user.get_username()!r} holds no role in {slug!r}; "
+                           "add them on the Workspaces page first")
+    return workspace

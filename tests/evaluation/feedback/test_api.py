@@ -53,11 +53,11 @@ def test_it_recalibrates_on_given_episodes_or_refuses_with_a_reason(agent, built
     both = post(agent, f"{API}/calibration/recalibrate", {"episode_ids": ids, "latest": 3})
     assert both.status_code == 422 and "exactly one of episode_ids, run_id or latest" in json.dumps(both.json())
     none = post(agent, f"{API}/calibration/recalibrate", {"episode_ids": ids[11:]})
-    assert none.status_code == 422 and "none of the selected episodes" in none.json()["detail"]
+    assert none.status_code == 422 and "none of the selected episodes" in none.json()["detail"][0]["msg"]
     # Only perfect scores: no mass where dislikes happen, so the dislike target is unreachable.
     perfect = list(EpisodeFeedback.objects.filter(score=10).values_list("episode_id", flat=True))
     happy = post(agent, f"{API}/calibration/recalibrate", {"episode_ids": perfect})
-    assert happy.status_code == 422 and happy.json()["detail"].startswith("calibration is infeasible: at S=1")
+    assert happy.status_code == 422 and happy.json()["detail"][0]["msg"].startswith("calibration is infeasible: at S=1")
     done = post(agent, f"{API}/calibration/recalibrate", {"episode_ids": ids})
     assert done.status_code == 200, done.json()
     assert done.json()["distribution_source"] == "recalibrated from 11 realised scores (API: 12 episode ids)"
@@ -108,12 +108,12 @@ def test_it_refuses_an_unknown_or_thin_campaign_a_contradictory_fit_and_loose_in
     assert post(agent, url, {"campaign_id": 999999}).json() == {"detail": "No annotation campaign #999999"}
     few = plant_campaign("Few", PEOPLE[:3], writer=None)
     thin = post(agent, url, {"campaign_id": few.pk, "apply": True})
-    assert thin.status_code == 422 and "has 3 conversations" in thin.json()["detail"]
+    assert thin.status_code == 422 and "has 3 conversations" in thin.json()["detail"][0]["msg"]
     contradictory = plant_campaign("Contradictory", CONTRADICTORY, writer=None)
     preview = post(agent, url, {"campaign_id": contradictory.pk}).json()
     assert preview["params"] is None and "must not exceed 1" in preview["problem"]
     refused = post(agent, url, {"campaign_id": contradictory.pk, "apply": True})
-    assert refused.status_code == 422 and refused.json()["detail"].startswith("the fit to people cannot be used")
+    assert refused.status_code == 422 and refused.json()["detail"][0]["msg"].startswith("the fit to people cannot be used")
     for loose in ({"campaign_id": contradictory.pk, "dry_run": True}, {"campaign_id": str(contradictory.pk)},
                   {"campaign_id": contradictory.pk, "apply": "yes"}):
         assert post(agent, url, loose).status_code == 422, loose

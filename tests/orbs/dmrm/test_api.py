@@ -70,7 +70,7 @@ def test_it_names_each_bad_field_and_writes_nothing(agent, dmrm):
     assert blank.status_code == 422
     assert blank.json()["detail"][0]["loc"][-2:] == [1, "trajectory_id"]
     source = post(agent, url, {"transitions": [transition(0, memory="source")]})
-    assert source.status_code == 422 and "read-only" in source.json()["detail"]
+    assert source.status_code == 422 and "read-only" in source.json()["detail"][0]["msg"]
     assert not Experience.objects.exists()
 
 
