@@ -5,10 +5,10 @@ import pytest
 from django.urls import reverse
 
 from evaluation.llm_backends import AGENT_RULES, memory_room
+from evaluation.memory_layers.dmrm import run_episode_dmrm_record
 from evaluation.models import Episode
 from evaluation.runs.models import EvaluationRun, Trial
 from evaluation.runs.services import RunLaunchError, run_drive
-from evaluation.memory_layers.dmrm import run_episode_dmrm_record
 from evaluation.runs.services.memory import trial_memorise
 from evaluation.runs.services.spec import DMRM_N_SWEEP
 from evaluation.services.memory_effects import bank_harmful_experiences_flag, experience_effects_compute
@@ -31,7 +31,8 @@ def _dmrm_records(row) -> list[dict]:
 
 def test_a_dmrm_run_applies_its_parameters_to_its_own_bank(launch):
     run = launch(memory_mode="dmrm", dmrm=PARAMS)
-    assert run.dmrm_config == PARAMS | {"c_max_rule": "given"} and run.memory_layer.uses_dmrm_params and not run.memory_layer.reflects
+    assert run.dmrm_config == PARAMS | {"c_max_rule": "given"}
+    assert run.memory_layer.uses_dmrm_params and not run.memory_layer.reflects
     settings = DMRMSettings.objects.get(bank=run.bank)
     assert {name: getattr(settings, name) for name in PARAMS if name != "write_timing"} == {
         name: value for name, value in PARAMS.items() if name != "write_timing"}
