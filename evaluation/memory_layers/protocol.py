@@ -15,6 +15,8 @@ retrievals whose outcome the episode's end records (empty for other layers).
 from dataclasses import dataclass
 from typing import Protocol
 
+from evaluation.configs import MemoryConfig
+
 
 class TurnHook(Protocol):
     retrieval_ids: list[int]
@@ -64,13 +66,12 @@ class MemoryLayer:
         """At launch, inside its transaction: the run's bank and the layer's own settings."""
 
     # --- before each agent decision --------------------------------------------------------------
-    def hook(self, *, config, task: dict, bank) -> TurnHook | None:
-        """The retrieval hook of one episode (config: an evaluation.configs.MemoryConfig)."""
+    def hook(self, *, config: MemoryConfig, task: dict, bank) -> TurnHook | None:
+        """The retrieval hook of one episode, or None when the layer retrieves nothing."""
         return None
 
-    def episode_config(self, run, *, row=None):
+    def episode_config(self, run, *, row=None) -> MemoryConfig:
         """The MemoryConfig a run's episode retrieves with (`row`: the episode being played)."""
-        from evaluation.configs import MemoryConfig
         return MemoryConfig(kind=self.name)
 
     # --- learning ------------------------------------------------------------------------------

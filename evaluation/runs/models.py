@@ -10,7 +10,7 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
-from evaluation.configs import AgentBackend, ReflectionInput
+from evaluation.configs import AgentBackend, AgentConfig, CustomerConfig, ReflectionInput
 from evaluation.feedback.models import CalibrationSetting
 from evaluation.memory_layers.registry import NO_MEMORY, memory_layer, memory_layer_label
 from memweb.models import workspace_field
@@ -197,7 +197,9 @@ class EvaluationRun(models.Model):
                                                  if name in DMRMParams.model_fields})
             dmrm.write_timing = self.dmrm_config.get("write_timing", DMRMWriteTiming.TRIAL_END)
         return RunSpec.model_construct(
-            name=self.name, memory_mode=self.memory_mode, memory_k=self.memory_k, dmrm=dmrm,
+            name=self.name, agent=AgentConfig.model_construct(**self.agent_config),
+            customer=CustomerConfig.model_construct(**self.customer_config), memory_mode=self.memory_mode,
+            memory_k=self.memory_k, dmrm=dmrm,
             approved_only=self.memory_approved_only, same_customer_only=self.memory_same_customer_only,
             reflection_style=self.reflection_style, reflection_input=self.reflection_input,
             preset=self.preset or None, per_turn=self.memory_per_turn,
@@ -206,8 +208,8 @@ class EvaluationRun(models.Model):
             max_turns=self.max_turns, concurrency=self.concurrency, review_gate=self.review_gate,
             feedback_enabled=self.feedback_enabled, feedback_memory=self.feedback_memory,
             feedback_rounds=self.feedback_rounds, feedback_calibration=self.feedback_calibration,
-            evaluation_mode=self.evaluation_mode, split_rule=self.split_rule or None,
-            test_fraction=self.test_fraction, train_trials=self.train_trials or None)
+            evaluation_mode=self.evaluation_mode, test_fraction=self.test_fraction,
+            train_trials=self.train_trials or None, **({"split_rule": self.split_rule} if self.split_rule else {}))
 
     @property
     def memory_layer(self):
