@@ -46,10 +46,10 @@ def test_an_unknown_layer_is_refused_with_the_known_ones_named(db):
 def test_the_installed_example_layer_runs_a_comparison_end_to_end(example_layer, builtin, operator_user, client):
     assert type(example_layer).__module__ == "memweb_example_layer"
     tasks = TASK_IDS[:2]
+    plain = run_drive(run=run_launch(spec=spec(name="no memory", memory_mode="none", trials=2, task_ids=tasks),
+                                     user=operator_user))  # the oldest run is the comparison's baseline
     remembered = run_drive(run=run_launch(spec=spec(name="example layer", memory_mode="last_outcome", trials=2,
                                                     task_ids=tasks), user=operator_user))
-    plain = run_drive(run=run_launch(spec=spec(name="no memory", memory_mode="none", trials=2, task_ids=tasks),
-                                     user=operator_user))
     assert (remembered.status, plain.status) == ("completed", "completed") and remembered.bank is not None
     records = {(row.trial.number, row.task_key): row.episode.memories[0]["last_outcome"]
                for row in remembered.run_episodes.select_related("trial", "episode")}
