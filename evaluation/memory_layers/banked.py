@@ -80,7 +80,7 @@ class BankedLayer(MemoryLayer):
     def memory_link(self, run) -> tuple[str, str] | None:
         if run.bank is None:
             return None
-        return run.bank.name, reverse("orbs:bank_detail", args=[run.bank.slug])
+        return "its memories", reverse("orbs:bank_detail", args=[run.bank.slug])
 
 
 def finished_rows(trial: Trial):

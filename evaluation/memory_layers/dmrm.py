@@ -116,7 +116,7 @@ class DMRMLayer(BankedLayer):
     def memory_link(self, run) -> tuple[str, str] | None:
         if run.bank is None:
             return None
-        return (f"{run.bank.name}: experiences",
+        return ("its experiences",
                 f"{reverse('orbs:experience_list')}?{urlencode({'bank': run.bank.slug})}")
 
 

@@ -58,8 +58,8 @@ class MemoryLayer:
         if spec.memory_effects and not self.withholds:
             problems.append(("memory_effects", f"effect measurement needs MemOrb or DMRM memory, not {self.name}"))
         if spec.bank_source and not self.has_bank:
-            problems.append(("bank_source", f"a bank is only used by a memory layer that keeps one "
-                                            f"({self.name} does not)"))
+            problems.append(("bank_source", f"a bank is only used when the run has memory that keeps one "
+                                            f"(memory_mode {self.name} keeps none)"))
         return problems
 
     def prepare(self, *, run, spec, source, copied=None) -> None:

@@ -229,6 +229,11 @@ class EvaluationRun(models.Model):
         return self.memory_layer.settings_summary(self)
 
     @property
+    def memory_page(self) -> tuple[str, str] | None:
+        """(text, url) of the page that shows the run's memory."""
+        return self.memory_layer.memory_link(self)
+
+    @property
     def memory_episode_partials(self) -> tuple[str, ...]:
         return self.memory_layer.episode_partials
 

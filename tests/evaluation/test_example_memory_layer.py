@@ -72,3 +72,6 @@ def test_the_installed_example_layer_runs_a_comparison_end_to_end(example_layer,
     client.force_login(operator_user)
     page = client.get(f"/evaluation/runs/compare/?runs={plain.pk}&runs={remembered.pk}").content.decode()
     assert escape(example_layer.label) in page and escape(pair["verdict"].split(".")[0]) in page
+    detail = client.get(remembered.get_absolute_url()).content.decode()
+    assert escape(f"{example_layer.label} · k=5 · shows the run's earlier attempts at the task") in detail
+    assert 'id="run-memory-page">its memories</a>' in detail

@@ -186,12 +186,6 @@ class ImportedRun(_Line):
     agent_config: dict = pydantic.Field(default_factory=dict)
     customer_config: dict = pydantic.Field(default_factory=dict)
     memory_mode: str = pydantic.Field(default=NO_MEMORY, max_length=64, description="a registered memory layer")
-
-    @pydantic.field_validator("memory_mode")
-    @classmethod
-    def _registered_layer(cls, name: str) -> str:
-        return memory_layer_validate(name)
-
     memory_k: int = pydantic.Field(default=5, ge=1, le=50)
     dmrm_config: dict = pydantic.Field(default_factory=dict)
     same_customer_only: bool = False
@@ -227,6 +221,11 @@ class ImportedRun(_Line):
     started_at: datetime | None = None
     finished_at: datetime | None = None
     pins: ImportedPins | None = pydantic.Field(default=None, description="empty: an older file, staleness unknown")
+
+    @pydantic.field_validator("memory_mode")
+    @classmethod
+    def _registered_layer(cls, name: str) -> str:
+        return memory_layer_validate(name)
 
 
 class ImportedFile(_Line):
