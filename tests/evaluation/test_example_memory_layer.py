@@ -3,6 +3,7 @@ in the `memweb.memory_layers` group), runs end to end: the registry finds it, a 
 it, plays two trials whose second is told about the first, exports its header, and compares with a
 no-memory run through the API."""
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,9 +22,10 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "memweb_example_lay
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:
     """The example package installed into a folder of its own, as pip installs any third-party package."""
-    target = tmp_path_factory.mktemp("site")
+    source, target = tmp_path_factory.mktemp("source") / "layer", tmp_path_factory.mktemp("site")
+    shutil.copytree(EXAMPLE, source)  # the build writes beside the sources: never into the checkout
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--target", str(target), str(EXAMPLE)], check=True, cwd=tmp_path_factory.getbasetemp())
+                    "--target", str(target), str(source)], check=True, cwd=source)
     return target
 
 
