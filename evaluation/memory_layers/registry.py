@@ -6,15 +6,19 @@ This module sits low in the import stack (tests/test_architecture.py): the evalu
 runs ask it for a layer by name and never import a layer's module, so the layers themselves may
 build on the runs. Classes are imported on the first lookup, not at start-up.
 """
+import logging
 from importlib.metadata import entry_points
 
 from django.apps import apps
 from django.utils.module_loading import import_string
 
+logger = logging.getLogger(__name__)
+
 ENTRY_POINT_GROUP = "memweb.memory_layers"
 NO_MEMORY = "none"  # the layer every run without memory names: the default of a run and an episode
 
 _found: dict | None = None
+_broken: dict[str, str] = {}  # entry-point name -> why it failed to load
 
 
 class UnknownMemoryLayer(LookupError):
@@ -27,15 +31,15 @@ def _builtin_layers() -> list:
 
 
 def _entry_point_layers() -> list:
-    """Each entry point names a MemoryLayer class (or an instance); a broken package is reported by
-    name rather than hiding every other layer."""
+    """Each entry point names a MemoryLayer class (or an instance). A package that fails to import
+    is left out and logged, so the other layers still work; asking for it by name says why."""
     loaded = []
     for point in entry_points(group=ENTRY_POINT_GROUP):
         try:
             loaded.append(point.load())
         except Exception as exc:  # any import error of a third-party package
-            raise UnknownMemoryLayer(f"memory layer entry point {point.name!r} ({point.value}) failed to load: "
-                                     f"{type(exc).__name__}: {exc}") from exc
+            _broken[point.name] = f"{point.value} failed to load: {type(exc).__name__}: {exc}"
+            logger.warning("memory layer entry point %s: %s", point.name, _broken[point.name])
     return loaded
 
 
@@ -55,11 +59,14 @@ def memory_layers_refresh() -> None:
     """Forget what was found, so the next lookup sees packages installed since (tests, a reload)."""
     global _found
     _found = None
+    _broken.clear()
 
 
 def memory_layer(name: str):
     """The layer registered as `name`; UnknownMemoryLayer naming the known ones otherwise."""
     layers = memory_layers()
+    if name in _broken:
+        raise UnknownMemoryLayer(f"memory layer {name!r} is installed but {_broken[name]}")
     if name not in layers:
         raise UnknownMemoryLayer(f"unknown memory layer {name!r}; the known layers are {', '.join(layers)}")
     return layers[name]
