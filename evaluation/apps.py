@@ -43,6 +43,14 @@ class EvaluationConfig(AppConfig):
     api_scopes: tuple = ("evaluation.vocabulary.EvaluationScope",)
     webhook_events: tuple = ("evaluation.vocabulary.EvaluationEvent",)
     llm_roles: tuple = ("evaluation.vocabulary.EvaluationLLMRole",)
+    # Read by evaluation.memory_layers.registry: the built-in memory layers (third-party ones come from
+    # the `memweb.memory_layers` entry-point group).
+    memory_layers: tuple = ("evaluation.memory_layers.none.NoMemory", "evaluation.memory_layers.memorb.MemOrbLayer",
+                            "evaluation.memory_layers.dmrm.DMRMLayer", "evaluation.memory_layers.both.BothLayer",
+                            "evaluation.memory_layers.naive_rag.BM25Message",
+                            "evaluation.memory_layers.naive_rag.BM25Dialog",
+                            "evaluation.memory_layers.naive_rag.EmbedderMessage",
+                            "evaluation.memory_layers.naive_rag.EmbedderDialog")
     # Read by memweb's load_demo: the runs' demo, which loads the core's (evaluation.demo) first.
     demo_module = "evaluation.runs.demo"
     role_permissions: dict = {

@@ -6,9 +6,10 @@ Plain pydantic models: the API uses them as request bodies, services accept them
 from typing import Literal
 
 from django.db import models
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from evaluation.environments import ERROR_KINDS
+from evaluation.memory_layers.registry import memory_layer, memory_layer_validate
 from memweb.schemas import StrictBody
 
 
@@ -23,19 +24,18 @@ class CustomerBackend(models.TextChoices):
 
 
 class MemoryKind(models.TextChoices):
+    """The built-in memory layers' names (evaluation.memory_layers); a layer an installed package
+    registers is as valid a kind. What a kind does is its layer's: nothing here branches on one."""
+
     NONE = "none", "no memory"
     MEMORB = "memorb", "MemOrb"
     DMRM = "dmrm", "DMRM"
     BOTH = "both", "MemOrb + DMRM"
-    # MemoryBench's naive retrieval baselines: raw past dialogues, no reflection (evaluation/dialogue_memory.py).
+    # MemoryBench's naive retrieval baselines: raw past dialogues, no reflection (memory_layers/naive_rag.py).
     BM25_MESSAGE = "bm25_message", "naive RAG: BM25 over past messages"
     BM25_DIALOG = "bm25_dialog", "naive RAG: BM25 over past dialogues"
     EMBEDDER_MESSAGE = "embedder_message", "naive RAG: embeddings over past messages"
     EMBEDDER_DIALOG = "embedder_dialog", "naive RAG: embeddings over past dialogues"
-
-
-NAIVE_RAG_KINDS = (MemoryKind.BM25_MESSAGE, MemoryKind.BM25_DIALOG, MemoryKind.EMBEDDER_MESSAGE,
-                   MemoryKind.EMBEDDER_DIALOG)
 
 
 class ReflectionInput(models.TextChoices):
@@ -78,7 +78,7 @@ class CustomerConfig(_Config):
 
 
 class MemoryConfig(_Config):
-    kind: MemoryKind = MemoryKind.NONE
+    kind: str = Field(default=MemoryKind.NONE, max_length=64, description="A registered memory layer's name")
     bank: str = Field(default="", max_length=200, description="Memory bank name or slug (MemOrb Orbs, DMRM experiences)")
     k: int | None = Field(default=None, ge=1, le=50, description="Top-k; the bank's own k when empty")
     approved_only: bool = True
@@ -94,8 +94,13 @@ class MemoryConfig(_Config):
     withhold_key: str = Field(default="", max_length=200,
                               description="The episode's key for the withholding draw (the same key draws the same)")
 
+    @field_validator("kind")
+    @classmethod
+    def _registered(cls, kind: str) -> str:
+        return memory_layer_validate(kind)
+
     @model_validator(mode="after")
     def _bank_for_memory(self):
-        if self.kind != MemoryKind.NONE and not self.bank.strip():
+        if memory_layer(self.kind).has_bank and not self.bank.strip():
             raise ValueError(f"bank is required when kind is {self.kind}")
         return self

@@ -3,6 +3,7 @@ from django import forms
 
 from evaluation.configs import AgentBackend, CustomerBackend, MemoryKind
 from evaluation.environments import DEFAULT_ENVIRONMENT, DEFAULT_MAX_TURNS, ERROR_KINDS, environments
+from evaluation.memory_layers.registry import memory_layer_choices
 from evaluation.models import Difficulty, Domain, ErrorKind, Split, TaskSet
 from evaluation.services.episode_search import REWARD_COMPONENTS, EpisodeFilters
 from memweb.jsonl import upload_text
@@ -49,7 +50,8 @@ class EpisodeFilterForm(forms.Form):
                                                                  "any outcome"))
     component = forms.ChoiceField(required=False, choices=_choices(REWARD_COMPONENTS, "any component"),
                                   label="Failed reward component")
-    memory = forms.ChoiceField(required=False, choices=_choices(MemoryKind.choices, "any memory"), label="Memory mode")
+    memory = forms.ChoiceField(required=False, choices=lambda: _choices(memory_layer_choices(), "any memory"),
+                               label="Memory mode")
     backend = forms.ChoiceField(required=False, choices=_choices((("scripted", "scripted agent"), ("llm", "LLM agent")),
                                                                  "any agent"), label="Agent backend")
 

@@ -134,7 +134,7 @@ class Episode(models.Model):
     seed = models.BigIntegerField()
     agent_backend = models.CharField(max_length=200)
     customer_backend = models.CharField(max_length=200)
-    memory_kind = models.CharField(max_length=16, choices=MemoryKind.choices, default=MemoryKind.NONE)
+    memory_kind = models.CharField(max_length=64, default=MemoryKind.NONE, help_text="A memory layer's name.")
     agent_config = models.JSONField(default=dict)
     customer_config = models.JSONField(default=dict)
     memory_config = models.JSONField(default=dict)

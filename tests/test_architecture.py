@@ -1,6 +1,7 @@
 """The import graph keeps the stack of docs/ARCHITECTURE.md: each level imports only the levels below
 it, so no two packages import each other. Imports inside functions count as much as top-level ones."""
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -15,9 +16,13 @@ LEVELS = (
     "annotation",
     "orbs",
     "orbs.dmrm",
+    # The memory layers' registry sits under the core, which asks it for a layer by name; the layers
+    # themselves build on the runs, above them all (the registry imports them by their dotted paths).
+    "evaluation.memory_layers.registry",
     "evaluation",
     "evaluation.feedback",
     "evaluation.runs",
+    "evaluation.memory_layers",
 )
 # Composition: these modules mount the routers, URLs, models and Celery tasks of the levels above them.
 COMPOSITION = {"memweb.urls", "memweb.api", "orbs.urls", "orbs.api", "orbs.apps", "evaluation.urls", "evaluation.api",
@@ -221,3 +226,58 @@ def test_one_error_answer_schema():
               for app in APPS for path in sorted((ROOT / app).rglob("*.py")) if path != ROOT / "memweb" / "schemas.py"
               for name in schemas_defined(path) if name in ("ErrorOut", "RunErrorOut")]
     assert not copies, copies
+
+
+# --- memory layers: what a kind of memory does is its layer's own (evaluation/memory_layers/) ---------
+MEMORY_LAYERS_PACKAGE = ROOT / "evaluation" / "memory_layers"
+MEMORY_KIND_NAMES = {"none", "memorb", "dmrm", "both", "bm25_message", "bm25_dialog", "embedder_message",
+                     "embedder_dialog"}
+MEMORY_KIND_ENUMS = {"MemoryKind", "MemoryMode"}
+# The run flags that once said what a kind does; the layer says it now.
+MEMORY_KIND_FLAGS = {"uses_memorb", "uses_dmrm", "uses_dialogues"}
+TEMPLATE_KIND_BRANCH = re.compile(r"memory_(?:mode|kind)\s*[!=]=|\buses_(?:memorb|dmrm|dialogues)\b|_KINDS\b")
+
+
+def _names_a_kind(node: ast.AST) -> bool:
+    if isinstance(node, ast.Attribute) and getattr(node.value, "id", "") in MEMORY_KIND_ENUMS:
+        return True
+    name = getattr(node, "id", getattr(node, "attr", ""))
+    return name.endswith("_KINDS") or (isinstance(node, (ast.Tuple, ast.List, ast.Set))
+                                       and any(_names_a_kind(item) for item in node.elts))
+
+
+def memory_kind_branches(path: Path) -> list[str]:
+    """Comparisons against a memory kind (`MemoryKind.DMRM`, a `*_KINDS` tuple, or `memory_mode ==
+    "memorb"`) and the old per-kind run flags."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            text = ast.unparse(node)
+            by_name = ("memory_mode" in text or "memory_kind" in text or "kind" in text) and any(
+                isinstance(o, ast.Constant) and o.value in MEMORY_KIND_NAMES for o in operands)
+            if by_name or any(_names_a_kind(o) for o in operands):
+                found.append(f"{node.lineno}: {text}")
+        elif isinstance(node, ast.Attribute) and node.attr in MEMORY_KIND_FLAGS:
+            found.append(f"{node.lineno}: .{node.attr}")
+    return found
+
+
+def test_no_module_outside_the_memory_layers_branches_on_a_memory_kind():
+    found = [f"{path.relative_to(ROOT)}:{line}"
+             for app in APPS for path in sorted((ROOT / app).rglob("*.py"))
+             if "migrations" not in path.parts and MEMORY_LAYERS_PACKAGE not in path.parents
+             for line in memory_kind_branches(path)]
+    found += [f"{path.relative_to(ROOT)}:{number}: {match.group(0)}"
+              for path in sorted((ROOT / "templates").rglob("*.html"))
+              for number, line in enumerate(path.read_text().splitlines(), 1)
+              for match in [TEMPLATE_KIND_BRANCH.search(line)] if match]
+    assert not found, "ask the run's memory layer instead of branching on its kind:\n" + "\n".join(found)
+
+
+def test_it_finds_a_memory_kind_branch_when_one_is_planted(tmp_path):
+    planted = tmp_path / "planted.py"
+    planted.write_text('if run.memory_mode == "dmrm": pass\nif spec.memory_mode in (MemoryKind.NONE, *NAIVE_RAG_KINDS): pass\n'
+                       'if run.uses_memorb: pass\nif kind is MemoryMode.BOTH: pass\nif run.status == "done": pass\n')
+    assert [line.split(":")[0] for line in memory_kind_branches(planted)] == ["1", "2", "3", "4"]
+    assert TEMPLATE_KIND_BRANCH.search('{% if run.memory_mode != "none" %}')

@@ -7,6 +7,7 @@ from django import forms
 from annotation.services import campaigns_addable
 from evaluation.configs import AgentBackend, AgentConfig, CustomerBackend, CustomerConfig, MemoryKind, ReflectionInput
 from evaluation.environments import ERROR_KINDS
+from evaluation.memory_layers.registry import memory_layer_choices, memory_layers
 from evaluation.models import Domain, Split, TaskSet
 from evaluation.runs.models import (
     EvaluationMode,
@@ -81,7 +82,7 @@ class RunLaunchForm(forms.Form):
     customer_max_tokens = _spec_field(forms.IntegerField, "max_tokens", spec=CustomerConfig, required=False,
                                       label="Customer max tokens")
     # The page suggests memory (the spec's default, for API callers, is none).
-    memory_mode = _spec_field(forms.ChoiceField, "memory_mode", choices=MemoryKind.choices, initial=MemoryKind.MEMORB,
+    memory_mode = _spec_field(forms.ChoiceField, "memory_mode", choices=memory_layer_choices, initial=MemoryKind.MEMORB,
                               label="Memory")
     memory_k = _spec_field(forms.IntegerField, "memory_k", label="k",
                            help_text="Memories retrieved per query: Orbs for MemOrb, past messages or dialogues for naive RAG.")
@@ -203,7 +204,8 @@ class RunLaunchForm(forms.Form):
 
     @staticmethod
     def _dmrm(data: dict) -> dict:
-        if data.get("memory_mode") not in (MemoryKind.DMRM, MemoryKind.BOTH):
+        layer = memory_layers().get(data.get("memory_mode"))
+        if layer is None or not layer.uses_dmrm_params:
             return {}
         preset_fields = PRESETS.get(data.get("preset"), {})  # the preset's own DMRM values stand
         given = {name: data.get(f"dmrm_{name}") for name in DMRMParams.model_fields if f"dmrm.{name}" not in preset_fields}
@@ -231,7 +233,8 @@ class RunLaunchForm(forms.Form):
 
 class RunFilterForm(forms.Form):
     status = forms.ChoiceField(required=False, choices=_choices(EvaluationRun.Status.choices, "any status"))
-    memory_mode = forms.ChoiceField(required=False, choices=_choices(MemoryKind.choices, "any memory"), label="Memory")
+    memory_mode = forms.ChoiceField(required=False, choices=lambda: _choices(memory_layer_choices(), "any memory"),
+                                    label="Memory")
     agent_backend = forms.ChoiceField(required=False, label="Agent", choices=[
         ("", "any agent"), (AgentBackend.SCRIPTED, "scripted"), (AgentBackend.LLM, "LLM"),
         ("external", "external (imported)")])

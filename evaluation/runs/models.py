@@ -10,15 +10,15 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
-from evaluation.configs import NAIVE_RAG_KINDS, AgentBackend, MemoryKind, ReflectionInput
+from evaluation.configs import AgentBackend, AgentConfig, CustomerConfig, ReflectionInput
 from evaluation.feedback.models import CalibrationSetting
+from evaluation.memory_layers.registry import NO_MEMORY, memory_layer, memory_layer_label
 from memweb.models import workspace_field
 
-__all__ = ["EvaluationMode", "EvaluationRun", "FeedbackCalibration", "FeedbackCurve", "FeedbackMemory", "MemoryMode",
+__all__ = ["EvaluationMode", "EvaluationRun", "FeedbackCalibration", "FeedbackCurve", "FeedbackMemory",
            "RegradeScore", "ReviewGate", "RunEpisode", "RunPreset", "RunRegrade", "RunTaskPin", "SplitRule", "TaskSplit",
            "Trial"]
 
-MemoryMode = MemoryKind  # a run's memory is the kind its episodes retrieve with
 FeedbackCalibration = CalibrationSetting.CalibrateOn  # where a feedback run's action model takes p(S) from
 
 
@@ -105,7 +105,9 @@ class EvaluationRun(models.Model):
                             help_text="Agent and customer configuration, reward code and starting memory at launch.")
     reward_version = models.PositiveSmallIntegerField(
         null=True, blank=True, help_text="evaluation.shop.reward.REWARD_VERSION the run was scored with.")
-    memory_mode = models.CharField(max_length=16, choices=MemoryMode.choices, default=MemoryMode.NONE, db_index=True)
+    # A registered memory layer's name (evaluation.memory_layers.registry): no fixed choices, so an
+    # installed package's layer is stored like a built-in one.
+    memory_mode = models.CharField(max_length=64, default=NO_MEMORY, db_index=True)
     memory_k = models.PositiveSmallIntegerField(default=5)
     memory_approved_only = models.BooleanField(default=True)
     memory_same_customer_only = models.BooleanField(default=False)
@@ -184,32 +186,66 @@ class EvaluationRun(models.Model):
         return self.status in self.ACTIVE
 
     @property
+    def run_spec(self):
+        """The run's settings as a RunSpec, from today's columns (temporary: the run will store its
+        spec as one value). Runs stored before DMRM's write timing existed wrote at trial end."""
+        from evaluation.runs.services.spec import DMRMParams, DMRMWriteTiming, RunSpec
+
+        dmrm = None
+        if self.dmrm_config:
+            dmrm = DMRMParams.model_construct(**{name: value for name, value in self.dmrm_config.items()
+                                                 if name in DMRMParams.model_fields})
+            dmrm.write_timing = self.dmrm_config.get("write_timing", DMRMWriteTiming.TRIAL_END)
+        return RunSpec.model_construct(
+            name=self.name, agent=AgentConfig.model_construct(**self.agent_config),
+            customer=CustomerConfig.model_construct(**self.customer_config), memory_mode=self.memory_mode,
+            memory_k=self.memory_k, dmrm=dmrm,
+            approved_only=self.memory_approved_only, same_customer_only=self.memory_same_customer_only,
+            reflection_style=self.reflection_style, reflection_input=self.reflection_input,
+            preset=self.preset or None, per_turn=self.memory_per_turn,
+            memory_effects=self.withhold_probability > 0, withhold_probability=self.withhold_probability,
+            bank_source=self.bank_copied_from, trials=self.trials, pass_k=self.pass_k, seed=self.seed,
+            max_turns=self.max_turns, concurrency=self.concurrency, review_gate=self.review_gate,
+            feedback_enabled=self.feedback_enabled, feedback_memory=self.feedback_memory,
+            feedback_rounds=self.feedback_rounds, feedback_calibration=self.feedback_calibration,
+            evaluation_mode=self.evaluation_mode, test_fraction=self.test_fraction,
+            train_trials=self.train_trials or None, **({"split_rule": self.split_rule} if self.split_rule else {}))
+
+    @property
+    def memory_layer(self):
+        """The run's memory layer (evaluation.memory_layers): everything memory-specific asks it."""
+        return memory_layer(self.memory_mode)
+
+    def get_memory_mode_display(self) -> str:
+        return memory_layer_label(self.memory_mode)
+
+    @property
+    def has_memory(self) -> bool:
+        return self.memory_layer.remembers
+
+    @property
+    def memory_summary(self) -> list[str]:
+        """The memory settings the run page shows after the layer's label."""
+        return self.memory_layer.settings_summary(self)
+
+    @property
+    def memory_page(self) -> tuple[str, str] | None:
+        """(text, url) of the page that shows the run's memory."""
+        return self.memory_layer.memory_link(self)
+
+    @property
+    def memory_episode_partials(self) -> tuple[str, ...]:
+        return self.memory_layer.episode_partials
+
+    @property
     def reflects_with_answer_key(self) -> bool:
-        """Its Orbs were reflected with the gold answer's diagnosis (DMRM steps and raw dialogues never are)."""
-        return self.uses_memorb and self.reflection_input == ReflectionInput.ORACLE
-
-    @property
-    def uses_memorb(self) -> bool:
-        return self.memory_mode in (MemoryMode.MEMORB, MemoryMode.BOTH)
-
-    @property
-    def uses_dmrm(self) -> bool:
-        return self.memory_mode in (MemoryMode.DMRM, MemoryMode.BOTH)
+        """Its memories were reflected with the gold answer's diagnosis (labelled "oracle")."""
+        return self.memory_layer.reflects_with_answer_key(self)
 
     @property
     def measures_memory_effects(self) -> bool:
         """Launched in the effect-measurement mode: some retrieved memories were withheld at random."""
         return self.withhold_probability > 0
-
-    @property
-    def uses_dialogues(self) -> bool:
-        """A naive-RAG baseline: the run's memory is its raw past dialogues."""
-        return self.memory_mode in NAIVE_RAG_KINDS
-
-    @property
-    def feedback_into_memory(self) -> bool:
-        """On-policy feedback: the Orbs written at each trial's end carry the users' feedback."""
-        return self.feedback_enabled and self.uses_memorb and self.feedback_memory == FeedbackMemory.ONPOLICY
 
     @property
     def held_out(self) -> bool:

@@ -23,7 +23,7 @@ from evaluation.configs import (
 from evaluation.environments import DEFAULT_MAX_TURNS, STOP, Environment, environment
 from evaluation.environments.episode import EpisodeOutcome
 from evaluation.llm_backends import LLMAgent, LLMCustomer
-from evaluation.memory import memory_hook
+from evaluation.memory_layers.registry import memory_layer
 from evaluation.models import Episode, Task
 from evaluation.vocabulary import EvaluationLLMRole
 from memweb.llm import LLMError, role_config
@@ -114,6 +114,15 @@ def _bank_named(config: MemoryConfig, task: Task):
         return bank_resolve(config.bank, workspace=task.task_set.workspace)
     except ObjectDoesNotExist:
         raise EpisodeConfigError(f"memory bank {config.bank!r} does not exist") from None
+
+
+def memory_hook(*, config: MemoryConfig, task: dict, bank=None):
+    """The retrieval hook of `config.kind`'s layer, or None (no memory). `bank`: the bank already
+    loaded, else `config.bank` is looked up (MemoryBank.DoesNotExist when unknown)."""
+    layer = memory_layer(config.kind)
+    if layer.has_bank:
+        bank = bank or bank_resolve(config.bank)
+    return layer.hook(config=config, task=task, bank=bank)
 
 
 def _memory(config: MemoryConfig, spec: dict, bank):

@@ -1,11 +1,11 @@
-"""The naive-RAG hook (evaluation/dialogue_memory.py): memory_hook gives it for each of the four
+"""The naive-RAG hook (evaluation/memory_layers/naive_rag.py): memory_hook gives it for each of the four
 kinds, it retrieves with the configured k (else the bank's), records the hits under "dialogue",
 and once per episode it retrieves only before the first turn."""
 import pytest
 
-from evaluation.configs import NAIVE_RAG_KINDS, MemoryConfig, MemoryKind
-from evaluation.dialogue_memory import DialogueHook
-from evaluation.memory import memory_hook
+from evaluation.configs import MemoryConfig, MemoryKind
+from evaluation.memory_layers.naive_rag import NAIVE_RAG_KINDS, DialogueHook
+from evaluation.services.episodes import memory_hook
 from orbs.dialogues.services import dialogue_from_trajectory
 from orbs.services import bank_get_or_create
 

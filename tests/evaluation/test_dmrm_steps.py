@@ -5,7 +5,7 @@ from django.urls import reverse
 
 from evaluation.configs import MemoryConfig
 from evaluation.llm_backends import LLMAgent
-from evaluation.memory import DMRMHook
+from evaluation.memory_layers.dmrm import DMRMHook
 from evaluation.services import episode_run, episode_trajectory
 from evaluation.shop.env import ShopEnv
 from evaluation.shop.errors import ADVICE, RESULT_UNUSED

@@ -1,5 +1,5 @@
 """The memory hooks (evaluation/memory.py): randomised withholding of retrieved Orbs."""
-from evaluation.memory import memory_withheld
+from evaluation.memory_layers.banked import memory_withheld
 from evaluation.services import episode_run, episode_trajectory
 from orbs.models import RetrievalHit
 from orbs.services import bank_get_or_create, orb_from_episode

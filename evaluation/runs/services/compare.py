@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from evaluation.configs import AgentConfig, CustomerConfig
 from evaluation.metrics import paired_metrics, run_metrics
 from evaluation.models import Task
-from evaluation.runs.models import EvaluationRun, MemoryMode, RunRegrade, TaskSplit
+from evaluation.runs.models import EvaluationRun, RunRegrade, TaskSplit
 from evaluation.runs.services.pins import change_summary, run_regrade_current, run_staleness
 from evaluation.runs.services.regrade import regrade_verdicts
 from evaluation.runs.services.results import (
@@ -170,7 +170,7 @@ def memory_differences(run: EvaluationRun, baseline: EvaluationRun) -> list[str]
     against simple)"). Without memory on either side only the memory itself is named: the rest of a
     no-memory run's memory settings are never used."""
     settings = MEMORY_READERS.values()
-    if MemoryMode.NONE in (run.memory_mode, baseline.memory_mode):
+    if not (run.has_memory and baseline.has_memory):
         settings = [MEMORY_READERS["memory_mode"]]
     return [_difference_text({"setting": s.label, "run": _shown(s.read(run)), "baseline": _shown(s.read(baseline))})
             for s in settings if s.read(run) != s.read(baseline)]

@@ -6,6 +6,7 @@ from django.db.models import F, OuterRef, Subquery, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
+from evaluation.memory_layers.registry import memory_layer_label
 from evaluation.models import Episode
 from evaluation.runs.models import EvaluationRun
 from memweb.workspaces import in_workspace
@@ -39,8 +40,7 @@ def _daily_success(runs, group: str, label) -> dict:
 
 
 def success_by_memory_mode(*, workspace) -> dict:
-    modes = dict(EvaluationRun._meta.get_field("memory_mode").choices)
-    return _daily_success(_runs_with_verdicts(workspace), "memory_mode", lambda mode: modes.get(mode, mode))
+    return _daily_success(_runs_with_verdicts(workspace), "memory_mode", memory_layer_label)
 
 
 def success_by_model(*, workspace) -> dict:

@@ -8,8 +8,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from evaluation.configs import AgentBackend, CustomerBackend
+from evaluation.memory_layers.registry import memory_layer
 from evaluation.models import Domain, Split, Task, TaskSet
-from evaluation.runs.models import EvaluationRun, MemoryMode, SplitRule, Trial
+from evaluation.runs.models import EvaluationRun, SplitRule, Trial
 from evaluation.runs.services.dispatch import work_send
 from evaluation.runs.services.memory import run_bank_copy, run_memory_prepare
 from evaluation.runs.services.pins import run_pins_record
@@ -68,12 +69,10 @@ def _selection(spec: RunSpec, task_set: TaskSet | None, problems: list) -> list[
 
 
 def _memory(spec: RunSpec, workspace, problems: list):
-    if spec.dmrm is not None and spec.memory_mode not in (MemoryMode.DMRM, MemoryMode.BOTH):
-        problems.append(("dmrm", "DMRM parameters are only used when memory_mode is dmrm or both"))
-    if not spec.bank_source:
-        return None
-    if spec.memory_mode == MemoryMode.NONE:
-        problems.append(("bank_source", "a bank is only used when the run has memory (memory_mode is not none)"))
+    """The layer's own problems with the spec, and the bank it starts from."""
+    layer_problems = memory_layer(spec.memory_mode).launch_problems(spec)
+    problems.extend(layer_problems)
+    if not spec.bank_source or any(field == "bank_source" for field, _ in layer_problems):
         return None
     try:
         return bank_resolve(spec.bank_source, workspace=workspace)

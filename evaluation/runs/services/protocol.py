@@ -25,18 +25,16 @@ from django.utils import timezone
 
 from evaluation.configs import AgentBackend, CustomerBackend
 from evaluation.models import Episode, Task
-from evaluation.runs.models import EvaluationRun, MemoryMode, ReviewGate, RunEpisode, Trial
+from evaluation.runs.models import EvaluationRun, RunEpisode, Trial
 from evaluation.runs.services.announce import run_finished_announce
 from evaluation.runs.services.dispatch import work_send
 from evaluation.runs.services.memory import (
-    run_dmrm_write_timing,
     run_episode_memory_record,
     run_memory_config,
     run_pending_memories,
     trial_memorise,
 )
 from evaluation.runs.services.results import run_metrics_compute
-from evaluation.runs.services.spec import DMRMWriteTiming
 from evaluation.runs.services.splits import trial_split
 from evaluation.services import EpisodeConfigError, EpisodePlay, episode_simulate, episodes_save
 from memweb.llm.trace import LLMTrace, llm_traced
@@ -105,7 +103,7 @@ def _metrics_refresh(run: EvaluationRun, done: int) -> None:
 
 def _gate_open(run: EvaluationRun, trial: Trial) -> bool:
     waiting = 0
-    if trial.number > 1 and run.uses_memorb and run.review_gate == ReviewGate.WAIT:
+    if trial.number > 1 and run.memory_layer.waits_for_review(run):
         waiting = run_pending_memories(run=run)
     if waiting:
         message = f"{waiting} memor{'y' if waiting == 1 else 'ies'} from this run await review before trial {trial.number}"
@@ -356,8 +354,9 @@ def _chunk_play(chunk: _Chunk) -> list[RunEpisode]:
 
 
 def _stores_each_episode(run: EvaluationRun) -> bool:
-    """DMRM writing as each episode is stored: the trial's next episode must find this one's steps."""
-    return run.uses_dmrm and run_dmrm_write_timing(run) == DMRMWriteTiming.EPISODE
+    """A memory that learns as each episode is stored (DMRM's default): the trial's next episode must
+    find this one's lessons."""
+    return run.memory_layer.stores_each_episode(run)
 
 
 def _still_running(run: EvaluationRun) -> bool:
@@ -368,7 +367,7 @@ def _still_running(run: EvaluationRun) -> bool:
 def _episode_play(row: RunEpisode) -> EpisodePlay | str:
     """The played episode, or why it could not be played (an infrastructure error)."""
     run = row.run
-    if run.memory_mode != MemoryMode.NONE and run.bank is None:
+    if run.memory_layer.has_bank and run.bank is None:
         return "the run's memory bank no longer exists"
     try:
         return episode_simulate(task=row.task, agent_config=run.agent_config, customer_config=run.customer_config,

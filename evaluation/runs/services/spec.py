@@ -3,8 +3,9 @@ offers (its fields, defaults and bounds are read from here) and what a run row k
 import pydantic
 from django.db import models
 
-from evaluation.configs import NAIVE_RAG_KINDS, AgentConfig, CustomerConfig, MemoryKind, ReflectionInput
+from evaluation.configs import AgentConfig, CustomerConfig, MemoryKind, ReflectionInput
 from evaluation.feedback.services import MAX_FEEDBACK_ROUNDS
+from evaluation.memory_layers.registry import NO_MEMORY, memory_layer_validate
 from evaluation.runs.models import EvaluationMode, FeedbackCalibration, FeedbackMemory, ReviewGate, RunPreset, SplitRule
 from memweb.errors import problems_of
 from memweb.schemas import StrictBody
@@ -90,7 +91,8 @@ class RunSpec(StrictBody):
     task_ids: list[str] = pydantic.Field(default_factory=list, description="External task ids; empty = all selected")
     agent: AgentConfig = pydantic.Field(default_factory=AgentConfig)
     customer: CustomerConfig = pydantic.Field(default_factory=CustomerConfig)
-    memory_mode: MemoryKind = MemoryKind.NONE
+    memory_mode: str = pydantic.Field(default=NO_MEMORY, max_length=64,
+                                      description="A registered memory layer (docs/MEMORY_LAYERS.md)")
     memory_k: int = pydantic.Field(default=5, ge=1, le=50, description="Memories retrieved per query")
     dmrm: DMRMParams | None = pydantic.Field(
         default=None, description="DMRM runs: the bank's parameters; empty keeps the copied bank's (or the defaults)")
@@ -155,6 +157,11 @@ class RunSpec(StrictBody):
                     "distribution) lets like rates rank systems; realised calibrates each trial on the run's earlier "
                     "scores, which pins every run's like rate at the target")
 
+    @pydantic.field_validator("memory_mode")
+    @classmethod
+    def _registered_layer(cls, name: str) -> str:
+        return memory_layer_validate(name)
+
     @pydantic.model_validator(mode="after")
     def _preset_fills_its_fields(self):
         """The preset's values for the fields not given; a given one that differs is refused at launch.
@@ -191,13 +198,11 @@ class RunSpec(StrictBody):
                 for name, value in PRESETS.get(self.preset, {}).items() if values[name] != value]
 
     def withholding_conflicts(self) -> list[tuple[str, str]]:
-        """Withholding only as the explicit effect-measurement mode, and only where there are Orbs or
-        experiences to withhold (naive RAG serves raw dialogues, which are never withheld)."""
+        """Withholding only as the explicit effect-measurement mode (whether the memory layer has
+        anything to withhold is the layer's launch check)."""
         if self.withhold_probability and not self.memory_effects:
             return [("withhold_probability", "withholding is the effect-measurement mode: set memory_effects to "
                                              "true, or leave withhold_probability at 0")]
-        if self.memory_effects and self.memory_mode in (MemoryKind.NONE, *NAIVE_RAG_KINDS):
-            return [("memory_effects", f"effect measurement needs MemOrb or DMRM memory, not {self.memory_mode}")]
         return []
 
 

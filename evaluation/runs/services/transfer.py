@@ -14,13 +14,13 @@ from django.utils import timezone
 from evaluation.configs import ReflectionInput
 from evaluation.feedback.models import EpisodeFeedback
 from evaluation.feedback.services import MAX_FEEDBACK_ROUNDS
+from evaluation.memory_layers.registry import NO_MEMORY, memory_layer_validate
 from evaluation.models import Task, TaskVersion
 from evaluation.runs.models import (
     EvaluationMode,
     EvaluationRun,
     FeedbackCalibration,
     FeedbackMemory,
-    MemoryMode,
     ReviewGate,
     RunEpisode,
     RunPreset,
@@ -78,7 +78,7 @@ def _run_header(run: EvaluationRun) -> dict:
             "evaluation_mode": run.evaluation_mode, "split_rule": run.split_rule, "test_fraction": run.test_fraction,
             "train_trials": run.train_trials, "task_splits": run.task_splits,
             "trials": run.trials, "seed": run.seed, "max_turns": run.max_turns,
-            "created_at": run.created_at.isoformat(),
+            "created_at": run.created_at.isoformat(), "memory_layer": run.memory_layer.export_header(run),
             "started_at": run.started_at.isoformat() if run.started_at else None,
             "finished_at": run.finished_at.isoformat() if run.finished_at else None}
 
@@ -185,7 +185,7 @@ class ImportedRun(_Line):
     agent_backend: str = pydantic.Field(default="external", max_length=32)
     agent_config: dict = pydantic.Field(default_factory=dict)
     customer_config: dict = pydantic.Field(default_factory=dict)
-    memory_mode: Literal[tuple(MemoryMode.values)] = MemoryMode.NONE
+    memory_mode: str = pydantic.Field(default=NO_MEMORY, max_length=64, description="a registered memory layer")
     memory_k: int = pydantic.Field(default=5, ge=1, le=50)
     dmrm_config: dict = pydantic.Field(default_factory=dict)
     same_customer_only: bool = False
@@ -221,6 +221,11 @@ class ImportedRun(_Line):
     started_at: datetime | None = None
     finished_at: datetime | None = None
     pins: ImportedPins | None = pydantic.Field(default=None, description="empty: an older file, staleness unknown")
+
+    @pydantic.field_validator("memory_mode")
+    @classmethod
+    def _registered_layer(cls, name: str) -> str:
+        return memory_layer_validate(name)
 
 
 class ImportedFile(_Line):

@@ -7,7 +7,8 @@ import json
 import pytest
 from django.urls import reverse
 
-from evaluation.configs import NAIVE_RAG_KINDS, MemoryKind
+from evaluation.configs import MemoryKind
+from evaluation.memory_layers.naive_rag import NAIVE_RAG_LAYERS, NaiveRAGLayer
 from evaluation.runs.models import EvaluationRun, Trial
 from evaluation.runs.services import run_drive, runs_compare
 from evaluation.runs.services.memory import trial_memorise
@@ -17,7 +18,7 @@ from orbs.dialogues.services import dialogue_from_trajectory
 from orbs.services import bank_get_or_create
 from tests.evaluation.runs.conftest import TASK_IDS, spec
 
-MODES = [kind.value for kind in NAIVE_RAG_KINDS]
+MODES = [layer.name for layer in NAIVE_RAG_LAYERS]
 
 
 def _rag_records(row) -> list[dict]:
@@ -27,7 +28,7 @@ def _rag_records(row) -> list[dict]:
 @pytest.mark.parametrize("mode", MODES)
 def test_a_naive_rag_run_retrieves_its_past_dialogues_from_trial_two_on(launch, mode):
     run = run_drive(run=launch(memory_mode=mode, trials=2, concurrency=1, task_ids=TASK_IDS[:2]))
-    assert run.status == EvaluationRun.Status.COMPLETED and run.uses_dialogues and not run.uses_memorb
+    assert run.status == EvaluationRun.Status.COMPLETED and isinstance(run.memory_layer, NaiveRAGLayer)
     assert run.withhold_probability == 0.0  # raw dialogues are never withheld
     rows = list(run.run_episodes.select_related("episode", "trial").order_by("trial__number", "task_key"))
     records = {n: [r for row in rows if row.trial.number == n for r in _rag_records(row)] for n in (1, 2)}
@@ -76,8 +77,8 @@ def test_the_transcript_shows_the_naive_rag_hits_labelled_by_mode(client, operat
 def test_the_launch_form_offers_and_launches_the_naive_rag_modes(client, operator_user, builtin):
     client.force_login(operator_user)
     form = client.get(reverse("evaluation:run_new")).content.decode()
-    for kind in NAIVE_RAG_KINDS:
-        assert f'<option value="{kind.value}">{kind.label}</option>' in form
+    for layer in NAIVE_RAG_LAYERS:
+        assert f'<option value="{layer.name}">{layer.label}</option>' in form
     response = client.post(reverse("evaluation:run_new"), {
         "name": "naive rag", "task_ids": ", ".join(TASK_IDS), "agent": "scripted", "wrong_tool": "0.3",
         "wrong_arguments": "0.3", "result_unused": "0.3", "customer": "agenda", "memory_mode": "embedder_message",

@@ -6,10 +6,11 @@ from django.urls import reverse
 
 from evaluation.environments.shop import SHOP
 from evaluation.llm_backends import memory_room
+from evaluation.memory_layers.dmrm import run_episode_dmrm_record
 from evaluation.models import Episode
 from evaluation.runs.models import EvaluationRun, Trial
 from evaluation.runs.services import RunLaunchError, run_drive
-from evaluation.runs.services.memory import run_episode_dmrm_record, trial_memorise
+from evaluation.runs.services.memory import trial_memorise
 from evaluation.runs.services.spec import DMRM_N_SWEEP
 from evaluation.services.memory_effects import bank_harmful_experiences_flag, experience_effects_compute
 from memweb.embeddings import embedder
@@ -31,7 +32,8 @@ def _dmrm_records(row) -> list[dict]:
 
 def test_a_dmrm_run_applies_its_parameters_to_its_own_bank(launch):
     run = launch(memory_mode="dmrm", dmrm=PARAMS)
-    assert run.dmrm_config == PARAMS | {"c_max_rule": "given"} and run.uses_dmrm and not run.uses_memorb
+    assert run.dmrm_config == PARAMS | {"c_max_rule": "given"}
+    assert run.memory_layer.uses_dmrm_params and not run.memory_layer.reflects
     settings = DMRMSettings.objects.get(bank=run.bank)
     assert {name: getattr(settings, name) for name in PARAMS if name != "write_timing"} == {
         name: value for name, value in PARAMS.items() if name != "write_timing"}

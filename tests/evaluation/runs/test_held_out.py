@@ -43,7 +43,8 @@ def _problems(**overrides) -> list[tuple[str, str]]:
 
 def test_it_learns_from_the_train_split_only_and_reports_the_test_split_everywhere(launch, client, operator_user):
     run = run_drive(run=launch(evaluation_mode="held_out", split_rule="task_set", feedback_enabled=True))
-    assert run.status == EvaluationRun.Status.COMPLETED and run.task_splits == LABELLED and run.feedback_into_memory
+    assert run.status == EvaluationRun.Status.COMPLETED and run.task_splits == LABELLED
+    assert run.memory_layer.feedback_into_memory(run)
     rows = RunEpisode.objects.filter(run=run)
     assert {(row.task_key, row.split) for row in rows} == set(LABELLED.items()) and rows.count() == 9
     assert rows.filter(split="train", orb__isnull=False).count() == 6

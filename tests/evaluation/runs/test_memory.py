@@ -2,9 +2,8 @@
 each trial's end writes into memory."""
 from django.urls import reverse
 
-from evaluation.memory import memory_withheld
+from evaluation.memory_layers.banked import episode_withhold_key, memory_withheld
 from evaluation.runs.services import run_drive, run_launch, run_memory_config
-from evaluation.runs.services.memory import episode_withhold_key
 from evaluation.services import bank_effects_rank, episode_ref, episode_run, episode_trajectory, orb_effects_compute
 from evaluation.shop.errors import RESULT_UNUSED
 from orbs.models import Orb, RetrievalLog, ReviewEvent
