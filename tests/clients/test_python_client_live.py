@@ -73,7 +73,7 @@ def test_an_operator_s_script_round_decodes_every_answer(live_server, api_key, o
 
     assert isinstance(seen["hook"], WebhookCreated) and seen["hook"].secret
     assert seen["paused"].active is False and [h.id for h in seen["hooks"]] == [seen["hook"].id]
-    assert seen["deliveries"] == []
+    assert seen["deliveries"].items == [] and seen["deliveries"].count == 0
     assert isinstance(seen["runs"], RunPage) and seen["runs"].count == 0
 
     assert seen["erased"].status == "succeeded" and seen["erased"].finished

@@ -278,8 +278,10 @@ class _Endpoints:
         return self._send(_call(r.WEBHOOK_TEST, webhook_id=webhook_id))
 
     @endpoint(r.DELIVERIES)
-    def deliveries(self, *, webhook: Optional[int] = None) -> list[m.Delivery]:
-        return self._send(_call(r.DELIVERIES, query={"webhook": webhook}))
+    def deliveries(self, *, webhook: Optional[int] = None, page: int = 1,
+                   page_size: Optional[int] = None) -> m.DeliveryPage:
+        """One page of deliveries, newest first."""
+        return self._send(_call(r.DELIVERIES, query={"webhook": webhook, "page": page, "page_size": page_size}))
 
     @endpoint(r.REDELIVER)
     def redeliver(self, delivery_id: int) -> m.Delivery:

@@ -349,6 +349,12 @@ class Delivery:
     payload: dict[str, Any]
 
 
+@dataclasses.dataclass(frozen=True)
+class DeliveryPage:
+    items: list[Delivery]
+    count: int
+
+
 # --- request bodies ---------------------------------------------------------------------------------
 
 class Transition(TypedDict, total=False):

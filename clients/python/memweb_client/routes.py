@@ -73,5 +73,5 @@ WEBHOOK_CREATE = Route("POST", "/api/webhooks/", {201: m.WebhookCreated}, body=m
 WEBHOOK_SWITCH = Route("PATCH", "/api/webhooks/{webhook_id}", {200: m.Webhook}, body=m.WebhookSwitchIn)
 WEBHOOK_DELETE = Route("DELETE", "/api/webhooks/{webhook_id}", {204: None})
 WEBHOOK_TEST = Route("POST", "/api/webhooks/{webhook_id}/test", {202: m.Delivery})
-DELIVERIES = _get("/api/webhooks/deliveries", list[m.Delivery], query=("webhook",))
+DELIVERIES = _get("/api/webhooks/deliveries", m.DeliveryPage, query=("webhook", "page", "page_size"))
 REDELIVER = Route("POST", "/api/webhooks/deliveries/{delivery_id}/redeliver", {202: m.Delivery})

@@ -36,6 +36,7 @@ export type RunSpec = Schemas["RunSpec"];
 export type Webhook = Schemas["WebhookOut"];
 export type WebhookCreated = Schemas["WebhookCreatedOut"];
 export type Delivery = Schemas["WebhookDeliveryOut"];
+export type DeliveryPage = Schemas["PagedWebhookDeliveryOut"];
 
 /** Which refusal a 409 is: reload for a stale version; an in-progress one was retried already. */
 export type ErrorKind =
@@ -215,8 +216,9 @@ export class MemwebClient {
   webhookCreate(body: Schemas["WebhookIn"]): Promise<WebhookCreated> {
     return this.send("POST", "/api/webhooks/", { body });
   }
-  deliveries(webhook?: number): Promise<Delivery[]> {
-    return this.send("GET", "/api/webhooks/deliveries", { query: { webhook } });
+  /** One page of deliveries, newest first. */
+  deliveries(query: { webhook?: number; page?: number; page_size?: number } = {}): Promise<DeliveryPage> {
+    return this.send("GET", "/api/webhooks/deliveries", { query });
   }
 
   // --- sending ---
