@@ -44,7 +44,7 @@ def _backend_pin(config: dict, role: str) -> dict:
 def _feedback_pin(run: EvaluationRun) -> dict | None:
     """The simulated user's critic, scorer and reviser (feedback runs): backend, model and a hash of
     their prompt templates, since an LLM judge's scores move with its prompts as an agent's do."""
-    if not run.feedback_enabled:
+    if not run.run_spec.feedback_enabled:
         return None
     use_llm = CalibrationSetting.current().params().use_llm
     pins = {}
@@ -61,8 +61,8 @@ def run_pins_record(*, run: EvaluationRun) -> None:
     RunTaskPin.objects.bulk_create([RunTaskPin(run=run, task_id=pk, version=version, content_hash=content_hash)
                                     for pk, version, content_hash in tasks])
     run.reward_version = REWARD_VERSION
-    run.pins = {"agent": _backend_pin(run.agent_config, EvaluationLLMRole.ACTOR),
-                "customer": _backend_pin(run.customer_config, EvaluationLLMRole.USER_SIMULATOR),
+    run.pins = {"agent": _backend_pin(run.run_spec.agent.model_dump(), EvaluationLLMRole.ACTOR),
+                "customer": _backend_pin(run.run_spec.customer.model_dump(), EvaluationLLMRole.USER_SIMULATOR),
                 "reward": {"version": REWARD_VERSION, "source_hash": reward_source_hash()},
                 "memory": bank_snapshot(bank=run.bank) if run.bank_id else None, "feedback": _feedback_pin(run)}
     run.save(update_fields=["pins", "reward_version"])
