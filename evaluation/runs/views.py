@@ -62,6 +62,7 @@ from evaluation.runs.services import (
     runs_plan_trials,
 )
 from evaluation.runs.services.results import run_split_summary
+from evaluation.runs.services.spec import spec_panel
 from evaluation.runs.services.usage import run_usage
 from memweb.downloads import attachment
 from memweb.listing import Sorting, list_page
@@ -169,6 +170,9 @@ def run_detail(request, run_id: int):
     if request.htmx:
         return render(request, "evaluation/runs/_live.html", context)
     context["scoring"] = _scoring_context(run)
+    context["settings_panel"] = spec_panel(run.run_spec)
+    if run.imported:
+        context["imported_tasks"] = run.run_episodes.values("task_key").distinct().count()
     return render(request, "evaluation/runs/detail.html", {**context, "usage": run_usage(run=run)})
 
 

@@ -123,7 +123,8 @@ def _play(curve: FeedbackCurve, task: Task) -> Episode:
     spec = curve.run.run_spec
     memory = MemoryConfig(kind=MemoryKind.MEMORB, bank=curve.bank.slug, k=spec.memory_k, approved_only=False,
                           per_turn=spec.per_turn)
-    return episode_run(task=task, agent_config=spec.agent.model_dump(), customer_config=spec.customer.model_dump(),
+    return episode_run(task=task, agent_config=spec.agent.model_dump(mode="json"),
+                       customer_config=spec.customer.model_dump(mode="json"),
                        memory_config=memory, seed=curve.seed, max_turns=spec.max_turns)
 
 

@@ -61,8 +61,8 @@ def run_pins_record(*, run: EvaluationRun) -> None:
     RunTaskPin.objects.bulk_create([RunTaskPin(run=run, task_id=pk, version=version, content_hash=content_hash)
                                     for pk, version, content_hash in tasks])
     run.reward_version = REWARD_VERSION
-    run.pins = {"agent": _backend_pin(run.run_spec.agent.model_dump(), EvaluationLLMRole.ACTOR),
-                "customer": _backend_pin(run.run_spec.customer.model_dump(), EvaluationLLMRole.USER_SIMULATOR),
+    run.pins = {"agent": _backend_pin(run.run_spec.agent.model_dump(mode="json"), EvaluationLLMRole.ACTOR),
+                "customer": _backend_pin(run.run_spec.customer.model_dump(mode="json"), EvaluationLLMRole.USER_SIMULATOR),
                 "reward": {"version": REWARD_VERSION, "source_hash": reward_source_hash()},
                 "memory": bank_snapshot(bank=run.bank) if run.bank_id else None, "feedback": _feedback_pin(run)}
     run.save(update_fields=["pins", "reward_version"])

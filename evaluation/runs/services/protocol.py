@@ -372,7 +372,8 @@ def _episode_play(row: RunEpisode) -> EpisodePlay | str:
         return "the run's memory bank no longer exists"
     try:
         spec = run.run_spec
-        return episode_simulate(task=row.task, agent_config=spec.agent.model_dump(), customer_config=spec.customer.model_dump(),
+        return episode_simulate(task=row.task, agent_config=spec.agent.model_dump(mode="json"),
+                                customer_config=spec.customer.model_dump(mode="json"),
                                 memory_config=run_memory_config(run, row=row), bank=run.bank, seed=row.seed,
                                 max_turns=spec.max_turns)
     except (EpisodeConfigError, pydantic.ValidationError) as exc:

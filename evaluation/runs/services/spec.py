@@ -390,3 +390,24 @@ def spec_panel(spec: RunSpec) -> list[dict]:
              "description": info.description or ""})
     return [{"role": role.value, "title": ROLE_TITLES[role], "settings": settings}
             for role, settings in groups.items() if settings]
+
+
+def spec_as_columns(spec: RunSpec) -> dict:
+    """The spec under the names and in the shapes of the setting columns runs had before it was one
+    value, for clients that still read those (the API's run answer, an export's run header)."""
+    held_out = spec.evaluation_mode != EvaluationMode.REPLAY
+    by_fraction = held_out and spec.split_rule == SplitRule.FRACTION
+    return {
+        "task_domain": spec.domain, "task_split": spec.split, "task_ids": spec.task_ids,
+        "agent_config": spec.agent.model_dump(mode="json"), "customer_config": spec.customer.model_dump(mode="json"),
+        "memory_k": spec.memory_k, "memory_approved_only": spec.approved_only,
+        "memory_same_customer_only": spec.same_customer_only, "memory_per_turn": spec.per_turn,
+        "reflection_style": spec.reflection_style.value, "reflection_input": spec.reflection_input.value,
+        "preset": spec.preset.value if spec.preset else "", "withhold_probability": spec.withhold_probability,
+        "trials": spec.trials, "pass_k": spec.pass_k, "seed": spec.seed, "max_turns": spec.max_turns,
+        "concurrency": spec.concurrency, "review_gate": spec.review_gate.value,
+        "feedback_enabled": spec.feedback_enabled, "feedback_memory": spec.feedback_memory.value,
+        "feedback_rounds": spec.feedback_rounds, "feedback_calibration": spec.feedback_calibration.value,
+        "evaluation_mode": spec.evaluation_mode.value, "split_rule": spec.split_rule.value if held_out else "",
+        "test_fraction": spec.test_fraction if by_fraction else 0.0, "train_trials": spec.train_trials_resolved(),
+    }
