@@ -365,7 +365,7 @@ def setting_label(name: str) -> str:
 
 
 def setting_text(value: object) -> str:
-    """A setting's value in words: yes/no, a list joined, a section as its fields."""
+    """A setting's value in words: yes/no, a choice by its label, a list joined, a section as its fields."""
     if value is None or value == "" or value == [] or value == {}:
         return "—"
     if isinstance(value, bool):
@@ -377,7 +377,9 @@ def setting_text(value: object) -> str:
         return ", ".join(f"{name} {setting_text(item)}" for name, item in value.items())
     if isinstance(value, list):
         return ", ".join(map(str, value))
-    return str(getattr(value, "value", value))
+    if isinstance(value, models.Choices):
+        return str(value.label)
+    return str(value)
 
 
 def spec_panel(spec: RunSpec) -> list[dict]:
