@@ -161,6 +161,18 @@ class EvaluationRun(models.Model):
         super().refresh_from_db(*args, **kwargs)
         self.__dict__.pop("run_spec", None)
 
+    # TEMPORARY, for evaluation/runs/services/memory.py only (the memory-layer work owns it and moves it
+    # to read `run_spec`): the old setting columns it reads, read-only from the spec. Remove at merge.
+    memory_k = property(lambda self: self.run_spec.memory_k)
+    memory_approved_only = property(lambda self: self.run_spec.approved_only)
+    memory_same_customer_only = property(lambda self: self.run_spec.same_customer_only)
+    memory_per_turn = property(lambda self: self.run_spec.per_turn)
+    withhold_probability = property(lambda self: self.run_spec.withhold_probability)
+    trials = property(lambda self: self.run_spec.trials)
+    reflection_style = property(lambda self: self.run_spec.reflection_style)
+    reflection_input = property(lambda self: self.run_spec.reflection_input)
+    review_gate = property(lambda self: self.run_spec.review_gate)
+
     @property
     def reflects_with_answer_key(self) -> bool:
         """Its Orbs were reflected with the gold answer's diagnosis (DMRM steps and raw dialogues never are)."""
