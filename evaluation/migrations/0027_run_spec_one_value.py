@@ -14,13 +14,14 @@ _SAME = ("task_ids", "memory_k", "reflection_style", "reflection_input", "withho
          "seed", "max_turns", "concurrency", "review_gate", "feedback_enabled", "feedback_memory", "feedback_rounds",
          "feedback_calibration")
 _HELD_OUT = ("evaluation_mode", "split_rule", "test_fraction", "train_trials")
-_KEPT_READ = ("name", "memory_mode", "bank_copied_from", "dmrm_config")
+# Read too: the preset (removed, written back on its own) and columns that stay.
+_ALSO_READ = ("preset", "name", "memory_mode", "bank_copied_from", "dmrm_config")
 
 
 def specs_from_columns(apps, schema_editor):
     EvaluationRun = apps.get_model("evaluation", "EvaluationRun")
     for run in EvaluationRun.objects.select_related("task_set").iterator():
-        columns = {name: getattr(run, name) for name in (*_RENAMED, *_SAME, *_HELD_OUT, *_KEPT_READ)}
+        columns = {name: getattr(run, name) for name in (*_RENAMED, *_SAME, *_HELD_OUT, *_ALSO_READ)}
         columns["task_set"] = run.task_set.name if run.task_set_id else ""
         spec, _defaulted = spec_from_columns(columns)
         run.spec, run.spec_version = run_spec_stored(spec), SPEC_VERSION

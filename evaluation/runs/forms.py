@@ -77,9 +77,9 @@ def _generic_field(name: str) -> forms.Field:
     kind = next((arg for arg in typing.get_args(annotation) if arg is not type(None)), annotation)
     label = name.replace("_", " ").capitalize()
     if isinstance(kind, type) and issubclass(kind, models.Choices):
-        return _spec_field(forms.ChoiceField, name, choices=_choices(kind.choices, "default"), required=False,
-                           label=label)
-    return _spec_field(_GENERIC_FIELDS.get(kind, forms.CharField), name, required=False, label=label)
+        return _spec_field(forms.ChoiceField, name, spec=RunSpec, choices=_choices(kind.choices, "default"),
+                           required=False, label=label)
+    return _spec_field(_GENERIC_FIELDS.get(kind, forms.CharField), name, spec=RunSpec, required=False, label=label)
 
 
 class RunLaunchForm(forms.Form):

@@ -152,10 +152,13 @@ class EvaluationRun(models.Model):
     def run_spec(self):
         """The run's settings as today's RunSpec (upgraded from its stored version, validated once per
         instance). Its name and memory mode are the columns', which lists show and filter on."""
-        from evaluation.runs.services.spec import spec_upgrade  # the spec module builds on this one
+        from evaluation.runs.services.spec import spec_read  # the spec module builds on this one
 
         stored = {**self.spec, "name": self.name or "run", "memory_mode": self.memory_mode}
-        return spec_upgrade(stored, self.spec_version)
+        spec, self.spec_unreadable = spec_read(stored, self.spec_version)
+        return spec
+
+    spec_unreadable: list[str] = []  # settings of `spec` not valid, read as their defaults (run_spec)
 
     def refresh_from_db(self, *args, **kwargs):
         super().refresh_from_db(*args, **kwargs)

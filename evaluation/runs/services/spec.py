@@ -275,17 +275,30 @@ def run_spec_stored(spec: RunSpec) -> dict:
     return spec.model_dump(mode="json")
 
 
-def spec_upgrade(stored: dict, version: int) -> RunSpec:
-    """A stored spec of `version` as today's RunSpec, each upgrade step applied in turn."""
+def _upgraded(stored: dict, version: int) -> dict:
     if not 1 <= version <= SPEC_VERSION:
         raise StoredSpecError(f"spec version {version} is not one this memweb reads (1 to {SPEC_VERSION})")
     data = dict(stored)
     for step in range(version, SPEC_VERSION):
         data = _UPGRADES[step](data)
+    return data
+
+
+def spec_upgrade(stored: dict, version: int) -> RunSpec:
+    """A stored spec of `version` as today's RunSpec, each upgrade step applied in turn; StoredSpecError
+    when it is not valid (an import file's spec)."""
+    data = _upgraded(stored, version)
     try:
         return RunSpec.model_validate(data)
     except pydantic.ValidationError as exc:
         raise StoredSpecError(f"stored spec (version {version}) is not valid: {exc}") from None
+
+
+def spec_read(stored: dict, version: int) -> tuple[RunSpec, list[str]]:
+    """A run's stored spec as today's RunSpec for showing and using it, and the settings that are not
+    valid in it (written around memweb, straight into the database): those read as their defaults,
+    so that one bad value does not close every page of the run."""
+    return _validated_leniently(_upgraded(stored, version))
 
 
 def _known(model: type[pydantic.BaseModel], values: dict | None) -> dict:
@@ -351,7 +364,10 @@ def _validated_leniently(data: dict) -> tuple[RunSpec, list[str]]:
         return RunSpec.model_validate(data), []
     except pydantic.ValidationError as exc:
         faulty = sorted({str(error["loc"][0]) for error in exc.errors() if error["loc"]} - {"name"})
-    return RunSpec.model_validate({name: value for name, value in data.items() if name not in faulty}), faulty
+    try:
+        return RunSpec.model_validate({name: value for name, value in data.items() if name not in faulty}), faulty
+    except pydantic.ValidationError:  # the settings together break a rule of the whole spec
+        return RunSpec.model_validate({"name": data.get("name") or "run"}), sorted(set(data) - {"name"})
 
 
 # --- the run page's settings panel -----------------------------------------------------------

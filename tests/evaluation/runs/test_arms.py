@@ -93,7 +93,7 @@ def test_a_comparison_refuses_another_context_window_and_names_what_it_measured(
     page = client.get(reverse("evaluation:run_compare"), {"runs": [baseline.pk, memory.pk]}).content.decode()
     assert 'id="compare-accept"' in page and "&amp;accept=1" in page
     run_page = client.get(memory.get_absolute_url()).content.decode()
-    assert "per-memory effects not measured" in run_page
+    assert 'data-setting="memory_effects">no' in run_page
     effects = client.get(reverse("evaluation:memory_effects", args=[memory.bank.slug])).content.decode()
     assert 'id="effects-unmeasured"' in effects and f"Run #{memory.pk} memory</a> did not measure effects" in effects
 

@@ -183,3 +183,11 @@ def test_the_run_page_lists_each_setting_once_by_role(launch, client, operator_u
         assert page.count(f'data-setting="{name}"') == 1, name
     assert page.index('id="settings-memory"') < page.index('data-setting="memory_k"') < page.index(
         'id="settings-identity"') < page.index('data-setting="seed"')
+
+
+def test_a_stored_spec_written_around_memweb_still_opens_its_run(db, client, operator_user):
+    run = EvaluationRun.objects.create(name="written by hand", spec={"review_gate": "<b>never</b>", "seed": 4})
+    assert (run.run_spec.review_gate, run.run_spec.seed, run.spec_unreadable) == ("auto", 4, ["review_gate"])
+    client.force_login(operator_user)
+    page = client.get(run.get_absolute_url()).content.decode()
+    assert 'id="run-spec-unreadable"' in page and "shown at their defaults: review_gate" in page
