@@ -79,8 +79,9 @@ def test_it_learns_from_the_train_split_only_and_reports_the_test_split_everywhe
 
 def test_the_dmrm_train_test_preset_trains_on_some_tasks_then_tests_on_the_others_with_memory_frozen(launch):
     run = run_drive(run=launch(preset="dmrm_train_test", memory_mode="dmrm", trials=3, train_trials=2, seed=3))
-    assert (run.run_spec.evaluation_mode, run.memory_mode, run.run_spec.train_trials, run.run_spec.split_rule) == ("train_test", "dmrm", 2,
-                                                                                       "fraction")
+    spec = run.run_spec
+    assert (spec.evaluation_mode, run.memory_mode, spec.train_trials, spec.split_rule) == ("train_test", "dmrm", 2,
+                                                                                          "fraction")
     assert run.status == EvaluationRun.Status.COMPLETED
     tests = {key for key, split in run.task_splits.items() if split == "test"}
     trains = set(run.task_splits) - tests
