@@ -97,7 +97,7 @@ def run_defects(run: EvaluationRun) -> dict:
     done = [(trial, task, episode) for trial, task, status, episode in rows
             if status == RunEpisode.Status.DONE and episode]
     linked = [episode for _, _, episode in done]
-    expected = run.trials * len(run.task_pks)
+    expected = run.run_spec.trials * len(run.task_pks)
     return {"status": run.status, "expected": expected, "done": len(done),
             "lost": expected - len({(trial, task) for trial, task, _ in done}),
             "doubled": sum(count - 1 for count in cells.values()) + len(linked) - len(set(linked))}

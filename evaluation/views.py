@@ -170,7 +170,7 @@ def _harm_table(request, slug: str, *, rank, template: str):
     """A bank's memories of one kind ranked by `rank` (most harmful first)."""
     bank = _bank_or_404(request, slug)
     # Runs outside the effect-measurement mode withheld nothing: their episodes add no comparison group.
-    unmeasured = bank.evaluation_runs.filter(withhold_probability=0).order_by("pk")
+    unmeasured = bank.evaluation_runs.filter(spec__withhold_probability=0).order_by("pk")
     context = {"bank": bank, "rows": rank(bank=bank), "min_retrievals": MIN_RETRIEVALS, "unmeasured_runs": unmeasured,
                "harm_error_rate": HARM_ERROR_RATE}
     return render(request, f"evaluation/{template}", context)

@@ -56,6 +56,7 @@ from evaluation.runs.services import (
     runs_staleness_annotate,
     study_selection,
 )
+from evaluation.runs.services.spec import SPEC_VERSION, run_spec_stored, spec_as_columns
 from evaluation.vocabulary import EvaluationScope
 from memweb.auth import api_auth
 from memweb.job_api import job_accepted
@@ -89,7 +90,10 @@ RUNS_LAUNCH = api_auth(Role.OPERATOR, scope=EvaluationScope.RUNS_LAUNCH)
 
 
 def _summary(run: EvaluationRun) -> dict:
-    out = {name: getattr(run, name) for name in RunSummaryOut.model_fields if name not in ("id", "bank", "url")}
+    """The summary's keys from the run's columns, and from its spec those that were columns once."""
+    settings = spec_as_columns(run.run_spec)
+    out = {name: settings[name] if name in settings else getattr(run, name) for name in RunSummaryOut.model_fields
+           if name not in ("id", "bank", "url")}
     return {**out, "id": run.pk, "bank": run.bank.slug if run.bank else None, "url": run.get_absolute_url()}
 
 
@@ -105,7 +109,8 @@ _DERIVED = ("progress", "pins", "staleness", "regrade", "preparation_url", "meas
 
 
 def _detail(run: EvaluationRun, request) -> dict:
-    extra = {name: getattr(run, name) for name in RunOut.model_fields
+    settings = {**spec_as_columns(run.run_spec), "spec": run_spec_stored(run.run_spec), "spec_version": SPEC_VERSION}
+    extra = {name: settings[name] if name in settings else getattr(run, name) for name in RunOut.model_fields
              if name not in RunSummaryOut.model_fields and name not in _DERIVED}
     progress = [{name: getattr(t, name) for name in TrialOut.model_fields} for t in run.trial_rows.order_by("number")]
     preparation = run_preparation_job(run=run)

@@ -1,8 +1,10 @@
 """Forms of the runs pages. The launch form only gathers values; evaluation.runs.services.run_launch
 validates them, and its problems are shown on the field they name."""
 import json
+import typing
 
 from django import forms
+from django.db import models
 
 from annotation.services import campaigns_addable
 from evaluation.configs import AgentBackend, AgentConfig, CustomerBackend, CustomerConfig, MemoryKind, ReflectionInput
@@ -58,6 +60,27 @@ def _windowed(context_tokens: int | None) -> dict:
 
 def _dmrm_field(field_class, name: str, **options):
     return _spec_field(field_class, name, spec=DMRMParams, required=False, **options)
+
+
+# RunSpec fields the launch form composes from several fields or looks up (sections, lists, rows).
+_COMPOSED = ("task_set", "task_ids", "agent", "customer", "bank_source", "dmrm")
+_GENERIC_FIELDS = {bool: forms.BooleanField, int: forms.IntegerField, float: forms.FloatField, str: forms.CharField}
+
+
+def _spec_settings() -> list[str]:
+    """The spec's settings that map to one form field each."""
+    return [name for name in RunSpec.model_fields if name not in _COMPOSED]
+
+
+def _generic_field(name: str) -> forms.Field:
+    """A form field for a setting the form has no hand-made one for, from its type in the spec."""
+    annotation = RunSpec.model_fields[name].annotation
+    kind = next((arg for arg in typing.get_args(annotation) if arg is not type(None)), annotation)
+    label = name.replace("_", " ").capitalize()
+    if isinstance(kind, type) and issubclass(kind, models.Choices):
+        return _spec_field(forms.ChoiceField, name, spec=RunSpec, choices=_choices(kind.choices, "default"),
+                           required=False, label=label)
+    return _spec_field(_GENERIC_FIELDS.get(kind, forms.CharField), name, spec=RunSpec, required=False, label=label)
 
 
 class RunLaunchForm(forms.Form):
@@ -167,20 +190,21 @@ class RunLaunchForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["task_set"].queryset = in_workspace(TaskSet, workspace)
         self.fields["bank_source"].queryset = banks_all(workspace=workspace)
+        self.generic_names = [name for name in _spec_settings() if name not in self.fields]
+        for name in self.generic_names:
+            self.fields[name] = _generic_field(name)
+
+    @property
+    def generic_fields(self) -> list:
+        """The spec's settings this form has no hand-made field for: a new setting shows up here."""
+        return [self[name] for name in self.generic_names]
 
     def spec(self) -> dict:
         """The run spec from the fields that cleaned: a field in error is left out (its default stands
-        in), so the launch checks still look at the rest and every problem shows in one answer."""
+        in), so the launch checks still look at the rest and every problem shows in one answer. A
+        field left empty takes the spec's default (as a field an older page did not post)."""
         data = self.cleaned_data
-        plain = ("name", "domain", "split", "memory_mode", "memory_k", "approved_only", "same_customer_only",
-                 "per_turn", "memory_effects", "trials", "pass_k", "seed", "max_turns", "concurrency", "review_gate",
-                 "feedback_enabled")
-        # Left empty, the spec's default applies (as for a field an older page did not post).
-        optional = ("withhold_probability", "reflection_style", "reflection_input", "preset", "feedback_memory",
-                    "feedback_rounds", "feedback_calibration", "evaluation_mode", "split_rule", "test_fraction",
-                    "train_trials")
-        given = {**{name: data[name] for name in plain if name in data},
-                 **{name: data[name] for name in optional if data.get(name) not in (None, "")}}
+        given = {name: data[name] for name in _spec_settings() if data.get(name) not in (None, "")}
         # A preset sets its own fields: the page's values for them are left out rather than refused.
         preset_fields = PRESETS.get(data.get("preset"), {})
         return {**{name: value for name, value in given.items() if name not in preset_fields}, **self._dmrm(data),

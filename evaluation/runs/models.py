@@ -9,8 +9,9 @@ from django.conf import settings
 from django.db import models
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.functional import cached_property
 
-from evaluation.configs import AgentBackend, AgentConfig, CustomerConfig, ReflectionInput
+from evaluation.configs import AgentBackend
 from evaluation.feedback.models import CalibrationSetting
 from evaluation.memory_layers.registry import NO_MEMORY, memory_layer, memory_layer_label
 from memweb.models import workspace_field
@@ -88,17 +89,12 @@ class EvaluationRun(models.Model):
     # The task selection as asked for, and the tasks it resolved to at launch (fixed for the run).
     task_set = models.ForeignKey("evaluation.TaskSet", null=True, blank=True, on_delete=models.SET_NULL,
                                  related_name="runs")
-    task_domain = models.CharField(max_length=16, blank=True)
-    task_split = models.CharField(max_length=8, blank=True)
-    task_ids = models.JSONField(default=list, blank=True, help_text="External task ids asked for; empty = all.")
     task_pks = models.JSONField(default=list, blank=True, help_text="The tasks the selection resolved to.")
     # Runs stored before fingerprints existed (and runs imported from elsewhere) keep it empty:
     # unknown, rather than a guess from the tasks' content today.
     tasks_fingerprint = models.CharField(
         max_length=64, blank=True, help_text="Hash of the tasks' content at launch: runs scored against edited tasks "
                                              "are not compared.")
-    agent_config = models.JSONField(default=dict)
-    customer_config = models.JSONField(default=dict)
     # What the run was scored against, recorded at launch (evaluation.runs.services.pins); empty for
     # runs launched before pins existed and for imported runs: unknown, never guessed.
     pins = models.JSONField(default=dict, blank=True,
@@ -108,47 +104,16 @@ class EvaluationRun(models.Model):
     # A registered memory layer's name (evaluation.memory_layers.registry): no fixed choices, so an
     # installed package's layer is stored like a built-in one.
     memory_mode = models.CharField(max_length=64, default=NO_MEMORY, db_index=True)
-    memory_k = models.PositiveSmallIntegerField(default=5)
-    memory_approved_only = models.BooleanField(default=True)
-    memory_same_customer_only = models.BooleanField(default=False)
-    memory_per_turn = models.BooleanField(default=True)
-    reflection_style = models.CharField(max_length=16, default="simple",
-                                        help_text="How trial-end reflections were written (simple or structured).")
-    # Runs stored before the choice existed were reflected with the answer key (the migration sets them oracle).
-    reflection_input = models.CharField(
-        max_length=16, choices=ReflectionInput.choices, default=ReflectionInput.TRAJECTORY,
-        help_text="What the reflector saw: the trajectory, or (oracle) a diagnosis against the gold answer too.")
-    preset = models.CharField(max_length=32, blank=True, choices=RunPreset.choices,
-                              help_text="The paper's ablation the run was launched as.")
-    # Runs stored before withholding existed served every retrieved memory: 0.0.
-    withhold_probability = models.FloatField(
-        default=0.0, help_text="Chance that a retrieved Orb is kept out of an episode's prompt (randomised withholding).")
+    # The validated RunSpec it was launched with (services.spec.run_spec_stored), the parameters in
+    # force: read it as `run_spec`. Lists filter and sort on the few settings kept as columns too.
+    spec = models.JSONField(default=dict, blank=True, help_text="The run's settings: its RunSpec, as stored.")
+    spec_version = models.PositiveSmallIntegerField(
+        default=1, help_text="The shape of `spec` (evaluation.runs.services.spec.SPEC_VERSION when stored).")
     dmrm_config = models.JSONField(default=dict, blank=True,
                                    help_text="DMRM parameters of the run's bank; empty without DMRM.")
     bank = models.ForeignKey("orbs.MemoryBank", null=True, blank=True, on_delete=models.SET_NULL,
                              related_name="evaluation_runs")
     bank_copied_from = models.CharField(max_length=100, blank=True)
-    trials = models.PositiveSmallIntegerField(default=10)
-    pass_k = models.PositiveSmallIntegerField(null=True, blank=True, help_text="Largest Pass^k asked for.")
-    seed = models.BigIntegerField(default=0)
-    max_turns = models.PositiveSmallIntegerField(default=12)
-    concurrency = models.PositiveSmallIntegerField(default=4)
-    review_gate = models.CharField(max_length=8, choices=ReviewGate.choices, default=ReviewGate.AUTO)
-    feedback_enabled = models.BooleanField(default=False)
-    # Runs stored before feedback went into memory wrote plain trajectories: none.
-    feedback_memory = models.CharField(max_length=8, choices=FeedbackMemory.choices, default=FeedbackMemory.NONE)
-    feedback_rounds = models.PositiveSmallIntegerField(
-        default=1, help_text="Feedback turns per episode; after each but the last the agent answers the critique.")
-    # Runs stored before this setting calibrated on their own realised scores; the migration keeps that.
-    feedback_calibration = models.CharField(max_length=10, choices=FeedbackCalibration.choices,
-                                            default=FeedbackCalibration.REFERENCE)
-    # Runs stored before held-out tasks existed replayed every task and learnt from all: replay.
-    evaluation_mode = models.CharField(max_length=12, choices=EvaluationMode.choices, default=EvaluationMode.REPLAY)
-    split_rule = models.CharField(max_length=10, blank=True, choices=SplitRule.choices,
-                                  help_text="Held-out runs: how the tasks were divided; empty for replay.")
-    test_fraction = models.FloatField(default=0.0, help_text="Held-out runs by fraction: the share of test tasks.")
-    train_trials = models.PositiveSmallIntegerField(
-        default=0, help_text="Train-then-test runs: the trials (epochs) that play the train split; 0 otherwise.")
     task_splits = models.JSONField(default=dict, blank=True,
                                    help_text="Held-out runs: task external id -> train or test, fixed at launch.")
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED, db_index=True)
@@ -185,31 +150,21 @@ class EvaluationRun(models.Model):
     def is_active(self) -> bool:
         return self.status in self.ACTIVE
 
-    @property
+    @cached_property
     def run_spec(self):
-        """The run's settings as a RunSpec, from today's columns (temporary: the run will store its
-        spec as one value). Runs stored before DMRM's write timing existed wrote at trial end."""
-        from evaluation.runs.services.spec import DMRMParams, DMRMWriteTiming, RunSpec
+        """The run's settings as today's RunSpec (upgraded from its stored version, validated once per
+        instance). Its name and memory mode are the columns', which lists show and filter on."""
+        from evaluation.runs.services.spec import spec_read  # the spec module builds on this one
 
-        dmrm = None
-        if self.dmrm_config:
-            dmrm = DMRMParams.model_construct(**{name: value for name, value in self.dmrm_config.items()
-                                                 if name in DMRMParams.model_fields})
-            dmrm.write_timing = self.dmrm_config.get("write_timing", DMRMWriteTiming.TRIAL_END)
-        return RunSpec.model_construct(
-            name=self.name, agent=AgentConfig.model_construct(**self.agent_config),
-            customer=CustomerConfig.model_construct(**self.customer_config), memory_mode=self.memory_mode,
-            memory_k=self.memory_k, dmrm=dmrm,
-            approved_only=self.memory_approved_only, same_customer_only=self.memory_same_customer_only,
-            reflection_style=self.reflection_style, reflection_input=self.reflection_input,
-            preset=self.preset or None, per_turn=self.memory_per_turn,
-            memory_effects=self.withhold_probability > 0, withhold_probability=self.withhold_probability,
-            bank_source=self.bank_copied_from, trials=self.trials, pass_k=self.pass_k, seed=self.seed,
-            max_turns=self.max_turns, concurrency=self.concurrency, review_gate=self.review_gate,
-            feedback_enabled=self.feedback_enabled, feedback_memory=self.feedback_memory,
-            feedback_rounds=self.feedback_rounds, feedback_calibration=self.feedback_calibration,
-            evaluation_mode=self.evaluation_mode, test_fraction=self.test_fraction,
-            train_trials=self.train_trials or None, **({"split_rule": self.split_rule} if self.split_rule else {}))
+        stored = {**self.spec, "name": self.name or "run", "memory_mode": self.memory_mode}
+        spec, self.spec_unreadable = spec_read(stored, self.spec_version)
+        return spec
+
+    spec_unreadable: list[str] = []  # settings of `spec` not valid, read as their defaults (run_spec)
+
+    def refresh_from_db(self, *args, **kwargs):
+        super().refresh_from_db(*args, **kwargs)
+        self.__dict__.pop("run_spec", None)
 
     @property
     def memory_layer(self):
@@ -245,12 +200,12 @@ class EvaluationRun(models.Model):
     @property
     def measures_memory_effects(self) -> bool:
         """Launched in the effect-measurement mode: some retrieved memories were withheld at random."""
-        return self.withhold_probability > 0
+        return self.run_spec.withhold_probability > 0
 
     @property
     def held_out(self) -> bool:
         """Memory learns from the train split only and success is measured on the test split."""
-        return self.evaluation_mode != EvaluationMode.REPLAY
+        return self.run_spec.evaluation_mode != EvaluationMode.REPLAY
 
     def split_counts(self) -> dict[str, int]:
         """Tasks per split of a held-out run."""
@@ -260,11 +215,12 @@ class EvaluationRun(models.Model):
     def split_trials(self, split: str, trials: int) -> list[int]:
         """The trial numbers, up to `trials`, in which the run played `split`'s tasks."""
         numbers = range(1, trials + 1)
-        if self.evaluation_mode != EvaluationMode.TRAIN_TEST:
+        if self.run_spec.evaluation_mode != EvaluationMode.TRAIN_TEST:
             return list(numbers)
+        train_trials = self.run_spec.train_trials_resolved()
         if split == TaskSplit.TRAIN:
-            return [n for n in numbers if n <= self.train_trials]
-        return [n for n in numbers if n > self.train_trials]
+            return [n for n in numbers if n <= train_trials]
+        return [n for n in numbers if n > train_trials]
 
     @property
     def progress_percent(self) -> int:

@@ -81,6 +81,9 @@ class RegradeOut(Schema):
 
 
 class RunOut(RunSummaryOut):
+    spec: dict = Field(description="The run's settings: its RunSpec as launched (the launch body's fields, with what "
+                                   "launch resolved filled in), the source of every setting key below")
+    spec_version: int = Field(description="The shape of `spec`; older runs' specs are upgraded to this one")
     agent_config: dict
     customer_config: dict
     memory_k: int

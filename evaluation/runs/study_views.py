@@ -26,7 +26,7 @@ from memweb.workspaces import get_in_workspace_or_404
 @role_required(Role.OPERATOR)
 def run_study_forms(request, run_id: int):
     run = get_in_workspace_or_404(EvaluationRun, request.workspace, pk=run_id)
-    return _forms(request, {"run": run, "trials": range(1, run.trials + 1)})
+    return _forms(request, {"run": run, "trials": range(1, run.run_spec.trials + 1)})
 
 
 @require_GET

@@ -62,6 +62,7 @@ from evaluation.runs.services import (
     runs_plan_trials,
 )
 from evaluation.runs.services.results import run_split_summary
+from evaluation.runs.services.spec import spec_panel
 from evaluation.runs.services.usage import run_usage
 from memweb.downloads import attachment
 from memweb.listing import Sorting, list_page
@@ -91,7 +92,7 @@ def run_new(request):
     form = RunLaunchForm(request.POST or None, initial={"name": "Evaluation run"}, workspace=request.workspace)
     run = _launched(form, request.user, request.workspace) if request.method == "POST" else None
     if run is not None:
-        messages.success(request, f"Run #{run.pk} queued: {run.episodes_total} episodes over {run.trials} trials.")
+        messages.success(request, f"Run #{run.pk} queued: {run.episodes_total} episodes over {run.run_spec.trials} trials.")
         return redirect(run)
     status = 422 if form.errors else 200
     return render(request, "evaluation/runs/launch.html", {"form": form}, status=status)
@@ -144,7 +145,7 @@ def _live_context(run: EvaluationRun) -> dict:
     return {"run": run, "trials": run_progress(run=run), "errors": run_errors(run=run),
             "preparation": run_preparation_job(run=run) if preparing else None,
             "pending_memories": run_pending_memories(run=run) if run.bank_id else 0,
-            "feedback": _feedback_context(run) if run.feedback_enabled else None,
+            "feedback": _feedback_context(run) if run.run_spec.feedback_enabled else None,
             "detectable": run_detectable_effect(run=run) if run.metrics_trials else None,
             "measured": run_measured_text(run), "splits": run_split_summary(run=run),
             "live": {"charts": run_charts(run=run), "heatmap": run_heatmap(run=run), "active": run.is_active}}
@@ -165,10 +166,13 @@ def _scoring_context(run: EvaluationRun) -> dict:
 def run_detail(request, run_id: int):
     run = get_in_workspace_or_404(EvaluationRun.objects.select_related("bank", "task_set", "created_by"),
                                   request.workspace, pk=run_id)
-    context = {**_live_context(run), "curves": run.feedback_curves.all() if run.feedback_enabled else []}
+    context = {**_live_context(run), "curves": run.feedback_curves.all() if run.run_spec.feedback_enabled else []}
     if request.htmx:
         return render(request, "evaluation/runs/_live.html", context)
     context["scoring"] = _scoring_context(run)
+    context["settings_panel"] = spec_panel(run.run_spec)
+    if run.imported:
+        context["imported_tasks"] = run.run_episodes.values("task_key").distinct().count()
     return render(request, "evaluation/runs/detail.html", {**context, "usage": run_usage(run=run)})
 
 

@@ -19,8 +19,8 @@ def _task_page() -> str:
 
 
 def _finished_feedback_run() -> str:
-    run = EvaluationRun.objects.create(name="finished", status=EvaluationRun.Status.COMPLETED, feedback_enabled=True,
-                                       trials=1, task_pks=[1])
+    run = EvaluationRun.objects.create(name="finished", status=EvaluationRun.Status.COMPLETED,
+                                       spec={"feedback_enabled": True, "trials": 1}, task_pks=[1])
     return run.get_absolute_url()
 
 

@@ -29,7 +29,7 @@ def test_a_scripted_run_of_every_builtin_task_leaks_no_gold_into_memory(builtin,
     # leaked answer to the agent), so the check is over what that trial stored.
     run = _played(operator_user, trials=1, memory_mode="memorb", feedback_enabled=True, feedback_memory="onpolicy")
     assert run.status == "completed" and run.episodes_finished == builtin.tasks.count()
-    assert run.reflection_input == "trajectory"
+    assert run.run_spec.reflection_input == "trajectory"
     assert not run.run_episodes.filter(orb__isnull=True).exists()  # every episode reflected, feedback folded in
     assert bank_gold_leaks(bank=run.bank) == []
 
@@ -93,7 +93,7 @@ def test_an_oracle_run_is_flagged_by_the_check_and_named_on_its_pages(builtin, o
     oracle = _played(operator_user, trials=2, memory_mode="memorb", reflection_input="oracle",
                      task_ids=TASK_IDS, agent={"error_rates": HIGH_RATES})
     plain = _played(operator_user, trials=2, memory_mode="memorb", task_ids=TASK_IDS, agent={"error_rates": HIGH_RATES})
-    assert oracle.reflection_input == "oracle" and plain.reflection_input == "trajectory"
+    assert oracle.run_spec.reflection_input == "oracle" and plain.run_spec.reflection_input == "trajectory"
     leaks = bank_gold_leaks(bank=oracle.bank)
     assert leaks and {leak.memory for leak in leaks} == {"orb"}
     assert bank_gold_leaks(bank=plain.bank) == []

@@ -68,7 +68,7 @@ def _assert_complete_and_stored_once(run) -> None:
     assert run.status == Status.COMPLETED, run.status_message
     rows = list(run.run_episodes.select_related("trial"))
     cells = collections.Counter((row.trial.number, row.task_key) for row in rows)
-    assert len(cells) == run.trials * len(run.task_pks) and set(cells.values()) == {1}
+    assert len(cells) == run.run_spec.trials * len(run.task_pks) and set(cells.values()) == {1}
     assert [row for row in rows if row.status != RunEpisode.Status.DONE] == []
     linked = [row.episode_id for row in rows]
     assert None not in linked and len(set(linked)) == len(rows)

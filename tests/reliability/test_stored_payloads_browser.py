@@ -56,7 +56,7 @@ NOT_SHOWN = {
     "evaluation.Episode.reward_details": STATE, "evaluation.Episode.task_snapshot": NO_PAGE,
     "evaluation.EpisodeFeedback.errors": NO_ROWS, "evaluation.EpisodeFeedback.params": STATE,
     "evaluation.EpisodeFeedback.reasoning": STATE, "evaluation.EpisodeFeedback.rounds": NO_ROWS,
-    "evaluation.EvaluationRun.agent_config": STATE, "evaluation.EvaluationRun.dmrm_config": NO_ROWS,
+    "evaluation.EvaluationRun.dmrm_config": NO_ROWS,
     "evaluation.EvaluationRun.imported_from": STATE, "evaluation.EvaluationRun.metrics": NO_ROWS,
     "evaluation.EvaluationRun.task_pks": NO_ROWS, "evaluation.EvaluationRun.task_splits": NO_PAGE,
     "evaluation.FeedbackCurve.feedback_episode_ids": NO_PAGE, "evaluation.FeedbackCurve.points": NO_ROWS,

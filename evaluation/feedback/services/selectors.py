@@ -53,13 +53,15 @@ def run_calibration_source(*, episode: Episode) -> tuple[str, list[int]]:
     Earlier trials only: trials run one after another, so every episode of a trial is calibrated on
     the same scores whatever order its episodes were judged in."""
     place = Episode.objects.filter(pk=episode.pk).values(
-        "run_episode__run_id", "run_episode__trial__number", "run_episode__run__feedback_calibration").first()
+        "run_episode__run_id", "run_episode__trial__number", "run_episode__run__spec__feedback_calibration").first()
     if not place or place["run_episode__run_id"] is None:
         return CalibrationSetting.CalibrateOn.REFERENCE.value, []
     scores = EpisodeFeedback.objects.filter(
         episode__run_episode__run_id=place["run_episode__run_id"],
         episode__run_episode__trial__number__lt=place["run_episode__trial__number"]).values_list("score", flat=True)
-    return place["run_episode__run__feedback_calibration"], list(scores)
+    # A run's spec stores every setting; one stored without it (a bare row) had the default.
+    calibrate_on = place["run_episode__run__spec__feedback_calibration"] or CalibrationSetting.CalibrateOn.REFERENCE.value
+    return calibrate_on, list(scores)
 
 
 @dataclass(frozen=True)

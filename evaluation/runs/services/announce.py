@@ -11,7 +11,7 @@ def run_finished_announce(*, run_id: int) -> None:
     bank = run.bank.slug if run.bank else None
     webhooks_emit(EvaluationEvent.RUN_FINISHED, {
         "run_id": run.pk, "name": run.name, "status": run.status, "status_message": run.status_message,
-        "bank": bank, "memory_mode": run.memory_mode, "trials": run.trials,
+        "bank": bank, "memory_mode": run.memory_mode, "trials": run.run_spec.trials,
         "episodes_total": run.episodes_total, "episodes_finished": run.episodes_finished,
         "episodes_error": run.episodes_error, "successes": run.successes, "metrics": run.metrics,
         "created_by": run.created_by.get_username() if run.created_by else None,

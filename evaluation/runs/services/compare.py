@@ -17,6 +17,8 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import pydantic
+
 from evaluation.configs import AgentConfig, CustomerConfig
 from evaluation.metrics import paired_metrics, run_metrics
 from evaluation.models import Task
@@ -31,7 +33,7 @@ from evaluation.runs.services.results import (
     run_heatmap,
     run_matrix,
 )
-from evaluation.runs.services.spec import SettingRole, settings_of_role
+from evaluation.runs.services.spec import SettingRole, setting_label, settings_of_role
 from evaluation.runs.services.splits import run_measured_text
 
 SCORES = ("original", "regraded")
@@ -75,23 +77,35 @@ def _task_set(run: EvaluationRun) -> str:
     return run.task_set.name if run.task_set else (run.imported_from or "none")
 
 
-def _config_value(run: EvaluationRun, column: str, name: str, default: object) -> object:
-    """A field of the stored agent or customer config; a field stored before it existed had its default."""
-    value = (getattr(run, column) or {}).get(name, default)
-    return sorted(value.items()) if isinstance(value, dict) else value
+def _comparable(value: object) -> object:
+    """A setting's value as compared and shown: a section or a mapping as its sorted (name, value) pairs."""
+    if isinstance(value, pydantic.BaseModel):
+        value = value.model_dump(mode="json")
+    if isinstance(value, dict):
+        return sorted((name, _comparable(item)) for name, item in value.items())
+    if isinstance(value, list):
+        return tuple(value)
+    return getattr(value, "value", value)
 
 
-def _config_settings(config, column: str, labels: dict[str, str]) -> list[IdentitySetting]:
-    settings = []
-    for name, info in config.model_fields.items():
-        default = info.get_default(call_default_factory=True)
-        settings.append(IdentitySetting(labels.get(name, f"{column.split('_')[0]} {name.replace('_', ' ')}"),
-                                        lambda run, n=name, d=default: _config_value(run, column, n, d)))
-    return settings
+def _spec_value(*path: str) -> Callable[[EvaluationRun], object]:
+    """Reads a (dotted) field of the run's spec: ("agent", "max_tokens")."""
+    def read(run: EvaluationRun) -> object:
+        value = run.run_spec
+        for name in path:
+            value = getattr(value, name)
+        return _comparable(value)
+    return read
 
 
-def _agent_backend(run: EvaluationRun) -> str:
-    return (run.agent_config or {}).get("backend", run.agent_backend)
+def spec_reader(name: str) -> IdentitySetting:
+    """Any spec field compared as it is stored, under its own name: a new setting needs no reader."""
+    return IdentitySetting(setting_label(name).lower(), _spec_value(name))
+
+
+def _section_settings(section: str, config, labels: dict[str, str]) -> list[IdentitySetting]:
+    return [IdentitySetting(labels.get(name, f"{section} {name.replace('_', ' ')}"), _spec_value(section, name))
+            for name in config.model_fields]
 
 
 def _pinned_model(role: str) -> Callable[[EvaluationRun], object]:
@@ -100,41 +114,46 @@ def _pinned_model(role: str) -> Callable[[EvaluationRun], object]:
     return lambda run: ((run.pins or {}).get(role) or {}).get("model")
 
 
-# How each identity setting of the run spec reads back from a run row (its columns today). A test
-# fails on an identity setting without a reader here, so a new one cannot be left uncompared.
-
-
 def _measured_tasks(run: EvaluationRun) -> str:
     """Replayed or held-out tasks, and for held-out runs which split each task was in (a short digest:
     two seeds hold out different tasks)."""
+    spec = run.run_spec
     if not run.task_splits:
-        return run.evaluation_mode
+        return spec.evaluation_mode.value
     digest = hashlib.sha256(json.dumps(sorted(run.task_splits.items())).encode()).hexdigest()[:8]
-    return f"{run.evaluation_mode}, {run.train_trials} train trials, split {digest}"
+    return f"{spec.evaluation_mode.value}, {spec.train_trials_resolved()} train trials, split {digest}"
 
 
-# Replayed against held-out tasks, or two different splits: different questions, not one memory's effect.
+def _when_feedback(name: str) -> Callable[[EvaluationRun], object]:
+    """A feedback setting, which only a run with feedback used."""
+    return lambda run: _spec_value(name)(run) if run.run_spec.feedback_enabled else None
+
+
+# The identity settings whose comparison is more than the spec's value under its own name (the rest
+# are compared by spec_reader): the tasks as resolved, sections field by field, settings that only
+# warn, settings that only count when another is on. Every reader reads the run's spec, or a
+# result of its launch (the tasks it resolved to, its split).
 _MEASURED_TASKS = IdentitySetting("measured tasks", _measured_tasks)
 SPEC_READERS: dict[str, list[IdentitySetting]] = {
     "task_set": [IdentitySetting("task set", _task_set)],
     "domain": [IdentitySetting(TASKS, _task_keys)],
     "split": [IdentitySetting(TASKS, _task_keys)],
     "task_ids": [IdentitySetting(TASKS, _task_keys)],
-    "agent": [IdentitySetting("agent backend", _agent_backend),
-              *[s for s in _config_settings(AgentConfig, "agent_config", _AGENT_LABELS) if s.label != "agent backend"]],
-    "customer": _config_settings(CustomerConfig, "customer_config", _CUSTOMER_LABELS),
-    "max_turns": [IdentitySetting("turn limit", lambda run: run.max_turns)],
+    # An imported run's agent backend is its column's ("external" when not memweb's).
+    "agent": [IdentitySetting("agent backend", lambda run: run.agent_backend),
+              *[s for s in _section_settings("agent", AgentConfig, _AGENT_LABELS) if s.label != "agent backend"]],
+    "customer": _section_settings("customer", CustomerConfig, _CUSTOMER_LABELS),
+    "max_turns": [IdentitySetting("turn limit", _spec_value("max_turns"))],
     # Withholding leaves the compared memory arm fewer memories: it dilutes an effect, never makes one.
-    "memory_effects": [IdentitySetting(WITHHOLDING, lambda run: run.withhold_probability, warns=True)],
-    "withhold_probability": [IdentitySetting(WITHHOLDING, lambda run: run.withhold_probability, warns=True)],
+    "memory_effects": [IdentitySetting(WITHHOLDING, _spec_value("withhold_probability"), warns=True)],
+    "withhold_probability": [IdentitySetting(WITHHOLDING, _spec_value("withhold_probability"), warns=True)],
     # Another seed or trial count is another sample of the same arm (trials are paired by number).
-    "trials": [IdentitySetting("trials", lambda run: run.trials, warns=True)],
-    "seed": [IdentitySetting("seed", lambda run: run.seed, warns=True)],
-    "feedback_enabled": [IdentitySetting("simulated feedback", lambda run: run.feedback_enabled)],
+    "trials": [IdentitySetting("trials", _spec_value("trials"), warns=True)],
+    "seed": [IdentitySetting("seed", _spec_value("seed"), warns=True)],
+    "feedback_enabled": [IdentitySetting("simulated feedback", _spec_value("feedback_enabled"))],
     "feedback_rounds": [IdentitySetting("feedback rounds",
-                                        lambda run: run.feedback_rounds if run.feedback_enabled else 0)],
-    "feedback_calibration": [IdentitySetting("feedback calibration",
-                                             lambda run: run.feedback_calibration if run.feedback_enabled else None)],
+                                        lambda run: run.run_spec.feedback_rounds if run.run_spec.feedback_enabled else 0)],
+    "feedback_calibration": [IdentitySetting("feedback calibration", _when_feedback("feedback_calibration"))],
     **dict.fromkeys(("evaluation_mode", "split_rule", "test_fraction", "train_trials"), [_MEASURED_TASKS]),
 }
 # Not settings of the spec but of the deployment at launch, as the run recorded them; a run that
@@ -146,30 +165,32 @@ RECORDED = [
 ]
 
 
-# The memory settings a comparison measures, read back from a run row: the verdict names each one
-# the runs differ in (reflection style or input, k, preset...), not only the memory mode.
+# The memory settings a comparison measures, where their name or value in the verdict ("reflection
+# style (structured against simple)") is more than spec_reader gives.
 MEMORY_READERS: dict[str, IdentitySetting] = {
     "memory_mode": IdentitySetting("memory", lambda run: run.get_memory_mode_display()),
-    "memory_k": IdentitySetting("k", lambda run: run.memory_k),
+    "memory_k": IdentitySetting("k", _spec_value("memory_k")),
+    # The parameters in force (the bank's, when the spec left them to it), recorded at launch.
     "dmrm": IdentitySetting("DMRM parameters", lambda run: sorted((run.dmrm_config or {}).items())),
-    "approved_only": IdentitySetting("approved memories only", lambda run: run.memory_approved_only),
-    "same_customer_only": IdentitySetting("same-customer filter", lambda run: run.memory_same_customer_only),
-    "reflection_style": IdentitySetting("reflection style", lambda run: run.reflection_style),
-    "reflection_input": IdentitySetting("reflection input", lambda run: run.reflection_input),
-    "preset": IdentitySetting("preset", lambda run: run.preset or None),
-    "per_turn": IdentitySetting("retrieval per turn", lambda run: run.memory_per_turn),
+    "approved_only": IdentitySetting("approved memories only", _spec_value("approved_only")),
+    "same_customer_only": IdentitySetting("same-customer filter", _spec_value("same_customer_only")),
+    "per_turn": IdentitySetting("retrieval per turn", _spec_value("per_turn")),
+    # The bank that was copied, by name as recorded at launch (the spec names it as it was asked for).
     "bank_source": IdentitySetting("starting bank", lambda run: run.bank_copied_from or None),
-    "review_gate": IdentitySetting("review gate", lambda run: run.review_gate),
-    "feedback_memory": IdentitySetting("feedback into memory",
-                                       lambda run: run.feedback_memory if run.feedback_enabled else None),
+    "feedback_memory": IdentitySetting("feedback into memory", _when_feedback("feedback_memory")),
 }
+
+
+def memory_settings() -> list[IdentitySetting]:
+    """The memory settings of the spec (SETTING_ROLES), each with its reader."""
+    return [MEMORY_READERS.get(name) or spec_reader(name) for name in settings_of_role(SettingRole.MEMORY)]
 
 
 def memory_differences(run: EvaluationRun, baseline: EvaluationRun) -> list[str]:
     """The memory settings the two runs differ in, each with both values ("reflection style (structured
     against simple)"). Without memory on either side only the memory itself is named: the rest of a
     no-memory run's memory settings are never used."""
-    settings = MEMORY_READERS.values()
+    settings = memory_settings()
     if not (run.has_memory and baseline.has_memory):
         settings = [MEMORY_READERS["memory_mode"]]
     return [_difference_text({"setting": s.label, "run": _shown(s.read(run)), "baseline": _shown(s.read(baseline))})
@@ -180,7 +201,7 @@ def identity_settings() -> list[IdentitySetting]:
     """The settings compared runs must agree on, one per label, from the spec's identity fields."""
     by_label = {}
     for name in settings_of_role(SettingRole.IDENTITY):
-        for setting in SPEC_READERS[name]:
+        for setting in SPEC_READERS.get(name) or [spec_reader(name)]:
             by_label.setdefault(setting.label, setting)
     for setting in RECORDED:
         by_label.setdefault(setting.label, setting)
@@ -359,7 +380,7 @@ def _charts(run: EvaluationRun, regrade: RunRegrade | None, matrix: dict | None,
     `matrix`) computed over the compared tasks only."""
     chart = run_charts(run=run, split=view)
     if matrix is not None:
-        metrics = run_metrics(matrix, seed=run.seed)
+        metrics = run_metrics(matrix, seed=run.run_spec.seed)
         name = f"{run.name} ({len(matrix)} shared tasks{', re-graded' if regrade else ''})"
         return {**chart, "name": name, **{series: metrics[series] for series in CHART_SERIES}}
     regraded = metrics_of_split(regrade.metrics, view) if regrade is not None else None
@@ -387,7 +408,7 @@ def _pair(run: EvaluationRun, baseline: EvaluationRun, check: ArmsCheck, cells: 
     each flip row's transcript links; the verdict says what was measured."""
     metrics = paired_metrics(_matrix(run, verdicts, check.tasks, view), _matrix(baseline, verdicts, check.tasks, view),
                              a_name=f"#{run.pk} {run.name}", b_name=f"#{baseline.pk} {baseline.name}",
-                             seed=baseline.seed)
+                             seed=baseline.run_spec.seed)
     for row in metrics["flips"]:
         row["a"]["cells"] = cells[run.pk].get(row["task"], [])
         row["b"]["cells"] = cells[baseline.pk].get(row["task"], [])

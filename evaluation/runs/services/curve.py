@@ -56,7 +56,7 @@ def _check(run: EvaluationRun, batch_size: int | None, logs: list[int]) -> int:
         raise CurveLaunchError([("run_id", f"run #{run.pk} is {run.get_status_display()}"
                                            f"{' (imported)' if run.imported else ''}; a learning curve needs a "
                                            "completed run played here")])
-    if not run.feedback_enabled or not logs:
+    if not run.run_spec.feedback_enabled or not logs:
         raise CurveLaunchError([("run_id", f"run #{run.pk} has no simulated feedback to write into memory")])
     size = batch_size or len(run.task_pks) - run.split_counts()[TaskSplit.TEST] or 1
     if size < 1 or math.ceil(len(logs) / size) > MAX_CURVE_BATCHES:
@@ -74,10 +74,10 @@ def curve_launch(*, run: EvaluationRun, batch_size: int | None = None, user=None
     with transaction.atomic():
         curve = FeedbackCurve.objects.create(
             run=run, batch_size=size, batches=math.ceil(len(logs) / size), feedback_episode_ids=logs,
-            test_task_pks=_test_task_pks(run), seed=run.seed * 1000 + CURVE_SEED_OFFSET, scripted=run.scripted,
+            test_task_pks=_test_task_pks(run), seed=run.run_spec.seed * 1000 + CURVE_SEED_OFFSET, scripted=run.scripted,
             created_by=user)
         curve.bank = bank_get_or_create(
-            name=f"learning curve #{curve.pk} · run #{run.pk}", approved_only=False, retrieval_k=run.memory_k,
+            name=f"learning curve #{curve.pk} · run #{run.pk}", approved_only=False, retrieval_k=run.run_spec.memory_k,
             description=f"Off-policy feedback of evaluation run #{run.pk}, written in batches of {size}.")
         curve.save(update_fields=["bank"])
         work_send("curve", curve_id=curve.pk)
@@ -120,11 +120,12 @@ def _point(curve: FeedbackCurve, step: int) -> dict:
 
 
 def _play(curve: FeedbackCurve, task: Task) -> Episode:
-    run = curve.run
-    memory = MemoryConfig(kind=MemoryKind.MEMORB, bank=curve.bank.slug, k=run.memory_k, approved_only=False,
-                          per_turn=run.memory_per_turn)
-    return episode_run(task=task, agent_config=run.agent_config, customer_config=run.customer_config,
-                       memory_config=memory, seed=curve.seed, max_turns=run.max_turns)
+    spec = curve.run.run_spec
+    memory = MemoryConfig(kind=MemoryKind.MEMORB, bank=curve.bank.slug, k=spec.memory_k, approved_only=False,
+                          per_turn=spec.per_turn)
+    return episode_run(task=task, agent_config=spec.agent.model_dump(mode="json"),
+                       customer_config=spec.customer.model_dump(mode="json"),
+                       memory_config=memory, seed=curve.seed, max_turns=spec.max_turns)
 
 
 def _point_store(curve: FeedbackCurve, point: dict) -> None:

@@ -10,11 +10,18 @@ from django.utils import timezone
 from evaluation.configs import AgentBackend, CustomerBackend
 from evaluation.memory_layers.registry import memory_layer
 from evaluation.models import Domain, Split, Task, TaskSet
-from evaluation.runs.models import EvaluationRun, SplitRule, Trial
+from evaluation.runs.models import EvaluationRun, Trial
 from evaluation.runs.services.dispatch import work_send
 from evaluation.runs.services.memory import run_bank_copy, run_memory_prepare
 from evaluation.runs.services.pins import run_pins_record
-from evaluation.runs.services.spec import LLM_CONTEXT_TOKENS, RunLaunchError, RunSpec, run_spec_parse
+from evaluation.runs.services.spec import (
+    LLM_CONTEXT_TOKENS,
+    SPEC_VERSION,
+    RunLaunchError,
+    RunSpec,
+    run_spec_parse,
+    run_spec_stored,
+)
 from evaluation.runs.services.splits import episodes_planned, split_problems, task_splits_assign
 from evaluation.services import BUILTIN_SET, tasks_fingerprint
 from evaluation.vocabulary import EvaluationLLMRole
@@ -142,19 +149,15 @@ def _scripted(spec: RunSpec) -> bool:
     return spec.agent.backend == AgentBackend.SCRIPTED or spec.customer.backend == CustomerBackend.AGENDA
 
 
-def _agent_config(spec: RunSpec) -> dict:
-    """The agent's settings as the run keeps them: an LLM agent gets the paper's 4k context window unless the
-    spec names one, with memory or without, so that memory is the only difference between the arms."""
-    config = spec.agent.model_dump()
-    if spec.agent.backend == AgentBackend.LLM and config["context_tokens"] is None:
-        config["context_tokens"] = LLM_CONTEXT_TOKENS
-    return config
-
-
-def _withhold_probability(spec: RunSpec) -> float:
-    # Only the effect-measurement mode withholds; RunSpec.withholding_conflicts refuses it without Orbs or
-    # experiences (naive RAG's raw dialogues are never withheld).
-    return spec.withhold_probability if spec.memory_effects else 0.0
+def _in_force(spec: RunSpec) -> RunSpec:
+    """The spec as the run keeps it, with what launch decides filled in: an LLM agent gets the paper's 4k
+    context window unless the spec names one, with memory or without, so that memory is the only
+    difference between the arms; a train-then-test run its number of training trials."""
+    agent = spec.agent
+    if agent.backend == AgentBackend.LLM and agent.context_tokens is None:
+        agent = agent.model_copy(update={"context_tokens": LLM_CONTEXT_TOKENS})
+    train_trials = spec.train_trials_resolved() or None
+    return spec.model_copy(update={"agent": agent, "train_trials": train_trials})
 
 
 def run_launch(*, spec: RunSpec | dict, user=None, workspace=None,
@@ -179,32 +182,14 @@ def run_launch(*, spec: RunSpec | dict, user=None, workspace=None,
 
 def _run_create(spec: RunSpec, checked: _Checked, workspace, user, executor: str, *, preparing: bool) -> EvaluationRun:
     return EvaluationRun.objects.create(
-        workspace=workspace, name=spec.name, task_set=checked.task_set, task_domain=spec.domain, task_split=spec.split,
-        task_ids=spec.task_ids, task_pks=checked.task_pks,
-        tasks_fingerprint=tasks_fingerprint(task_pks=checked.task_pks), agent_config=_agent_config(spec),
-        customer_config=spec.customer.model_dump(), memory_mode=spec.memory_mode, memory_k=spec.memory_k,
-        memory_approved_only=spec.approved_only, memory_same_customer_only=spec.same_customer_only,
-        memory_per_turn=spec.per_turn, withhold_probability=_withhold_probability(spec),
-        reflection_style=spec.reflection_style, reflection_input=spec.reflection_input, preset=spec.preset or "",
+        workspace=workspace, name=spec.name, task_set=checked.task_set, task_pks=checked.task_pks,
+        tasks_fingerprint=tasks_fingerprint(task_pks=checked.task_pks), memory_mode=spec.memory_mode,
+        spec=run_spec_stored(_in_force(spec)), spec_version=SPEC_VERSION,
         bank_copied_from=checked.bank_source.name if checked.bank_source else "",
-        trials=spec.trials, pass_k=spec.pass_k, seed=spec.seed, max_turns=spec.max_turns,
-        concurrency=spec.concurrency, review_gate=spec.review_gate, feedback_enabled=spec.feedback_enabled,
-        feedback_memory=spec.feedback_memory, feedback_rounds=spec.feedback_rounds,
-        feedback_calibration=spec.feedback_calibration, **_held_out_fields(spec, checked),
-        scripted=_scripted(spec),
-        agent_backend=spec.agent.backend, created_by=user, executor=executor,
+        episodes_total=episodes_planned(spec=spec, task_count=len(checked.task_pks), splits=checked.task_splits),
+        task_splits=checked.task_splits, scripted=_scripted(spec), agent_backend=spec.agent.backend,
+        created_by=user, executor=executor,
         status=EvaluationRun.Status.PREPARING if preparing else EvaluationRun.Status.QUEUED)
-
-
-def _held_out_fields(spec: RunSpec, checked: _Checked) -> dict:
-    """A replay run keeps the defaults old runs have, so the two are alike in every comparison."""
-    total = episodes_planned(spec=spec, task_count=len(checked.task_pks), splits=checked.task_splits)
-    if not checked.task_splits:
-        return {"episodes_total": total}
-    by_fraction = spec.split_rule == SplitRule.FRACTION
-    return {"episodes_total": total, "evaluation_mode": spec.evaluation_mode, "split_rule": spec.split_rule,
-            "test_fraction": spec.test_fraction if by_fraction else 0.0, "train_trials": spec.train_trials_resolved(),
-            "task_splits": checked.task_splits}
 
 
 def _prepare(run: EvaluationRun, spec: RunSpec, source) -> None:

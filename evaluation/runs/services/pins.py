@@ -57,7 +57,7 @@ def _backend_pin(config: dict, role: str, world: Environment) -> dict:
 def _feedback_pin(run: EvaluationRun) -> dict | None:
     """The simulated user's critic, scorer and reviser (feedback runs): backend, model and a hash of
     their prompt templates, since an LLM judge's scores move with its prompts as an agent's do."""
-    if not run.feedback_enabled:
+    if not run.run_spec.feedback_enabled:
         return None
     use_llm = CalibrationSetting.current().params().use_llm
     pins = {}
@@ -75,8 +75,9 @@ def run_pins_record(*, run: EvaluationRun) -> None:
                                     for pk, version, content_hash in tasks])
     world = run_environment(run)
     run.reward_version = world.reward_version
-    run.pins = {"agent": _backend_pin(run.agent_config, EvaluationLLMRole.ACTOR, world),
-                "customer": _backend_pin(run.customer_config, EvaluationLLMRole.USER_SIMULATOR, world),
+    run.pins = {"agent": _backend_pin(run.run_spec.agent.model_dump(mode="json"), EvaluationLLMRole.ACTOR, world),
+                "customer": _backend_pin(run.run_spec.customer.model_dump(mode="json"),
+                                         EvaluationLLMRole.USER_SIMULATOR, world),
                 "reward": {"version": world.reward_version, "source_hash": world.reward_source_hash()},
                 "memory": bank_snapshot(bank=run.bank) if run.bank_id else None, "feedback": _feedback_pin(run)}
     run.save(update_fields=["pins", "reward_version"])

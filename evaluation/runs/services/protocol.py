@@ -56,7 +56,7 @@ def watch_interval() -> timedelta:
 
 def episode_seed(run: EvaluationRun, trial_number: int) -> int:
     """One seed per (run seed, trial): runs with equal seeds plan the same errors, so they pair up."""
-    return run.seed * 1000 + trial_number
+    return run.run_spec.seed * 1000 + trial_number
 
 
 # --- run start and advance -------------------------------------------------------------------
@@ -115,9 +115,9 @@ def _gate_open(run: EvaluationRun, trial: Trial) -> bool:
 
 
 def run_complete(*, run: EvaluationRun) -> None:
-    metrics = run_metrics_compute(run=run, trials=run.trials)
+    metrics = run_metrics_compute(run=run, trials=run.run_spec.trials)
     if EvaluationRun.objects.filter(pk=run.pk, status__in=ADVANCING).update(
-            status=Status.COMPLETED, metrics=metrics, metrics_trials=run.trials, status_message="",
+            status=Status.COMPLETED, metrics=metrics, metrics_trials=run.run_spec.trials, status_message="",
             finished_at=timezone.now(), watch_until=None):
         run_finished_announce(run_id=run.pk)
 
@@ -185,7 +185,7 @@ def window_fill(*, trial_id: int) -> int:
         rows = trial.run_episodes
         in_flight = rows.filter(Q(status=RunEpisode.Status.RUNNING)
                                 | Q(status=RunEpisode.Status.PENDING, queued_at__isnull=False)).count()
-        free = trial.run.concurrency * chunk - in_flight
+        free = trial.run.run_spec.concurrency * chunk - in_flight
         ids = list(rows.filter(status=RunEpisode.Status.PENDING, queued_at__isnull=True)
                    .order_by("task_key").values_list("pk", flat=True)[:max(free, 0)])
         RunEpisode.objects.filter(pk__in=ids).update(queued_at=timezone.now())
@@ -202,11 +202,11 @@ def chunk_size(run: EvaluationRun) -> int:
     The MEMWEB_RUN_CHUNK_EPISODES setting fixes the size instead."""
     if settings.RUN_CHUNK_EPISODES:
         return settings.RUN_CHUNK_EPISODES
-    offline = (run.agent_config.get("backend", AgentBackend.SCRIPTED) == AgentBackend.SCRIPTED
-               and run.customer_config.get("backend", CustomerBackend.AGENDA) == CustomerBackend.AGENDA)
+    offline = (run.run_spec.agent.backend == AgentBackend.SCRIPTED
+               and run.run_spec.customer.backend == CustomerBackend.AGENDA)
     if not offline:
         return 1
-    return max(1, min(MAX_CHUNK_EPISODES, math.ceil(len(run.task_pks) / (2 * run.concurrency))))
+    return max(1, min(MAX_CHUNK_EPISODES, math.ceil(len(run.task_pks) / (2 * run.run_spec.concurrency))))
 
 
 def _unfinished(trial_ref) -> Exists:
@@ -249,7 +249,7 @@ def _trial_memorise_retrying(trial: Trial) -> None:
     write skips what an earlier attempt stored, so a retry never writes twice."""
     for attempt, pause in enumerate(FINISH_RETRY_PAUSES + (None,)):
         try:
-            if trial.run.feedback_enabled:
+            if trial.run.run_spec.feedback_enabled:
                 _feedback_backfill(trial)
             trial_memorise(trial=trial)
             return
@@ -370,9 +370,11 @@ def _episode_play(row: RunEpisode) -> EpisodePlay | str:
     if run.memory_layer.has_bank and run.bank is None:
         return "the run's memory bank no longer exists"
     try:
-        return episode_simulate(task=row.task, agent_config=run.agent_config, customer_config=run.customer_config,
+        spec = run.run_spec
+        return episode_simulate(task=row.task, agent_config=spec.agent.model_dump(mode="json"),
+                                customer_config=spec.customer.model_dump(mode="json"),
                                 memory_config=run_memory_config(run, row=row), bank=run.bank, seed=row.seed,
-                                max_turns=run.max_turns)
+                                max_turns=spec.max_turns)
     except (EpisodeConfigError, pydantic.ValidationError) as exc:
         return f"configuration: {exc}"
     except DatabaseError:
@@ -436,8 +438,8 @@ def _episodes_store(token: uuid.UUID, played: list[tuple[RunEpisode, EpisodePlay
         if row.pk not in ours:
             logger.warning("run episode %s was reclaimed while it played; this copy is dropped", row.pk)
     for row in rows:
-        if row.episode is not None and row.run.feedback_enabled and not row.error:
-            _feedback(row.episode, row.seed, rounds=row.run.feedback_rounds)
+        if row.episode is not None and row.run.run_spec.feedback_enabled and not row.error:
+            _feedback(row.episode, row.seed, rounds=row.run.run_spec.feedback_rounds)
     return rows
 
 
@@ -463,4 +465,4 @@ def _feedback_backfill(trial: Trial) -> None:
     """Feedback that a worker died before writing is written before the trial's memories are."""
     rows = trial.run_episodes.filter(status=RunEpisode.Status.DONE, episode__isnull=False)
     for row in rows.select_related("episode"):
-        _feedback(row.episode, row.seed, rounds=trial.run.feedback_rounds)
+        _feedback(row.episode, row.seed, rounds=trial.run.run_spec.feedback_rounds)

@@ -51,7 +51,7 @@ def _split_metrics(run: EvaluationRun, trials: int, verdicts: Verdicts | None, s
     columns = {name: list(done.values_list(name, flat=True)) for name in ("turns", "tokens", "latency_ms")}
     rewards = [(verdicts or {}).get(pk, (None, reward))[1] for pk, reward in done.values_list("pk", "reward")]
     return run_metrics(run_matrix(run=run, trials=trials, verdicts=verdicts, split=split), rewards=rewards,
-                       turns=columns["turns"], tokens=columns["tokens"], latency=columns["latency_ms"], seed=run.seed)
+                       turns=columns["turns"], tokens=columns["tokens"], latency=columns["latency_ms"], seed=run.run_spec.seed)
 
 
 def run_metrics_compute(*, run: EvaluationRun, trials: int, verdicts: Verdicts | None = None) -> dict:
@@ -95,7 +95,7 @@ def run_split_summary(*, run: EvaluationRun) -> list[dict]:
     summary = []
     for split in (TaskSplit.TEST, TaskSplit.TRAIN):
         metrics = metrics_of_split(run.metrics, split) or {}
-        numbers = run.split_trials(split, run.trials)
+        numbers = run.split_trials(split, run.run_spec.trials)
         summary.append({"split": split, "tasks": counts[split], "trials": f"{numbers[0]}–{numbers[-1]}",
                         "per_trial": metrics.get("per_trial", {}).get("value", []),
                         "pass_k": metrics.get("pass_k", {}).get("value", [])})
@@ -111,10 +111,11 @@ def run_heatmap(*, run: EvaluationRun) -> dict:
     for key, summary, number, status, success, episode_id in run.run_episodes.order_by("task_key").values_list(
             "task_key", "task__summary", "trial__number", "status", "success", "episode_id"):
         state = ("success" if success else "failure") if status == RunEpisode.Status.DONE else status
-        grid.setdefault(key, [["", None] for _ in range(run.trials)])[number - 1] = [state, episode_id]
+        grid.setdefault(key, [["", None] for _ in range(run.run_spec.trials)])[number - 1] = [state, episode_id]
         summaries[key] = summary or ""
     states = [[state for state, _ in cells] for cells in grid.values()]
-    return {"trials": run.trials, "tasks": list(grid), "cells": list(grid.values()), "summaries": list(summaries.values()),
+    return {"trials": run.run_spec.trials, "tasks": list(grid), "cells": list(grid.values()),
+            "summaries": list(summaries.values()),
             "failures": [sum(state in ("failure", "error") for state in row) for row in states],
             "flips": [outcome_flips(row) for row in states]}
 

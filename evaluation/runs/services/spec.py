@@ -259,3 +259,178 @@ def run_spec_parse(data: dict | RunSpec) -> RunSpec:
         return RunSpec.model_validate(data)
     except pydantic.ValidationError as exc:
         raise RunLaunchError(problems_of(exc, whole="(body)", message=_bound_message)) from None
+
+
+# --- a run's spec as stored (EvaluationRun.spec) ---------------------------------------------
+
+# The shape of a stored spec. Bump it when a change to RunSpec makes stored specs invalid (a field
+# renamed, a meaning changed), and add to _UPGRADES the step that rewrites the old shape.
+SPEC_VERSION = 1
+# version -> a function that turns a stored spec of that version into one of the next version.
+_UPGRADES: dict[int, object] = {}
+
+
+class StoredSpecError(ValueError):
+    """A stored spec that no upgrade path turns into today's RunSpec."""
+
+
+def run_spec_stored(spec: RunSpec) -> dict:
+    """The value a run keeps: every field, defaults included, so that a later change of a default
+    never changes what an old run says it was launched with."""
+    return spec.model_dump(mode="json")
+
+
+def _upgraded(stored: dict, version: int) -> dict:
+    if not 1 <= version <= SPEC_VERSION:
+        raise StoredSpecError(f"spec version {version} is not one this memweb reads (1 to {SPEC_VERSION})")
+    data = dict(stored)
+    for step in range(version, SPEC_VERSION):
+        data = _UPGRADES[step](data)
+    return data
+
+
+def spec_upgrade(stored: dict, version: int) -> RunSpec:
+    """A stored spec of `version` as today's RunSpec, each upgrade step applied in turn; StoredSpecError
+    when it is not valid (an import file's spec)."""
+    data = _upgraded(stored, version)
+    try:
+        return RunSpec.model_validate(data)
+    except pydantic.ValidationError as exc:
+        raise StoredSpecError(f"stored spec (version {version}) is not valid: {exc}") from None
+
+
+def spec_read(stored: dict, version: int) -> tuple[RunSpec, list[str]]:
+    """A run's stored spec as today's RunSpec for showing and using it, and the settings that are not
+    valid in it (written around memweb, straight into the database): those read as their defaults,
+    so that one bad value does not close every page of the run."""
+    return _validated_leniently(_upgraded(stored, version))
+
+
+def _known(model: type[pydantic.BaseModel], values: dict | None) -> dict:
+    return {name: value for name, value in (values or {}).items() if name in model.model_fields}
+
+
+def _section(model: type[pydantic.BaseModel], values: dict | None) -> dict | None:
+    """A stored config as a spec section: the fields the model knows, or its defaults where they are
+    not valid (an imported run's agent from elsewhere, with backend "external")."""
+    known = _known(model, values)
+    for attempt in (known, {name: value for name, value in known.items() if name != "backend"}):
+        try:
+            return model.model_validate(attempt).model_dump(mode="json")
+        except pydantic.ValidationError:
+            continue
+    return None
+
+
+def _held_out_settings(columns: dict) -> dict:
+    """Replay runs kept empty held-out columns; a held-out run's test fraction was 0 under the task
+    set rule. Either way the spec's default stands for what the run never used."""
+    if columns.get("evaluation_mode", EvaluationMode.REPLAY) == EvaluationMode.REPLAY:
+        return {}
+    settings = {"evaluation_mode": columns["evaluation_mode"]}
+    if columns.get("split_rule"):
+        settings["split_rule"] = columns["split_rule"]
+    if columns.get("test_fraction"):
+        settings["test_fraction"] = columns["test_fraction"]
+    if columns.get("train_trials"):
+        settings["train_trials"] = columns["train_trials"]
+    return settings
+
+
+def spec_from_columns(columns: dict) -> tuple[RunSpec, list[str]]:
+    """The spec that a run's old setting columns (EvaluationRun before its spec was one value, and an
+    export file of format version 1) say it had, and the settings that had to take their defaults
+    because the stored value is not one today's RunSpec accepts (an imported run from elsewhere)."""
+    memory_mode = columns.get("memory_mode") or MemoryKind.NONE
+    data = {
+        "name": columns.get("name") or "run", "task_set": columns.get("task_set") or "",
+        "domain": columns.get("task_domain", ""), "split": columns.get("task_split", ""),
+        "task_ids": columns.get("task_ids") or [], "agent": _section(AgentConfig, columns.get("agent_config")),
+        "customer": _section(CustomerConfig, columns.get("customer_config")), "memory_mode": memory_mode,
+        "memory_k": columns.get("memory_k"), "approved_only": columns.get("memory_approved_only"),
+        "same_customer_only": columns.get("memory_same_customer_only"), "per_turn": columns.get("memory_per_turn"),
+        "reflection_style": columns.get("reflection_style"), "reflection_input": columns.get("reflection_input"),
+        "preset": columns.get("preset") or None, "memory_effects": bool(columns.get("withhold_probability")),
+        "withhold_probability": columns.get("withhold_probability"), "bank_source": columns.get("bank_copied_from"),
+        "trials": columns.get("trials"), "pass_k": columns.get("pass_k"), "seed": columns.get("seed"),
+        "max_turns": columns.get("max_turns"), "concurrency": columns.get("concurrency"),
+        "review_gate": columns.get("review_gate"), "feedback_enabled": columns.get("feedback_enabled"),
+        "feedback_memory": columns.get("feedback_memory"), "feedback_rounds": columns.get("feedback_rounds"),
+        "feedback_calibration": columns.get("feedback_calibration"), **_held_out_settings(columns),
+        "dmrm": _section(DMRMParams, columns.get("dmrm_config"))
+        if memory_mode in (MemoryKind.DMRM, MemoryKind.BOTH) and columns.get("dmrm_config") else None,
+    }
+    return _validated_leniently({name: value for name, value in data.items() if value is not None})
+
+
+def _validated_leniently(data: dict) -> tuple[RunSpec, list[str]]:
+    """RunSpec of `data`, the fields it refuses left at their defaults (and named)."""
+    try:
+        return RunSpec.model_validate(data), []
+    except pydantic.ValidationError as exc:
+        faulty = sorted({str(error["loc"][0]) for error in exc.errors() if error["loc"]} - {"name"})
+    try:
+        return RunSpec.model_validate({name: value for name, value in data.items() if name not in faulty}), faulty
+    except pydantic.ValidationError:  # the settings together break a rule of the whole spec
+        return RunSpec.model_validate({"name": data.get("name") or "run"}), sorted(set(data) - {"name"})
+
+
+# --- the run page's settings panel -----------------------------------------------------------
+
+ROLE_TITLES = {SettingRole.MEMORY: "Memory under test", SettingRole.IDENTITY: "Agent, customer and tasks",
+               SettingRole.BOOKKEEPING: "Bookkeeping"}
+
+
+def setting_label(name: str) -> str:
+    return name.replace("_", " ").capitalize()
+
+
+def setting_text(value: object) -> str:
+    """A setting's value in words: yes/no, a choice by its label, a list joined, a section as its fields."""
+    if value is None or value == "" or value == [] or value == {}:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, pydantic.BaseModel):
+        return " · ".join(f"{name.replace('_', ' ')} {setting_text(item)}"
+                          for name, item in value.model_dump(mode="json").items())
+    if isinstance(value, dict):
+        return ", ".join(f"{name} {setting_text(item)}" for name, item in value.items())
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
+    if isinstance(value, models.Choices):
+        return str(value.label)
+    return str(value)
+
+
+def spec_panel(spec: RunSpec) -> list[dict]:
+    """Every field of the spec with its value and description, grouped by its role (SETTING_ROLES);
+    a field without a role yet is shown under bookkeeping rather than hidden."""
+    groups = {role: [] for role in ROLE_TITLES}
+    for name, info in type(spec).model_fields.items():
+        groups[SETTING_ROLES.get(name, SettingRole.BOOKKEEPING)].append(
+            {"name": name, "label": setting_label(name), "value": setting_text(getattr(spec, name)),
+             "description": info.description or ""})
+    return [{"role": role.value, "title": ROLE_TITLES[role], "settings": settings}
+            for role, settings in groups.items() if settings]
+
+
+def spec_as_columns(spec: RunSpec) -> dict:
+    """The spec under the names and in the shapes of the setting columns runs had before it was one
+    value, for clients that still read those (the API's run answer, an export's run header)."""
+    held_out = spec.evaluation_mode != EvaluationMode.REPLAY
+    by_fraction = held_out and spec.split_rule == SplitRule.FRACTION
+    return {
+        "task_domain": spec.domain, "task_split": spec.split, "task_ids": spec.task_ids,
+        "agent_config": spec.agent.model_dump(mode="json"), "customer_config": spec.customer.model_dump(mode="json"),
+        "memory_k": spec.memory_k, "memory_approved_only": spec.approved_only,
+        "memory_same_customer_only": spec.same_customer_only, "memory_per_turn": spec.per_turn,
+        "reflection_style": spec.reflection_style.value, "reflection_input": spec.reflection_input.value,
+        "preset": spec.preset.value if spec.preset else "", "withhold_probability": spec.withhold_probability,
+        "trials": spec.trials, "pass_k": spec.pass_k, "seed": spec.seed, "max_turns": spec.max_turns,
+        "concurrency": spec.concurrency, "review_gate": spec.review_gate.value,
+        "feedback_enabled": spec.feedback_enabled, "feedback_memory": spec.feedback_memory.value,
+        "feedback_rounds": spec.feedback_rounds, "feedback_calibration": spec.feedback_calibration.value,
+        "evaluation_mode": spec.evaluation_mode.value, "split_rule": spec.split_rule.value if held_out else "",
+        "test_fraction": spec.test_fraction if by_fraction else 0.0, "train_trials": spec.train_trials_resolved(),
+    }

@@ -86,9 +86,9 @@ def episodes_planned(*, spec: RunSpec, task_count: int, splits: dict[str, str]) 
 
 def trial_split(run: EvaluationRun, trial_number: int) -> str | None:
     """The one split a train-then-test run's trial plays; None when the trial plays every task."""
-    if run.evaluation_mode != EvaluationMode.TRAIN_TEST:
+    if run.run_spec.evaluation_mode != EvaluationMode.TRAIN_TEST:
         return None
-    return TaskSplit.TRAIN if trial_number <= run.train_trials else TaskSplit.TEST
+    return TaskSplit.TRAIN if trial_number <= run.run_spec.train_trials_resolved() else TaskSplit.TEST
 
 
 def learns_from(row: RunEpisode) -> bool:
@@ -112,6 +112,8 @@ def run_measured_text(run: EvaluationRun) -> str:
         return "replayed tasks (within-task learning: the same tasks every trial)"
     counts = run.split_counts()
     text = f"held-out tasks ({counts[TaskSplit.TRAIN]} train / {counts[TaskSplit.TEST]} test"
-    if run.evaluation_mode == EvaluationMode.TRAIN_TEST:
-        text += f"; trials 1–{run.train_trials} train, {run.train_trials + 1}–{run.trials} test with memory frozen"
+    spec = run.run_spec
+    if spec.evaluation_mode == EvaluationMode.TRAIN_TEST:
+        train = spec.train_trials_resolved()
+        text += f"; trials 1–{train} train, {train + 1}–{spec.trials} test with memory frozen"
     return text + ")"

@@ -4,6 +4,7 @@ import restores the pins its file carries (what the run was scored against), so 
 known here too, and notes on the run what it could not carry."""
 import csv
 import io
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
@@ -31,13 +32,24 @@ from evaluation.runs.models import (
 )
 from evaluation.runs.services.pins import run_pins_out, run_staleness
 from evaluation.runs.services.results import CHART_SERIES, run_metrics_compute
+from evaluation.runs.services.spec import (
+    SPEC_VERSION,
+    RunSpec,
+    StoredSpecError,
+    run_spec_stored,
+    spec_as_columns,
+    spec_from_columns,
+    spec_upgrade,
+)
 from memweb.errors import problems_of
 from memweb.problem_report import ProblemReport, problem_report
 from memweb.workspaces import in_workspace
 from orbs.services import ReflectionStyle
 
 FORMAT = "memweb.evaluation-run"
-FORMAT_VERSION = 1
+# 2: the run header carries the run's spec and its version (`spec`, `spec_version`); files of
+# version 1 (settings as separate keys) still import.
+FORMAT_VERSION = 2
 EPISODE_COLUMNS = ("task_id", "trial", "status", "success", "reward", "turns", "tokens", "latency_ms", "error",
                    "episode_id", "split")
 MAX_IMPORT_EPISODES = 100_000
@@ -62,22 +74,22 @@ def _episode_line(row: RunEpisode) -> dict:
             "finished_at": row.finished_at.isoformat() if row.finished_at else None, "feedback": _feedback_line(row)}
 
 
+# Export headers of format version 1 named three settings otherwise than the run's old columns did.
+_HEADER_NAMES = {"memory_same_customer_only": "same_customer_only", "memory_approved_only": "approved_only",
+                 "memory_per_turn": "per_turn"}
+
+
+def _settings_header(spec: RunSpec) -> dict:
+    """The settings under the names version-1 files used, for readers of those."""
+    return {_HEADER_NAMES.get(name, name): value for name, value in spec_as_columns(spec).items()}
+
+
 def _run_header(run: EvaluationRun) -> dict:
-    return {"name": run.name, "source": run.imported_from or f"memweb run #{run.pk}", "status": run.status,
-            "scripted": run.scripted, "agent_backend": run.agent_backend, "agent_config": run.agent_config,
-            "customer_config": run.customer_config, "memory_mode": run.memory_mode, "memory_k": run.memory_k,
-            "dmrm_config": run.dmrm_config, "same_customer_only": run.memory_same_customer_only, "review_gate": run.review_gate,
-            "approved_only": run.memory_approved_only, "per_turn": run.memory_per_turn,
-            "withhold_probability": run.withhold_probability, "task_domain": run.task_domain,
-            "task_split": run.task_split, "tasks_fingerprint": run.tasks_fingerprint,
-            "bank_copied_from": run.bank_copied_from, "pass_k": run.pass_k,
-            "concurrency": run.concurrency, "feedback_enabled": run.feedback_enabled,
-            "feedback_memory": run.feedback_memory, "feedback_rounds": run.feedback_rounds,
-            "feedback_calibration": run.feedback_calibration,
-            "reflection_style": run.reflection_style, "reflection_input": run.reflection_input, "preset": run.preset,
-            "evaluation_mode": run.evaluation_mode, "split_rule": run.split_rule, "test_fraction": run.test_fraction,
-            "train_trials": run.train_trials, "task_splits": run.task_splits,
-            "trials": run.trials, "seed": run.seed, "max_turns": run.max_turns,
+    return {**_settings_header(run.run_spec), "spec": run_spec_stored(run.run_spec), "spec_version": SPEC_VERSION,
+            "name": run.name, "source": run.imported_from or f"memweb run #{run.pk}", "status": run.status,
+            "scripted": run.scripted, "agent_backend": run.agent_backend, "memory_mode": run.memory_mode,
+            "dmrm_config": run.dmrm_config, "tasks_fingerprint": run.tasks_fingerprint,
+            "bank_copied_from": run.bank_copied_from, "task_splits": run.task_splits,
             "created_at": run.created_at.isoformat(), "memory_layer": run.memory_layer.export_header(run),
             "started_at": run.started_at.isoformat() if run.started_at else None,
             "finished_at": run.finished_at.isoformat() if run.finished_at else None}
@@ -179,15 +191,36 @@ class ImportedPins(_Line):
 
 
 class ImportedRun(_Line):
+    """What a run header says besides its settings: where it came from and what its launch resolved."""
+
     name: str = pydantic.Field(min_length=1, max_length=200)
     source: str = pydantic.Field(default="", max_length=200)
     scripted: bool = False
     agent_backend: str = pydantic.Field(default="external", max_length=32)
+    dmrm_config: dict = pydantic.Field(default_factory=dict)
+    bank_copied_from: str = pydantic.Field(default="", max_length=100)
+    tasks_fingerprint: str = pydantic.Field(default="", max_length=64, description="empty: unknown (not memweb's)")
+    task_splits: dict[str, Literal[tuple(TaskSplit.values)]] = pydantic.Field(default_factory=dict)
+    created_at: datetime | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    pins: ImportedPins | None = pydantic.Field(default=None, description="empty: an older file, staleness unknown")
+
+
+class ImportedSpecRun(ImportedRun):
+    """A header of format version 2: the settings are its spec."""
+
+    spec: dict
+    spec_version: int = pydantic.Field(ge=1)
+
+
+class ImportedColumnsRun(ImportedRun):
+    """A header of format version 1: the settings as separate keys, defaults for what older files lack."""
+
     agent_config: dict = pydantic.Field(default_factory=dict)
     customer_config: dict = pydantic.Field(default_factory=dict)
     memory_mode: str = pydantic.Field(default=NO_MEMORY, max_length=64, description="a registered memory layer")
     memory_k: int = pydantic.Field(default=5, ge=1, le=50)
-    dmrm_config: dict = pydantic.Field(default_factory=dict)
     same_customer_only: bool = False
     review_gate: Literal[tuple(ReviewGate.values)] = ReviewGate.AUTO
     approved_only: bool = True
@@ -195,8 +228,6 @@ class ImportedRun(_Line):
     withhold_probability: float = pydantic.Field(default=0.0, ge=0.0, le=1.0)
     task_domain: str = pydantic.Field(default="", max_length=16)
     task_split: str = pydantic.Field(default="", max_length=8)
-    bank_copied_from: str = pydantic.Field(default="", max_length=100)
-    tasks_fingerprint: str = pydantic.Field(default="", max_length=64, description="empty: unknown (not memweb's)")
     pass_k: int | None = pydantic.Field(default=None, ge=1, le=100)
     concurrency: int = pydantic.Field(default=4, ge=1, le=32767)
     feedback_enabled: bool = False
@@ -213,14 +244,15 @@ class ImportedRun(_Line):
     split_rule: Literal["", *SplitRule.values] = ""
     test_fraction: float = pydantic.Field(default=0.0, ge=0.0, lt=1.0)
     train_trials: int = pydantic.Field(default=0, ge=0, le=100)
-    task_splits: dict[str, Literal[tuple(TaskSplit.values)]] = pydantic.Field(default_factory=dict)
     trials: int = pydantic.Field(ge=1, le=100)
     seed: int = pydantic.Field(default=0, ge=0)
     max_turns: int = pydantic.Field(default=12, ge=1, le=50)
-    created_at: datetime | None = None
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
-    pins: ImportedPins | None = pydantic.Field(default=None, description="empty: an older file, staleness unknown")
+
+    def columns(self, task_ids: list[str]) -> dict:
+        """The header as the old setting columns (spec.spec_from_columns reads those)."""
+        header = self.model_dump()
+        columns = {column: header[name] for column, name in _HEADER_NAMES.items()}
+        return {**header, **columns, "task_ids": task_ids, "task_set": ""}
 
     @pydantic.field_validator("memory_mode")
     @classmethod
@@ -228,11 +260,30 @@ class ImportedRun(_Line):
         return memory_layer_validate(name)
 
 
-class ImportedFile(_Line):
+class _ImportedFile(_Line):
     format: Literal["memweb.evaluation-run"]
-    format_version: Literal[1]
-    run: ImportedRun
     episodes: list[ImportedEpisode] = pydantic.Field(min_length=1, max_length=MAX_IMPORT_EPISODES)
+
+
+class ImportedFile(_ImportedFile):
+    format_version: Literal[2]
+    run: ImportedSpecRun
+
+
+class ImportedColumnsFile(_ImportedFile):
+    format_version: Literal[1]
+    run: ImportedColumnsRun
+
+
+@dataclass
+class _Parsed:
+    """An import file checked: its header, its episodes, and the run's spec (with, for a version-1
+    file, the settings its header gave that the spec could not take: they took their defaults)."""
+
+    run: ImportedRun
+    episodes: list[ImportedEpisode]
+    spec: RunSpec
+    defaulted: list[str]
 
 
 class RunImportError(ValueError):
@@ -265,34 +316,36 @@ def _episode_label(index: int, data: dict) -> str:
     return f"episode {index + 1}" + (f" ({about})" if about else "")
 
 
-def _imported_splits(data: ImportedFile) -> dict[str, str]:
+def _imported_splits(data: _Parsed) -> dict[str, str]:
     """Task id -> split of a held-out run: the header's map, else what its episodes say."""
-    if data.run.evaluation_mode == EvaluationMode.REPLAY:
+    if data.spec.evaluation_mode == EvaluationMode.REPLAY:
         return {}
     return dict(data.run.task_splits) or {e.task_id: e.split for e in data.episodes if e.split}
 
 
-def _expected_trials(data: ImportedFile, split: str) -> range:
+def _expected_trials(data: _Parsed, split: str) -> range:
     """The trials a task of `split` has episodes in: all, or a train-then-test run's phase of it."""
-    head = data.run
-    if head.evaluation_mode != EvaluationMode.TRAIN_TEST:
-        return range(1, head.trials + 1)
-    return range(1, head.train_trials + 1) if split == TaskSplit.TRAIN else range(head.train_trials + 1, head.trials + 1)
+    spec = data.spec
+    if spec.evaluation_mode != EvaluationMode.TRAIN_TEST:
+        return range(1, spec.trials + 1)
+    train = spec.train_trials_resolved()
+    return range(1, train + 1) if split == TaskSplit.TRAIN else range(train + 1, spec.trials + 1)
 
 
 def _trials_text(trials: range) -> str:
     return f"trial {trials.start}" if len(trials) == 1 else f"trials {trials.start}–{trials.stop - 1}"
 
 
-def _split_problems(data: ImportedFile, splits: dict[str, str]) -> list[tuple[str, str]]:
+def _split_problems(data: _Parsed, splits: dict[str, str]) -> list[tuple[str, str]]:
     """A held-out run's tasks each in one split, both splits present, its episodes saying the same."""
-    head, problems = data.run, []
-    if head.evaluation_mode == EvaluationMode.REPLAY:
+    spec, problems = data.spec, []
+    if spec.evaluation_mode == EvaluationMode.REPLAY:
         return [(f"episodes.{index}.split", f"is {e.split!r}, but a replay run's episodes have no split")
                 for index, e in enumerate(data.episodes) if e.split]
-    if head.evaluation_mode == EvaluationMode.TRAIN_TEST and not 1 <= head.train_trials < head.trials:
-        problems.append(("run.train_trials", f"must be at least 1 and less than trials ({head.trials}) in a "
-                                             f"train_test run, got {head.train_trials}"))
+    train = spec.train_trials_resolved()
+    if spec.evaluation_mode == EvaluationMode.TRAIN_TEST and not 1 <= train < spec.trials:
+        problems.append(("run.train_trials", f"must be at least 1 and less than trials ({spec.trials}) in a "
+                                             f"train_test run, got {train}"))
     if set(splits.values()) != set(TaskSplit.values):
         problems.append(("run.task_splits", "a held-out run needs tasks in both the train and the test split"))
     for index, e in enumerate(data.episodes):
@@ -304,18 +357,18 @@ def _split_problems(data: ImportedFile, splits: dict[str, str]) -> list[tuple[st
     return problems
 
 
-def _grid_problems(data: ImportedFile) -> list[tuple[str, str]]:
+def _grid_problems(data: _Parsed) -> list[tuple[str, str]]:
     """Each task needs exactly one episode per trial it plays (1..trials, or its split's phase of a
     train-then-test run), so the metrics mean what they say."""
     splits = _imported_splits(data)
-    problems, seen = _split_problems(data, splits), {}
+    problems, seen, trials = _split_problems(data, splits), {}, data.spec.trials
     if problems:
         return problems
     for index, episode in enumerate(data.episodes):
         expected = _expected_trials(data, splits.get(episode.task_id, ""))
         if episode.trial not in expected:
-            problems.append((f"episodes.{index}.trial", f"is {episode.trial}, but the run has {data.run.trials} trials"
-                             if episode.trial > data.run.trials else
+            problems.append((f"episodes.{index}.trial", f"is {episode.trial}, but the run has {trials} trials"
+                             if episode.trial > trials else
                              f"is {episode.trial}, but task {episode.task_id!r} plays {_trials_text(expected)} only "
                              f"(its {splits[episode.task_id]} split)"))
         cell = (episode.task_id, episode.trial)
@@ -330,45 +383,50 @@ def _grid_problems(data: ImportedFile) -> list[tuple[str, str]]:
     return problems
 
 
-def run_import_parse(data: dict) -> ImportedFile:
+def _file_spec(parsed: ImportedFile | ImportedColumnsFile) -> tuple[RunSpec, list[str]]:
+    """The run's spec: a version-2 file's own (upgraded from its version), a version-1 file's from its
+    settings keys as the old columns took them."""
+    if isinstance(parsed, ImportedColumnsFile):
+        return spec_from_columns(parsed.run.columns(sorted({e.task_id for e in parsed.episodes})))
     try:
-        parsed = ImportedFile.model_validate(data)
+        return spec_upgrade(parsed.run.spec, parsed.run.spec_version), []
+    except StoredSpecError as exc:
+        raise RunImportError([("run.spec", str(exc))]) from None
+
+
+def run_import_parse(data: dict) -> _Parsed:
+    """The file checked in full: RunImportError names each problem."""
+    version_1 = isinstance(data, dict) and data.get("format_version") == 1
+    try:
+        parsed = (ImportedColumnsFile if version_1 else ImportedFile).model_validate(data)
     except pydantic.ValidationError as exc:
         raise RunImportError(problems_of(exc, whole="(file)")) from None
-    problems = _grid_problems(parsed)
+    spec, defaulted = _file_spec(parsed)
+    checked = _Parsed(parsed.run, parsed.episodes, spec, defaulted)
+    problems = _grid_problems(checked)
     if problems:
         raise RunImportError(problems)
-    return parsed
+    return checked
 
 
-def _imported_run(data: ImportedFile, user, workspace) -> EvaluationRun:
-    head = data.run
+def _imported_run(data: _Parsed, user, workspace) -> EvaluationRun:
+    head, spec = data.run, data.spec
     owner = {"workspace": workspace} if workspace is not None else {}
     return EvaluationRun.objects.create(
         **owner, name=head.name, imported=True, imported_from=head.source or head.name, status=EvaluationRun.Status.COMPLETED,
-        scripted=head.scripted, agent_backend=head.agent_backend, agent_config=head.agent_config,
-        customer_config=head.customer_config, memory_mode=head.memory_mode, memory_k=head.memory_k,
-        dmrm_config=head.dmrm_config, memory_same_customer_only=head.same_customer_only, trials=head.trials, seed=head.seed,
-        max_turns=head.max_turns, created_by=user, created_at=head.created_at or timezone.now(),
-        review_gate=head.review_gate, memory_approved_only=head.approved_only, memory_per_turn=head.per_turn,
-        withhold_probability=head.withhold_probability,
-        task_domain=head.task_domain, task_split=head.task_split, bank_copied_from=head.bank_copied_from,
-        tasks_fingerprint=head.tasks_fingerprint,
-        pass_k=head.pass_k, concurrency=head.concurrency, feedback_enabled=head.feedback_enabled,
-        feedback_memory=head.feedback_memory, feedback_rounds=head.feedback_rounds,
-        feedback_calibration=head.feedback_calibration, reflection_input=head.reflection_input,
-        reflection_style=head.reflection_style, preset=head.preset, evaluation_mode=head.evaluation_mode,
-        split_rule=head.split_rule, test_fraction=head.test_fraction, train_trials=head.train_trials,
-        task_splits=_imported_splits(data),
+        scripted=head.scripted, agent_backend=head.agent_backend, memory_mode=spec.memory_mode,
+        spec=run_spec_stored(spec), spec_version=SPEC_VERSION, dmrm_config=head.dmrm_config,
+        bank_copied_from=head.bank_copied_from, tasks_fingerprint=head.tasks_fingerprint,
+        task_splits=_imported_splits(data), created_by=user, created_at=head.created_at or timezone.now(),
         started_at=head.started_at, finished_at=head.finished_at or timezone.now(),
         episodes_total=len(data.episodes), episodes_finished=len(data.episodes),
         episodes_error=sum(e.status == "error" for e in data.episodes),
-        successes=sum(bool(e.success) for e in data.episodes), task_ids=sorted({e.task_id for e in data.episodes}))
+        successes=sum(bool(e.success) for e in data.episodes))
 
 
-def _imported_trials(run: EvaluationRun, data: ImportedFile) -> dict[int, Trial]:
+def _imported_trials(run: EvaluationRun, data: _Parsed) -> dict[int, Trial]:
     trials = {}
-    for number in range(1, run.trials + 1):
+    for number in range(1, data.spec.trials + 1):
         episodes = [e for e in data.episodes if e.trial == number]
         trials[number] = Trial.objects.create(
             run=run, number=number, status=Trial.Status.DONE, episodes_total=len(episodes),
@@ -421,6 +479,14 @@ def _pins_restore(run: EvaluationRun, pins: ImportedPins | None, workspace) -> N
     run.save(update_fields=["pins", "reward_version"])
 
 
+def _defaulted_note(run: EvaluationRun, defaulted: list[str]) -> None:
+    """Say which settings of a version-1 header no run spec accepts (they took their defaults)."""
+    if defaulted:
+        run.pins["import"]["settings_defaulted"] = defaulted
+        run.pins["import"]["note"] += f"; settings not valid here, so at their defaults: {', '.join(defaulted)}"
+        run.save(update_fields=["pins"])
+
+
 def run_import(*, data: dict, user=None, workspace=None) -> EvaluationRun:
     """Import a run exported by memweb (or written in its format) into `workspace` (None: the
     default one); RunImportError names each bad field and nothing is written then."""
@@ -434,8 +500,10 @@ def run_import(*, data: dict, user=None, workspace=None) -> EvaluationRun:
                        seed=e.seed, split=run.task_splits.get(e.task_id, ""), finished_at=e.finished_at or run.finished_at,
                        imported_feedback=e.feedback.model_dump() if e.feedback else None) for e in parsed.episodes])
         _pins_restore(run, parsed.run.pins, run.workspace)
-        EvaluationRun.objects.filter(pk=run.pk).update(metrics=run_metrics_compute(run=run, trials=run.trials),
-                                                       metrics_trials=run.trials)
+        _defaulted_note(run, parsed.defaulted)
+        trials = parsed.spec.trials
+        EvaluationRun.objects.filter(pk=run.pk).update(metrics=run_metrics_compute(run=run, trials=trials),
+                                                       metrics_trials=trials)
     run.refresh_from_db()
     return run
 

@@ -35,7 +35,7 @@ def make_run(name: str, episodes):
     """An evaluation run (issue 6's models) holding `episodes` in its first trial."""
     from evaluation.runs.models import EvaluationRun, RunEpisode, Trial
 
-    run = EvaluationRun.objects.create(name=name, feedback_enabled=True)
+    run = EvaluationRun.objects.create(name=name, spec={"feedback_enabled": True})
     trial = Trial.objects.create(run=run, number=1)
     for episode in episodes:
         RunEpisode.objects.create(run=run, trial=trial, task=episode.task, task_key=episode.task_snapshot["id"],

@@ -25,7 +25,7 @@ def test_the_binary_model_gives_the_papers_rates_at_its_stated_share():
 
 def _two_trial_run(builtin, first_trial: int, **run_fields):
     """A run whose trial 1 holds `first_trial` judged episodes and whose trial 2 holds one unjudged episode."""
-    run = EvaluationRun.objects.create(name="calibrated on itself", feedback_enabled=True, **run_fields)
+    run = EvaluationRun.objects.create(name="calibrated on itself", spec={"feedback_enabled": True, **run_fields})
     trials = [Trial.objects.create(run=run, number=n) for n in (1, 2)]
     earlier = play_many(builtin, first_trial)
     later = play_episode(builtin, "shop-app-001", seed=99)
@@ -40,7 +40,7 @@ def _two_trial_run(builtin, first_trial: int, **run_fields):
 def test_a_run_is_calibrated_on_the_reference_distribution_by_default(builtin):
     """Even with enough realised scores: recalibrating each run on its own scores would pin every
     run's like rate at the target, so likes could not rank systems."""
-    assert RunSpec(name="x").feedback_calibration == "reference" == EvaluationRun().feedback_calibration
+    assert RunSpec(name="x").feedback_calibration == "reference" == EvaluationRun().run_spec.feedback_calibration
     earlier, later = _two_trial_run(builtin, fm.MIN_REALISED_SCORES)
     snapshot = feedback_for_episode(episode=later, seed=3).params
     assert snapshot["calibrated_on"] == "reference distribution (calibrate_on = reference)"
@@ -104,7 +104,7 @@ def test_the_scorer_is_told_what_each_band_of_the_scale_means(fake_llm, failed_e
 
 
 def test_the_migration_keeps_old_runs_calibration_and_makes_per_reply_profiles_short_families(db):
-    run = EvaluationRun.objects.create(name="stored before issue 28", feedback_enabled=True)
+    run = EvaluationRun.objects.create(name="stored before issue 28", spec={"feedback_enabled": True})
     executor = MigrationExecutor(connection)
     with connection.cursor() as cursor:
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # so ALTER TABLE waits on no deferred checks
@@ -118,6 +118,6 @@ def test_the_migration_keeps_old_runs_calibration_and_makes_per_reply_profiles_s
     executor.loader.build_graph()
     executor.migrate(executor.loader.graph.leaf_nodes())
     run.refresh_from_db()
-    assert run.feedback_calibration == "realised"  # what it did: the setting's choice at the time
+    assert run.run_spec.feedback_calibration == "realised"  # what it did: the setting's choice at the time
     assert profile_for(key="gadgets").long_output is False
-    assert EvaluationRun.objects.create(name="new").feedback_calibration == "reference"
+    assert EvaluationRun.objects.create(name="new").run_spec.feedback_calibration == "reference"

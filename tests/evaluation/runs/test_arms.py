@@ -12,6 +12,7 @@ from evaluation.runs.services.compare import (
     WITHHOLDING,
     identity_settings,
     memory_differences,
+    memory_settings,
 )
 from evaluation.runs.services.spec import SETTING_ROLES, RunSpec, SettingRole, settings_of_role
 from tests.evaluation.runs.conftest import TASK_IDS, spec
@@ -21,8 +22,10 @@ API = "/api/evaluation/runs"
 
 def test_every_run_setting_has_a_role_and_every_identity_setting_is_read_back_from_a_run():
     assert set(SETTING_ROLES) == set(RunSpec.model_fields)
-    assert set(settings_of_role(SettingRole.IDENTITY)) == set(SPEC_READERS)
-    assert set(settings_of_role(SettingRole.MEMORY)) == set(MEMORY_READERS)  # each named when it differs
+    # Readers are only for settings compared otherwise than as their spec value: the rest need none.
+    assert set(SPEC_READERS) <= set(settings_of_role(SettingRole.IDENTITY))
+    assert set(MEMORY_READERS) <= set(settings_of_role(SettingRole.MEMORY))
+    assert {"reflection style", "review gate", "preset"} <= {setting.label for setting in memory_settings()}
     labels = {setting.label for setting in identity_settings()}
     # The agent's and customer's own fields are read from their configs, so a new one is compared too.
     assert {"agent context window", "agent max tokens", "agent step limit", "customer max tokens", "turn limit",
@@ -31,8 +34,10 @@ def test_every_run_setting_has_a_role_and_every_identity_setting_is_read_back_fr
 
 @pytest.mark.django_db  # a run row's defaults read the default workspace
 def test_the_verdict_names_every_memory_setting_the_runs_differ_in():
-    simple = EvaluationRun(memory_mode="memorb", memory_k=5, reflection_style="simple", reflection_input="trajectory")
-    oracle = EvaluationRun(memory_mode="memorb", memory_k=1, reflection_style="structured", reflection_input="oracle")
+    simple = EvaluationRun(memory_mode="memorb", spec={"memory_k": 5, "reflection_style": "simple",
+                                                      "reflection_input": "trajectory"})
+    oracle = EvaluationRun(memory_mode="memorb", spec={"memory_k": 1, "reflection_style": "structured",
+                                                      "reflection_input": "oracle"})
     assert memory_differences(oracle, simple) == [
         "k (1 against 5)", "reflection style (structured against simple)", "reflection input (oracle against trajectory)"]
     assert memory_differences(simple, simple) == []
@@ -58,15 +63,15 @@ def test_withholding_is_only_the_explicit_effect_measurement_mode(builtin, opera
               "trials": 1, "seed": 0, "max_turns": 12, "concurrency": 1, "review_gate": "auto",
               "withhold_probability": 0, "memory_effects": "on"}
     assert client.post(reverse("evaluation:run_new"), posted).status_code == 302
-    assert EvaluationRun.objects.get(name="effects").withhold_probability == 0.2
+    assert EvaluationRun.objects.get(name="effects").run_spec.withhold_probability == 0.2
 
 
 def test_a_comparison_refuses_another_context_window_and_names_what_it_measured(launch, client, operator_user):
     baseline = run_drive(run=launch(memory_mode="none", name="baseline", trials=2))
     memory = run_drive(run=launch(name="memory", trials=2, seed=1))
     # An old run: its agent config predates the context window and it has no pins; it still compares.
-    EvaluationRun.objects.filter(pk=baseline.pk).update(
-        pins={}, agent_config={k: v for k, v in baseline.agent_config.items() if k != "context_tokens"})
+    agent = {k: v for k, v in baseline.spec["agent"].items() if k != "context_tokens"}
+    EvaluationRun.objects.filter(pk=baseline.pk).update(pins={}, spec={**baseline.spec, "agent": agent})
     baseline.refresh_from_db()
     verdict = runs_compare(runs=[baseline, memory])["pairs"][0]["verdict"]
     assert ("Measured on replayed tasks (within-task learning: the same tasks every trial), over all 3 tasks: memory "
@@ -74,7 +79,8 @@ def test_a_comparison_refuses_another_context_window_and_names_what_it_measured(
     assert "agent context window, " in verdict and "turn limit" in verdict
     assert verdict.endswith("; not equal: seed (1 against 0).")  # another sample of the same arm: a warning
 
-    EvaluationRun.objects.filter(pk=memory.pk).update(agent_config={**memory.agent_config, "context_tokens": 4096})
+    EvaluationRun.objects.filter(pk=memory.pk).update(
+        spec={**memory.spec, "agent": {**memory.spec["agent"], "context_tokens": 4096}})
     memory.refresh_from_db()
     with pytest.raises(RunsNotComparable) as refused:
         runs_compare(runs=[baseline, memory])
@@ -87,7 +93,7 @@ def test_a_comparison_refuses_another_context_window_and_names_what_it_measured(
     page = client.get(reverse("evaluation:run_compare"), {"runs": [baseline.pk, memory.pk]}).content.decode()
     assert 'id="compare-accept"' in page and "&amp;accept=1" in page
     run_page = client.get(memory.get_absolute_url()).content.decode()
-    assert "per-memory effects not measured" in run_page
+    assert 'data-setting="memory_effects">no' in run_page
     effects = client.get(reverse("evaluation:memory_effects", args=[memory.bank.slug])).content.decode()
     assert 'id="effects-unmeasured"' in effects and f"Run #{memory.pk} memory</a> did not measure effects" in effects
 

@@ -29,7 +29,7 @@ def _rag_records(row) -> list[dict]:
 def test_a_naive_rag_run_retrieves_its_past_dialogues_from_trial_two_on(launch, mode):
     run = run_drive(run=launch(memory_mode=mode, trials=2, concurrency=1, task_ids=TASK_IDS[:2]))
     assert run.status == EvaluationRun.Status.COMPLETED and isinstance(run.memory_layer, NaiveRAGLayer)
-    assert run.withhold_probability == 0.0  # raw dialogues are never withheld
+    assert run.run_spec.withhold_probability == 0.0  # raw dialogues are never withheld
     rows = list(run.run_episodes.select_related("episode", "trial").order_by("trial__number", "task_key"))
     records = {n: [r for row in rows if row.trial.number == n for r in _rag_records(row)] for n in (1, 2)}
     assert records[1] and all(r["hits"] == [] for r in records[1])  # trial 1 starts from an empty memory

@@ -19,7 +19,7 @@ def test_the_demo_plays_its_scripted_runs_once(db):
     for run in (baseline, memory):
         assert run.status == "completed" and run.scripted and run.executor == "inline"
         assert run.episodes_finished == 8 and run.metrics["per_trial"]["x"] == [1, 2]
-    assert baseline.bank is None and memory.bank.orbs.count() >= 4 and memory.memory_k == 5
+    assert baseline.bank is None and memory.bank.orbs.count() >= 4 and memory.run_spec.memory_k == 5
     # Same seed and error rates: both runs plan the same mistakes, so the comparison is paired.
     seeds = lambda run: list(run.run_episodes.order_by("trial__number", "task_key").values_list("seed", flat=True))  # noqa: E731
     assert seeds(baseline) == seeds(memory)

@@ -66,7 +66,7 @@ def test_c_max_is_the_agents_window_minus_the_rest_of_its_prompt_and_512_a_named
 def test_the_dmrm_presets_set_their_fields_and_refuse_others(launch):
     for n in DMRM_N_SWEEP:
         run = launch(memory_mode="dmrm", preset=f"dmrm_n{n}")
-        assert (run.preset, run.dmrm_config["n_success"]) == (f"dmrm_n{n}", n)
+        assert (run.run_spec.preset, run.dmrm_config["n_success"]) == (f"dmrm_n{n}", n)
     fresh = launch(preset="dmrm_no_transfer", **{"memory_mode": "dmrm"})
     assert fresh.memory_mode == "dmrm" and not SourceMemory.objects.filter(bank=fresh.bank).exists()
     with pytest.raises(RunLaunchError) as refused:
@@ -274,4 +274,4 @@ def test_the_launch_form_runs_an_n_sweep_preset_over_the_pages_dmrm_values(built
               "withhold_probability": 0, "dmrm_n_success": 2, "dmrm_c_max_rule": "minilm_512"}
     assert client.post(reverse("evaluation:run_new"), posted).status_code == 302
     run = EvaluationRun.objects.get(name="n = 1 from the form")
-    assert (run.preset, run.dmrm_config["n_success"], run.dmrm_config["c_max"]) == ("dmrm_n1", 1, 512)
+    assert (run.run_spec.preset, run.dmrm_config["n_success"], run.dmrm_config["c_max"]) == ("dmrm_n1", 1, 512)

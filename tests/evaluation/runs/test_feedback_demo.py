@@ -10,7 +10,8 @@ def test_the_demo_plays_an_on_policy_feedback_run_and_measures_its_learning_curv
     out = io.StringIO()
     load_demo(stdout=out, run_tasks=2, run_trials=2)
     run = EvaluationRun.objects.get(name=FEEDBACK_DEMO_RUN)
-    assert run.status == "completed" and run.scripted and run.memory_layer.feedback_into_memory(run) and run.feedback_rounds == 2
+    assert (run.status == "completed" and run.scripted and run.memory_layer.feedback_into_memory(run)
+            and run.run_spec.feedback_rounds == 2)
     assert EpisodeFeedback.objects.filter(episode__run_episode__run=run).count() == 4
     curve = FeedbackCurve.objects.get(run=run)
     assert curve.status == "completed" and [p["batches"] for p in curve.points] == [0, 1, 2]

@@ -29,7 +29,7 @@ def _orbs_of_trial(run, number: int):
 
 def test_on_policy_writes_each_trials_feedback_into_the_memory_the_next_trial_plays_against(launch):
     run = run_drive(run=launch(feedback_enabled=True, trials=2))
-    assert run.status == EvaluationRun.Status.COMPLETED and run.feedback_memory == FeedbackMemory.ONPOLICY
+    assert run.status == EvaluationRun.Status.COMPLETED and run.run_spec.feedback_memory == FeedbackMemory.ONPOLICY
     first = list(_orbs_of_trial(run, 1))
     assert len(first) == 3
     for orb in first:
@@ -69,19 +69,24 @@ def test_a_feedback_run_by_default_has_up_to_three_rounds_on_the_reference_and_e
     """MemoryBench's user gives up to three feedback turns and its action model is calibrated on the
     reference p(S); a run file written before the calibration setting existed is from a realised run."""
     run = run_drive(run=launch(feedback_enabled=True, trials=1, feedback_memory="none"))
-    assert (run.feedback_rounds, run.feedback_calibration) == (3, "reference")
+    assert (run.run_spec.feedback_rounds, run.run_spec.feedback_calibration) == (3, "reference")
     rows = EpisodeFeedback.objects.filter(episode__run_episode__run=run)
     assert {row.params["rounds"] for row in rows} == {3}
     assert {row.params["calibrate_on"] for row in rows} == {"reference"}
     client.force_login(operator_user)
-    assert "3 rounds · calibrated on the reference distribution" in client.get(run.get_absolute_url()).content.decode()
+    page = client.get(run.get_absolute_url()).content.decode()
+    assert 'data-setting="feedback_rounds">3' in page
+    assert 'data-setting="feedback_calibration">the reference distribution' in page
     exported = json.loads(json.dumps(run_export_json(run=run)))
-    assert exported["run"]["feedback_calibration"] == "reference"
-    assert run_import(data=exported, user=operator_user).feedback_calibration == "reference"
-    del exported["run"]["feedback_calibration"]
-    older = run_import(data=exported, user=operator_user)
-    assert older.feedback_calibration == "realised"
-    assert "calibrated on its realised scores" in client.get(older.get_absolute_url()).content.decode()
+    assert exported["run"]["feedback_calibration"] == exported["run"]["spec"]["feedback_calibration"] == "reference"
+    assert run_import(data=exported, user=operator_user).run_spec.feedback_calibration == "reference"
+    # A file of format version 1 (settings as separate keys) from before the setting existed.
+    header = {name: value for name, value in exported["run"].items()
+              if name not in ("spec", "spec_version", "feedback_calibration")}
+    older = run_import(data={**exported, "format_version": 1, "run": header}, user=operator_user)
+    assert older.run_spec.feedback_calibration == "realised"
+    assert ('data-setting="feedback_calibration">variant: the run&#x27;s own realised scores'
+            in client.get(older.get_absolute_url()).content.decode())
 
 
 def test_a_multi_turn_feedback_run_stores_and_shows_each_round(launch, client, operator_user):

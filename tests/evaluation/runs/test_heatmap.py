@@ -18,9 +18,10 @@ GRID = {"shop-a": "sss", "shop-b": "fff", "shop-c": "sfs", "shop-d": "fs-", "sho
 
 def outcomes_run(grid: dict[str, str], *, summaries: dict[str, str] | None = None) -> EvaluationRun:
     """A completed run whose rows have the given outcomes (no episodes played)."""
-    run = EvaluationRun.objects.create(name="grid", trials=len(next(iter(grid.values()))), status="completed")
+    run = EvaluationRun.objects.create(name="grid", spec={"trials": len(next(iter(grid.values())))},
+                                     status="completed")
     task_set = TaskSet.objects.create(name="grid tasks")
-    trials = [Trial.objects.create(run=run, number=n, status="done") for n in range(1, run.trials + 1)]
+    trials = [Trial.objects.create(run=run, number=n, status="done") for n in range(1, run.run_spec.trials + 1)]
     for key, outcomes in grid.items():
         task = Task.objects.create(task_set=task_set, external_id=key, domain="clothing", split="test",
                                    difficulty="easy", summary=(summaries or {}).get(key, ""), spec={})

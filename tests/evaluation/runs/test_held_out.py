@@ -67,7 +67,7 @@ def test_it_learns_from_the_train_split_only_and_reports_the_test_split_everywhe
     exported = json.loads(json.dumps(run_export_json(run=run)))
     assert {line["split"] for line in exported["episodes"]} == {"train", "test"}
     imported = run_import(data=exported, user=operator_user)
-    assert (imported.evaluation_mode, imported.task_splits) == ("held_out", LABELLED)
+    assert (imported.run_spec.evaluation_mode, imported.task_splits) == ("held_out", LABELLED)
     assert imported.metrics["matrix"] == run.metrics["matrix"]
     assert imported.metrics["train"]["matrix"] == run.metrics["train"]["matrix"]
     again = run_import(data=exported, user=operator_user)  # a played run and an import differ in task set
@@ -80,8 +80,9 @@ def test_it_learns_from_the_train_split_only_and_reports_the_test_split_everywhe
 
 def test_the_dmrm_train_test_preset_trains_on_some_tasks_then_tests_on_the_others_with_memory_frozen(launch):
     run = run_drive(run=launch(preset="dmrm_train_test", memory_mode="dmrm", trials=3, train_trials=2, seed=3))
-    assert (run.evaluation_mode, run.memory_mode, run.train_trials, run.split_rule) == ("train_test", "dmrm", 2,
-                                                                                       "fraction")
+    spec = run.run_spec
+    assert (spec.evaluation_mode, run.memory_mode, spec.train_trials, spec.split_rule) == ("train_test", "dmrm", 2,
+                                                                                          "fraction")
     assert run.status == EvaluationRun.Status.COMPLETED
     tests = {key for key, split in run.task_splits.items() if split == "test"}
     trains = set(run.task_splits) - tests
@@ -124,7 +125,7 @@ def test_the_launch_form_launches_a_held_out_run(builtin, client, operator_user)
     assert refused.status_code == 422 and "the test split needs at least one trial" in refused.content.decode()
     assert client.post(reverse("evaluation:run_new"), posted | {"trials": 3}).status_code == 302
     run = EvaluationRun.objects.get(name="held out from the form")
-    assert (run.evaluation_mode, run.train_trials, run.task_splits, run.episodes_total) == (
+    assert (run.run_spec.evaluation_mode, run.run_spec.train_trials, run.task_splits, run.episodes_total) == (
         "train_test", 2, LABELLED, 2 * 2 + 1)
 
 
@@ -140,12 +141,14 @@ def test_the_fraction_rule_holds_out_a_seeded_share_of_each_domain():
 def test_an_old_export_imports_as_replay_and_a_split_that_disagrees_is_refused(launch, operator_user):
     replay = run_drive(run=launch(memory_mode="none"))
     old = json.loads(json.dumps(run_export_json(run=replay)))
+    old["format_version"] = 1  # a file of format 1: settings as separate keys, no spec
+    del old["run"]["spec"], old["run"]["spec_version"]
     for line in old["episodes"]:
         del line["split"]
     for name in ("evaluation_mode", "split_rule", "test_fraction", "train_trials", "task_splits"):
         del old["run"][name]
     imported = run_import(data=old, user=operator_user)
-    assert (imported.evaluation_mode, imported.task_splits) == ("replay", {})
+    assert (imported.run_spec.evaluation_mode, imported.task_splits) == ("replay", {})
     assert imported.metrics["matrix"] == replay.metrics["matrix"] and "split" not in imported.metrics
     runs_compare(runs=[imported, run_import(data=old)])  # replay runs compare as before
 

@@ -26,7 +26,7 @@ def test_the_k1_preset_launches_through_the_api_and_the_run_page_says_so(builtin
     assert response.status_code == 201, response.content
     assert (response.json()["memory_k"], response.json()["preset"]) == (1, "memorb_k1")
     run = EvaluationRun.objects.get(pk=response.json()["id"])
-    assert (run.memory_mode, run.memory_k, run.bank.retrieval_k) == ("memorb", 1, 1)
+    assert (run.memory_mode, run.run_spec.memory_k, run.bank.retrieval_k) == ("memorb", 1, 1)
     client.force_login(operator_user)
     page = client.get(reverse("evaluation:run_detail", args=[run.pk])).content.decode()
     assert "MemOrb with k = 1 (the paper&#x27;s no-cross-user ablation)" in page and "k=1" in page
@@ -59,7 +59,7 @@ def test_the_launch_form_offers_the_presets_and_the_reflection_style(builtin, cl
     response = client.post(reverse("evaluation:run_new"), posted)
     run = EvaluationRun.objects.get(name="structured from the form")
     assert response.status_code == 302
-    assert (run.preset, run.memory_mode, run.reflection_style) == ("memorb_structured", "memorb", "structured")
+    assert (run.run_spec.preset, run.memory_mode, run.run_spec.reflection_style) == ("memorb_structured", "memorb", "structured")
 
 
 def test_a_structured_run_writes_structured_orbs_and_shows_it(launch, client, operator_user):
@@ -69,18 +69,18 @@ def test_a_structured_run_writes_structured_orbs_and_shows_it(launch, client, op
     assert "Root cause:" in orb.outcome and orb.reflector_backend == "scripted"
     client.force_login(operator_user)
     page = client.get(reverse("evaluation:run_detail", args=[run.pk])).content.decode()
-    assert "structured reflection" in page
+    assert 'data-setting="reflection_style">complex structured' in page
 
 
 def test_every_llm_arm_gets_the_papers_4k_window_with_memory_or_without(builtin, fake_llm, client, operator_user):
     fake_llm.use_for("actor")
     run = run_launch(spec=spec(name="no memory", memory_mode="none", agent={"backend": "llm"}))
-    assert run.agent_config["context_tokens"] == LLM_CONTEXT_TOKENS == 4096
+    assert run.run_spec.agent.context_tokens == LLM_CONTEXT_TOKENS == 4096
     memory = run_launch(spec=spec(name="memory", agent={"backend": "llm"}))
-    assert memory.agent_config["context_tokens"] == 4096  # memory is the only difference between the arms
-    assert run_launch(spec=spec(name="scripted")).agent_config["context_tokens"] is None
+    assert memory.run_spec.agent.context_tokens == 4096  # memory is the only difference between the arms
+    assert run_launch(spec=spec(name="scripted")).run_spec.agent.context_tokens is None
     chosen = run_launch(spec=spec(name="8k", memory_mode="none", agent={"backend": "llm", "context_tokens": 8192}))
-    assert chosen.agent_config["context_tokens"] == 8192
+    assert chosen.run_spec.agent.context_tokens == 8192
     client.force_login(operator_user)
     page = client.get(reverse("evaluation:run_detail", args=[run.pk])).content.decode()
-    assert "context window 4096 tokens" in page
+    assert "context tokens 4096" in page

@@ -53,7 +53,7 @@ def test_a_harmful_orb_is_flagged_for_review_within_200_episodes(builtin, operat
     run = prepared(run_launch(spec={"name": "harmful orb", "task_ids": [t.external_id for t in tasks], "trials": 1,
                                     "memory_mode": "memorb", "per_turn": False, "agent": {"error_rates": {}},
                                     "bank_source": source.slug, "memory_effects": True}, user=operator_user))
-    assert run.withhold_probability == 0.2 and run.episodes_total <= 200
+    assert run.run_spec.withhold_probability == 0.2 and run.episodes_total <= 200
     run = run_drive(run=run)
     planted = Orb.objects.get(bank=run.bank, content_hash=bad.content_hash)
     effect = orb_effects_compute(orb_ids=[planted.pk])[planted.pk]

@@ -36,7 +36,7 @@ def test_the_metrics_of_a_played_run_match_its_episodes(launch):
     for row in run.run_episodes.select_related("episode", "trial").order_by("trial__number"):
         by_task.setdefault(row.task_key, []).append(row.episode.success)
     expected = run_metrics(by_task, rewards=[r.episode.reward for r in run.run_episodes.select_related("episode")],
-                           seed=run.seed)
+                           seed=run.run_spec.seed)
     for series in ("per_trial", "cumulative", "pass_k"):
         assert run.metrics[series]["value"] == pytest.approx(expected[series]["value"])
     assert run.metrics["reward"]["mean"] == pytest.approx(expected["reward"]["mean"])

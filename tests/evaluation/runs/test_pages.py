@@ -50,7 +50,7 @@ def test_the_form_launches_a_run_with_sensible_defaults(operator, builtin):
         "concurrency": "4", "review_gate": "auto"})
     run = EvaluationRun.objects.get()
     assert response.status_code == 302 and response["Location"] == run.get_absolute_url()
-    assert run.trials == 2 and run.memory_k == 5 and run.agent_config["error_rates"]["wrong_tool"] == 0.3
+    assert run.run_spec.trials == 2 and run.run_spec.memory_k == 5 and run.run_spec.agent.error_rates["wrong_tool"] == 0.3
 
 
 def test_the_form_shows_launch_problems_on_their_fields(operator, builtin):

@@ -16,6 +16,7 @@ from evaluation.runs.services import (
     run_import,
     run_staleness,
 )
+from evaluation.runs.services.transfer import FORMAT_VERSION
 from evaluation.services import BUILTIN_SET, task_spec_update
 from evaluation.shop.reward import REWARD_VERSION
 
@@ -59,7 +60,7 @@ def _broken(played) -> dict:
 
 def test_a_bad_file_names_each_problem_and_imports_nothing(played):
     with pytest.raises(RunImportError) as caught:
-        run_import(data={**run_export_json(run=played), "format_version": 2})
+        run_import(data={**run_export_json(run=played), "format_version": FORMAT_VERSION + 1})
     assert caught.value.problems[0][0] == "format_version"
     with pytest.raises(RunImportError) as caught:
         run_import(data=_broken(played))

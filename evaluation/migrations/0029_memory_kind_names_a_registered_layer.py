@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('evaluation', '0027_task_environment'),
+        ('evaluation', '0028_run_spec_one_value'),
     ]
 
     operations = [
