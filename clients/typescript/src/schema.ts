@@ -50,7 +50,8 @@ export interface paths {
         };
         /**
          * Me
-         * @description Who this key or session acts as, and its roles.
+         * @description Who this key or session acts as: the user, their roles in the workspace it acts in, and, for a key,
+         *     its name and scopes.
          */
         get: operations["memweb_api_me"];
         put?: never;
@@ -425,7 +426,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Orb Approve View */
+        /**
+         * Orb Approve View
+         * @description Body `{"expected_version", "note"}`, the note optional: the shape reject takes too.
+         */
         post: operations["orbs_api_orb_approve_view"];
         delete?: never;
         options?: never;
@@ -442,7 +446,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Orb Reject View */
+        /**
+         * Orb Reject View
+         * @description Body `{"expected_version", "note"}`, as approve takes, the note required: it is the reason.
+         */
         post: operations["orbs_api_orb_reject_view"];
         delete?: never;
         options?: never;
@@ -716,6 +723,26 @@ export interface paths {
         put?: never;
         /** Experience Restore View */
         post: operations["orbs_dmrm_api_experience_restore_view"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/evaluation/environments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Environment List
+         * @description The task worlds tasks can be played in: the built-in ones and those installed packages add.
+         */
+        get: operations["evaluation_api_environment_list"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1589,7 +1616,8 @@ export interface paths {
         head?: never;
         /**
          * Webhook Pause
-         * @description Pause (`active: false`) or resume a webhook; deliveries that came due while paused go out on resume.
+         * @description Pause (`active: false`) or resume a webhook. The events it misses while paused are recorded; on resume
+         *     they are sent (or, with `replay_missed: false`, given up), and deliveries that came due go out.
          */
         patch: operations["memweb_webhooks_api_webhook_pause"];
         trace?: never;
@@ -1603,7 +1631,8 @@ export interface paths {
         };
         /**
          * Delivery List
-         * @description The most recent deliveries (50), newest first; `webhook` keeps one webhook's.
+         * @description The deliveries, newest first, a page at a time (`page`, `page_size`), as every list of the API;
+         *     `webhook` keeps one webhook's.
          */
         get: operations["memweb_webhooks_api_delivery_list"];
         put?: never;
@@ -1645,7 +1674,8 @@ export interface paths {
         put?: never;
         /**
          * Delivery Resend
-         * @description Send the delivery again under the same id, with a fresh round of retries.
+         * @description Send the delivery again under the same id, with a fresh round of retries. A delivery that held an
+         *     erased customer's data is refused (409): it is never sent again.
          */
         post: operations["memweb_webhooks_api_delivery_resend"];
         delete?: never;
@@ -1778,8 +1808,40 @@ export interface components {
         MeOut: {
             /** Username */
             username: string;
-            /** Roles */
+            /**
+             * Roles
+             * @description The user's roles in the workspace the request acts in.
+             */
             roles: string[];
+            /** @description Where this key (or the signed-in session) acts. */
+            workspace: components["schemas"]["WorkspaceRefOut"];
+            /**
+             * Credential
+             * @enum {string}
+             */
+            credential: "api_key" | "session";
+            /**
+             * Key Name
+             * @description The API key's name; null for a session.
+             */
+            key_name: string | null;
+            /**
+             * Key Prefix
+             * @description The key's first characters, as the API keys page shows them.
+             */
+            key_prefix: string | null;
+            /**
+             * Scopes
+             * @description What the API key may do; null for a session, which its roles decide alone.
+             */
+            scopes: string[] | null;
+        };
+        /** WorkspaceRefOut */
+        WorkspaceRefOut: {
+            /** Slug */
+            slug: string;
+            /** Name */
+            name: string;
         };
         /** BankOut */
         BankOut: {
@@ -2604,11 +2666,11 @@ export interface components {
             /** Items */
             items: components["schemas"]["BulkItemIn"][];
             /**
-             * Reason
-             * @description Required to reject.
+             * Note
+             * @description Why: kept on the Orb's history. Optional to approve; required (not blank) to reject.
              * @default
              */
-            reason?: string;
+            note?: string;
         };
         /** EventOut */
         EventOut: {
@@ -2865,6 +2927,7 @@ export interface components {
             expected_version: number;
             /**
              * Note
+             * @description Why: kept on the Orb's history. Optional to approve; required (not blank) to reject.
              * @default
              */
             note?: string;
@@ -2876,8 +2939,11 @@ export interface components {
              * @description The version you saw; a stale one gets 409 and changes nothing.
              */
             expected_version: number;
-            /** Reason */
-            reason: string;
+            /**
+             * Note
+             * @description Why: kept on the Orb's history. Optional to approve; required (not blank) to reject.
+             */
+            note: string;
         };
         /** EditIn */
         EditIn: {
@@ -3357,6 +3423,29 @@ export interface components {
              */
             note?: string;
         };
+        /** EnvironmentOut */
+        EnvironmentOut: {
+            /** Name */
+            name: string;
+            /** Label */
+            label: string;
+            /**
+             * Builtin Set
+             * @description The task set its built-in tasks load into
+             */
+            builtin_set: string;
+            /** Tools */
+            tools: string[];
+            /** Reward Version */
+            reward_version: number;
+            /** Reward Components */
+            reward_components: string[];
+            /**
+             * Error Kinds
+             * @description What its scripted agent can be told to get wrong
+             */
+            error_kinds: string[];
+        };
         /** TaskFilters */
         TaskFilters: {
             /**
@@ -3415,6 +3504,11 @@ export interface components {
             task_set: string;
             /** External Id */
             external_id: string;
+            /**
+             * Environment
+             * @description The task world it is played in (GET /environments)
+             */
+            environment: string;
             /** Domain */
             domain: string;
             /** Split */
@@ -3479,6 +3573,12 @@ export interface components {
              * @description One task per line, as produced by the export
              */
             jsonl: string;
+            /**
+             * Environment
+             * @description The environment the tasks are played in (GET /environments lists them)
+             * @default shop
+             */
+            environment?: string;
         };
         /** TaskDetailOut */
         TaskDetailOut: {
@@ -3488,6 +3588,11 @@ export interface components {
             task_set: string;
             /** External Id */
             external_id: string;
+            /**
+             * Environment
+             * @description The task world it is played in (GET /environments)
+             */
+            environment: string;
             /** Domain */
             domain: string;
             /** Split */
@@ -3658,8 +3763,12 @@ export interface components {
         };
         /** MemoryConfig */
         MemoryConfig: {
-            /** @default none */
-            kind?: components["schemas"]["MemoryKind"];
+            /**
+             * Kind
+             * @description A registered memory layer's name
+             * @default none
+             */
+            kind?: string;
             /**
              * Bank
              * @description Memory bank name or slug (MemOrb Orbs, DMRM experiences)
@@ -3708,11 +3817,6 @@ export interface components {
              */
             withhold_key?: string;
         };
-        /**
-         * MemoryKind
-         * @enum {string}
-         */
-        MemoryKind: "none" | "memorb" | "dmrm" | "both" | "bm25_message" | "bm25_dialog" | "embedder_message" | "embedder_dialog";
         /** EpisodeFilters */
         EpisodeFilters: {
             /** Task Id */
@@ -3925,6 +4029,18 @@ export interface components {
             finished_at: string | null;
             /** Url */
             url: string;
+            /**
+             * Spec
+             * @description The run's settings: its RunSpec as launched (the launch body's fields, with what launch resolved filled in), the source of every setting key below
+             */
+            spec: {
+                [key: string]: unknown;
+            };
+            /**
+             * Spec Version
+             * @description The shape of `spec`; older runs' specs are upgraded to this one
+             */
+            spec_version: number;
             /** Agent Config */
             agent_config: {
                 [key: string]: unknown;
@@ -4247,8 +4363,12 @@ export interface components {
             task_ids?: string[];
             agent?: components["schemas"]["AgentConfig"];
             customer?: components["schemas"]["CustomerConfig"];
-            /** @default none */
-            memory_mode?: components["schemas"]["MemoryKind"];
+            /**
+             * Memory Mode
+             * @description A registered memory layer (docs/MEMORY_LAYERS.md)
+             * @default none
+             */
+            memory_mode?: string;
             /**
              * Memory K
              * @description Memories retrieved per query
@@ -5431,6 +5551,8 @@ export interface components {
             bank: string;
             /** Active */
             active: boolean;
+            /** Paused At */
+            paused_at: string | null;
             /** Created By */
             created_by: string | null;
             /**
@@ -5453,6 +5575,8 @@ export interface components {
             bank: string;
             /** Active */
             active: boolean;
+            /** Paused At */
+            paused_at: string | null;
             /** Created By */
             created_by: string | null;
             /**
@@ -5494,9 +5618,22 @@ export interface components {
         WebhookSwitchIn: {
             /**
              * Active
-             * @description false pauses the webhook (its deliveries wait), true resumes it.
+             * @description false pauses the webhook (its deliveries, and the events it misses, wait), true resumes it.
              */
             active: boolean;
+            /**
+             * Replay Missed
+             * @description On resume: send the events that happened while it was paused (true), or give them up unsent (false).
+             * @default true
+             */
+            replay_missed?: boolean;
+        };
+        /** PagedWebhookDeliveryOut */
+        PagedWebhookDeliveryOut: {
+            /** Items */
+            items: components["schemas"]["WebhookDeliveryOut"][];
+            /** Count */
+            count: number;
         };
         /** WebhookAttemptOut */
         WebhookAttemptOut: {
@@ -5829,7 +5966,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | components["schemas"]["ErrorOut"];
+                    "application/json": components["schemas"]["ValidationErrors"];
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -5930,7 +6067,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | components["schemas"]["ImportReportOut"];
+                    "application/json": components["schemas"]["ValidationErrors"] & {
+                        /** Ok */
+                        ok?: boolean;
+                        /** Bank */
+                        bank?: string;
+                        /** Orbs */
+                        orbs?: number;
+                        /** Events */
+                        events?: number;
+                        /**
+                         * Problems
+                         * @description Problems in all
+                         */
+                        problems?: number;
+                        /**
+                         * Unlisted
+                         * @description Problems counted but not listed in `errors` (it holds the first ones)
+                         */
+                        unlisted?: number;
+                        /** Errors */
+                        errors?: components["schemas"]["ImportLineError"][];
+                    };
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -6098,7 +6256,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | components["schemas"]["ErrorOut"];
+                    "application/json": components["schemas"]["ValidationErrors"];
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -6266,7 +6424,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | components["schemas"]["ErrorOut"];
+                    "application/json": components["schemas"]["ValidationErrors"];
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -6598,7 +6756,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | (components["schemas"]["IngestOut"] | components["schemas"]["ErrorOut"]);
+                    "application/json": components["schemas"]["ValidationErrors"] & {
+                        /** Ingest Id */
+                        ingest_id?: number;
+                        /** Status */
+                        status?: string;
+                        orb?: components["schemas"]["OrbOut"] | null;
+                        /** Created */
+                        created?: boolean | null;
+                        /** Near Duplicate Of Id */
+                        near_duplicate_of_id?: number | null;
+                        /**
+                         * Error
+                         * @default
+                         */
+                        error?: string;
+                    };
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -6708,7 +6881,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | components["schemas"]["ErrorOut"];
+                    "application/json": components["schemas"]["ValidationErrors"];
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -6876,7 +7049,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | components["schemas"]["ErrorOut"];
+                    "application/json": components["schemas"]["ValidationErrors"];
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -7148,7 +7321,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | components["schemas"]["ErrorOut"];
+                    "application/json": components["schemas"]["ValidationErrors"];
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -7316,7 +7489,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | components["schemas"]["ErrorOut"];
+                    "application/json": components["schemas"]["ValidationErrors"];
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -7484,7 +7657,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | components["schemas"]["ErrorOut"];
+                    "application/json": components["schemas"]["ValidationErrors"];
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -7585,7 +7758,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | components["schemas"]["ErrorOut"];
+                    "application/json": components["schemas"]["ValidationErrors"];
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -7686,7 +7859,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | components["schemas"]["ErrorOut"];
+                    "application/json": components["schemas"]["ValidationErrors"];
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -7787,7 +7960,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | components["schemas"]["ErrorOut"];
+                    "application/json": components["schemas"]["ValidationErrors"];
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -7888,7 +8061,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | components["schemas"]["ErrorOut"];
+                    "application/json": components["schemas"]["ValidationErrors"];
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -7989,7 +8162,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | components["schemas"]["ErrorOut"];
+                    "application/json": components["schemas"]["ValidationErrors"];
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -8157,7 +8330,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | components["schemas"]["ErrorOut"];
+                    "application/json": components["schemas"]["ValidationErrors"];
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -8262,9 +8435,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ValidationErrors"];
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -8541,9 +8712,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ValidationErrors"];
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -8798,9 +8967,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ValidationErrors"];
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -8903,9 +9070,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ValidationErrors"];
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -9011,9 +9176,54 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ValidationErrors"];
+                };
+            };
+            /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+        };
+    };
+    evaluation_api_environment_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EnvironmentOut"][];
+                };
+            };
+            /** @description No credentials, or an invalid or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description The key's user lacks the role this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -9226,7 +9436,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | components["schemas"]["TaskImportErrorOut"];
+                    "application/json": components["schemas"]["ValidationErrors"];
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -9451,7 +9661,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | components["schemas"]["ErrorOut"];
+                    "application/json": components["schemas"]["ValidationErrors"];
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -9883,7 +10093,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | (components["schemas"]["FieldProblemsOut"] | components["schemas"]["ErrorOut"]);
+                    "application/json": components["schemas"]["ValidationErrors"];
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -9971,7 +10181,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | (components["schemas"]["FieldProblemsOut"] | components["schemas"]["ErrorOut"]);
+                    "application/json": components["schemas"]["ValidationErrors"];
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -10063,7 +10273,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | (components["schemas"]["FieldProblemsOut"] | components["schemas"]["ErrorOut"]);
+                    "application/json": components["schemas"]["ValidationErrors"];
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -10231,7 +10441,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | (components["schemas"]["FieldProblemsOut"] | components["schemas"]["ErrorOut"]);
+                    "application/json": components["schemas"]["ValidationErrors"];
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -10715,7 +10925,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | (components["schemas"]["FieldProblemsOut"] | components["schemas"]["ErrorOut"]);
+                    "application/json": components["schemas"]["ValidationErrors"];
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -10964,7 +11174,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | components["schemas"]["ErrorOut"];
+                    "application/json": components["schemas"]["ValidationErrors"];
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -11110,7 +11320,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | components["schemas"]["ErrorOut"];
+                    "application/json": components["schemas"]["ValidationErrors"];
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -11209,7 +11419,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | components["schemas"]["ErrorOut"];
+                    "application/json": components["schemas"]["ValidationErrors"];
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -11427,7 +11637,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | components["schemas"]["FieldErrorOut"];
+                    "application/json": components["schemas"]["ValidationErrors"] & {
+                        /** Field */
+                        field?: string;
+                    };
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -11696,7 +11909,9 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | components["schemas"]["ImportRejectedOut"];
+                    "application/json": components["schemas"]["ValidationErrors"] & {
+                        report?: components["schemas"]["ItemsImportReportOut"];
+                    };
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -11803,7 +12018,9 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | components["schemas"]["ImportRejectedOut"];
+                    "application/json": components["schemas"]["ValidationErrors"] & {
+                        report?: components["schemas"]["ItemsImportReportOut"];
+                    };
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -12094,7 +12311,9 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | components["schemas"]["ImportRejectedOut"];
+                    "application/json": components["schemas"]["ValidationErrors"] & {
+                        report?: components["schemas"]["ItemsImportReportOut"];
+                    };
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -12195,7 +12414,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | components["schemas"]["FieldErrorOut"];
+                    "application/json": components["schemas"]["ValidationErrors"] & {
+                        /** Field */
+                        field?: string;
+                    };
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -12458,7 +12680,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | components["schemas"]["FieldErrorOut"];
+                    "application/json": components["schemas"]["ValidationErrors"] & {
+                        /** Field */
+                        field?: string;
+                    };
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -12721,7 +12946,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | components["schemas"]["FieldErrorOut"];
+                    "application/json": components["schemas"]["ValidationErrors"] & {
+                        /** Field */
+                        field?: string;
+                    };
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -12858,9 +13086,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationErrors"] | {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ValidationErrors"];
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
@@ -13060,6 +13286,8 @@ export interface operations {
         parameters: {
             query?: {
                 webhook?: number | null;
+                page?: number;
+                page_size?: number | null;
             };
             header?: never;
             path?: never;
@@ -13073,7 +13301,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["WebhookDeliveryOut"][];
+                    "application/json": components["schemas"]["PagedWebhookDeliveryOut"];
                 };
             };
             /** @description No credentials, or an invalid or revoked API key */
@@ -13247,13 +13475,15 @@ export interface operations {
                     };
                 };
             };
-            /** @description A request with this Idempotency-Key is still in progress; the Retry-After header says when to retry */
+            /** @description Conflict */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorDetail"];
+                    "application/json": components["schemas"]["ErrorDetail"] | {
+                        [key: string]: unknown;
+                    };
                 };
             };
             /** @description A field is missing, of the wrong type, or out of range */
