@@ -2,10 +2,6 @@
 package and found by its `memweb.environments` entry point, is validated, imported, played in a run
 through the API with scripted players, shown on the episode page and re-graded like the shop."""
 import json
-import os
-import shutil
-import subprocess
-import sys
 
 import pytest
 from django.core.management import call_command
@@ -17,29 +13,17 @@ from evaluation.runs.models import EvaluationRun, RunRegrade
 from evaluation.runs.services import run_drive, run_staleness
 from evaluation.services import task_spec_update, tasks_import_jsonl, taskset_builtin_load
 from tests.evaluation.runs.conftest import prepared
+from tests.support.packages import package_install, packages_importable
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RUNS = "/api/evaluation/runs"
 
 
 @pytest.fixture(scope="module")
 def library(tmp_path_factory):
-    """The toy package pip-installed into a folder of its own (a copy of its source, so no build
-    files land in the checkout), on sys.path here and PYTHONPATH for worker subprocesses."""
-    scratch = tmp_path_factory.mktemp("toy")
-    source, target = scratch / "source", scratch / "site"
-    shutil.copytree(os.path.join(ROOT, "examples", "memweb_toy_env"), source)
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--target", str(target), str(source)], check=True)
-    saved = os.environ.get("PYTHONPATH")
-    sys.path.insert(0, str(target))
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(target), saved]))
-    environments_refresh()
-    yield environment("library")
-    sys.path.remove(str(target))
-    os.environ.pop("PYTHONPATH") if saved is None else os.environ.update(PYTHONPATH=saved)
-    for name in [name for name in sys.modules if name.startswith("memweb_toy_env")]:
-        del sys.modules[name]
+    """The toy package pip-installed into a folder of its own, importable here and in worker subprocesses."""
+    with packages_importable(package_install("memweb_toy_env", tmp_path_factory.mktemp("toy"))):
+        environments_refresh()
+        yield environment("library")
     environments_refresh()
 
 

@@ -2,10 +2,6 @@
 in the `memweb.memory_layers` group), runs end to end: the registry finds it, a run launches with
 it, plays two trials whose second is told about the first, exports its header, and compares with a
 no-memory run through the API."""
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,27 +11,20 @@ from evaluation.memory_layers.registry import UnknownMemoryLayer, memory_layer, 
 from evaluation.runs.services import run_drive, run_export_json, run_launch
 from memweb.models import ApiKey
 from tests.evaluation.runs.conftest import TASK_IDS, spec
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "memweb_example_layer"
+from tests.support.packages import package_install, packages_importable
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:
-    """The example package installed into a folder of its own, as pip installs any third-party package."""
-    source, target = tmp_path_factory.mktemp("source") / "layer", tmp_path_factory.mktemp("site")
-    shutil.copytree(EXAMPLE, source)  # the build writes beside the sources: never into the checkout
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--target", str(target), str(source)], check=True, cwd=source)
-    return target
+    return package_install("memweb_example_layer", tmp_path_factory.mktemp("layer"))
 
 
 @pytest.fixture
-def example_layer(installed, monkeypatch):
+def example_layer(installed):
     """The package importable here and in any worker process started from here; the registry looks again."""
-    monkeypatch.syspath_prepend(str(installed))
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(installed), os.environ.get("PYTHONPATH")])))
-    memory_layers_refresh()
-    yield memory_layer("last_outcome")
+    with packages_importable(installed):
+        memory_layers_refresh()
+        yield memory_layer("last_outcome")
     memory_layers_refresh()
 
 
