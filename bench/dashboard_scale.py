@@ -45,6 +45,7 @@ from bench.orbs_retrieval import (  # sets Django up
 from evaluation.models import Episode, Task, TaskSet  # noqa: E402
 from evaluation.runs.models import EvaluationRun, RunEpisode, Trial  # noqa: E402
 from evaluation.runs.services.results import run_metrics_compute  # noqa: E402
+from evaluation.runs.services.spec import SPEC_VERSION, RunSpec, run_spec_stored  # noqa: E402
 from evaluation.services import taskset_builtin_load  # noqa: E402
 from memweb.roles import Role  # noqa: E402
 from orbs.models import HNSW_EF_CONSTRUCTION, HNSW_M, MemoryBank, Orb  # noqa: E402
@@ -139,7 +140,9 @@ def _run_rows(run_id: int, number: int, bank: MemoryBank, tasks: list[Task], tri
     n = len(tasks) * trials
     return {"id": run_id, "name": f"{RUN_PREFIX} {number}", "task_set_id": tasks[0].task_set_id,
             "task_pks": [t.pk for t in tasks], "memory_mode": "memorb" if number % 2 else "none",
-            "bank_id": bank.pk if number % 2 else None, "trials": trials, "seed": number, "status": "completed",
+            "bank_id": bank.pk if number % 2 else None, "status": "completed", "spec_version": SPEC_VERSION,
+            "spec": run_spec_stored(RunSpec(name=f"{RUN_PREFIX} {number}", memory_mode="memorb" if number % 2 else "none",
+                                            trials=trials, seed=number)),
             "executor": "inline", "episodes_total": n, "episodes_finished": n, "created_at": created,
             "started_at": created, "finished_at": created + timedelta(minutes=30)}
 

@@ -50,7 +50,7 @@ def curves_text(runs) -> str:
         trials = per_trial(run)
         rates = " ".join(f"{100 * won / max(played, 1):.1f}" for _, won, played in trials)
         last_first = (trials[-1][1] - trials[0][1]) if trials else 0
-        label = getattr(run, "reflection_input", "(no reflection_input: before issue 28)")
+        label = run.run_spec.reflection_input
         lines.append(f"#{run.pk} {run.name} [{run.memory_mode}, reflection input: {label}]\n"
                      f"  successes per trial: {' '.join(str(won) for _, won, _ in trials)} "
                      f"of {trials[0][2] if trials else 0}\n  success % per trial: {rates}\n"

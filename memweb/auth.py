@@ -137,10 +137,6 @@ def _give_back(counters: list[Counter]) -> None:
         _rows(counter).filter(count__gt=0).update(count=F("count") - 1)
 
 
-def auth_failures_exceeded(*, scope: str, ip: str) -> bool:
-    return _live(_address(scope, ip), timezone.now())[0] >= _max_failures()
-
-
 def auth_failures_prune() -> int:
     """Worker beat: forget the counters whose window has ended."""
     return AuthFailure.objects.filter(window_started_at__lte=_lapsed(timezone.now())).delete()[0]

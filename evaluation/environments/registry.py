@@ -5,6 +5,7 @@
 Entry points are read once and kept; `environments_refresh()` reads them again (a package installed
 since, as the tests do)."""
 import importlib
+import logging
 from importlib.metadata import entry_points
 
 from evaluation.environments.protocol import Environment
@@ -15,6 +16,7 @@ DEFAULT_ENVIRONMENT = "shop"
 _registered: dict[str, str] = {}  # name -> "module:attribute", the built-ins
 _discovered: dict[str, str] | None = None  # name -> "module:attribute", from entry points
 _loaded: dict[str, Environment] = {}
+logger = logging.getLogger(__name__)
 
 
 class UnknownEnvironment(LookupError):
@@ -58,7 +60,18 @@ def environment(name: str = DEFAULT_ENVIRONMENT) -> Environment:
 
 
 def environments() -> list[Environment]:
-    return [environment(name) for name in environment_names()]
+    """Every environment that loads. A third-party package that fails to (an import error, or an
+    object that is no environment) is left out and logged, so the pages listing environments still
+    work; asking for it by name says why."""
+    found = []
+    for name in environment_names():
+        try:
+            found.append(environment(name))
+        except Exception as exc:  # any error of a third-party package's import
+            if name in _registered:
+                raise
+            logger.warning("environment entry point %s: %s: %s", name, type(exc).__name__, exc)
+    return found
 
 
 def _load(name: str, target: str) -> Environment:

@@ -48,7 +48,7 @@ class CalibrationSetting(models.Model):
     """A single row (pk 1): the parameters new feedback is generated with."""
 
     class CalibrateOn(models.TextChoices):
-        """Where a run takes p(S) from (the run's setting, `EvaluationRun.feedback_calibration`). The
+        """Where a run takes p(S) from (the run's setting, `RunSpec.feedback_calibration`, read as `run.run_spec.feedback_calibration`). The
         reference is the default: calibrating each run on its own scores pins every run's like rate at
         the target, so likes could no longer rank systems."""
         REFERENCE = "reference", "the reference distribution (by default MemoryBench's)"

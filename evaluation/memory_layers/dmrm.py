@@ -7,9 +7,10 @@ from django.utils.http import urlencode
 
 from evaluation.llm_backends import memory_room
 from evaluation.memory_layers.banked import BankedLayer, finished_rows, harm_look, memory_withheld
-from evaluation.memory_layers.memorb import TurnHook
+from evaluation.memory_layers.memorb import RetrievingHook
 from evaluation.memory_layers.protocol import TrialCounter
 from evaluation.runs.models import Trial
+from evaluation.runs.services.pins import run_environment
 from evaluation.runs.services.spec import LLM_CONTEXT_TOKENS, CMaxRule, DMRMParams, DMRMWriteTiming
 from evaluation.services import episode_ref, episode_trajectory
 from evaluation.services.memory_effects import bank_harmful_experiences_flag
@@ -35,7 +36,7 @@ _RUN_ONLY = {"write_timing", "c_max_rule"}  # DMRMParams that are the run's, not
 MAX_C_MAX = 8000  # the largest C_max a bank accepts
 
 
-class DMRMHook(TurnHook):
+class DMRMHook(RetrievingHook):
     """Retrieves at every decision step, as the paper does: before the turn's first decision
     (`before_turn`) and before each later one (`before_step`, once the tool results are in). The
     state is built exactly as the stored one (`trajectory_steps`): goal g = the customer's opening
@@ -120,9 +121,10 @@ class DMRMLayer(BankedLayer):
                 f"{reverse('orbs:experience_list')}?{urlencode({'bank': run.bank.slug})}")
 
 
-def _c_max(spec, params: DMRMParams) -> tuple[int | None, str]:
+def _c_max(spec, params: DMRMParams, environment_name: str) -> tuple[int | None, str]:
     """C_max to set on the run's bank and where it came from; None keeps a copied bank's own. An agent
-    with no window of its own (the scripted one) is given the paper's 4k."""
+    with no window of its own (the scripted one) is given the paper's 4k; the rest of its prompt is
+    its environment's."""
     if params.c_max is not None:
         return params.c_max, "given"
     if params.c_max_rule == CMaxRule.MINILM_512:
@@ -130,7 +132,8 @@ def _c_max(spec, params: DMRMParams) -> tuple[int | None, str]:
     if spec.dmrm is None and spec.bank_source:
         return None, "the copied bank's"
     answer = spec.agent.max_tokens or role_config(EvaluationLLMRole.ACTOR).max_tokens
-    room = memory_room(context_tokens=spec.agent.context_tokens or LLM_CONTEXT_TOKENS, answer_tokens=answer)
+    room = memory_room(context_tokens=spec.agent.context_tokens or LLM_CONTEXT_TOKENS, answer_tokens=answer,
+                       environment_name=environment_name)
     return max(16, min(room, MAX_C_MAX)), str(CMaxRule.AGENT_WINDOW)
 
 
@@ -139,7 +142,7 @@ def dmrm_configure(run, spec) -> dict:
     the copied source memory."""
     params = spec.dmrm or DMRMParams()
     given = spec.dmrm.model_dump(exclude=_RUN_ONLY | {"c_max"}) if spec.dmrm else {}
-    c_max, c_max_rule = _c_max(spec, params)
+    c_max, c_max_rule = _c_max(spec, params, run_environment(run).name)
     settings = dmrm_settings_update(bank=run.bank, params=given | ({"c_max": c_max} if c_max else {}))
     bank_policy_update(bank=run.bank, approved_only=spec.approved_only)
     bank_fields = {name: getattr(settings, name) for name in DMRMParams.model_fields if name not in _RUN_ONLY}

@@ -30,7 +30,7 @@ from orbs.services import (
 _OUTCOME_CHARS = 400
 
 
-class TurnHook:
+class RetrievingHook:
     """Retrieves before the turn's first decision (or only before the first turn, without per_turn)."""
 
     def __init__(self, *, config, task: dict, bank):
@@ -48,7 +48,7 @@ class TurnHook:
         return self.block, {"turn": turn, "query": query, **record}
 
 
-class MemOrbHook(TurnHook):
+class MemOrbHook(RetrievingHook):
     def retrieve(self, *, turn: int, query: str, calls: list[dict]) -> tuple[str, dict]:
         result = orbs_retrieve(
             bank=self.bank, query=query, k=self.config.k, approved_only=self.config.approved_only,

@@ -48,6 +48,16 @@ class MemoryLayer:
     # Templates rendered with `run_row` on a run episode's page: what the layer does with the episode.
     episode_partials: tuple[str, ...] = ()
 
+    def unused_settings(self) -> frozenset[str]:
+        """The RunSpec settings this layer ignores: the run page marks them, so nobody reads a review
+        gate into a run whose memory is never reviewed."""
+        used_when = {"memory_k": self.remembers, "per_turn": self.remembers, "same_customer_only": self.remembers,
+                     "bank_source": self.has_bank, "review_gate": self.reviewed, "memory_effects": self.withholds,
+                     "withhold_probability": self.withholds, "reflection_style": self.reflects,
+                     "reflection_input": self.reflects, "approved_only": self.approved_only_applies,
+                     "feedback_memory": self.learns_from_feedback, "dmrm": self.uses_dmrm_params}
+        return frozenset(name for name, used in used_when.items() if not used)
+
     # --- launch -------------------------------------------------------------------------------
     def launch_problems(self, spec) -> list[tuple[str, str]]:
         """(field, message) for each setting of `spec` this layer cannot serve; nothing is written."""

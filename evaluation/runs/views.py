@@ -170,7 +170,7 @@ def run_detail(request, run_id: int):
     if request.htmx:
         return render(request, "evaluation/runs/_live.html", context)
     context["scoring"] = _scoring_context(run)
-    context["settings_panel"] = spec_panel(run.run_spec)
+    context["settings_panel"] = spec_panel(run.run_spec, unused=run.memory_layer.unused_settings())
     if run.imported:
         context["imported_tasks"] = run.run_episodes.values("task_key").distinct().count()
     return render(request, "evaluation/runs/detail.html", {**context, "usage": run_usage(run=run)})

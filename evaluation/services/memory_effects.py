@@ -1,4 +1,4 @@
-"""What each memory is worth, measured by randomised withholding (evaluation/memory.py): success of
+"""What each memory is worth, measured by randomised withholding (evaluation/memory_layers/banked.py): success of
 the episodes it was served in minus those it was withheld from (`metrics.memory_effect`), a bank's
 memories ranked by estimated harm, and the review flag on a memory measured to lower success, with
 its error rate controlled over a run's looks and the bank's memories (`metrics.harmful_memories`).

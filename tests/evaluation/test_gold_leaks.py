@@ -105,8 +105,8 @@ def test_an_oracle_run_is_flagged_by_the_check_and_named_on_its_pages(builtin, o
     assert agent.get(f"/api/evaluation/runs/{oracle.pk}").json()["reflection_input"] == "oracle"
     exported = json.loads(json.dumps(run_export_json(run=oracle)))
     assert exported["run"]["reflection_input"] == "oracle"
-    assert run_import(data=exported, user=operator_user).reflection_input == "oracle"
+    assert run_import(data=exported, user=operator_user).run_spec.reflection_input == "oracle"
     del exported["run"]["reflection_input"]  # a file exported before the choice existed
-    assert run_import(data=exported, user=operator_user).reflection_input == "oracle"
+    assert run_import(data=exported, user=operator_user).run_spec.reflection_input == "oracle"
     exported = json.loads(json.dumps(run_export_json(run=plain)))
-    assert run_import(data=exported, user=operator_user).reflection_input == "trajectory"
+    assert run_import(data=exported, user=operator_user).run_spec.reflection_input == "trajectory"

@@ -1,4 +1,4 @@
-"""The memory hooks (evaluation/memory.py): randomised withholding of retrieved Orbs."""
+"""The memory hooks (evaluation/memory_layers/banked.py): randomised withholding of retrieved Orbs."""
 from evaluation.memory_layers.banked import memory_withheld
 from evaluation.services import episode_run, episode_trajectory
 from orbs.models import RetrievalHit

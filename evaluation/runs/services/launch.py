@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from evaluation.configs import AgentBackend, CustomerBackend
 from evaluation.memory_layers.registry import memory_layer
-from evaluation.models import Domain, Split, Task, TaskSet
+from evaluation.models import Split, Task, TaskSet
 from evaluation.runs.models import EvaluationRun, Trial
 from evaluation.runs.services.dispatch import work_send
 from evaluation.runs.services.memory import run_bank_copy, run_memory_prepare
@@ -52,13 +52,17 @@ def _task_set(spec: RunSpec, workspace, problems: list) -> TaskSet | None:
 
 
 def _selection(spec: RunSpec, task_set: TaskSet | None, problems: list) -> list[int]:
-    bad = [(field, f"must be one of {', '.join(choices)}, got {value!r}")
-           for field, value, choices in (("domain", spec.domain, Domain.values), ("split", spec.split, Split.values))
-           if value and value not in choices]
-    problems.extend(bad)
-    if task_set is None or bad:
+    if spec.split and spec.split not in Split.values:
+        problems.append(("split", f"must be one of {', '.join(Split.values)}, got {spec.split!r}"))
+        return []
+    if task_set is None:
         return []
     tasks = Task.objects.filter(task_set=task_set)
+    domains = sorted(set(tasks.values_list("domain", flat=True)))  # each environment names its own
+    if spec.domain and spec.domain not in domains:
+        problems.append(("domain", f"must be one of the task set's domains ({', '.join(domains)}), got "
+                                   f"{spec.domain!r}"))
+        return []
     tasks = tasks.filter(domain=spec.domain) if spec.domain else tasks
     tasks = tasks.filter(split=spec.split) if spec.split else tasks
     if spec.task_ids:

@@ -403,14 +403,15 @@ def setting_text(value: object) -> str:
     return str(value)
 
 
-def spec_panel(spec: RunSpec) -> list[dict]:
+def spec_panel(spec: RunSpec, *, unused: frozenset[str] = frozenset()) -> list[dict]:
     """Every field of the spec with its value and description, grouped by its role (SETTING_ROLES);
-    a field without a role yet is shown under bookkeeping rather than hidden."""
+    a field without a role yet is shown under bookkeeping rather than hidden. `unused`: the settings
+    the run's memory layer ignores, marked so."""
     groups = {role: [] for role in ROLE_TITLES}
     for name, info in type(spec).model_fields.items():
         groups[SETTING_ROLES.get(name, SettingRole.BOOKKEEPING)].append(
             {"name": name, "label": setting_label(name), "value": setting_text(getattr(spec, name)),
-             "description": info.description or ""})
+             "description": info.description or "", "unused": name in unused})
     return [{"role": role.value, "title": ROLE_TITLES[role], "settings": settings}
             for role, settings in groups.items() if settings]
 

@@ -32,7 +32,7 @@ BAD_SPECS = [
     ({"memory_mode": "memorb", "dmrm": {"alpha": 0.2}}, "dmrm", "only used when memory_mode is dmrm or both"),
     ({"memory_mode": "dmrm", "dmrm": {"alpha": 1.5}}, "dmrm.alpha", "must be at most 1.0, got 1.5"),
     ({"memory_mode": "dmrm", "dmrm": {"c_max": 8}}, "dmrm.c_max", "must be at least 16, got 8"),
-    ({"domain": "food"}, "domain", "must be one of appliances, clothing, got 'food'"),
+    ({"domain": "food"}, "domain", "must be one of the task set's domains (appliances, clothing), got 'food'"),
     ({"agent": {"backend": "llm"}}, "agent.backend", "the actor role has no LLM endpoint configured"),
 ]
 

@@ -21,9 +21,9 @@ def test_it_records_each_retrievals_outcome_with_the_run_episode_that_used_it(la
 
 
 def test_only_the_effect_measurement_mode_withholds_a_fifth_of_the_retrievals_reproducibly(launch, builtin):
-    assert launch(memory_mode="none").withhold_probability == 0.0
-    assert launch().withhold_probability == 0.0  # every arm of a comparison sees all its memories
-    assert launch(memory_effects=True).withhold_probability == 0.2
+    assert launch(memory_mode="none").run_spec.withhold_probability == 0.0
+    assert launch().run_spec.withhold_probability == 0.0  # every arm of a comparison sees all its memories
+    assert launch(memory_effects=True).run_spec.withhold_probability == 0.2
     run = launch(trials=2, memory_effects=True, withhold_probability=0.5)
     run = run_drive(run=run)
     rows = list(run.run_episodes.filter(trial__number=2).select_related("episode"))

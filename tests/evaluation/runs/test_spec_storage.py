@@ -2,6 +2,7 @@
 given theirs by the migration, version-1 export files still imported, and every place that shows,
 exports or compares settings derived from the spec, so that a new setting needs no other edit."""
 import json
+import re
 
 import pydantic
 import pytest
@@ -183,6 +184,18 @@ def test_the_run_page_lists_each_setting_once_by_role(launch, client, operator_u
         assert page.count(f'data-setting="{name}"') == 1, name
     assert page.index('id="settings-memory"') < page.index('data-setting="memory_k"') < page.index(
         'id="settings-identity"') < page.index('data-setting="seed"')
+
+
+def test_the_run_page_marks_the_settings_its_memory_layer_ignores(launch, client, operator_user):
+    client.force_login(operator_user)
+    pages = {mode: client.get(launch(name=mode, memory_mode=mode).get_absolute_url()).content.decode()
+             for mode in ("none", "memorb", "bm25_dialog")}
+    def unused(page: str, name: str) -> bool:
+        return re.search(f'data-setting="{name}" class="muted">[^<]*<em class="setting-unused">', page) is not None
+    assert unused(pages["none"], "review_gate") and unused(pages["none"], "memory_k")
+    assert not unused(pages["memorb"], "review_gate") and not unused(pages["memorb"], "reflection_input")
+    assert unused(pages["bm25_dialog"], "reflection_input") and not unused(pages["bm25_dialog"], "memory_k")
+    assert not unused(pages["none"], "seed")  # identity settings hold whatever the memory
 
 
 def test_a_stored_spec_written_around_memweb_still_opens_its_run(db, client, operator_user):
