@@ -31,7 +31,7 @@ def _launch_from_the_form(page, live_server, *, name: str, task_set: str, memory
     page.goto(live_server.url + reverse("evaluation:run_new"))
     page.get_by_label("Name", exact=True).fill(name)
     page.get_by_label("Task set").select_option(task_set)
-    page.get_by_label("Memory", exact=True).select_option(memory)
+    page.locator("#id_memory_mode").select_option(memory)
     page.get_by_label("Trials", exact=True).fill("2")
     page.get_by_role("button", name="Launch run").click()
     expect(page.locator("#run-status")).to_be_visible()
@@ -45,7 +45,7 @@ def test_an_installed_layer_and_environment_launch_play_and_compare_in_the_brows
     page = browser_page
     login(page, live_server, operator_user)
     page.goto(live_server.url + reverse("evaluation:run_new"))
-    expect(page.get_by_label("Memory", exact=True).locator(f'option[value="{layer.name}"]')).to_have_text(layer.label)
+    expect(page.locator(f"#id_memory_mode option[value=\"{layer.name}\"]")).to_have_text(layer.label)
 
     plain = _launch_from_the_form(page, live_server, name="library · no memory", task_set="library-5", memory="none")
     remembered = _launch_from_the_form(page, live_server, name="library · last outcome", task_set="library-5",

@@ -48,9 +48,9 @@ class CalibrationSetting(models.Model):
     """A single row (pk 1): the parameters new feedback is generated with."""
 
     class CalibrateOn(models.TextChoices):
-        """Where a run takes p(S) from (the run's setting, `RunSpec.feedback_calibration`, read as `run.run_spec.feedback_calibration`). The
-        reference is the default: calibrating each run on its own scores pins every run's like rate at
-        the target, so likes could no longer rank systems."""
+        """Where a run takes p(S) from (the run's setting `RunSpec.feedback_calibration`, read as
+        `run.run_spec.feedback_calibration`). The reference is the default: calibrating each run on its
+        own scores pins every run's like rate at the target, so likes could no longer rank systems."""
         REFERENCE = "reference", "the reference distribution (by default MemoryBench's)"
         REALISED = "realised", "variant: the run's own realised scores (the reference when too few)"
 

@@ -6,6 +6,7 @@ This module sits low in the import stack (tests/test_architecture.py): the evalu
 runs ask it for a layer by name and never import a layer's module, so the layers themselves may
 build on the runs. Classes are imported on the first lookup, not at start-up.
 """
+import copy
 import logging
 from importlib.metadata import entry_points
 
@@ -72,6 +73,18 @@ def memory_layer(name: str):
     return layers[name]
 
 
+def memory_layer_or_stand_in(name: str):
+    """The layer registered as `name`, or, for a run whose layer is not installed (any more), a stand-in
+    that remembers nothing and says so in its label, so the run's pages still open. Playing such a run
+    still fails: its episodes' memory configuration names the missing layer."""
+    try:
+        return memory_layer(name)
+    except UnknownMemoryLayer as missing:
+        stand_in = copy.copy(memory_layer(NO_MEMORY))
+        stand_in.name, stand_in.label, stand_in.missing = name, f"{name} (not installed)", str(missing)
+        return stand_in
+
+
 def memory_layer_validate(name: str) -> str:
     """`name` when a layer is registered under it; a ValueError (a validation message) otherwise."""
     try:
@@ -86,6 +99,6 @@ def memory_layer_choices() -> list[tuple[str, str]]:
 
 
 def memory_layer_label(name: str) -> str:
-    """The layer's label, or its bare name when the layer is no longer installed (an old run's)."""
+    """The layer's label, or its name marked "not installed" (an old run's layer, since removed)."""
     layer = memory_layers().get(name)
-    return layer.label if layer else name
+    return layer.label if layer else f"{name} (not installed)"

@@ -13,7 +13,7 @@ from django.utils.functional import cached_property
 
 from evaluation.configs import AgentBackend
 from evaluation.feedback.models import CalibrationSetting
-from evaluation.memory_layers.registry import NO_MEMORY, memory_layer, memory_layer_label
+from evaluation.memory_layers.registry import NO_MEMORY, memory_layer_label, memory_layer_or_stand_in
 from memweb.models import workspace_field
 
 __all__ = ["EvaluationMode", "EvaluationRun", "FeedbackCalibration", "FeedbackCurve", "FeedbackMemory",
@@ -169,7 +169,7 @@ class EvaluationRun(models.Model):
     @property
     def memory_layer(self):
         """The run's memory layer (evaluation.memory_layers): everything memory-specific asks it."""
-        return memory_layer(self.memory_mode)
+        return memory_layer_or_stand_in(self.memory_mode)
 
     def get_memory_mode_display(self) -> str:
         return memory_layer_label(self.memory_mode)

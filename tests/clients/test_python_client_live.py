@@ -1,7 +1,5 @@
 """memweb_client's answers decode from a live memweb's real ones: the async client walks the routes an
 operator's script uses (Orbs, DMRM, webhooks, runs, erasure as a job) in one round."""
-import asyncio
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from memweb_client import AsyncClient, NotFound, OrbDetail, RunPage, WebhookCreated
@@ -9,14 +7,9 @@ from memweb_client import AsyncClient, NotFound, OrbDetail, RunPage, WebhookCrea
 from orbs.models import Orb
 from orbs.services import bank_get_or_create, orb_approve, orb_from_episode
 from tests.orbs.conftest import success_trajectory
+from tests.support.event_loop import run_to_end
 
 GOAL = "return the jacket from order W7"
-
-
-def run_async(coroutine):
-    # In a thread of its own: a browser test may leave an event loop running in the main thread.
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coroutine).result()
 
 
 @pytest.fixture
@@ -59,7 +52,7 @@ async def operator_round(url: str, key: str, orb_id: int) -> dict:
 @pytest.mark.django_db(transaction=True)  # the live server's thread reads what the test wrote
 def test_an_operator_s_script_round_decodes_every_answer(live_server, api_key, operator_user, customers_orb, settings):
     settings.MEMWEB_WEBHOOK_ALLOW_HOSTS = ["127.0.0.1"]
-    seen = run_async(operator_round(live_server.url, api_key, customers_orb.lineage_id))
+    seen = run_to_end(operator_round(live_server.url, api_key, customers_orb.lineage_id))
 
     assert seen["me"].username == operator_user.username and [b.slug for b in seen["banks"]] == ["support"]
     assert seen["page"].count == 1 and seen["page"].items[0].customer_key == "cust-7"

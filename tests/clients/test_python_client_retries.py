@@ -2,8 +2,6 @@
 the answers a healthy memweb rarely gives (429, 503, an Idempotency-Key still in progress). Which
 route answers a stale 409 is the server's business (today only reviewers' session routes); any
 write stands in for one here, since the client tells the kinds apart by the answer alone."""
-import asyncio
-from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -20,6 +18,8 @@ from memweb_client import (
     StaleVersion,
     ValidationFailed,
 )
+
+from tests.support.event_loop import run_to_end
 
 FAST = RetryPolicy(max_retries=3, backoff=0.001, max_wait=5)
 ORB_409_STALE = (409, {}, {"detail": "Orb #4 changed", "orb_id": 4, "current_version": 3, "current_status": "approved"})
@@ -43,12 +43,6 @@ class Script:
 
 def sync_client(script: Script, retry: RetryPolicy = FAST) -> Client:
     return Client("http://memweb.test", "key", retry=retry, transport=httpx.MockTransport(script))
-
-
-def run_async(coroutine):
-    # In a thread of its own: a browser test may leave an event loop running in the main thread.
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coroutine).result()
 
 
 def test_an_in_progress_409_is_retried_with_the_same_idempotency_key_until_answered():
@@ -140,7 +134,7 @@ def test_the_async_client_retries_and_raises_the_same_way():
                 await client.remember("support", "Offer a return label at once.")
             return me
 
-    assert run_async(ask()).roles == ["operator"]
+    assert run_to_end(ask()).roles == ["operator"]
 
 
 def test_reads_send_no_idempotency_key_and_only_the_query_given():

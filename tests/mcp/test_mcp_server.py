@@ -2,7 +2,6 @@
 streamable HTTP, each a real `manage.py mcp_serve` process on the test database: the tools, the review
 gate (only approved memories come back; a remembered lesson waits for a reviewer's approval through the
 normal API), the key's scopes and its workspace."""
-import asyncio
 import json
 import socket
 import subprocess
@@ -19,6 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 from orbs.models import EpisodeRecord, Orb, RetrievalLog
 from tests.mcp.conftest import APPROVED_TEXT, LESSON, PENDING_TEXT, SITUATION
 from tests.orbs.conftest import post, success_trajectory
+from tests.support.event_loop import run_to_end
 from tests.support.processes import ROOT, free_port, stop_process_group, wait_until, worker_env
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the server process reads what the test wrote
@@ -78,7 +78,7 @@ def run_stdio(key: str, story):
             await session.initialize()
             return await story(session)
 
-    return asyncio.run(talk())
+    return run_to_end(talk())
 
 
 def test_an_agent_uses_memory_over_stdio_and_gets_approved_memories_only(memory):
@@ -115,7 +115,7 @@ def run_http(url: str, key: str | None, story):
             await session.initialize()
             return await story(session)
 
-    return asyncio.run(talk())
+    return run_to_end(talk())
 
 
 async def call(session: ClientSession, tool: str, arguments: dict):

@@ -1,6 +1,5 @@
 """The OpenAI Agents SDK tool set run by the SDK's own Runner against a live memweb. The model is the
 SDK's scripted test model (the LLM boundary); the tools, the Runner and memweb are real."""
-import asyncio
 import json
 
 import pytest
@@ -12,6 +11,7 @@ from integrations.openai_agents import memweb_tools
 from memweb.mcp.gateway import MemwebApi
 from orbs.models import Orb, RetrievalLog
 from tests.mcp.conftest import APPROVED_TEXT, LESSON, PENDING_TEXT, SITUATION
+from tests.support.event_loop import run_to_end
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the live server's thread reads what the test wrote
 
@@ -32,7 +32,7 @@ def run_agent(live_server, key: str, bank: str, model: ScriptedModel) -> dict[st
         finally:
             await api.aclose()  # the live server's threads hold a database connection per open connection
 
-    result = asyncio.run(run())
+    result = run_to_end(run())
     model.assert_complete()
     return {item.raw_item["call_id"]: item.output for item in result.new_items if isinstance(item, ToolCallOutputItem)}
 

@@ -186,12 +186,12 @@ REFUSALS = {
         empty: (422, "One task per line, as exported. The submitted file is empty."),
     },
     ("tasks", "api"): {
-        malformed: (422, '"line": 2, "reason": "not valid JSON (Expecting property name'),
-        truncated: (422, '"line": 2, "reason": "not valid JSON (Unterminated string'),
+        malformed: (422, '"loc": ["body", "line", 2], "msg": "not valid JSON (Expecting property name'),
+        truncated: (422, '"loc": ["body", "line", 2], "msg": "not valid JSON (Unterminated string'),
         latin_1: (400, "the request body is not valid JSON: 'utf-8' codec can't decode byte 0xe8"),
-        nul_character: (422, '"line": 2, "reason": "instructions: text must not contain NUL'),
-        wrong_type: (422, '"line": 2, "reason": "persona: Input should be a valid dictionary'),
-        empty: (422, '"line": 0, "reason": "the file holds no tasks"'),
+        nul_character: (422, '"loc": ["body", "line", 2], "msg": "instructions: text must not contain NUL'),
+        wrong_type: (422, '"loc": ["body", "line", 2], "msg": "persona: Input should be a valid dictionary'),
+        empty: (422, '"loc": ["body", "line", 0], "msg": "the file holds no tasks"'),
     },
     ("items", "page"): {
         malformed: (400, "row 2 : not valid JSON (Expecting property name enclosed in double quotes at column 2)"),

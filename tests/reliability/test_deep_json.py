@@ -66,7 +66,7 @@ def test_it_names_the_nesting_of_a_task_line_in_the_api_and_the_page(client, ope
     answer = client.post("/api/evaluation/tasks/import", json.dumps({"task_set": "Deep", "jsonl": line}),
                          content_type="application/json", headers=key_headers)
     assert answer.status_code == 422, answer.content
-    assert answer.json()["detail"][0]["line"] == 1 and TOO_DEEP in answer.json()["detail"][0]["reason"]
+    assert answer.json()["detail"][0]["line"] == 1 and TOO_DEEP in answer.json()["detail"][0]["msg"]
     client.force_login(operator_user)
     page = client.post(reverse("evaluation:task_import"), {"task_set": "Deep", "text": line})
     assert page.status_code == 422 and TOO_DEEP in page.content.decode()

@@ -5,7 +5,7 @@ from django.db import models
 
 from evaluation.configs import AgentConfig, CustomerConfig, MemoryKind, ReflectionInput
 from evaluation.feedback.services import MAX_FEEDBACK_ROUNDS
-from evaluation.memory_layers.registry import NO_MEMORY, memory_layer_validate
+from evaluation.memory_layers.registry import NO_MEMORY, memory_layer_validate, memory_layers
 from evaluation.runs.models import EvaluationMode, FeedbackCalibration, FeedbackMemory, ReviewGate, RunPreset, SplitRule
 from memweb.errors import problems_of
 from memweb.schemas import StrictBody
@@ -358,9 +358,14 @@ def spec_from_columns(columns: dict) -> tuple[RunSpec, list[str]]:
         "feedback_memory": columns.get("feedback_memory"), "feedback_rounds": columns.get("feedback_rounds"),
         "feedback_calibration": columns.get("feedback_calibration"), **_held_out_settings(columns),
         "dmrm": _section(DMRMParams, columns.get("dmrm_config"))
-        if memory_mode in (MemoryKind.DMRM, MemoryKind.BOTH) and columns.get("dmrm_config") else None,
+        if _takes_dmrm_params(memory_mode) and columns.get("dmrm_config") else None,
     }
     return _validated_leniently({name: value for name, value in data.items() if value is not None})
+
+
+def _takes_dmrm_params(memory_mode: str) -> bool:
+    layer = memory_layers().get(memory_mode)
+    return bool(layer and layer.uses_dmrm_params)
 
 
 def _validated_leniently(data: dict) -> tuple[RunSpec, list[str]]:
