@@ -25,7 +25,7 @@ from django.db.models import (
 )
 
 from evaluation.configs import AgentBackend
-from evaluation.environments import DEFAULT_ENVIRONMENT, Environment, environment, environments
+from evaluation.environments import DEFAULT_ENVIRONMENT, Environment, UnknownEnvironment, environment, environments
 from evaluation.environments.content import canonical_json
 from evaluation.feedback.models import CalibrationSetting
 from evaluation.feedback.prompts import feedback_prompt_hash
@@ -104,8 +104,14 @@ def _reward_change(version: int | None, current: int) -> dict | None:
 
 
 def _staleness(run: EvaluationRun, pairs, reward_version: int | None) -> dict:
-    tasks, reward = _task_changes(pairs), _reward_change(reward_version, run_environment(run).reward_version)
-    return {"stale": bool(tasks or reward), "tasks": tasks, "reward": reward}
+    """Unknown (never "stale") while the run's environment is not installed: its content and reward
+    cannot be compared, and the run's pages must still open."""
+    try:
+        current_reward = run_environment(run).reward_version
+    except UnknownEnvironment as missing:
+        return {"stale": False, "tasks": [], "reward": None, "unknown": str(missing)}
+    tasks, reward = _task_changes(pairs), _reward_change(reward_version, current_reward)
+    return {"stale": bool(tasks or reward), "tasks": tasks, "reward": reward, "unknown": ""}
 
 
 def _pins(run: EvaluationRun) -> list[RunTaskPin]:
