@@ -3,6 +3,8 @@ the answers a healthy memweb rarely gives (429, 503, an Idempotency-Key still in
 route answers a stale 409 is the server's business (today only reviewers' session routes); any
 write stands in for one here, since the client tells the kinds apart by the answer alone."""
 
+import uuid
+
 import httpx
 import pytest
 from memweb_client import (
@@ -86,6 +88,20 @@ def test_what_the_server_asks_to_retry_is_retried(status):
     sync_client(script).retrieval_outcome(7, success=False, reward=0.0)
     assert len(script.requests) == 2
     assert script.requests[0].headers["Idempotency-Key"] == script.requests[1].headers["Idempotency-Key"]
+
+
+def test_the_wait_before_a_retry_is_the_retry_after_the_server_asked_for():
+    asked = httpx.Response(429, headers={"Retry-After": "2"}, json={"detail": "slow down"})
+    assert RetryPolicy(backoff=0.001, max_wait=5).wait_before_retry(0, asked) == 2
+
+
+def test_each_write_gets_its_own_random_idempotency_key():
+    script = Script(RECORDED)
+    client = sync_client(script)
+    client.retrieval_outcome(7, success=True)
+    client.retrieval_outcome(7, success=True)
+    keys = [request.headers["Idempotency-Key"] for request in script.requests]
+    assert len(set(keys)) == 2 and all(uuid.UUID(key).version == 4 for key in keys)
 
 
 def test_retries_are_bounded_and_the_last_answer_raised():
