@@ -16,6 +16,7 @@ from orbs.services.identity import orb_current
 from orbs.services.review import orb_conflict, orb_edit, orb_merge
 
 GROUPING_LIMIT = 500
+BANKS_LIMIT = 20  # banks grouped for one queue page
 MERGE_NOTE = "merged as a near-duplicate"
 
 _PAIRS_SQL = f"""
@@ -81,6 +82,12 @@ def duplicate_groups(*, bank: MemoryBank) -> list[DuplicateGroup]:
     groups = [DuplicateGroup(orbs=sorted((orbs[i] for i in ids), key=lambda orb: (orb.created_at, orb.pk)),
                              similarity=weakest) for ids, weakest in components]
     return sorted(groups, key=lambda group: (-len(group.orbs), group.key_id))
+
+
+def duplicate_groups_in_banks(*, banks) -> list[DuplicateGroup]:
+    """The groups of the first BANKS_LIMIT of `banks` (a queryset) that hold pending Orbs."""
+    with_pending = banks.filter(orbs__status=Orb.Status.PENDING).distinct().order_by("name")[:BANKS_LIMIT]
+    return [group for bank in with_pending for group in duplicate_groups(bank=bank)]
 
 
 def duplicate_group_of(*, orb: Orb) -> DuplicateGroup | None:

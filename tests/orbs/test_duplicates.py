@@ -1,5 +1,6 @@
 """Near-duplicate groups of pending Orbs, and merging a group into the Orb kept."""
 import pytest
+from django.urls import reverse
 
 from orbs.errors import OrbConflict
 from orbs.models import Orb
@@ -49,3 +50,32 @@ def test_a_stale_version_merges_nothing(bank, jeans, reviewer_user):
         duplicates_merge(keep=(keep.pk, keep.version), others=[(first.pk, first.version), (second.pk, 99)],
                          actor=reviewer_user)
     assert set(Orb.objects.filter(pk__in=[o.pk for o in jeans]).values_list("status", flat=True)) == {"pending"}
+
+
+@pytest.fixture
+def reviewer(client, reviewer_user):
+    client.force_login(reviewer_user)
+    return client
+
+
+def test_the_queue_links_each_group_to_its_side_by_side_page(reviewer, jeans):
+    page = reviewer.get(reverse("orbs:queue"))
+    assert [len(group.orbs) for group in page.context["duplicate_groups"]] == [3]
+    link = reverse("orbs:duplicates", args=[jeans[0].pk])
+    assert "3 near-duplicates" in page.content.decode() and link in page.content.decode()
+    side_by_side = reviewer.get(link)
+    assert side_by_side.status_code == 200
+    assert all(f'value="{orb.pk}:{orb.version}"' in side_by_side.content.decode() for orb in jeans)
+
+
+def test_the_side_by_side_page_merges_and_refuses_bad_input(reviewer, jeans):
+    keep, first, second = jeans
+    url = reverse("orbs:duplicates", args=[second.pk])
+    refused = reviewer.post(url, {"keep": f"{keep.pk}:{keep.version}"})
+    assert refused.status_code == 422 and "Tick at least one Orb to merge." in refused.content.decode()
+    done = reviewer.post(url, {"keep": f"{second.pk}:{second.version}", "note": "one request",
+                               "merge": [f"{o.pk}:{o.version}" for o in jeans]})
+    assert done.status_code == 302 and done.url == reverse("orbs:detail", args=[second.pk])
+    statuses = dict(Orb.objects.filter(pk__in=[o.pk for o in jeans]).values_list("pk", "status"))
+    assert statuses == {keep.pk: "superseded", first.pk: "superseded", second.pk: "pending"}
+    assert reviewer.get(url).status_code == 404  # the group is gone
