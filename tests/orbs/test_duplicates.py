@@ -4,7 +4,7 @@ from django.urls import reverse
 
 from orbs.errors import OrbConflict
 from orbs.models import Orb
-from orbs.services import orb_approve
+from orbs.services import bank_get_or_create, orb_approve
 from orbs.services.duplicates import duplicate_group_of, duplicate_groups, duplicates_merge
 
 JEANS = ("Can I swap my jeans for a size 34?", "Can I swap my jeans for size 34?", "Can I swap my jeans for a size 34 please?")
@@ -23,6 +23,14 @@ def test_it_groups_pending_near_duplicates_and_leaves_others_out(make_orb, bank,
     assert duplicate_group_of(orb=other) is None
     orb_approve(orb_id=jeans[2].pk, expected_version=jeans[2].version, actor=None)
     assert [len(group.orbs) for group in duplicate_groups(bank=bank)] == [2]  # only pending Orbs are grouped
+
+
+def test_a_per_customer_bank_groups_one_customers_orbs_only(db, make_orb):
+    bank = bank_get_or_create(name="Per customer", customer_scope="per_customer")
+    alice = [make_orb(text, approve=False, target=bank, customer_key="alice") for text in JEANS[:2]]
+    make_orb(JEANS[2], approve=False, target=bank, customer_key="bob")
+    assert [sorted(orb.pk for orb in group.orbs) for group in duplicate_groups(bank=bank)] == [
+        sorted(orb.pk for orb in alice)]
 
 
 def test_a_stricter_threshold_splits_the_group(bank, jeans):
