@@ -29,6 +29,33 @@ class MergeForm(VersionForm):
     note = forms.CharField(required=False, max_length=2000)
 
 
+def _orb_version_pair(value: str) -> tuple[int, int]:
+    orb_id, _, version = value.partition(":")
+    if not (orb_id.isdigit() and version.isdigit()):
+        raise forms.ValidationError(f"Bad Orb reference {value!r}: expected id:version.")
+    return int(orb_id), int(version)
+
+
+class DuplicateMergeForm(forms.Form):
+    """Keep one Orb of a near-duplicate group; the Orbs ticked under `merge` are folded into it."""
+    keep = forms.CharField(error_messages={"required": "Choose the Orb to keep."})
+    merge = forms.MultipleChoiceField(error_messages={"required": "Tick at least one Orb to merge."})
+    outcome = forms.CharField(required=False, max_length=20000, label="Lesson of the kept Orb",
+                              widget=forms.Textarea(attrs={"rows": 5}))
+    note = forms.CharField(required=False, max_length=2000, label="Review note")
+
+    def __init__(self, data=None, **kwargs):
+        super().__init__(data, **kwargs)
+        # The choices are the posted "id:version" pairs; the view checks that each is in the group.
+        self.fields["merge"].choices = [(v, v) for v in (data.getlist("merge") if data else [])]
+
+    def clean_keep(self) -> tuple[int, int]:
+        return _orb_version_pair(self.cleaned_data["keep"])
+
+    def clean_merge(self) -> list[tuple[int, int]]:
+        return [_orb_version_pair(value) for value in self.cleaned_data["merge"]]
+
+
 class EditForm(VersionForm):
     obs = forms.CharField(label="Observation (customer utterances)", widget=forms.Textarea(attrs={"rows": 5}))
     emotion = forms.ChoiceField(choices=[(label, label) for label in LABELS])

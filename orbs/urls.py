@@ -13,6 +13,7 @@ urlpatterns = [
     path("<int:orb_id>/reject/", views.reject, name="reject"),
     path("<int:orb_id>/merge/", views.merge, name="merge"),
     path("<int:orb_id>/edit/", views.edit, name="edit"),
+    path("<int:orb_id>/duplicates/", views.duplicates, name="duplicates"),
     path("<int:orb_id>/delete/", views.delete, name="delete"),
     path("<int:orb_id>/restore/", views.restore, name="restore"),
     path("banks/", views.bank_list, name="bank_list"),

@@ -19,6 +19,7 @@ from orbs.forms import (
     BankPolicyForm,
     BulkForm,
     DeleteForm,
+    DuplicateMergeForm,
     EditForm,
     ErasureForm,
     ImportForm,
@@ -49,6 +50,7 @@ from orbs.services import (
 )
 from orbs.services.banks import SETTABLE_FIELDS
 from orbs.services.deletion import bank_archive, bank_events, bank_restore, orb_delete, orb_restore
+from orbs.services.duplicates import duplicate_group_of, duplicate_groups_in_banks, duplicates_merge
 from orbs.services.erasure import customer_erasure_start
 from orbs.services.history import history_status, history_verify_start
 from orbs.services.queue import orbs_filtered, orbs_queue
@@ -89,7 +91,17 @@ def queue(request):
     status = 422 if context["form"].errors else 200
     if request.htmx:
         return render(request, "orbs/_queue_results.html", context, status=status)
+    context["duplicate_groups"] = _queue_duplicate_groups(request, context["form"])
     return render(request, "orbs/queue.html", context, status=status)
+
+
+def _queue_duplicate_groups(request, form) -> list:
+    """Pending near-duplicate groups of the banks the queue lists (the bank filter's, else all)."""
+    banks = in_workspace(MemoryBank.objects, request.workspace).filter(archived_at__isnull=True)
+    bank_slug = form.cleaned_data.get("bank") if form.is_bound and not form.errors else ""
+    if bank_slug:
+        banks = banks.filter(slug=bank_slug)
+    return duplicate_groups_in_banks(banks=banks)
 
 
 # --- one Orb ----------------------------------------------------------------------
@@ -196,6 +208,46 @@ def merge(request, orb_id: int):
         orb_merge(orb_id=orb_id, expected_version=data["expected_version"], into_id=data["into_id"],
                   actor=request.user, note=data["note"])
     return _act(request, orb_id, MergeForm(request.POST), act, "merged")
+
+
+def _group_or_404(request, orb_id: int):
+    orb = _orb_or_404(request, orb_id, queryset=Orb.objects.select_related("bank"))
+    group = duplicate_group_of(orb=orb)
+    if group is None:
+        raise Http404(f"Orb #{orb.lineage_id} is in no group of pending near-duplicates")
+    return group
+
+
+def _merge_from_group(request, group, form) -> tuple[Orb, int]:
+    """Run the merge the form asks for: the kept Orb and how many were merged into it. OrbsError
+    when it names an Orb outside the group (a ticked kept Orb is simply not merged into itself)."""
+    members = {orb.pk for orb in group.orbs}
+    keep = form.cleaned_data["keep"]
+    others = [pair for pair in form.cleaned_data["merge"] if pair[0] != keep[0]]
+    outside = sorted(orb_id for orb_id, _ in [keep, *others] if orb_id not in members)
+    if outside:
+        raise OrbsError(f"Orb #{outside[0]} is no longer a pending near-duplicate in this group; reload the page")
+    kept = duplicates_merge(keep=keep, others=others, actor=request.user, note=form.cleaned_data["note"],
+                            outcome=form.cleaned_data["outcome"])
+    return kept, len(others)
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(Role.REVIEWER)
+def duplicates(request, orb_id: int):
+    """A group of pending near-duplicates side by side, and the merge that keeps one of them."""
+    group = _group_or_404(request, orb_id)
+    form = DuplicateMergeForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            kept, merged = _merge_from_group(request, group, form)
+        except OrbsError as refused:
+            form.add_error(None, str(refused))
+        else:
+            messages.success(request, f"Kept Orb #{kept.lineage_id}; {merged} near-duplicates merged into it.")
+            return redirect("orbs:detail", kept.lineage_id)
+    status = 422 if form.errors else 200
+    return render(request, "orbs/duplicates.html", {"group": group, "form": form}, status=status)
 
 
 def _edit_initial(orb: Orb) -> dict:
