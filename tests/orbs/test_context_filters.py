@@ -1,18 +1,20 @@
 """Metadata filters on Orb context: the grammar, each operator, and/or, the bounds, top-k among
 matches, the GIN index, and the bound on a context's size at write time."""
 import pytest
-from django.db import connection
+from django.db import connection, transaction
+from django.db.models import F
 from django.test import override_settings
 
 from orbs.context_filter import (
     FILTER_MAX_CONDITIONS,
     FILTER_MAX_DEPTH,
     FILTER_MAX_IN_VALUES,
+    ContextMatches,
     InvalidFilter,
     context_filter_path,
 )
 from orbs.errors import FieldRequired
-from orbs.models import RetrievalLog
+from orbs.models import Orb, RetrievalLog
 from orbs.services import orb_remember, orbs_retrieve
 from tests.orbs.conftest import post, success_trajectory
 
@@ -115,6 +117,14 @@ def test_the_context_is_gin_indexed_for_the_filter_operator(db):
                        ["orb_context_gin_idx"])
         [(definition,)] = cursor.fetchall()
     assert "USING gin (context jsonb_path_ops)" in definition
+    # The compiled predicate is one the index answers: with sequential scans priced out, the
+    # planner reaches the rows through it (a few test rows would otherwise be read directly).
+    path = context_filter_path({"and": [{"field": "sku", "in": ["WM-1", "WM-2"]}, {"field": "priority", "gte": 2}]})
+    queryset = Orb.objects.filter(ContextMatches(F("context"), path))
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        plan = queryset.explain()
+    assert "orb_context_gin_idx" in plan
 
 
 @override_settings(ORBS_CONTEXT_MAX_BYTES=1024)
