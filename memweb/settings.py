@@ -109,6 +109,9 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Shared by all web workers (the LLM endpoints' probed capabilities), with no extra service.
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "memweb_cache"}}
+# The largest Orb `context` (compact JSON, bytes) a write may store: it is embedded with its Orb and
+# returned with every hit (orbs.context_filter).
+ORBS_CONTEXT_MAX_BYTES = env_int("MEMWEB_CONTEXT_MAX_BYTES", 16 * 1024, minimum=256)
 MEMWEB_AUTH_MAX_FAILURES = env_int("MEMWEB_AUTH_MAX_FAILURES", 10, minimum=1)
 MEMWEB_AUTH_FAILURE_WINDOW_SECONDS = env_int("MEMWEB_AUTH_FAILURE_WINDOW_SECONDS", 300, minimum=1)
 # The reverse proxies whose X-Forwarded-For names the client (memweb.auth.client_ip); none by default.

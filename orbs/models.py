@@ -4,6 +4,7 @@ import hashlib
 import json
 
 from django.conf import settings
+from django.contrib.postgres.indexes import GinIndex, OpClass
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import connection, models
@@ -265,6 +266,9 @@ class Orb(models.Model):
             models.Index(fields=["bank", "status", "emotion", "domain"], include=["reflector_backend", "near_duplicate_of"],
                          name="orb_bank_stats_idx"),
             *vector_hnsw_indexes("orb", m=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION),
+            # Retrieval filters on context (orbs.context_filter) match with `context @@ jsonpath`;
+            # jsonb_path_ops answers that operator's equalities and is smaller than the default class.
+            GinIndex(OpClass("context", name="jsonb_path_ops"), name="orb_context_gin_idx"),
         ]
 
     def __str__(self) -> str:

@@ -1,14 +1,21 @@
 """API schemas of the Orbs app, and the shared trajectory shape (TrajectoryIn)
 that the evaluation code and external agents hand to `orb_from_episode`."""
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from ninja import Schema
-from pydantic import AliasChoices, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, AliasChoices, ConfigDict, Field, field_validator, model_validator
 
 from memweb.schemas import JobOut, StrictBody
 from orbs.backends.emotion import EmotionLabel
 from orbs.budget import MAX_PROMPT_TOKEN_BUDGET, REFLECTION_MAX_TOKENS
+from orbs.context_filter import (
+    FILTER_MAX_BYTES,
+    FILTER_MAX_CONDITIONS,
+    FILTER_MAX_DEPTH,
+    FILTER_MAX_IN_VALUES,
+    context_size_problem,
+)
 
 TRAJECTORY_EXAMPLE = {
     "task_id": "appliances-017",
@@ -52,6 +59,16 @@ class ErrorIn(StrictBody, Schema):
     detail: str = Field(default="", max_length=2000)
 
 
+def _context_bounded(context: dict[str, Any]) -> dict[str, Any]:
+    if problem := context_size_problem(context):
+        raise ValueError(problem)
+    return context
+
+
+# An Orb's context (or an episode's metadata, which becomes one): within ORBS_CONTEXT_MAX_BYTES.
+BoundedContext = Annotated[dict[str, Any], AfterValidator(_context_bounded)]
+
+
 class TrajectoryIn(StrictBody, Schema):
     """A finished customer-service episode: the dialogue with tool calls and results, and how it ended."""
 
@@ -65,7 +82,7 @@ class TrajectoryIn(StrictBody, Schema):
     success: bool
     reward_breakdown: dict[str, float | bool] = Field(default_factory=dict)
     errors: list[ErrorIn] = Field(default_factory=list)
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: BoundedContext = Field(default_factory=dict)
 
     @field_validator("messages")
     @classmethod
@@ -221,6 +238,9 @@ class IngestOut(Schema):
     error: str = ""
 
 
+CONTEXT_FILTER_EXAMPLE = {"and": [{"field": "sku", "in": ["DW-450", "DW-460"]}, {"field": "priority", "gte": 2}]}
+
+
 class RetrieveIn(StrictBody, Schema):
     query: str = Field(min_length=1, max_length=5000)
     context: dict[str, Any] = Field(default_factory=dict)
@@ -235,6 +255,14 @@ class RetrieveIn(StrictBody, Schema):
                     "Required by a per-customer bank unless it allows cross-customer retrieval.")
     min_score: float | None = Field(default=None, ge=-1.0, le=1.0)
     client: str = Field(default="", max_length=200)
+    filter: dict[str, Any] | None = Field(
+        default=None, examples=[CONTEXT_FILTER_EXAMPLE],
+        description="Only Orbs whose `context` matches, applied inside the nearest-neighbour search (top k among "
+                    "matches). A condition {\"field\": key, op: value} with op `eq`, `in` (a list), or one or more "
+                    "of `gt`, `gte`, `lt`, `lte` (numbers only); groups {\"and\": [...]} and {\"or\": [...]}. "
+                    f"At most {FILTER_MAX_BYTES} bytes, {FILTER_MAX_CONDITIONS} conditions, {FILTER_MAX_DEPTH} "
+                    f"and/or levels, {FILTER_MAX_IN_VALUES} values per `in`. A filter outside the grammar is a 422 "
+                    "naming the part, e.g. `filter.and.1.gte`.")
 
     @field_validator("query")
     @classmethod
@@ -255,7 +283,8 @@ class RememberIn(StrictBody, Schema):
 
     text: str = Field(min_length=1, max_length=REMEMBERED_MAX_CHARS,
                       description="The lesson, in the words an agent should read.")
-    context: dict[str, Any] = Field(default_factory=dict, description="Metadata embedded with it, e.g. a SKU.")
+    context: BoundedContext = Field(default_factory=dict, description="Metadata embedded with it, e.g. a SKU; at "
+                                    "most ORBS_CONTEXT_MAX_BYTES (16 KB) as JSON. Retrieval filters match its keys.")
     customer_key: str = Field(default="", max_length=200, description="Required by a per-customer bank.")
     domain: str = Field(default="", max_length=64)
     source_label: str = Field(default="", max_length=200, description="Where it came from, e.g. a support ticket.")
@@ -328,7 +357,7 @@ class EditIn(VersionIn):
     obs: str | None = Field(default=None, min_length=1, max_length=20000)
     emotion: EmotionLabel | None = None
     outcome: str | None = Field(default=None, min_length=1, max_length=20000)
-    context: dict[str, Any] | None = None
+    context: BoundedContext | None = None
     note: str = Field(default="", max_length=2000)
     approve: bool = Field(default=True, description="Approve the new revision (else it waits as pending).")
 

@@ -21,6 +21,7 @@ from orbs.backends import BackendResult
 from orbs.backends.emotion import emotion_tag, emotion_text
 from orbs.backends.reflector import RECENT_REFLECTIONS_M, ReflectionStyle, reflection_write
 from orbs.content import content_normalise
+from orbs.context_filter import context_size_problem
 from orbs.errors import FieldRequired, InvalidTrajectory
 from orbs.models import EpisodeRecord, MemoryBank, Orb, ReviewEvent, Source, orb_document
 from orbs.schemas import TrajectoryIn
@@ -330,12 +331,15 @@ def orb_remember(*, bank: MemoryBank | str, text: str, context: dict | None = No
                  domain: str = "", source_label: str = "", actor=None) -> OrbIngestResult:
     """A lesson given as text, without a trajectory, becomes an Orb: outcome = the lesson, obs a marker,
     emotion neutral. Same identity, near-duplicate check and review gate as an episode's Orb; with no
-    reward, a by-rule bank leaves it to a reviewer. Raises FieldRequired naming `text` or `customer_key`."""
+    reward, a by-rule bank leaves it to a reviewer. Raises FieldRequired naming `text`, `customer_key` or
+    `context` (over ORBS_CONTEXT_MAX_BYTES)."""
     bank = bank_resolve(bank)
     lesson = content_normalise(text)
     if not lesson:
         raise FieldRequired("text", "the lesson to remember is empty")
     customer_key_check(bank, customer_key)
+    if problem := context_size_problem(context or {}):
+        raise FieldRequired("context", problem)
     fields = {"obs": REMEMBERED_OBS, "emotion": REMEMBERED_EMOTION, "outcome": lesson, "context": context or {},
               "customer_key": customer_key, "domain": domain, "source": Source.REMEMBERED,
               "source_label": source_label}

@@ -12,6 +12,7 @@ from django.utils import timezone
 from memweb.embeddings import embedder, query_embed
 from orbs.backends.rewriter import query_rewrite
 from orbs.budget import SITUATION_MAX_CHARS
+from orbs.context_filter import ContextMatches, context_filter_path
 from orbs.errors import FieldRequired
 from orbs.models import MemoryBank, Orb, RetrievalHit, RetrievalLog
 from orbs.services.banks import bank_embedder, bank_resolve
@@ -61,10 +62,12 @@ def _reads_across_customers(bank: MemoryBank, customer_key: str | None) -> bool:
 
 
 def orbs_retrievable(*, bank: MemoryBank, approved_only: bool, domain: str | None = None,
-                     customer_key: str | None = None):
+                     customer_key: str | None = None, context_filter: dict | None = None):
     """The Orbs an agent may see. The bank's approved-only policy cannot be lifted by a request;
     rejected and superseded Orbs are never served. A per-customer bank serves a retrieval without
-    a customer only when it allows cross-customer retrieval (else FieldRequired naming customer_key)."""
+    a customer only when it allows cross-customer retrieval (else FieldRequired naming customer_key).
+    `context_filter` keeps the Orbs whose context matches it (orbs.context_filter; InvalidFilter
+    naming the part outside the grammar)."""
     _reads_across_customers(bank, customer_key)
     statuses = [Orb.Status.APPROVED]
     if not (approved_only or bank.approved_only):
@@ -76,6 +79,8 @@ def orbs_retrievable(*, bank: MemoryBank, approved_only: bool, domain: str | Non
         queryset = queryset.filter(domain=domain)
     if customer_key:
         queryset = queryset.filter(customer_key=customer_key)
+    if context_filter is not None:
+        queryset = queryset.filter(ContextMatches(F("context"), context_filter_path(context_filter)))
     return queryset
 
 
@@ -139,16 +144,19 @@ def _cross_customer_note(bank: MemoryBank, customer_key: str | None, client: str
 
 def orbs_retrieve(*, bank: MemoryBank | str, query: str, context: dict, k: int | None = None,
                   approved_only: bool = True, domain: str | None = None, customer_key: str | None = None,
-                  min_score: float | None = None, client: str = "",
+                  min_score: float | None = None, client: str = "", filter: dict | None = None,
                   withhold: Callable[[int], bool] | None = None) -> RetrievalResult:
     """Top-k Orbs for an agent's current turn. `withhold(orb_id)` True keeps that hit out of the
     prompt while logging it (the caller's randomised withholding, which measures a memory's
-    effect). Raises MemoryBank.DoesNotExist for an unknown bank."""
+    effect). `filter` keeps Orbs whose context matches it, inside the nearest-neighbour search, so the
+    top k are taken among the matching ones (orbs.context_filter). Raises MemoryBank.DoesNotExist for
+    an unknown bank, InvalidFilter for a filter outside the grammar."""
     bank = bank_resolve(bank)
     k = k or bank.retrieval_k
     min_score = bank.min_score if min_score is None else min_score
     # Refused before the rewriter and the embedder spend time on it.
-    queryset = orbs_retrievable(bank=bank, approved_only=approved_only, domain=domain, customer_key=customer_key)
+    queryset = orbs_retrievable(bank=bank, approved_only=approved_only, domain=domain, customer_key=customer_key,
+                                context_filter=filter)
     model = bank_embedder(bank)
     start = time.perf_counter()
     rewrite = query_rewrite(query=query, context=context)
@@ -162,6 +170,8 @@ def orbs_retrieve(*, bank: MemoryBank | str, query: str, context: dict, k: int |
     hits, block, tokens = _served_and_rendered(hits, withhold, bank, model)
     filters = {"approved_only": approved_only or bank.approved_only, "domain": domain, "customer_key": customer_key,
                "min_score": min_score} | _cross_customer_note(bank, customer_key, client)
+    if filter is not None:
+        filters["context"] = filter
     timings = {"rewrite_ms": rewrite_ms, "embed_ms": embed_ms, "search_ms": search_ms}
     log = _log(bank=bank, query=query, context=context, rewrite=rewrite, k=k, filters=filters, hits=hits,
                prompt_tokens=tokens, client=client, timings=timings)

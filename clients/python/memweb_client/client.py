@@ -154,11 +154,14 @@ class _Endpoints:
     def retrieve(self, bank: str, query: str, *, context: Optional[Mapping[str, Any]] = None,
                  k: Optional[int] = None, approved_only: Optional[bool] = None, domain: Optional[str] = None,
                  customer_key: Optional[str] = None, min_score: Optional[float] = None,
-                 client: Optional[str] = None) -> m.Retrieval:
-        """The bank's Orbs nearest the situation, and the prompt block to put in the agent's prompt."""
+                 client: Optional[str] = None, filter: Optional[Mapping[str, Any]] = None) -> m.Retrieval:
+        """The bank's Orbs nearest the situation, and the prompt block to put in the agent's prompt.
+        `filter` keeps Orbs whose context matches, e.g. {"and": [{"field": "sku", "eq": "DW-450"},
+        {"field": "priority", "gte": 2}]} (operators eq, in, gt, gte, lt, lte; groups and, or)."""
         body = _given(query=query, context=dict(context) if context is not None else None, k=k,
                                     approved_only=approved_only, domain=domain, customer_key=customer_key,
-                                    min_score=min_score, client=client)
+                                    min_score=min_score, client=client,
+                                    filter=dict(filter) if filter is not None else None)
         return self._send(_call(r.RETRIEVE, slug=bank, body=body))
 
     @endpoint(r.RETRIEVAL_OUTCOME)

@@ -412,6 +412,7 @@ class RetrieveIn(TypedDict, total=False):
     customer_key: Optional[str]
     min_score: Optional[float]
     client: str
+    filter: Optional[dict[str, Any]]
 
 
 class RetrievalOutcomeIn(TypedDict, total=False):
