@@ -5,6 +5,7 @@ from memweb.models import ApiKey
 from orbs.errors import OrbsError
 from orbs.models import Orb, OrbProposal, ReviewEvent
 from orbs.services import orb_current
+from orbs.services.erasure import customer_erase
 from orbs.services.proposals import proposal_accept, proposal_create, proposal_reject
 from orbs.vocabulary import OrbsScope
 from tests.orbs.conftest import post
@@ -95,3 +96,11 @@ def test_the_queue_page_shows_pending_proposals_and_decides_them(client, make_or
     client.post(f"/orbs/proposals/{proposal.pk}/decide/", {"decision": "accept", "note": "agreed"})
     assert orb_current(orb_id=orb.lineage_id).outcome == BETTER
     assert f'id="proposal-{proposal.pk}"' not in client.get("/orbs/").content.decode()
+
+
+def test_erasing_a_customer_removes_what_was_proposed_about_their_orbs(bank, make_orb, operator_user):
+    orb = make_orb(LESSON, customer_key="cust-77")
+    proposal_create(orb=orb, kind="edit", reason="cust-77 asked", actor=operator_user, outcome=BETTER)
+    assert OrbProposal.objects.filter(orb__customer_key="cust-77").count() == 1
+    customer_erase(bank=bank, customer_key="cust-77", actor=operator_user)
+    assert not OrbProposal.objects.exists()
