@@ -47,6 +47,16 @@ def _edited_fields(orb: Orb, texts: dict) -> dict:
     return changed
 
 
+def _refuse_repeated(orb: Orb, *, kind: str, fields: dict) -> None:
+    """One pending proposal per change: an agent retrying (or looping) adds nothing to the queue."""
+    same = {field: fields.get(field, "") for field in TEXT_FIELDS}
+    waiting = OrbProposal.objects.filter(orb__lineage_id=orb.lineage_id, kind=kind,
+                                         status=OrbProposal.Status.PENDING, **same).first()
+    if waiting is not None:
+        raise InvalidTransition(f"proposal #{waiting.pk} already asks this of Orb #{orb.lineage_id} and waits "
+                                "for a reviewer")
+
+
 def proposal_create(*, orb: Orb, kind: str, reason: str, actor, api_key=None, obs: str | None = None,
                     emotion: str | None = None, outcome: str | None = None) -> OrbProposal:
     """Propose to edit (`obs`, `emotion`, `outcome`: the new texts, those left out kept) or delete the
@@ -63,6 +73,7 @@ def proposal_create(*, orb: Orb, kind: str, reason: str, actor, api_key=None, ob
         fields = {}
     else:
         raise OrbsError(f"kind: {kind!r} is not one of edit, delete")
+    _refuse_repeated(orb, kind=kind, fields=fields)
     return OrbProposal.objects.create(orb=orb, kind=kind, reason=reason, proposed_by=actor,
                                       proposed_by_name=actor_name(actor),
                                       api_key_name=api_key.name if api_key else "", **fields)

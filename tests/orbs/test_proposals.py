@@ -72,6 +72,8 @@ def test_a_key_proposes_and_lists_but_cannot_decide(client, make_orb, operator_u
     reader = _headers(operator_user, OrbsScope.MEMORY_READ)
     assert post(client, url, {"kind": "delete", "reason": "x"}, headers=reader).status_code == 403
     post(client, url, {"kind": "delete", "reason": "forget it"}, headers=writer)
+    repeated = post(client, url, {"kind": "delete", "reason": "forget it, please"}, headers=writer)
+    assert repeated.status_code == 409 and "already asks this" in repeated.json()["detail"]
 
     pending = client.get(f"{API}/proposals", {"status": "pending", "page_size": 1}, headers=writer).json()
     assert (pending["count"], [p["kind"] for p in pending["items"]]) == (2, ["edit"])
