@@ -51,6 +51,9 @@ from orbs.schemas import (
     OrbListFilters,
     OrbOut,
     OrbRevisionsOut,
+    ProposalFilters,
+    ProposalIn,
+    ProposalOut,
     RejectIn,
     RememberIn,
     RestoreIn,
@@ -81,6 +84,7 @@ from orbs.services.banks import approval_policy_refusal
 from orbs.services.deletion import bank_archive, bank_events, bank_restore, orb_delete, orb_restore
 from orbs.services.erasure import customer_erasure_start
 from orbs.services.history import history_status, history_verify_start
+from orbs.services.proposals import proposal_create, proposals_listed
 from orbs.services.queue import orbs_queue
 from orbs.vocabulary import OrbsScope
 
@@ -374,6 +378,30 @@ def orb_merge_view(request, orb_id: int, payload: MergeIn):
     """Merge this near-duplicate into `into_id`; returns the kept Orb."""
     _orb(request, orb_id), _orb(request, payload.into_id)
     return orb_merge(orb_id=orb_id, actor=request.auth, **payload.dict())
+
+
+# --- proposals: an agent asks, a reviewer decides (in the review queue, never by key) --------------
+
+@router.post("/orbs/{orb_id}/proposals", response={201: ProposalOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut},
+             auth=WRITE)
+@_review_errors
+def proposal_write(request, orb_id: int, payload: ProposalIn):
+    """Propose new text for the Orb (`kind` edit: any of obs, emotion, outcome) or its deletion (`kind`
+    delete), with a reason. It waits, pending, until a reviewer accepts (a new revision, or a soft
+    delete) or rejects it in the review queue; 409 when the Orb is deleted or superseded."""
+    proposal = proposal_create(orb=_orb(request, orb_id), actor=request.auth,
+                               api_key=getattr(request, "api_key", None), **payload.dict())
+    return Status(201, proposal)
+
+
+@router.get("/proposals", response=list[ProposalOut], auth=READ)
+@paginate(ApiPagination, page_size=50)
+def proposal_list(request, filters: Query[ProposalFilters]):
+    """Proposals, oldest first; `status`, `bank` (slug) and `orb` (stable id) narrow the list."""
+    if filters.bank:
+        bank_or_404(request, filters.bank)
+    return in_workspace(proposals_listed(status=filters.status, bank_slug=filters.bank, orb_id=filters.orb),
+                        request.workspace)
 
 
 # --- deletion and erasure -------------------------------------------------------------

@@ -24,6 +24,12 @@ class RejectForm(VersionForm):
     reason = forms.CharField(max_length=2000, error_messages={"required": "Give a reason to reject this Orb."})
 
 
+class ProposalDecisionForm(forms.Form):
+    """Accept or reject an agent's proposal; the note is required to reject (the service says so)."""
+    decision = forms.ChoiceField(choices=[("accept", "accept"), ("reject", "reject")])
+    note = forms.CharField(required=False, max_length=2000)
+
+
 class MergeForm(VersionForm):
     into_id = forms.IntegerField(min_value=1, label="Merge into Orb #")
     note = forms.CharField(required=False, max_length=2000)

@@ -464,3 +464,46 @@ class HistoryEntry(AppendOnly):
 
     def __str__(self) -> str:
         return f"history {self.sequence} of bank {self.bank_id}: {self.kind} {self.object_id or ''}"
+
+
+class OrbProposal(models.Model):
+    """An agent's request to correct (new text) or forget (delete) an Orb, with its reason. It changes
+    nothing by itself: a reviewer accepts it (the edit becomes a new revision, or the Orb is deleted)
+    or rejects it, with a note. No API key can decide one: the gate stays human."""
+
+    WORKSPACE_PATH = "orb__bank__workspace"  # memweb.workspaces
+
+    class Kind(models.TextChoices):
+        EDIT = "edit", "edit (new text)"
+        DELETE = "delete", "delete"
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        ACCEPTED = "accepted", "accepted"
+        REJECTED = "rejected", "rejected"
+
+    # The Orb's revision when it was proposed; the Orb's stable id is its lineage. CASCADE: a customer's
+    # erasure, which removes their Orbs, removes what was proposed about them too.
+    orb = models.ForeignKey(Orb, on_delete=models.CASCADE, related_name="proposals")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    obs = models.TextField(blank=True, help_text="Edits: the new obs, or empty to keep it.")
+    emotion = models.CharField(max_length=32, blank=True, help_text="Edits: the new emotion, or empty to keep it.")
+    outcome = models.TextField(blank=True, help_text="Edits: the new outcome, or empty to keep it.")
+    reason = models.TextField(help_text="Why the proposer asks for it.")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    proposed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="+")
+    proposed_by_name = models.CharField(max_length=150, blank=True, help_text="Kept when the account is gone.")
+    api_key_name = models.CharField(max_length=100, blank=True, help_text="The key that proposed it, if one did.")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                 related_name="+")
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    review_note = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["status", "created_at"], name="orb_proposal_status_idx")]
+
+    def __str__(self) -> str:
+        return f"proposal {self.pk} to {self.kind} Orb {self.orb.lineage_id} ({self.status})"

@@ -574,3 +574,74 @@ class BankHistoryOut(Schema):
                                                       "result (empty until one finished)")
     checked_at: datetime | None
     job: JobOut | None = Field(description="The latest check job of a long chain; poll its status_url")
+
+
+class ProposalIn(StrictBody, Schema):
+    """An agent's request to correct or forget an Orb; a reviewer decides it."""
+
+    kind: Literal["edit", "delete"] = Field(description="edit: new text for the Orb; delete: forget it.")
+    reason: str = Field(min_length=1, max_length=2000, description="Why; shown to the reviewer and kept in history.")
+    obs: str | None = Field(default=None, min_length=1, max_length=20000, description="Edits: new obs.")
+    emotion: EmotionLabel | None = Field(default=None, description="Edits: new emotion.")
+    outcome: str | None = Field(default=None, min_length=1, max_length=20000, description="Edits: new outcome.")
+
+    @field_validator("reason")
+    @classmethod
+    def _reason_not_blank(cls, reason: str) -> str:
+        if not reason.strip():
+            raise ValueError("a reason is required")
+        return reason.strip()
+
+    @model_validator(mode="after")
+    def _texts_fit_kind(self):
+        texts = [self.obs, self.emotion, self.outcome]
+        if self.kind == "edit" and all(text is None for text in texts):
+            raise ValueError("an edit proposal needs at least one of obs, emotion, outcome")
+        if self.kind == "delete" and any(text is not None for text in texts):
+            raise ValueError("a delete proposal carries no obs, emotion or outcome")
+        return self
+
+
+class ProposalOut(Schema):
+    id: int
+    orb_id: int = Field(description="The Orb's stable id.")
+    revision: int = Field(description="The Orb's revision the proposal was made against.")
+    bank: str
+    kind: str
+    obs: str
+    emotion: str
+    outcome: str
+    reason: str
+    status: str
+    proposed_by: str
+    api_key_name: str
+    reviewer: str | None
+    reviewed_at: datetime | None
+    review_note: str
+    created_at: datetime
+
+    @staticmethod
+    def resolve_orb_id(proposal) -> int:
+        return proposal.orb.lineage_id
+
+    @staticmethod
+    def resolve_revision(proposal) -> int:
+        return proposal.orb.revision
+
+    @staticmethod
+    def resolve_bank(proposal) -> str:
+        return proposal.orb.bank.slug
+
+    @staticmethod
+    def resolve_proposed_by(proposal) -> str:
+        return proposal.proposed_by_name
+
+    @staticmethod
+    def resolve_reviewer(proposal) -> str | None:
+        return proposal.reviewer.get_username() if proposal.reviewer else None
+
+
+class ProposalFilters(Schema):
+    status: Literal["pending", "accepted", "rejected"] | None = None
+    bank: str | None = Field(default=None, description="A bank's slug.")
+    orb: int | None = Field(default=None, description="An Orb's stable id.")

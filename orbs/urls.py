@@ -16,6 +16,7 @@ urlpatterns = [
     path("<int:orb_id>/duplicates/", views.duplicates, name="duplicates"),
     path("<int:orb_id>/delete/", views.delete, name="delete"),
     path("<int:orb_id>/restore/", views.restore, name="restore"),
+    path("proposals/<int:proposal_id>/decide/", views.proposal_decide, name="proposal_decide"),
     path("banks/", views.bank_list, name="bank_list"),
     path("banks/new/", views.bank_create, name="bank_create"),
     path("banks/import/", views.bank_import_page, name="bank_import"),

@@ -24,11 +24,12 @@ from orbs.forms import (
     ErasureForm,
     ImportForm,
     MergeForm,
+    ProposalDecisionForm,
     QueueFilterForm,
     RejectForm,
     RestoreForm,
 )
-from orbs.models import MemoryBank, Orb, RetrievalHit, RetrievalLog
+from orbs.models import MemoryBank, Orb, OrbProposal, RetrievalHit, RetrievalLog
 from orbs.services import (
     bank_budget_cut,
     bank_copy_start,
@@ -46,6 +47,7 @@ from orbs.services import (
     orb_revision,
     orb_revisions,
     orbs_bulk_review,
+    orbs_current_only,
     orbs_search,
 )
 from orbs.services.banks import SETTABLE_FIELDS
@@ -53,9 +55,11 @@ from orbs.services.deletion import bank_archive, bank_events, bank_restore, orb_
 from orbs.services.duplicates import duplicate_group_of, duplicate_groups_in_banks, duplicates_merge
 from orbs.services.erasure import customer_erasure_start
 from orbs.services.history import history_status, history_verify_start
+from orbs.services.proposals import proposal_accept, proposal_reject, proposals_listed
 from orbs.services.queue import orbs_filtered, orbs_queue
 
 SEMANTIC_LIMIT = 20
+PROPOSALS_SHOWN = 20
 READERS = (Role.REVIEWER, Role.OPERATOR)
 PAST_TENSE = {"approve": "approved", "reject": "rejected"}
 BANK_SORTING = Sorting(columns={
@@ -84,10 +88,23 @@ def _queue_context(request) -> dict:
     return context
 
 
+def _pending_proposals(request) -> dict:
+    """The agents' pending proposals, oldest first, each beside the Orb as it stands now."""
+    pending = in_workspace(proposals_listed(status=OrbProposal.Status.PENDING), request.workspace)
+    shown = list(pending[:PROPOSALS_SHOWN])
+    current = {orb.lineage_id: orb for orb in orbs_current_only(
+        Orb.objects.filter(lineage_id__in={p.orb.lineage_id for p in shown}).defer("vector"))}
+    for proposal in shown:
+        proposal.current = current.get(proposal.orb.lineage_id)
+    return {"proposals": shown, "proposals_pending": pending.count()}
+
+
 @require_GET
 @role_required(Role.REVIEWER)
 def queue(request):
     context = _queue_context(request)
+    if not request.htmx:
+        context.update(_pending_proposals(request))
     status = 422 if context["form"].errors else 200
     if request.htmx:
         return render(request, "orbs/_queue_results.html", context, status=status)
@@ -197,6 +214,25 @@ def reject(request, orb_id: int):
     def act(data):
         orb_reject(orb_id=orb_id, expected_version=data["expected_version"], actor=request.user, reason=data["reason"])
     return _act(request, orb_id, RejectForm(request.POST), act, "rejected")
+
+
+@require_POST
+@role_required(Role.REVIEWER)
+def proposal_decide(request, proposal_id: int):
+    """Accept (apply it to the Orb) or reject an agent's proposal; back to the queue with a message."""
+    proposal = get_in_workspace_or_404(OrbProposal.objects.select_related("orb"), request.workspace, pk=proposal_id)
+    form = ProposalDecisionForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, _first_error(form))
+        return redirect(_next_url(request, reverse("orbs:queue")))
+    decide = proposal_accept if form.cleaned_data["decision"] == "accept" else proposal_reject
+    try:
+        decided = decide(proposal_id=proposal.pk, actor=request.user, note=form.cleaned_data["note"])
+    except OrbsError as refused:
+        messages.error(request, f"Proposal #{proposal.pk}: {refused}")
+    else:
+        messages.success(request, f"Proposal #{decided.pk} for Orb #{proposal.orb.lineage_id}: {decided.status}.")
+    return redirect(_next_url(request, reverse("orbs:queue")))
 
 
 @require_POST

@@ -28,6 +28,7 @@ from memweb.webhooks import webhook_create, webhook_test_send
 from orbs.dmrm.services.learning import Transition, experiences_append_batch
 from orbs.models import EpisodeRecord, RetrievalLog
 from orbs.services import bank_get_or_create, orb_from_episode
+from orbs.services.proposals import proposal_create
 from tests.annotation.conftest import item_fields
 from tests.evaluation.conftest import _generated
 from tests.memweb.test_roles import PUBLIC_PAGES, _walk
@@ -156,6 +157,7 @@ class Owned:
             "task_id": lambda: self.task.pk, "episode_id": lambda: self.episode.pk, "run_id": lambda: self.run.pk,
             "curve_id": lambda: FeedbackCurve.objects.create(run=self.run, batch_size=1, batches=1).pk,
             "campaign_id": lambda: self.campaign.pk, "annotator_id": lambda: self.assignment.annotator_id,
+            "proposal_id": lambda: proposal_create(orb=self.orb, kind="delete", reason="r", actor=self.admin).pk,
             "webhook_id": lambda: self.webhook.pk, "delivery_id": lambda: webhook_test_send(self.webhook).pk,
             "job_id": lambda: Job.objects.create(workspace=self.workspace, kind="orbs.bank_import", title="a job").pk,
             "key_id": lambda: ApiKey.issue(user=self.admin, name="a key", workspace=self.workspace)[0].pk,
@@ -180,6 +182,7 @@ BODIES = {
     "POST /api/orbs/orbs/{orb_id}/approve": VERSION, "POST /api/orbs/orbs/{orb_id}/reject": VERSION | {"note": "r"},
     "POST /api/orbs/orbs/{orb_id}/edit": VERSION | {"outcome": "o"}, "POST /api/orbs/orbs/{orb_id}/restore": VERSION,
     "POST /api/orbs/orbs/{orb_id}/merge": VERSION | {"into_id": 1}, "DELETE /api/orbs/orbs/{orb_id}": VERSION | {"reason": "r"},
+    "POST /api/orbs/orbs/{orb_id}/proposals": {"kind": "delete", "reason": "r"},
     "POST /api/orbs/banks/{slug}/retrieve": {"query": "q"}, "POST /api/orbs/banks/{slug}/remember": {"text": "t"},
     "POST /api/orbs/retrievals/{retrieval_id}/outcome": {"success": True},
     "POST /api/orbs/experiences/banks/{slug}/retrieve": {"goal": "g", "observation": "o"},
