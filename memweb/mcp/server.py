@@ -73,11 +73,14 @@ def memory_server(api: MemwebApi, credentials_of: Credentials) -> MCPServer:
         k: Annotated[int | None, Field(ge=1, le=50, description="How many memories; the bank's k when empty.")] = None,
         customer_key: Annotated[str | None, Field(description="Only this customer's memories.")] = None,
         domain: Annotated[str | None, Field(description="Only memories of this domain.")] = None,
+        filter: Annotated[dict[str, Any] | None, Field(  # noqa: A002 - the API's own field name
+            description='Only memories whose stored context matches, e.g. {"field": "sku", "eq": "W1"} or '
+                        '{"and": [...]}, {"or": [...]} (docs/RETRIEVAL_FILTERS.md).')] = None,
     ) -> dict[str, Any]:
         """Approved memories most like this situation, ranked, and a prompt block to put in the agent's
         prompt. Keep retrieval_id to report how the episode ended (report_outcome)."""
         asked = {"query": situation, "context": context or {}, "k": k, "customer_key": customer_key,
-                 "domain": domain, "approved_only": True, "client": "mcp"}
+                 "domain": domain, "filter": filter, "approved_only": True, "client": "mcp"}
         answer = await call(ctx, "POST", f"/orbs/banks/{path_segment(bank)}/retrieve",
                             json={name: value for name, value in asked.items() if value is not None})
         return {
