@@ -498,6 +498,48 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/orbs/orbs/{orb_id}/proposals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Proposal Write
+         * @description Propose new text for the Orb (`kind` edit: any of obs, emotion, outcome) or its deletion (`kind`
+         *     delete), with a reason. It waits, pending, until a reviewer accepts (a new revision, or a soft
+         *     delete) or rejects it in the review queue; 409 when the Orb is deleted or superseded.
+         */
+        post: operations["orbs_api_proposal_write"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/orbs/proposals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Proposal List
+         * @description Proposals, oldest first; `status`, `bank` (slug) and `orb` (stable id) narrow the list.
+         */
+        get: operations["orbs_api_proposal_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/orbs/orbs/{orb_id}/restore": {
         parameters: {
             query?: never;
@@ -2457,7 +2499,7 @@ export interface components {
             text: string;
             /**
              * Context
-             * @description Metadata embedded with it, e.g. a SKU.
+             * @description Metadata embedded with it, e.g. a SKU; at most ORBS_CONTEXT_MAX_BYTES (16 KB) as JSON. Retrieval filters match its keys.
              */
             context?: {
                 [key: string]: unknown;
@@ -2543,6 +2585,28 @@ export interface components {
              * @default
              */
             client?: string;
+            /**
+             * Filter
+             * @description Only Orbs whose `context` matches, applied inside the nearest-neighbour search (top k among matches). A condition {"field": key, op: value} with op `eq`, `in` (a list), or one or more of `gt`, `gte`, `lt`, `lte` (numbers only); groups {"and": [...]} and {"or": [...]}. At most 4096 bytes, 32 conditions, 4 and/or levels, 100 values per `in`. A filter outside the grammar is a 422 naming the part, e.g. `filter.and.1.gte`.
+             * @example {
+             *       "and": [
+             *         {
+             *           "field": "sku",
+             *           "in": [
+             *             "DW-450",
+             *             "DW-460"
+             *           ]
+             *         },
+             *         {
+             *           "field": "priority",
+             *           "gte": 2
+             *         }
+             *       ]
+             *     }
+             */
+            filter?: {
+                [key: string]: unknown;
+            } | null;
         };
         /** RetrievalOutcomeIn */
         RetrievalOutcomeIn: {
@@ -2991,6 +3055,104 @@ export interface components {
              * @default
              */
             note?: string;
+        };
+        /** ProposalOut */
+        ProposalOut: {
+            /** Id */
+            id: number;
+            /**
+             * Orb Id
+             * @description The Orb's stable id.
+             */
+            orb_id: number;
+            /**
+             * Revision
+             * @description The Orb's revision the proposal was made against.
+             */
+            revision: number;
+            /** Bank */
+            bank: string;
+            /** Kind */
+            kind: string;
+            /** Obs */
+            obs: string;
+            /** Emotion */
+            emotion: string;
+            /** Outcome */
+            outcome: string;
+            /** Reason */
+            reason: string;
+            /** Status */
+            status: string;
+            /** Proposed By */
+            proposed_by: string;
+            /** Api Key Name */
+            api_key_name: string;
+            /** Reviewer */
+            reviewer: string | null;
+            /** Reviewed At */
+            reviewed_at: string | null;
+            /** Review Note */
+            review_note: string;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+        };
+        /**
+         * ProposalIn
+         * @description An agent's request to correct or forget an Orb; a reviewer decides it.
+         */
+        ProposalIn: {
+            /**
+             * Kind
+             * @description edit: new text for the Orb; delete: forget it.
+             * @enum {string}
+             */
+            kind: "edit" | "delete";
+            /**
+             * Reason
+             * @description Why; shown to the reviewer and kept in history.
+             */
+            reason: string;
+            /**
+             * Obs
+             * @description Edits: new obs.
+             */
+            obs?: string | null;
+            /**
+             * Emotion
+             * @description Edits: new emotion.
+             */
+            emotion?: ("angry" | "frustrated" | "anxious" | "confused" | "neutral" | "satisfied" | "grateful") | null;
+            /**
+             * Outcome
+             * @description Edits: new outcome.
+             */
+            outcome?: string | null;
+        };
+        /** ProposalFilters */
+        ProposalFilters: {
+            /** Status */
+            status?: ("pending" | "accepted" | "rejected") | null;
+            /**
+             * Bank
+             * @description A bank's slug.
+             */
+            bank?: string | null;
+            /**
+             * Orb
+             * @description An Orb's stable id.
+             */
+            orb?: number | null;
+        };
+        /** PagedProposalOut */
+        PagedProposalOut: {
+            /** Items */
+            items: components["schemas"]["ProposalOut"][];
+            /** Count */
+            count: number;
         };
         /** RestoreIn */
         RestoreIn: {
@@ -4219,9 +4381,9 @@ export interface components {
         CMaxRule: "agent_window" | "minilm_512";
         /**
          * CalibrateOn
-         * @description Where a run takes p(S) from (the run's setting, `EvaluationRun.feedback_calibration`). The
-         *     reference is the default: calibrating each run on its own scores pins every run's like rate at
-         *     the target, so likes could no longer rank systems.
+         * @description Where a run takes p(S) from (the run's setting `RunSpec.feedback_calibration`, read as
+         *     `run.run_spec.feedback_calibration`). The reference is the default: calibrating each run on its
+         *     own scores pins every run's like rate at the target, so likes could no longer rank systems.
          * @enum {string}
          */
         CalibrateOn: "reference" | "realised";
@@ -7955,6 +8117,171 @@ export interface operations {
                 };
             };
             /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrors"];
+                };
+            };
+            /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+        };
+    };
+    orbs_api_proposal_write: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key and request is answered with the first answer (header `Idempotent-Replayed: true`) and writes nothing. The same key with another request is a 422; keys are kept a day (MEMWEB_IDEMPOTENCY_TTL_SECONDS). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                orb_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ProposalIn"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProposalOut"];
+                };
+            };
+            /** @description The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description No credentials, or an invalid or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description The key's user lacks the role this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"] | components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description The body is larger than 2560 KB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrors"];
+                };
+            };
+            /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+        };
+    };
+    orbs_api_proposal_list: {
+        parameters: {
+            query?: {
+                status?: ("pending" | "accepted" | "rejected") | null;
+                /** @description A bank's slug. */
+                bank?: string | null;
+                /** @description An Orb's stable id. */
+                orb?: number | null;
+                page?: number;
+                page_size?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PagedProposalOut"];
+                };
+            };
+            /** @description No credentials, or an invalid or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description The key's user lacks the role this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description A field is missing, of the wrong type, or out of range */
             422: {
                 headers: {
                     [name: string]: unknown;
