@@ -259,12 +259,12 @@ def _apply(bank, inputs: list[tuple], settings, model_name: str, *, gated: bool)
 def experience_append(*, bank, trajectory_id: str, step: int, goal: str, observation: str, action: str,
                       reward: float, next_observation: str = "", done: bool = False, success: bool | None = None,
                       memory: str = Experience.Memory.TARGET, domain: str = "", task_ref: str = "",
-                      run_ref: str = "", episode_ref: str = "") -> Experience:
+                      run_ref: str = "", episode_ref: str = "", customer_key: str = "") -> Experience:
     """One decision step into M_t; `done` with `success` closes the trajectory."""
     transition = Transition(trajectory_id=trajectory_id, step=step, goal=goal, observation=observation,
                             action=action, reward=reward, next_observation=next_observation, done=done,
                             success=success, memory=memory, domain=domain, task_ref=task_ref, run_ref=run_ref,
-                            episode_ref=episode_ref)
+                            episode_ref=episode_ref, customer_key=customer_key)
     return experiences_append_batch(bank=bank, transitions=[transition])[0]
 
 
