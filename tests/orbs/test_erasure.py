@@ -46,8 +46,7 @@ def columns_holding(needle: str) -> list[str]:
 def _customer_data(agent, bank_slug: str, customer: str, n: int) -> None:
     """Everything a customer leaves behind: an episode reflected at once and one queued, a remembered
     lesson, a retrieval of their own, a raw dialogue, DMRM steps and a DMRM retrieval; every Orbs write
-    sent with an Idempotency-Key, so
-    the answers are stored for replay."""
+    sent with an Idempotency-Key, so the answers are stored for replay."""
     mark = MARKS[customer]
     said = f"My espresso machine {mark} leaks from the steam wand, order W{n}."
     headers = {"HTTP_IDEMPOTENCY_KEY": f"key-{n}-1"}

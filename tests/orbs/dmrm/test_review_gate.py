@@ -1,6 +1,6 @@
 """DMRM's review gate (issue 30): what an API key writes waits for a reviewer, as a key's Orbs do, while
 a run's own writes serve it at once; only a reviewer sets the gate; every text of a transition is
-bounded, and the customer key travels with the steps (erasure: tests/orbs/test_erasure.py)."""
+bounded, and the customer key travels with the steps so that erasing a customer removes them."""
 import json
 
 import pytest
@@ -8,8 +8,9 @@ from django.urls import reverse
 
 from orbs.dmrm.models import DMRMSettings, Experience, ExperienceStep, ExperienceTrajectory
 from orbs.dmrm.services import TransitionError, experience_append, experience_review, experiences_from_trajectory
+from orbs.services.erasure import customer_erase
 from tests.orbs.conftest import post
-from tests.orbs.dmrm.conftest import shop_trajectory
+from tests.orbs.dmrm.conftest import build_approved, shop_trajectory
 
 API = "/api/orbs/experiences"
 GOAL = "I want to return the jacket from order W7"
@@ -46,6 +47,24 @@ def test_api_written_experiences_wait_for_approval_and_a_runs_own_serve_at_once(
     assert {e.customer_key for e in from_run} == {"c1"}
     assert set(ExperienceStep.objects.filter(trajectory_id="run-1").values_list("customer_key", flat=True)) == {"c1"}
     assert ExperienceTrajectory.objects.get(trajectory_id="run-1").customer_key == "c1"
+
+
+def test_erasing_a_customer_removes_the_entries_their_steps_wrote_or_updated(agent, operator_user, dmrm):
+    build_approved(dmrm.bank)  # from an episode of customer c1
+    experiences_from_trajectory(bank=dmrm.bank, trajectory=shop_trajectory("run-1"), trajectory_id="run-1")
+    # c2 meets c1's first (state, action): the shared entry learnt from both.
+    shared = steps("api-3", goal="I want to return the jacket from order W7", customer_key="c2")[0]
+    first = Experience.objects.get(memory="target", trajectory_id="run-1", step=0)
+    shared |= {"observation": first.observation, "action": first.action}
+    post(agent, f"{API}/banks/{dmrm.bank.slug}/transitions", {"transitions": [shared, *steps("api-4", customer_key="c3")]})
+    assert Experience.objects.get(pk=first.pk).visits == 2
+
+    record = customer_erase(bank=dmrm.bank, customer_key="c2", actor=operator_user)
+    assert record.counts["experiences"] == 1 and not Experience.objects.filter(pk=first.pk).exists()
+    customer_erase(bank=dmrm.bank, customer_key="c1", actor=operator_user)
+    assert list(Experience.objects.values_list("customer_key", flat=True)) == ["c3"]
+    assert not ExperienceStep.objects.exclude(customer_key="c3").exists()
+    assert list(ExperienceTrajectory.objects.values_list("customer_key", flat=True)) == ["c3"]
 
 
 def test_with_the_gate_off_api_writes_are_served_at_once(agent, dmrm):
