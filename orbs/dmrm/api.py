@@ -86,11 +86,12 @@ REVIEW = api_auth(Role.REVIEWER, review=True)
              auth=WRITE)
 def transitions_write(request, slug: str, payload: TransitionsIn):
     """Append decision steps to the bank's target memory, each trajectory's steps last first (so the
-    order they are posted in does not matter), updating their Q-values."""
+    order they are posted in does not matter), updating their Q-values. Behind the bank's review gate
+    (`review_api_writes`, on by default) the entries they create are served only once approved."""
     bank = open_bank_or_409(request, slug)
     transitions = [Transition(**t.dict()) for t in payload.transitions]
     try:
-        entries = experiences_append_batch(bank=bank, transitions=transitions)
+        entries = experiences_append_batch(bank=bank, transitions=transitions, through_api=True)
     except SourceMemoryReadOnly as refused:
         return Status(422, {"detail": str(refused)})
     except TransitionError as invalid:
@@ -103,7 +104,8 @@ def retrieve(request, slug: str, payload: ExperienceRetrieveIn):
     """The prompt block for the agent's current step, and the trace of every candidate."""
     result = experiences_retrieve(bank=open_bank_or_409(request, slug), goal=payload.goal,
                                   observation=payload.observation, recent_actions=payload.recent_actions,
-                                  domain=payload.domain, client=payload.client)
+                                  domain=payload.domain, client=payload.client,
+                                  customer_key=payload.customer_key)
     return {**{k: getattr(result, k) for k in ("retrieval_id", "prompt_block", "suppressed",
                                                  "successful_trajectories", "budget_used", "c_max",
                                                  "min_similarity")},

@@ -59,14 +59,26 @@ class ReviewForm(forms.Form):
     note = forms.CharField(required=False, max_length=2000, label="Reason")
 
 
+LEARNING_FIELDS = ("alpha", "gamma", "c_max", "n_success", "suppression_mode", "source_weight", "scan_limit",
+                   "min_similarity", "state_match", "state_similarity")
+# The review gate is the reviewers' to set, as a bank's approval policy is (operators set learning).
+GATE_FIELDS = ("review_api_writes",)
+
+
 class DMRMSettingsForm(forms.ModelForm):
     class Meta:
         model = DMRMSettings
-        fields = ("alpha", "gamma", "c_max", "n_success", "suppression_mode", "source_weight", "scan_limit",
-                  "min_similarity", "state_match", "state_similarity")
+        fields = LEARNING_FIELDS + GATE_FIELDS
         labels = {"alpha": "α (learning rate)", "gamma": "γ (discount)", "c_max": "C_max (tokens)",
                   "n_success": "n (successful trajectories)", "min_similarity": "Minimum similarity",
-                  "state_match": "Successor state match", "state_similarity": "State similarity"}
+                  "state_match": "Successor state match", "state_similarity": "State similarity",
+                  "review_api_writes": "API-written experiences wait for review"}
+
+    def __init__(self, *args, operator: bool = True, reviewer: bool = True, **kwargs):
+        super().__init__(*args, **kwargs)
+        kept = (LEARNING_FIELDS if operator else ()) + (GATE_FIELDS if reviewer else ())
+        for name in [name for name in self.fields if name not in kept]:
+            del self.fields[name]
 
 
 class SourceBuildForm(forms.Form):

@@ -60,6 +60,11 @@ class DMRMSettings(models.Model):
     state_similarity = models.FloatField(
         default=0.9, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
         help_text="Similar state match: entries whose (o', g) cosine reaches this count as the successor state.")
+    # The Orbs gate for DMRM: what an API key writes may be customer text or a failed run's steps,
+    # so it waits for a reviewer, as a key's lessons do. Evaluation runs write their own target
+    # memory in-process and are not gated (docs/DMRM.md says why).
+    review_api_writes = models.BooleanField(
+        default=True, help_text="Experiences written through the API are served only once a reviewer approves them.")
 
     def __str__(self) -> str:
         return f"DMRM settings of {self.bank}"
@@ -141,6 +146,10 @@ class Experience(models.Model):
     flagged_at = models.DateTimeField(null=True, blank=True, db_index=True,
                                       help_text="Put before a reviewer because withholding measured it doing harm.")
     flag_note = models.TextField(blank=True)
+    needs_review = models.BooleanField(
+        default=False, help_text="Written through the API behind the bank's review gate: served once approved.")
+    customer_key = models.CharField(max_length=200, blank=True, db_index=True,
+                                    help_text="The customer whose trajectory first wrote it (erasure finds it by this).")
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 
@@ -197,6 +206,7 @@ class ExperienceTrajectory(models.Model):
                               help_text="The task's domain: source suppression counts successes per domain.")
     steps = models.PositiveIntegerField(default=0)
     success = models.BooleanField(null=True, blank=True)
+    customer_key = models.CharField(max_length=200, blank=True, db_index=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -212,6 +222,9 @@ class ExperienceStep(models.Model):
     trajectory_id = models.CharField(max_length=200)
     step = models.PositiveIntegerField()
     experience = models.ForeignKey(Experience, null=True, on_delete=models.CASCADE, related_name="applied_steps")
+    # A step of one customer may update an entry another customer's step wrote first (same state and
+    # action): erasing either removes the entry, whose Q-value learnt from both.
+    customer_key = models.CharField(max_length=200, blank=True, db_index=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["bank", "trajectory_id", "step"], name="experience_step_unique")]
@@ -236,6 +249,7 @@ class DMRMRetrievalLog(models.Model):
     embed_ms = models.FloatField(default=0)
     search_ms = models.FloatField(default=0)
     client = models.CharField(max_length=200, blank=True)
+    customer_key = models.CharField(max_length=200, blank=True, db_index=True)
     # How the episode that retrieved ended (runs record it when the episode is stored): with the
     # withheld hits, what each experience is worth is measured from these.
     episode_ref = models.CharField(max_length=200, blank=True, db_index=True)

@@ -11,6 +11,9 @@ from orbs.dmrm.services import (
     ExperienceFilters,
 )
 
+# An agent shows its last few actions; a longer history is never read, so it is refused, not carried.
+RECENT_ACTIONS_MAX = 50
+
 
 class TransitionIn(StrictBody, Schema):
     trajectory_id: str = Field(min_length=1, max_length=200)
@@ -27,6 +30,8 @@ class TransitionIn(StrictBody, Schema):
     task_ref: str = Field("", max_length=200)
     run_ref: str = Field("", max_length=200)
     episode_ref: str = Field("", max_length=200)
+    customer_key: str = Field("", max_length=200, description="The customer this trajectory served: erasing them "
+                                                              "removes the entries it wrote or updated")
 
 
 class TransitionsIn(StrictBody, Schema):
@@ -51,10 +56,12 @@ class ExperienceRetrieveIn(StrictBody, Schema):
     goal: str = Field(min_length=1, max_length=GOAL_MAX_CHARS)
     observation: str = Field(min_length=1, max_length=OBSERVATION_MAX_CHARS)
     recent_actions: list[Annotated[str, Field(max_length=ACTION_MAX_CHARS)]] = Field(
-        [], description=f"The last actions of the trajectory; the last {HISTORY_ACTIONS} are shown")
+        [], max_length=RECENT_ACTIONS_MAX,
+        description=f"The last actions of the trajectory; the last {HISTORY_ACTIONS} are shown")
     domain: str = Field("", max_length=64, description="The task's domain: the source memory is suppressed once "
                                                          "this domain has enough successful trajectories")
     client: str = Field("", max_length=200)
+    customer_key: str = Field("", max_length=200, description="Whose query this is (erasing them removes its log)")
 
 
 class ExperienceHitOut(Schema):
@@ -93,6 +100,7 @@ class DMRMSettingsOut(Schema):
     min_similarity: float
     state_match: str
     state_similarity: float
+    review_api_writes: bool
 
 
 class DMRMSettingsIn(StrictBody, Schema):
@@ -102,11 +110,11 @@ class DMRMSettingsIn(StrictBody, Schema):
     gamma: float | None = None
     c_max: int | None = None
     n_success: int | None = None
-    suppression_mode: str | None = None
+    suppression_mode: str | None = Field(None, max_length=16)
     source_weight: float | None = None
     scan_limit: int | None = None
     min_similarity: float | None = None
-    state_match: str | None = None
+    state_match: str | None = Field(None, max_length=8)
     state_similarity: float | None = None
 
 
@@ -114,8 +122,8 @@ class ExperienceListFilters(Schema):
     memory: Literal["", "target", "source"] = ""
     status: Literal["", "pending", "approved", "rejected", "deleted"] = Field(
         default="", description="deleted: the soft-deleted experiences, which no other filter lists")
-    source_memory: str = Field("", description="The name of a source memory.")
-    domain: str = ""
+    source_memory: str = Field("", max_length=100, description="The name of a source memory.")
+    domain: str = Field("", max_length=64)
     q: str = Field(default="", max_length=200, description="Text in the action.")
     flagged: bool = False
 

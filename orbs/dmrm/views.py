@@ -87,7 +87,7 @@ def experience_review_action(request, pk: int):
 
 def _settings_page(request, bank, form, status=200):
     return render(request, "orbs/dmrm/settings.html", {
-        "bank": bank, "form": form, "can_edit": has_role(request.user, Role.OPERATOR),
+        "bank": bank, "form": form, "can_edit": has_role(request.user, Role.OPERATOR, Role.REVIEWER),
         "successes": successful_trajectories(bank=bank),
         "source_memories": bank.source_memories.all(), "retrievals": bank.dmrm_retrievals.all()[:RECENT_RETRIEVALS],
     }, status=status)
@@ -97,14 +97,20 @@ def _settings_page(request, bank, form, status=200):
 @role_required(*READERS)
 def dmrm_settings(request, slug: str):
     bank = get_in_workspace_or_404(MemoryBank.objects, request.workspace, slug=slug)
-    return _settings_page(request, bank, DMRMSettingsForm(instance=dmrm_settings_get(bank=bank)))
+    return _settings_page(request, bank, _settings_form(request, None, bank))
+
+
+def _settings_form(request, data, bank) -> DMRMSettingsForm:
+    """Operators set learning and retrieval; reviewers the review gate (admins both)."""
+    return DMRMSettingsForm(data, instance=dmrm_settings_get(bank=bank), operator=has_role(request.user, Role.OPERATOR),
+                            reviewer=has_role(request.user, Role.REVIEWER))
 
 
 @require_POST
-@role_required(Role.OPERATOR)
+@role_required(Role.OPERATOR, Role.REVIEWER)
 def dmrm_settings_save(request, slug: str):
     bank = get_in_workspace_or_404(MemoryBank.objects, request.workspace, slug=slug)
-    form = DMRMSettingsForm(request.POST, instance=dmrm_settings_get(bank=bank))
+    form = _settings_form(request, request.POST, bank)
     if not form.is_valid():
         return _settings_page(request, bank, form, status=422)
     form.save()

@@ -7,6 +7,8 @@ What goes (docs/ERASURE.md lists every table and why each is or is not touched):
 - the stored episodes (trajectories) of the customer, queued, failed or reflected;
 - the retrieval logs of the customer's own retrievals (query, rewrite and context came from them);
 - raw dialogues of the customer (MemoryBench baselines) and their messages;
+- DMRM experiences their transitions wrote or updated (a shared entry's Q-value learnt from them),
+  the trajectories and applied steps recorded for them, and the DMRM retrievals they asked for;
 - stored idempotent answers (memweb) that carry the customer key or any erased text;
 - webhook deliveries (memweb) about those Orbs and episodes, or carrying the key or any erased text:
   their payload is scrubbed and they are never sent again;
@@ -35,6 +37,7 @@ from memweb.services import idempotent_answers_forget
 from memweb.webhooks import webhook_deliveries_erase
 from memweb.workspaces import in_workspace
 from orbs.dialogues.models import Dialogue
+from orbs.dmrm.models import DMRMRetrievalLog, Experience, ExperienceStep, ExperienceTrajectory
 from orbs.errors import FieldRequired
 from orbs.models import BankEvent, EpisodeRecord, MemoryBank, Orb, RetrievalLog, ReviewEvent
 from orbs.services.deletion import bank_event
@@ -56,6 +59,10 @@ class Erasure:
     episodes: QuerySet
     retrievals: QuerySet
     dialogues: QuerySet
+    experiences: QuerySet
+    experience_trajectories: QuerySet
+    experience_steps: QuerySet
+    dmrm_retrievals: QuerySet
 
 
 def customer_key_sha256(customer_key: str) -> str:
@@ -68,7 +75,14 @@ def _of_customer(bank: MemoryBank, customer_key: str) -> Erasure:
         Q(trajectory__customer_key=customer_key) | Q(pk__in=orbs.filter(episode__isnull=False).values("episode_id")))
     # A retrieval names its customer when it reads only their Orbs; that query was theirs.
     retrievals = RetrievalLog.objects.filter(bank=bank, filters__customer_key=customer_key)
-    return Erasure(bank, orbs, episodes, retrievals, Dialogue.objects.filter(bank=bank, customer_key=customer_key))
+    steps = ExperienceStep.objects.filter(bank=bank, customer_key=customer_key)
+    experiences = Experience.objects.filter(bank=bank).filter(
+        Q(customer_key=customer_key) | Q(pk__in=steps.filter(experience__isnull=False).values("experience_id")))
+    return Erasure(bank, orbs, episodes, retrievals, Dialogue.objects.filter(bank=bank, customer_key=customer_key),
+                   experiences=experiences,
+                   experience_trajectories=ExperienceTrajectory.objects.filter(bank=bank, customer_key=customer_key),
+                   experience_steps=steps,
+                   dmrm_retrievals=DMRMRetrievalLog.objects.filter(bank=bank, customer_key=customer_key))
 
 
 def _utterances(trajectory: dict) -> list[str]:
@@ -87,6 +101,8 @@ def _texts(found: Erasure) -> set[str]:
     for query, rewritten in found.retrievals.values_list("query", "rewritten_query"):
         texts.update((query, rewritten))
     texts.update(found.dialogues.values_list("opening", flat=True))
+    for goal, observation in found.experiences.values_list("goal", "observation"):
+        texts.update((goal, observation))
     return {text.strip() for text in texts if len(text.strip()) >= MIN_TEXT_TO_MATCH} - {REMEMBERED_OBS}
 
 
@@ -95,7 +111,8 @@ def _delete(found: Erasure, *, orb_ids: list[int], episode_ids: list[int]) -> di
     # Revisions point at the Orbs they replaced (PROTECT); all of them go, so the links go first.
     found.orbs.update(supersedes=None)
     counts = {"orbs": found.orbs.count(), "episodes": found.episodes.count(),
-              "retrievals": found.retrievals.count(), "dialogues": found.dialogues.count()}
+              "retrievals": found.retrievals.count(), "dialogues": found.dialogues.count(),
+              **_dmrm_counts(found)}
     # Apps above orbs that quote Orbs (evaluation episodes keep their prompt blocks) scrub them first.
     for name, hook in erasure_hooks():
         counts[name] = hook(bank=found.bank, orb_ids=orb_ids) if orb_ids else 0
@@ -103,7 +120,22 @@ def _delete(found: Erasure, *, orb_ids: list[int], episode_ids: list[int]) -> di
     EpisodeRecord.objects.filter(pk__in=episode_ids).delete()
     found.retrievals.delete()  # with their hits
     found.dialogues.delete()  # with their messages
+    _dmrm_delete(found)
     return counts
+
+
+def _dmrm_counts(found: Erasure) -> dict[str, int]:
+    return {"experiences": found.experiences.count(), "experience_trajectories": found.experience_trajectories.count(),
+            "dmrm_retrievals": found.dmrm_retrievals.count()}
+
+
+def _dmrm_delete(found: Erasure) -> None:
+    """The customer's DMRM rows. The entries are materialised first: they are found through the steps."""
+    experience_ids = list(found.experiences.values_list("pk", flat=True))
+    found.experience_steps.delete()
+    Experience.objects.filter(pk__in=experience_ids).delete()  # with their events and other applied steps
+    found.experience_trajectories.delete()
+    found.dmrm_retrievals.delete()
 
 
 def _named(customer_key: str) -> str:
@@ -145,6 +177,9 @@ def _banks_holding(customer_key: str) -> set[int]:
         EpisodeRecord.objects.filter(trajectory__customer_key=customer_key),
         RetrievalLog.objects.filter(filters__customer_key=customer_key),
         Dialogue.objects.filter(customer_key=customer_key),
+        Experience.objects.filter(customer_key=customer_key),
+        ExperienceStep.objects.filter(customer_key=customer_key),
+        DMRMRetrievalLog.objects.filter(customer_key=customer_key),
     ) for bank_id in queryset.values_list("bank_id", flat=True).distinct()}
 
 

@@ -120,7 +120,8 @@ GOAL = "return the jacket from order W7"
 
 @pytest.fixture
 def experience(agent, bank):
-    DMRMSettings.objects.create(bank=bank, min_similarity=-1.0)
+    # Served at once, so deletion is what takes it out (the review gate: tests/orbs/dmrm/test_review_gate.py).
+    DMRMSettings.objects.create(bank=bank, min_similarity=-1.0, review_api_writes=False)
     written = post(agent, f"{API}/experiences/banks/{bank.slug}/transitions", {"transitions": [
         {"trajectory_id": "t1", "step": 0, "goal": GOAL, "observation": "s0", "action": "look up the order",
          "reward": 1.0, "done": True, "success": True}]})

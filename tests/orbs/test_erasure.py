@@ -45,8 +45,8 @@ def columns_holding(needle: str) -> list[str]:
 
 def _customer_data(agent, bank_slug: str, customer: str, n: int) -> None:
     """Everything a customer leaves behind: an episode reflected at once and one queued, a remembered
-    lesson, a retrieval of their own, a raw dialogue; every write sent with an Idempotency-Key, so
-    the answers are stored for replay."""
+    lesson, a retrieval of their own, a raw dialogue, DMRM steps and a DMRM retrieval; every Orbs write
+    sent with an Idempotency-Key, so the answers are stored for replay."""
     mark = MARKS[customer]
     said = f"My espresso machine {mark} leaks from the steam wand, order W{n}."
     headers = {"HTTP_IDEMPOTENCY_KEY": f"key-{n}-1"}
@@ -67,6 +67,15 @@ def _customer_data(agent, bank_slug: str, customer: str, n: int) -> None:
     assert retrieved.status_code == 200 and retrieved.json()["hits"], retrieved.content
     dialogue_from_trajectory(bank=bank_resolve(bank_slug), dialogue_ref=f"ticket:{customer}",
                              trajectory=success_trajectory(said, customer_key=customer))
+    steps = [{"trajectory_id": f"dmrm-{n}", "step": i, "goal": said, "observation": f"turn {i}",
+              "action": f"get_order(W{n})" if i == 0 else f"refund {mark}", "reward": float(i),
+              "next_observation": "" if i else "turn 1", "done": i == 1, "success": True if i else None,
+              "customer_key": customer} for i in (0, 1)]
+    written = post(agent, f"/api/orbs/experiences/banks/{bank_slug}/transitions", {"transitions": steps})
+    assert written.status_code == 201, written.content
+    asked = post(agent, f"/api/orbs/experiences/banks/{bank_slug}/retrieve",
+                 {"goal": f"steam wand {mark}", "observation": "turn 0", "customer_key": customer})
+    assert asked.status_code == 200, asked.content
 
 
 @pytest.fixture
@@ -115,7 +124,8 @@ def test_erasure_leaves_no_trace_of_the_customer_anywhere(agent, operator_user, 
     # The scan sees the places an erasure has to reach.
     assert {"public.orbs_orb.obs", "public.orbs_episoderecord.trajectory", "public.orbs_retrievallog.query",
             "public.orbs_dialogue.text", "public.memweb_idempotentrequest.body",
-            "public.memweb_webhookdelivery.payload"} <= set(before)
+            "public.memweb_webhookdelivery.payload", "public.orbs_experience.goal",
+            "public.orbs_dmrmretrievallog.goal"} <= set(before)
 
     job = erase(slug, {"customer_key": ALICE, "reason": "request #41", "every_bank": True},
                 HTTP_IDEMPOTENCY_KEY="erase-1")
@@ -126,12 +136,15 @@ def test_erasure_leaves_no_trace_of_the_customer_anywhere(agent, operator_user, 
     assert MARKS[ALICE] not in _export(agent, slug)
     assert MARKS[BOB] in _export(agent, slug)
     assert {"public.orbs_orb.obs", "public.orbs_episoderecord.trajectory", "public.orbs_retrievallog.query",
-            "public.orbs_dialogue.text", "public.memweb_idempotentrequest.body"} <= set(columns_holding(MARKS[BOB]))
+            "public.orbs_dialogue.text", "public.memweb_idempotentrequest.body", "public.orbs_experience.goal",
+            "public.orbs_dmrmretrievallog.goal"} <= set(columns_holding(MARKS[BOB]))
     body = job["result"]
     assert body["customer_key_sha256"] == customer_key_sha256(ALICE)
     assert body["counts"] | {"idempotent_answers": 0} == {"orbs": 3, "episodes": 2, "retrievals": 1,
                                                           "dialogues": 1, "idempotent_answers": 0,
-                                                          "evaluation_episodes": 0, "webhook_deliveries": 2}
+                                                          "evaluation_episodes": 0, "webhook_deliveries": 2,
+                                                          "experiences": 2, "experience_trajectories": 1,
+                                                          "dmrm_retrievals": 1}
     assert body["counts"]["idempotent_answers"] >= 3
     records = BankEvent.objects.filter(action=BankEvent.Action.CUSTOMER_ERASED).order_by("id")
     assert [(r.bank_name, r.actor, r.note) for r in records] == [

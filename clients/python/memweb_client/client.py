@@ -210,9 +210,10 @@ class _Endpoints:
 
     @endpoint(r.EXPERIENCES_RETRIEVE)
     def experiences_retrieve(self, bank: str, goal: str, observation: str, *, recent_actions: Iterable[str] = (),
-                             domain: Optional[str] = None, client: Optional[str] = None) -> m.ExperienceRetrieval:
+                             domain: Optional[str] = None, client: Optional[str] = None,
+                             customer_key: Optional[str] = None) -> m.ExperienceRetrieval:
         body = _given(goal=goal, observation=observation, recent_actions=list(recent_actions),
-                                              domain=domain, client=client)
+                      domain=domain, client=client, customer_key=customer_key)
         return self._send(_call(r.EXPERIENCES_RETRIEVE, slug=bank, body=body))
 
     @endpoint(r.DMRM_SETTINGS)

@@ -222,6 +222,7 @@ class DMRMSettings:
     min_similarity: float
     state_match: str
     state_similarity: float
+    review_api_writes: bool = True  # API-written experiences wait for a reviewer (set by reviewers only)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -373,6 +374,7 @@ class Transition(TypedDict, total=False):
     task_ref: str
     run_ref: str
     episode_ref: str
+    customer_key: str
 
 
 class BankIn(TypedDict, total=False):
@@ -437,6 +439,7 @@ class ExperienceRetrieveIn(TypedDict, total=False):
     recent_actions: list[str]
     domain: str
     client: str
+    customer_key: str
 
 
 class DMRMSettingsIn(TypedDict, total=False):

@@ -45,8 +45,10 @@ DEADLOCK_RETRIES = 3
 SETTINGS_FIELDS = ("alpha", "gamma", "c_max", "n_success", "suppression_mode", "source_weight", "scan_limit",
                    "min_similarity", "state_match", "state_similarity")
 REQUIRED_TEXT = ("trajectory_id", "goal", "observation", "action")
-TEXT_LIMITS = {"goal": GOAL_MAX_CHARS, "observation": OBSERVATION_MAX_CHARS, "action": ACTION_MAX_CHARS,
-               "next_observation": OBSERVATION_MAX_CHARS}
+# Every text a transition carries, with the most characters it may have (the columns' sizes).
+TEXT_LIMITS = {"trajectory_id": 200, "goal": GOAL_MAX_CHARS, "observation": OBSERVATION_MAX_CHARS,
+               "action": ACTION_MAX_CHARS, "next_observation": OBSERVATION_MAX_CHARS, "domain": 64, "task_ref": 200,
+               "run_ref": 200, "episode_ref": 200, "customer_key": 200}
 
 
 class SourceMemoryReadOnly(OrbsError):
@@ -81,6 +83,7 @@ class Transition:
     task_ref: str = ""
     run_ref: str = ""
     episode_ref: str = ""
+    customer_key: str = ""
 
 
 def dmrm_settings_get(*, bank) -> DMRMSettings:
@@ -155,14 +158,15 @@ def _next_max(bank_id: int, t: Transition, settings: DMRMSettings, next_vector) 
     return max(values) if values else None
 
 
-def _entry(bank, t: Transition, *, vector, tokens: int, model: str) -> Experience:
+def _entry(bank, t: Transition, *, vector, tokens: int, model: str, gated: bool) -> Experience:
     entry, _ = Experience.objects.get_or_create(
         bank=bank, memory=Experience.Memory.TARGET, state_key=state_key(goal=t.goal, observation=t.observation),
         action_key=text_key(t.action),
         defaults={"goal": t.goal, "observation": t.observation, "action": t.action, "reward": t.reward,
                   "next_observation": t.next_observation, "next_state_key": "", "trajectory_id": t.trajectory_id,
                   "step": t.step, "domain": t.domain, "task_ref": t.task_ref, "run_ref": t.run_ref,
-                  "episode_ref": t.episode_ref, "vector": vector, "embedding_model": model, "token_length": tokens},
+                  "episode_ref": t.episode_ref, "vector": vector, "embedding_model": model, "token_length": tokens,
+                  "needs_review": gated, "customer_key": t.customer_key},
     )
     return Experience.objects.select_for_update().get(pk=entry.pk)
 
@@ -183,7 +187,7 @@ def _learn(entry: Experience, t: Transition, settings: DMRMSettings, next_vector
 
 def _trajectory_note(bank, t: Transition) -> None:
     row, _ = ExperienceTrajectory.objects.get_or_create(bank=bank, trajectory_id=t.trajectory_id,
-                                                        defaults={"domain": t.domain})
+                                                        defaults={"domain": t.domain, "customer_key": t.customer_key})
     changes = {"steps": F("steps") + 1}
     if t.done:
         changes.update(success=t.success, finished_at=timezone.now())
@@ -207,9 +211,11 @@ def _next_vectors(model, transitions: list[Transition], settings: DMRMSettings) 
     return [v.tolist() for v in model.embed([f"{t.next_observation}\n{t.goal}" for t in transitions])]
 
 
-def experiences_append_batch(*, bank, transitions: list[Transition]) -> list[Experience]:
+def experiences_append_batch(*, bank, transitions: list[Transition], through_api: bool = False) -> list[Experience]:
     """Apply the transitions, each trajectory backwards, all or none; the entries come back in the
-    order posted. Embedding happens before the transaction so row locks are held for milliseconds."""
+    order posted. Embedding happens before the transaction so row locks are held for milliseconds.
+    `through_api`: entries it creates wait for review when the bank's gate is on (the API's writes);
+    a run's own writes are served to it at once."""
     _validated(transitions)
     settings, model = dmrm_settings_get(bank=bank), bank_embedder(bank)
     vectors = [v.tolist() for v in model.embed([f"{t.observation}\n{t.goal}" for t in transitions])]
@@ -218,7 +224,7 @@ def experiences_append_batch(*, bank, transitions: list[Transition]) -> list[Exp
     inputs = list(zip(transitions, vectors, _next_vectors(model, transitions, settings), lengths))
     for attempt in range(DEADLOCK_RETRIES):
         try:
-            return _apply(bank, inputs, settings, model.model_name)
+            return _apply(bank, inputs, settings, model.model_name, gated=through_api and settings.review_api_writes)
         except OperationalError as error:
             # Two batches locking shared entries in opposite orders: PostgreSQL aborts one
             # of them whole, so replaying it is safe and keeps the updates in order.
@@ -226,7 +232,7 @@ def experiences_append_batch(*, bank, transitions: list[Transition]) -> list[Exp
                 raise
 
 
-def _apply(bank, inputs: list[tuple], settings, model_name: str) -> list[Experience]:
+def _apply(bank, inputs: list[tuple], settings, model_name: str, *, gated: bool) -> list[Experience]:
     """Each (trajectory, step) is learnt from once: a step posted again, in this batch or an earlier
     one, answers the entry it updated and changes nothing."""
     entries: dict[int, Experience] = {}
@@ -236,11 +242,12 @@ def _apply(bank, inputs: list[tuple], settings, model_name: str) -> list[Experie
         for position in _backwards(transitions):
             t, vector, next_vector, tokens = inputs[position]
             # The unique (bank, trajectory, step) row makes a concurrent retry wait for this one, then skip.
-            step, new = ExperienceStep.objects.get_or_create(bank=bank, trajectory_id=t.trajectory_id, step=t.step)
+            step, new = ExperienceStep.objects.get_or_create(bank=bank, trajectory_id=t.trajectory_id, step=t.step,
+                                                             defaults={"customer_key": t.customer_key})
             if not new:
                 entries[position] = Experience.objects.get(pk=step.experience_id)
                 continue
-            entry = _entry(bank, t, vector=vector, tokens=tokens, model=model_name)
+            entry = _entry(bank, t, vector=vector, tokens=tokens, model=model_name, gated=gated)
             entries[position] = _learn(entry, t, settings, next_vector)
             ExperienceStep.objects.filter(pk=step.pk).update(experience=entry)
             applied.append(t)
@@ -252,12 +259,12 @@ def _apply(bank, inputs: list[tuple], settings, model_name: str) -> list[Experie
 def experience_append(*, bank, trajectory_id: str, step: int, goal: str, observation: str, action: str,
                       reward: float, next_observation: str = "", done: bool = False, success: bool | None = None,
                       memory: str = Experience.Memory.TARGET, domain: str = "", task_ref: str = "",
-                      run_ref: str = "", episode_ref: str = "") -> Experience:
+                      run_ref: str = "", episode_ref: str = "", customer_key: str = "") -> Experience:
     """One decision step into M_t; `done` with `success` closes the trajectory."""
     transition = Transition(trajectory_id=trajectory_id, step=step, goal=goal, observation=observation,
                             action=action, reward=reward, next_observation=next_observation, done=done,
                             success=success, memory=memory, domain=domain, task_ref=task_ref, run_ref=run_ref,
-                            episode_ref=episode_ref)
+                            episode_ref=episode_ref, customer_key=customer_key)
     return experiences_append_batch(bank=bank, transitions=[transition])[0]
 
 
@@ -288,7 +295,8 @@ def _transitions_of(item: TrajectoryToLearn) -> list[Transition]:
                    reward=final if i == last else 0.0, next_observation="" if i == last else steps[i + 1][1],
                    done=i == last, success=bool(trajectory.get("success")) if i == last else None,
                    domain=str(trajectory.get("domain", "")), task_ref=str(trajectory.get("task_id", "")),
-                   run_ref=item.run_ref, episode_ref=item.episode_ref)
+                   run_ref=item.run_ref, episode_ref=item.episode_ref,
+                   customer_key=str(trajectory.get("customer_key") or ""))
         for i, (goal, observation, action) in enumerate(steps)]
 
 

@@ -69,7 +69,10 @@ class DMRMResult:
 
 
 def _servable(bank, *, source_allowed: bool):
-    target = Q(memory=TARGET) & ~Q(status__in=[Experience.Status.REJECTED, Experience.Status.DELETED])
+    # A run's own target entries serve while pending (the run is learning from itself); those an
+    # API key wrote behind the bank's gate wait for a reviewer's approval, like a key's Orbs.
+    target = (Q(memory=TARGET) & ~Q(status__in=[Experience.Status.REJECTED, Experience.Status.DELETED])
+              & ~Q(needs_review=True, status=Experience.Status.PENDING))
     source_statuses = [Experience.Status.APPROVED] + ([] if bank.approved_only else [Experience.Status.PENDING])
     source = Q(memory=SOURCE, status__in=source_statuses)
     wanted = (target | source) if source_allowed else target
@@ -145,12 +148,13 @@ def _select(scored, *, current: str, settings: DMRMSettings, count, withhold) ->
 
 
 def experiences_retrieve(*, bank, goal: str, observation: str, recent_actions: list[str] | None = None,
-                         domain: str = "", client: str = "",
+                         domain: str = "", client: str = "", customer_key: str = "",
                          withhold: Callable[[int], bool] | None = None) -> DMRMResult:
     """The prompt block for the agent's current step: the current state with its history, then
     each retrieved experience, never more than C_max tokens (empty when no experience fits).
     Over-long text is cut with a marker (the bounds of orbs.dmrm.qlearning). `domain`: the task's,
     whose successful trajectories switch M_s off (the whole bank's when empty).
+    `customer_key`: whose query this is, kept on the log so erasing the customer removes it.
     `withhold(experience_id)` True keeps that entry out of the prompt while logging it."""
     goal, observation = clipped(goal, GOAL_MAX_CHARS), clipped(observation, OBSERVATION_MAX_CHARS)
     recent_actions = [clipped(action, ACTION_MAX_CHARS) for action in recent_actions or []]
@@ -176,6 +180,7 @@ def experiences_retrieve(*, bank, goal: str, observation: str, recent_actions: l
         suppression_mode=settings.suppression_mode, successful_trajectories=successes, c_max=settings.c_max,
         min_similarity=settings.min_similarity, budget_used=used, hits=[h.trace() for h in hits], prompt_block=block,
         embed_ms=round(embed_ms, 3), search_ms=round(search_ms, 3), client=client,
+        customer_key=customer_key,
     )
     return DMRMResult(log.pk, block, suppressed, successes, used, settings.c_max, settings.min_similarity, hits)
 

@@ -59,6 +59,7 @@ class SourceCandidate:
     domain: str
     included: bool
     reason: str
+    customer_key: str = ""  # the episode's customer: erasing them removes the entry from the source memory too
 
 
 def action_text(call: dict) -> str:
@@ -102,7 +103,8 @@ def _candidates(trajectory: dict, *, index: int, gamma: float, min_reward: float
             f": episode {'succeeded' if success else 'failed'}, reward {final:g} (min {min_reward:g}); "
             f"Q {q:.3f} (min {min_q:g})")
         yield SourceCandidate(trajectory_id, i, goal, observation, action, r, nxt, q, success, final,
-                              str(trajectory.get("domain", "")), keep, reason)
+                              str(trajectory.get("domain", "")), keep, reason,
+                              customer_key=str(trajectory.get("customer_key") or ""))
 
 
 def source_memory_preview(*, trajectories: list[dict], gamma: float, min_reward: float,
@@ -122,7 +124,7 @@ def _experience(bank, memory: SourceMemory, c: SourceCandidate, vector, tokens: 
         next_state_key=state_key(goal=c.goal, observation=c.next_observation), action_key=text_key(c.action),
         q_value=c.q_value, visits=1, trajectory_id=c.trajectory_id, step=c.step, success=c.success,
         domain=c.domain, task_ref=c.trajectory_id, episode_ref=c.trajectory_id, vector=vector,
-        embedding_model=model, token_length=tokens,
+        embedding_model=model, token_length=tokens, customer_key=c.customer_key,
     )
 
 

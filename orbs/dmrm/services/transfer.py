@@ -29,9 +29,9 @@ _EXPERIENCE_COPIED = (
     "memory", "goal", "observation", "action", "reward", "next_observation", "state_key", "next_state_key",
     "action_key", "q_value", "visits", "bootstraps", "trajectory_id", "step", "success", "domain", "task_ref",
     "run_ref", "episode_ref", "embedding_model", "token_length", "status", "reviewed_at", "review_note", "version",
-    "flagged_at", "flag_note", "created_at", "updated_at",
+    "flagged_at", "flag_note", "created_at", "updated_at", "needs_review", "customer_key",
 )
-_TRAJECTORY_COPIED = ("trajectory_id", "domain", "steps", "success", "finished_at", "created_at")
+_TRAJECTORY_COPIED = ("trajectory_id", "domain", "steps", "success", "finished_at", "created_at", "customer_key")
 
 
 # --- export -------------------------------------------------------------------
@@ -63,7 +63,7 @@ def export_lines(bank) -> Iterator[dict]:
         yield {"type": "experience_trajectory", **_values(trajectory, _TRAJECTORY_COPIED)}
     for step in ExperienceStep.objects.filter(bank=bank).order_by("pk"):
         yield {"type": "experience_step", "trajectory_id": step.trajectory_id, "step": step.step,
-               "experience": step.experience_id}
+               "experience": step.experience_id, "customer_key": step.customer_key}
 
 
 # --- import: the shape of each line -------------------------------------------
@@ -141,6 +141,9 @@ class ExperienceLine(_Line):
     flag_note: str
     created_at: datetime
     updated_at: datetime
+    # Absent from exports before issue 30: such entries were served without review, as before.
+    needs_review: bool = False
+    customer_key: str = pydantic.Field(default="", max_length=200)
 
     @pydantic.field_validator("vector")
     @classmethod
@@ -171,6 +174,7 @@ class TrajectoryLine(_Line):
     success: bool | None
     finished_at: datetime | None
     created_at: datetime
+    customer_key: str = pydantic.Field(default="", max_length=200)  # absent from exports before issue 30
 
 
 class StepLine(_Line):
@@ -178,6 +182,7 @@ class StepLine(_Line):
     trajectory_id: str = pydantic.Field(min_length=1, max_length=200)
     step: int = pydantic.Field(ge=0, le=2**31 - 1)
     experience: int | None
+    customer_key: str = pydantic.Field(default="", max_length=200)  # absent from exports before issue 30
 
 
 _MODELS = {"dmrm_settings": SettingsLine, "source_memory": SourceMemoryLine, "experience": ExperienceLine,
@@ -277,10 +282,11 @@ def _review_state(line: ExperienceLine, users: dict, keep_review: bool) -> dict:
     by nobody here; a copy of this server's own bank keeps its review."""
     if keep_review:
         return {"reviewer": users.get(line.reviewer)}
+    # Text from elsewhere waits for a reviewer here before it is served, as an API key's writes do.
     if line.status != Experience.Status.APPROVED:
-        return {"reviewer": None}
+        return {"reviewer": None, "needs_review": line.needs_review or line.status == Experience.Status.PENDING}
     by = f" by {line.reviewer}" if line.reviewer else ""
-    return {"reviewer": None, "status": Experience.Status.PENDING, "reviewed_at": None,
+    return {"reviewer": None, "status": Experience.Status.PENDING, "reviewed_at": None, "needs_review": True,
             "review_note": f"imported from a bank file: approved elsewhere{by}; waiting for a reviewer here"}
 
 
@@ -303,6 +309,7 @@ def lines_write(bank, lines: DMRMLines, report: ImportReport, *, keep_review: bo
          for _, line in lines.trajectories], batch_size=500)
     ExperienceStep.objects.bulk_create(
         [ExperienceStep(bank=bank, trajectory_id=line.trajectory_id, step=line.step,
-                        experience=entries.get(line.experience)) for _, line in lines.steps], batch_size=500)
+                        experience=entries.get(line.experience), customer_key=line.customer_key)
+         for _, line in lines.steps], batch_size=500)
     report.written |= {"source_memories": len(memories), "experiences": len(entries),
                        "experience_trajectories": len(lines.trajectories), "experience_steps": len(lines.steps)}

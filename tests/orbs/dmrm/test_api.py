@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from orbs.dmrm.models import DMRMRetrievalLog, Experience
+from orbs.dmrm.models import DMRMRetrievalLog, DMRMSettings, Experience
 from tests.orbs.conftest import post
 
 API = "/api/orbs/experiences"
@@ -16,6 +16,7 @@ def transition(n, **overrides):
 
 
 def test_it_writes_a_batch_and_retrieves_a_prompt_block_with_trace(agent, dmrm):
+    DMRMSettings.objects.filter(pk=dmrm.pk).update(review_api_writes=False)  # the gate: test_review_gate.py
     batch = [transition(0), transition(1, reward=1.0, done=True, success=True)]
     written = post(agent, f"{API}/banks/{dmrm.bank.slug}/transitions", {"transitions": batch})
     assert written.status_code == 201, written.content
