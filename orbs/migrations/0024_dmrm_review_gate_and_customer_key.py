@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('orbs', '0021_trajectory_domain'),
+        ('orbs', '0023_orb_proposal'),
     ]
 
     operations = [
