@@ -223,7 +223,8 @@ def _missing_url(route: Route, url: str, other: Owned) -> str:
 MISSING = {"token": "00000000-0000-0000-0000-000000000000"}
 # Own-workspace answers that are 404 by design, with the reason.
 OWN_404 = {"GET /api/evaluation/feedback/episodes/{episode_id}": "an episode without simulated feedback yet",
-           "POST /api/orbs/orbs/{orb_id}/merge": "the body merges into Orb #1, which exists nowhere"}
+           "POST /api/orbs/orbs/{orb_id}/merge": "the body merges into Orb #1, which exists nowhere",
+           "orbs:duplicates": "the Orb has no near-duplicate, so it heads no group"}
 
 
 def _refused_as_missing(client: Client, route: Route, url: str, missing: str, **headers) -> bool:

@@ -633,7 +633,8 @@ export interface paths {
         /**
          * Transitions Write
          * @description Append decision steps to the bank's target memory, each trajectory's steps last first (so the
-         *     order they are posted in does not matter), updating their Q-values.
+         *     order they are posted in does not matter), updating their Q-values. Behind the bank's review gate
+         *     (`review_api_writes`, on by default) the entries they create are served only once approved.
          */
         post: operations["orbs_dmrm_api_transitions_write"];
         delete?: never;
@@ -3296,6 +3297,12 @@ export interface components {
              * @default
              */
             episode_ref?: string;
+            /**
+             * Customer Key
+             * @description The customer this trajectory served: erasing them removes the entries it wrote or updated
+             * @default
+             */
+            customer_key?: string;
         };
         /** TransitionsIn */
         TransitionsIn: {
@@ -3369,6 +3376,12 @@ export interface components {
              * @default
              */
             client?: string;
+            /**
+             * Customer Key
+             * @description Whose query this is (erasing them removes its log)
+             * @default
+             */
+            customer_key?: string;
         };
         /** DMRMSettingsOut */
         DMRMSettingsOut: {
@@ -3392,6 +3405,8 @@ export interface components {
             state_match: string;
             /** State Similarity */
             state_similarity: number;
+            /** Review Api Writes */
+            review_api_writes: boolean;
         };
         /**
          * DMRMSettingsIn
