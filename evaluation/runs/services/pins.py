@@ -104,14 +104,14 @@ def _reward_change(version: int | None, current: int) -> dict | None:
 
 
 def _staleness(run: EvaluationRun, pairs, reward_version: int | None) -> dict:
-    """Unknown (never "stale") while the run's environment is not installed: its content and reward
-    cannot be compared, and the run's pages must still open."""
+    """Unknown (never "stale", `unknown` saying why) while the run's environment is not installed: its
+    content and reward cannot be compared, and the run's pages must still open."""
     try:
         current_reward = run_environment(run).reward_version
     except UnknownEnvironment as missing:
         return {"stale": False, "tasks": [], "reward": None, "unknown": str(missing)}
     tasks, reward = _task_changes(pairs), _reward_change(reward_version, current_reward)
-    return {"stale": bool(tasks or reward), "tasks": tasks, "reward": reward, "unknown": ""}
+    return {"stale": bool(tasks or reward), "tasks": tasks, "reward": reward}
 
 
 def _pins(run: EvaluationRun) -> list[RunTaskPin]:
