@@ -9,6 +9,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.http import HttpResponse
+from django.shortcuts import get_object_or_404
 from ninja import File, Router
 from ninja.files import UploadedFile
 from ninja.responses import Status
@@ -40,7 +41,6 @@ from memweb.auth import api_auth
 from memweb.downloads import attachment
 from memweb.roles import Role
 from memweb.schemas import ErrorOut
-from memweb.workspaces import get_in_workspace_or_404, in_workspace
 
 router = Router(tags=["annotation"])
 OPERATORS = api_auth(Role.OPERATOR, scope=AnnotationScope.ANNOTATION)
@@ -92,7 +92,7 @@ ANNOTATORS = api_auth(Role.ANNOTATOR, scope=AnnotationScope.ANNOTATION)
 # --- operators ---
 @router.get("/campaigns", response=list[CampaignOut], auth=OPERATORS)
 def campaign_list(request, status: str = ""):
-    campaigns = in_workspace(Campaign, request.workspace)
+    campaigns = Campaign.objects.all()
     return campaigns.filter(status=status) if status else campaigns
 
 
@@ -124,7 +124,7 @@ def _campaign_problem(campaign: Campaign) -> tuple[str, str] | None:
 
 @router.get("/campaigns/{campaign_id}", response=CampaignOut, auth=OPERATORS)
 def campaign_detail(request, campaign_id: int):
-    return get_in_workspace_or_404(Campaign, request.workspace, pk=campaign_id)
+    return get_object_or_404(Campaign, pk=campaign_id)
 
 
 
@@ -132,7 +132,7 @@ def campaign_detail(request, campaign_id: int):
 @router.post("/campaigns/{campaign_id}/status", response={200: CampaignOut, 409: ErrorOut}, auth=OPERATORS)
 def campaign_status(request, campaign_id: int, payload: StatusIn):
     """Open, close or reopen a campaign (draft -> open -> closed -> open)."""
-    campaign = get_in_workspace_or_404(Campaign, request.workspace, pk=campaign_id)
+    campaign = get_object_or_404(Campaign, pk=campaign_id)
     try:
         return Status(200, services.campaign_status_change(campaign=campaign, status=payload.status))
     except services.CampaignStateError as error:
@@ -143,7 +143,7 @@ def campaign_status(request, campaign_id: int, payload: StatusIn):
              auth=OPERATORS)
 def items_add(request, campaign_id: int, payload: ItemsIn):
     """Import items from JSON objects (the upload's fields). All-or-nothing."""
-    campaign = get_in_workspace_or_404(Campaign, request.workspace, pk=campaign_id)
+    campaign = get_object_or_404(Campaign, pk=campaign_id)
     return _import_answer(services.items_import(campaign=campaign, records=list(enumerate(payload.items, start=1))))
 
 
@@ -151,7 +151,7 @@ def items_add(request, campaign_id: int, payload: ItemsIn):
              auth=OPERATORS)
 def items_upload(request, campaign_id: int, file: File[UploadedFile]):
     """Import a .jsonl or .csv file. All-or-nothing."""
-    campaign = get_in_workspace_or_404(Campaign, request.workspace, pk=campaign_id)
+    campaign = get_object_or_404(Campaign, pk=campaign_id)
     records, problems = services.upload_read(upload=file)
     return _import_answer(services.items_import(campaign=campaign, records=records, problems=problems))
 
@@ -165,19 +165,19 @@ def _import_answer(report: services.ImportReport):
 
 @router.get("/campaigns/{campaign_id}/progress", response=ProgressOut, auth=OPERATORS)
 def campaign_progress(request, campaign_id: int):
-    return services.campaign_progress(campaign=get_in_workspace_or_404(Campaign, request.workspace, pk=campaign_id))
+    return services.campaign_progress(campaign=get_object_or_404(Campaign, pk=campaign_id))
 
 
 @router.get("/campaigns/{campaign_id}/results", response=dict, auth=OPERATORS)
 def campaign_results(request, campaign_id: int):
     """Kappa and win rates per criterion, breakdowns, annotators, sampling table."""
-    return services.campaign_results(campaign=get_in_workspace_or_404(Campaign, request.workspace, pk=campaign_id))
+    return services.campaign_results(campaign=get_object_or_404(Campaign, pk=campaign_id))
 
 
 @router.get("/campaigns/{campaign_id}/export", auth=OPERATORS)
 def campaign_export(request, campaign_id: int):
     """Everything about the campaign as JSON lines, for campaign import here or on another memweb."""
-    campaign = get_in_workspace_or_404(Campaign, request.workspace, pk=campaign_id)
+    campaign = get_object_or_404(Campaign, pk=campaign_id)
     response = HttpResponse(services.campaign_export_render(campaign=campaign),
                             content_type="application/x-ndjson; charset=utf-8")
     return attachment(response, filename=f"campaign-{campaign.pk}.jsonl")
@@ -198,7 +198,7 @@ def campaign_import(request, payload: CampaignImportIn):
              auth=OPERATORS)
 def participant_standing(request, campaign_id: int, payload: StandingIn):
     """Exclude an annotator's judgments from the results, reinstate them, or return to the automatic rule."""
-    campaign = get_in_workspace_or_404(Campaign, request.workspace, pk=campaign_id)
+    campaign = get_object_or_404(Campaign, pk=campaign_id)
     annotator = get_user_model().objects.filter(username=payload.annotator).first()
     if annotator is None or not Assignment.objects.filter(campaign=campaign, annotator=annotator).exists():
         return Status(404, {"detail": f"{payload.annotator!r} has no assignment in this campaign"})
@@ -218,7 +218,7 @@ def standing_payload(participant: Participant) -> dict:
 @router.post("/campaigns/{campaign_id}/write-next", response={200: WriteTaskOut, 204: None}, auth=ANNOTATORS)
 def feedback_task_next(request, campaign_id: int):
     """Your feedback task in hand, or the next conversation that needs feedback; 204 when none is left."""
-    campaign = get_in_workspace_or_404(Campaign, request.workspace, pk=campaign_id, status=Campaign.Status.OPEN)
+    campaign = get_object_or_404(Campaign, pk=campaign_id, status=Campaign.Status.OPEN)
     task = services.feedback_task_next(campaign=campaign, writer=request.auth)
     if task is None:
         return Status(204, None)
@@ -248,8 +248,8 @@ def feedback_create(request, token: UUID, payload: WrittenFeedbackIn):
 
 def _own_task(request, token: UUID) -> FeedbackTask:
     """Someone else's task is a 404, the same as a token that never existed."""
-    return get_in_workspace_or_404(FeedbackTask.objects.select_related("item", "campaign"), request.workspace, token=token,
-                                   writer=request.auth)
+    return get_object_or_404(FeedbackTask.objects.select_related("item", "campaign"), token=token,
+                             writer=request.auth)
 
 
 def write_payload(task: FeedbackTask) -> dict:
@@ -269,7 +269,7 @@ def write_payload(task: FeedbackTask) -> dict:
 @router.post("/campaigns/{campaign_id}/next", response={200: PairOut, 204: None}, auth=ANNOTATORS)
 def assignment_next(request, campaign_id: int):
     """Your open assignment, or a new one; 204 when nothing is left for you."""
-    campaign = get_in_workspace_or_404(Campaign, request.workspace, pk=campaign_id, status=Campaign.Status.OPEN)
+    campaign = get_object_or_404(Campaign, pk=campaign_id, status=Campaign.Status.OPEN)
     assignment = services.assignment_next(campaign=campaign, annotator=request.auth)
     if assignment is None:
         return Status(204, None)
@@ -301,8 +301,8 @@ def judgment_create(request, token: UUID, payload: JudgmentIn):
 
 def _own_assignment(request, token: UUID) -> Assignment:
     """Another annotator's token is a 404, the same as a token that never existed."""
-    return get_in_workspace_or_404(Assignment.objects.select_related("item", "campaign"), request.workspace, token=token,
-                                   annotator=request.auth)
+    return get_object_or_404(Assignment.objects.select_related("item", "campaign"), token=token,
+                             annotator=request.auth)
 
 
 def pair_payload(assignment: Assignment) -> dict:

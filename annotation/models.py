@@ -13,6 +13,7 @@ from django.utils import timezone
 from annotation.links import link_is_safe
 from annotation.metrics import HUMAN, SIMULATED, TIE
 from memweb.models import workspace_field
+from memweb.scoping import AllWorkspacesManager, WorkspaceManager, workspace_unscoped
 
 # The MemoryBench study's three criteria, worded for memweb's annotators.
 DEFAULT_CRITERIA = [
@@ -70,6 +71,12 @@ class Campaign(models.Model):
         MAX_DISAGREEMENT = "max_disagreement", "Least annotated first, then extra annotators on split items"
 
     workspace = workspace_field("campaigns")
+    objects = WorkspaceManager()
+    all_workspaces = AllWorkspacesManager()
+
+    def validate_unique(self, exclude=None):
+        with workspace_unscoped():  # the name is unique across the server, not per workspace
+            super().validate_unique(exclude)
     name = models.CharField(max_length=200, unique=True)
     instructions = models.TextField(blank=True, help_text="Markdown, shown to annotators.")
     criteria = models.JSONField(default=default_criteria)
@@ -135,6 +142,8 @@ class Campaign(models.Model):
 class Item(models.Model):
 
     WORKSPACE_PATH = "campaign__workspace"  # memweb.workspaces
+    objects = WorkspaceManager()
+    all_workspaces = AllWorkspacesManager()
 
     class TaskFormat(models.TextChoices):
         # MemoryBench's input/output length formats: Long/Short input, Long/Short output.
@@ -213,6 +222,8 @@ class FeedbackTask(models.Model):
     """The study's first step: an annotator writes the human feedback for an item."""
 
     WORKSPACE_PATH = "campaign__workspace"  # memweb.workspaces
+    objects = WorkspaceManager()
+    all_workspaces = AllWorkspacesManager()
 
     class Status(models.TextChoices):
         OPEN = "open", "Open"
@@ -249,6 +260,8 @@ class Assignment(models.Model):
     assignment and never leaves the server."""
 
     WORKSPACE_PATH = "campaign__workspace"  # memweb.workspaces
+    objects = WorkspaceManager()
+    all_workspaces = AllWorkspacesManager()
 
     class Status(models.TextChoices):
         ASSIGNED = "assigned", "Assigned"

@@ -24,7 +24,6 @@ from memweb.jsonl import upload_text
 from memweb.listing import Sorting, list_page, page_of, sorted_page
 from memweb.registry import study_sources
 from memweb.roles import Role, has_role, role_required
-from memweb.workspaces import get_in_workspace_or_404, in_workspace
 
 PAGE_SIZE = 20
 CAMPAIGN_SORTING = Sorting(columns={"campaign": "name", "status": "status", "items": "item_count",
@@ -46,7 +45,7 @@ def index(request):
 @role_required(Role.OPERATOR)
 def campaign_list(request):
     form = CampaignFilterForm(request.GET or None)
-    campaigns = in_workspace(Campaign, request.workspace).annotate(item_count=Count("items"))
+    campaigns = Campaign.objects.annotate(item_count=Count("items"))
     campaigns = campaigns.order_by("-created_at", "-pk")
     if form.is_valid():
         if form.cleaned_data["q"]:
@@ -72,7 +71,7 @@ def campaign_create(request):
 @require_http_methods(["GET", "POST"])
 @role_required(Role.OPERATOR)
 def campaign_edit(request, pk: int):
-    campaign = get_in_workspace_or_404(Campaign, request.workspace, pk=pk)
+    campaign = get_object_or_404(Campaign, pk=pk)
     form = CampaignForm(request.POST or None, instance=campaign)
     if request.method == "POST" and form.is_valid():
         form.save()
@@ -85,7 +84,7 @@ def campaign_edit(request, pk: int):
 @require_GET
 @role_required(Role.OPERATOR)
 def campaign_detail(request, pk: int):
-    campaign = get_in_workspace_or_404(Campaign, request.workspace, pk=pk)
+    campaign = get_object_or_404(Campaign, pk=pk)
     context = _detail_context(request, campaign)
     if request.htmx:
         return render(request, "annotation/_items.html", context)
@@ -117,7 +116,7 @@ def _progress_context(campaign: Campaign) -> dict:
 @role_required(Role.OPERATOR)
 def campaign_progress(request, pk: int):
     """Polled by the detail page while the campaign is open."""
-    campaign = get_in_workspace_or_404(Campaign, request.workspace, pk=pk)
+    campaign = get_object_or_404(Campaign, pk=pk)
     return render(request, "annotation/_progress.html", _progress_context(campaign))
 
 
@@ -125,7 +124,7 @@ def campaign_progress(request, pk: int):
 @role_required(Role.OPERATOR)
 def campaign_status(request, pk: int):
     """Closing always asks first; opening asks first when the pool cannot finish the campaign."""
-    campaign = get_in_workspace_or_404(Campaign, request.workspace, pk=pk)
+    campaign = get_object_or_404(Campaign, pk=pk)
     status = request.POST.get("status", "")
     if not request.POST.get("confirmed") and _needs_confirmation(campaign, status):
         return render(request, "annotation/status_confirm.html", {**_progress_context(campaign), "status": status})
@@ -148,7 +147,7 @@ def _needs_confirmation(campaign: Campaign, status: str) -> bool:
 @require_http_methods(["GET", "POST"])
 @role_required(Role.OPERATOR)
 def item_edit(request, pk: int, item_id: int):
-    item = get_in_workspace_or_404(Item, request.workspace, pk=item_id, campaign_id=pk)
+    item = get_object_or_404(Item, pk=item_id, campaign_id=pk)
     reason = services.item_lock_reason(item=item)
     if reason:
         messages.error(request, f"Not editable: {reason}.")
@@ -172,7 +171,7 @@ def item_edit(request, pk: int, item_id: int):
 @require_POST
 @role_required(Role.OPERATOR)
 def item_withdraw(request, pk: int, item_id: int):
-    item = get_in_workspace_or_404(Item, request.workspace, pk=item_id, campaign_id=pk)
+    item = get_object_or_404(Item, pk=item_id, campaign_id=pk)
     try:
         services.item_withdraw(item=item)
     except services.ItemLocked as locked:
@@ -186,7 +185,7 @@ def item_withdraw(request, pk: int, item_id: int):
 @require_GET
 @role_required(Role.OPERATOR)
 def campaign_disagreements(request, pk: int):
-    campaign = get_in_workspace_or_404(Campaign, request.workspace, pk=pk)
+    campaign = get_object_or_404(Campaign, pk=pk)
     rows = services.disagreements_list(campaign=campaign)
     return render(request, "annotation/disagreements.html",
                   {"campaign": campaign, "page": page_of(request, rows, per_page=PAGE_SIZE), "query": ""})
@@ -195,7 +194,7 @@ def campaign_disagreements(request, pk: int):
 @require_GET
 @role_required(Role.OPERATOR)
 def campaign_throughput(request, pk: int):
-    campaign = get_in_workspace_or_404(Campaign, request.workspace, pk=pk)
+    campaign = get_object_or_404(Campaign, pk=pk)
     throughput = services.annotator_throughput(campaign=campaign)
     return render(request, "annotation/throughput.html", {"campaign": campaign, "throughput": throughput})
 
@@ -204,7 +203,7 @@ def campaign_throughput(request, pk: int):
 @role_required(Role.OPERATOR)
 def campaign_upload(request, pk: int):
     """All-or-nothing: any bad row stores nothing and the report lists every problem."""
-    campaign = get_in_workspace_or_404(Campaign, request.workspace, pk=pk)
+    campaign = get_object_or_404(Campaign, pk=pk)
     form = UploadForm(request.POST, request.FILES)
     if not form.is_valid():
         return _upload_answer(request, campaign, form, None, status=400)
@@ -251,7 +250,7 @@ def campaign_import(request):
 @require_GET
 @role_required(Role.OPERATOR)
 def campaign_results(request, pk: int):
-    campaign = get_in_workspace_or_404(Campaign, request.workspace, pk=pk)
+    campaign = get_object_or_404(Campaign, pk=pk)
     results = services.campaign_results(campaign=campaign)
     return render(request, "annotation/results.html", {"campaign": campaign, "results": results,
                                                        "chart_data": _chart_data(results)})
@@ -261,7 +260,7 @@ def campaign_results(request, pk: int):
 @role_required(Role.OPERATOR)
 def participant_standing(request, pk: int, annotator_id: int):
     """The exclusion toggle: exclude, reinstate, or back to the attention-check rule."""
-    campaign = get_in_workspace_or_404(Campaign, request.workspace, pk=pk)
+    campaign = get_object_or_404(Campaign, pk=pk)
     if not Assignment.objects.filter(campaign=campaign, annotator_id=annotator_id).exists():
         raise Http404("no such annotator in this campaign")
     annotator = get_object_or_404(get_user_model(), pk=annotator_id)
@@ -299,7 +298,7 @@ def _chart_data(results: dict) -> dict:
 @require_GET
 @role_required(Role.OPERATOR)
 def campaign_export(request, pk: int, kind: str, fmt: str):
-    campaign = get_in_workspace_or_404(Campaign, request.workspace, pk=pk)
+    campaign = get_object_or_404(Campaign, pk=pk)
     builders = {"judgments": services.judgment_records, "results": services.result_records}
     if (kind not in builders or fmt not in ("csv", "jsonl")) and (kind, fmt) != ("campaign", "jsonl"):
         raise Http404("unknown export")
@@ -314,7 +313,7 @@ def campaign_export(request, pk: int, kind: str, fmt: str):
 @require_GET
 @role_required(Role.ANNOTATOR)
 def queue(request):
-    campaigns = in_workspace(Campaign, request.workspace).filter(status=Campaign.Status.OPEN).order_by("name")
+    campaigns = Campaign.objects.filter(status=Campaign.Status.OPEN).order_by("name")
     rows = [_queue_row(campaign, request.user) for campaign in campaigns if campaign.is_accepting_work()]
     return render(request, "annotation/queue.html", {"rows": rows})
 
@@ -339,7 +338,7 @@ def _queue_row(campaign: Campaign, user) -> dict:
 @require_POST
 @role_required(Role.ANNOTATOR)
 def judge_next(request, pk: int):
-    return _judge_next_redirect(request, get_in_workspace_or_404(Campaign, request.workspace, pk=pk))
+    return _judge_next_redirect(request, get_object_or_404(Campaign, pk=pk))
 
 
 def _judge_next_redirect(request, campaign: Campaign):
@@ -353,8 +352,8 @@ def _judge_next_redirect(request, campaign: Campaign):
 @require_http_methods(["GET", "POST"])
 @role_required(Role.ANNOTATOR)
 def judge(request, token):
-    assignment = get_in_workspace_or_404(Assignment.objects.select_related("item", "campaign"), request.workspace, token=token,
-                                         annotator=request.user)
+    assignment = get_object_or_404(Assignment.objects.select_related("item", "campaign"), token=token,
+                                   annotator=request.user)
     if request.method == "GET":
         services.assignment_open(assignment=assignment)
         return render(request, "annotation/judge.html", _judge_context(assignment, request.user))
@@ -403,7 +402,7 @@ def _context_of(item) -> dict:
 @require_POST
 @role_required(Role.ANNOTATOR)
 def write_next(request, pk: int):
-    return _write_next_redirect(request, get_in_workspace_or_404(Campaign, request.workspace, pk=pk))
+    return _write_next_redirect(request, get_object_or_404(Campaign, pk=pk))
 
 
 def _write_next_redirect(request, campaign: Campaign):
@@ -417,7 +416,7 @@ def _write_next_redirect(request, campaign: Campaign):
 @require_http_methods(["GET", "POST"])
 @role_required(Role.ANNOTATOR)
 def write(request, token):
-    task = get_in_workspace_or_404(FeedbackTask.objects.select_related("item", "campaign"), request.workspace, token=token)
+    task = get_object_or_404(FeedbackTask.objects.select_related("item", "campaign"), token=token)
     if task.writer_id not in (None, request.user.pk):
         raise Http404("not your task")
     context = {"task": task, "campaign": task.campaign, "item": _context_of(task.item), "reactions": Reaction.choices,

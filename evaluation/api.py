@@ -46,7 +46,6 @@ from memweb.auth import api_auth
 from memweb.downloads import attachment
 from memweb.roles import Role
 from memweb.schemas import ErrorOut
-from memweb.workspaces import in_workspace
 from orbs.models import Orb
 from orbs.services import bank_resolve
 from orbs.vocabulary import OrbsScope
@@ -67,7 +66,7 @@ def _task_out(task: Task) -> dict:
 
 
 def _task_set(request, name: str) -> TaskSet:
-    found = in_workspace(TaskSet, request.workspace).filter(name=name).first()
+    found = TaskSet.objects.filter(name=name).first()
     if found is None:
         raise HttpError(404, f"No task set {name!r}")
     return found
@@ -110,7 +109,7 @@ def task_import(request, payload: TaskImportIn):
 
 @router.get("/tasks/{task_id}", response={200: TaskDetailOut, 404: ErrorOut}, auth=TASKS_READ)
 def task_detail(request, task_id: int):
-    task = in_workspace(Task.objects.select_related("task_set"), request.workspace).filter(pk=task_id).first()
+    task = Task.objects.select_related("task_set").filter(pk=task_id).first()
     if task is None:
         raise HttpError(404, f"No task #{task_id}")
     return _task_out(task)
@@ -127,7 +126,7 @@ def _episode_out(episode: Episode) -> dict:
 @router.post("/episodes", response={201: EpisodeOut, 404: ErrorOut, 422: ErrorOut}, auth=TASKS_WRITE)
 def episode_create(request, payload: EpisodePlayIn):
     """Play one episode synchronously and return it (offline backends answer in milliseconds)."""
-    task = in_workspace(Task, request.workspace).filter(pk=payload.task_id).first()
+    task = Task.objects.filter(pk=payload.task_id).first()
     if task is None:
         raise HttpError(404, f"No task #{payload.task_id}")
     try:
@@ -141,7 +140,7 @@ def episode_create(request, payload: EpisodePlayIn):
 @router.get("/episodes", response=list[EpisodeSummaryOut], auth=TASKS_READ)
 def episode_list(request, filters: Query[EpisodeFilters]):
     """The latest episodes, newest first."""
-    episodes = in_workspace(Episode.objects.select_related("task"), request.workspace)
+    episodes = Episode.objects.select_related("task")
     if filters.task_id is not None:
         episodes = episodes.filter(task_id=filters.task_id)
     return [_episode_out(e) for e in episodes[:filters.limit]]
@@ -159,7 +158,7 @@ def episode_trajectory_get(request, episode_id: int):
 
 
 def _episode(request, episode_id: int) -> Episode:
-    episode = in_workspace(Episode.objects.select_related("task"), request.workspace).filter(pk=episode_id).first()
+    episode = Episode.objects.select_related("task").filter(pk=episode_id).first()
     if episode is None:
         raise HttpError(404, f"No episode #{episode_id}")
     return episode
@@ -181,7 +180,7 @@ def _orb_effect_out(orb: Orb, effect: metrics.MemoryEffect) -> dict:
 def orb_effect(request, orb_id: int):
     """What one Orb is worth: success of the episodes it was served in minus those it was withheld from,
     with its review flag (docs/STATISTICS.md, "What one memory is worth")."""
-    orb = in_workspace(Orb.objects.select_related("bank"), request.workspace).filter(pk=orb_id).first()
+    orb = Orb.objects.select_related("bank").filter(pk=orb_id).first()
     if orb is None:
         raise HttpError(404, f"No Orb #{orb_id}")
     return _orb_effect_out(orb, orb_effects_compute(orb_ids=[orb.pk])[orb.pk])

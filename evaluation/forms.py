@@ -7,7 +7,6 @@ from evaluation.memory_layers.registry import memory_layer_choices
 from evaluation.models import Difficulty, Domain, ErrorKind, Split, TaskSet
 from evaluation.services.episode_search import REWARD_COMPONENTS, EpisodeFilters
 from memweb.jsonl import upload_text
-from memweb.workspaces import in_workspace
 
 MAX_UPLOAD_BYTES = 5 * 1024 * 1024
 
@@ -29,7 +28,7 @@ class TaskFilterForm(forms.Form):
 
     def __init__(self, *args, workspace, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["task_set"].queryset = in_workspace(TaskSet, workspace)
+        self.fields["task_set"].queryset = TaskSet.objects.of(workspace)
 
     def filters(self) -> dict:
         if not self.is_valid():

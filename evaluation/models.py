@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from evaluation.configs import AgentBackend, MemoryKind
 from memweb.models import workspace_field
+from memweb.scoping import AllWorkspacesManager, WorkspaceManager
 
 
 class Domain(models.TextChoices):
@@ -47,6 +48,8 @@ class TaskSet(models.Model):
     loads its own copy of the built-in set."""
 
     workspace = workspace_field("task_sets")
+    objects = WorkspaceManager()
+    all_workspaces = AllWorkspacesManager()
     name = models.CharField(max_length=100)
     description = models.TextField(blank=True)
     is_builtin = models.BooleanField(default=False)
@@ -63,6 +66,8 @@ class TaskSet(models.Model):
 class Task(models.Model):
 
     WORKSPACE_PATH = "task_set__workspace"  # memweb.workspaces
+    objects = WorkspaceManager()
+    all_workspaces = AllWorkspacesManager()
 
     task_set = models.ForeignKey(TaskSet, on_delete=models.CASCADE, related_name="tasks")
     external_id = models.CharField(max_length=100)
@@ -118,6 +123,8 @@ class TaskVersion(models.Model):
 class Episode(models.Model):
 
     WORKSPACE_PATH = "task__task_set__workspace"  # memweb.workspaces
+    objects = WorkspaceManager()
+    all_workspaces = AllWorkspacesManager()
 
     class Status(models.TextChoices):
         COMPLETED = "completed", "completed"

@@ -5,7 +5,7 @@ from dataclasses import replace
 from django.contrib import messages
 from django.core.exceptions import ObjectDoesNotExist
 from django.http import Http404, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from pydantic import ValidationError
 
@@ -28,7 +28,6 @@ from evaluation.services.timeline import episode_timeline
 from memweb.downloads import attachment
 from memweb.listing import CappedPaginator, Sorting, list_page
 from memweb.roles import Role, role_required
-from memweb.workspaces import get_in_workspace_or_404, in_workspace
 from orbs.dmrm.models import Experience
 from orbs.models import Orb
 from orbs.services import bank_resolve
@@ -46,7 +45,7 @@ def task_list(request):
     tasks = tasks_filtered(workspace=request.workspace, **form.filters())
     return list_page(request, rows=tasks, template="evaluation/task_list.html", partial="evaluation/_task_rows.html",
                      sorting=TASK_SORTING,
-                     context={"form": form, "has_sets": in_workspace(TaskSet, request.workspace).exists()})
+                     context={"form": form, "has_sets": TaskSet.objects.all().exists()})
 
 
 @require_POST
@@ -60,7 +59,7 @@ def tasks_load_builtin(request):
 @require_GET
 @role_required(Role.OPERATOR)
 def task_detail(request, task_id: int):
-    task = get_in_workspace_or_404(Task.objects.select_related("task_set"), request.workspace, pk=task_id)
+    task = get_object_or_404(Task.objects.select_related("task_set"), pk=task_id)
     context = {"task": task, "spec": task.spec, "form": PlayForm(),
                "episodes": task.episodes.all()[:20]}
     return render(request, "evaluation/task_detail.html", context)
@@ -69,7 +68,7 @@ def task_detail(request, task_id: int):
 @require_POST
 @role_required(Role.OPERATOR)
 def task_play(request, task_id: int):
-    task = get_in_workspace_or_404(Task, request.workspace, pk=task_id)
+    task = get_object_or_404(Task, pk=task_id)
     form = PlayForm(request.POST)
     error = ""
     if form.is_valid():
@@ -93,7 +92,7 @@ def task_import(request):
     report, status = None, 200
     if request.method == "POST":
         report, status = _import(form, request.workspace)
-    context = {"form": form, "report": report, "task_sets": in_workspace(TaskSet, request.workspace)}
+    context = {"form": form, "report": report, "task_sets": TaskSet.objects.all()}
     return render(request, "evaluation/task_import.html", context, status=status)
 
 
@@ -109,7 +108,7 @@ def _import(form: TaskImportForm, workspace):
 @require_GET
 @role_required(Role.OPERATOR)
 def task_export(request):
-    task_set = get_in_workspace_or_404(TaskSet, request.workspace, name=request.GET.get("task_set", ""))
+    task_set = get_object_or_404(TaskSet, name=request.GET.get("task_set", ""))
     response = HttpResponse(tasks_export_jsonl(task_set=task_set), content_type="application/x-ndjson; charset=utf-8")
     return attachment(response, filename=f"{task_set.name}.jsonl")
 
@@ -151,8 +150,8 @@ def _relaxations(request, form: EpisodeFilterForm, filters: EpisodeFilters) -> l
 @require_GET
 @role_required(Role.OPERATOR)
 def episode_detail(request, episode_id: int):
-    episode = get_in_workspace_or_404(Episode.objects.select_related("task", "task__task_set"), request.workspace,
-                                      pk=episode_id)
+    episode = get_object_or_404(Episode.objects.select_related("task", "task__task_set"),
+                                pk=episode_id)
     context = {"episode": episode, "spec": episode.task_snapshot, "timeline": episode_timeline(episode=episode)}
     return render(request, "evaluation/episode_detail.html", context)
 
@@ -192,7 +191,7 @@ def memory_effects(request, slug: str):
 @require_GET
 @role_required(Role.OPERATOR, Role.REVIEWER)
 def orb_effect(request, orb_id: int):
-    orb = get_in_workspace_or_404(Orb, request.workspace, pk=orb_id)
+    orb = get_object_or_404(Orb, pk=orb_id)
     effect = orb_effects_compute(orb_ids=[orb_id])[orb_id]
     return _effect_answer(request, "orb_effect.html", {"orb_id": orb_id, "effect": effect, "flagged_at": orb.flagged_at})
 
@@ -207,7 +206,7 @@ def experience_effects(request, slug: str):
 @require_GET
 @role_required(Role.OPERATOR, Role.REVIEWER)
 def experience_effect(request, experience_id: int):
-    experience = get_in_workspace_or_404(Experience, request.workspace, pk=experience_id)
+    experience = get_object_or_404(Experience, pk=experience_id)
     effect = experience_effects_compute(experience_ids=[experience_id])[experience_id]
     return _effect_answer(request, "experience_effect.html", {"experience_id": experience_id, "effect": effect,
                                                               "flagged_at": experience.flagged_at})

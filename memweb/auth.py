@@ -32,6 +32,7 @@ from ninja.utils import check_csrf
 from memweb.models import ApiKey, AuthFailure
 from memweb.registry import api_scopes
 from memweb.roles import has_role, role_required
+from memweb.scoping import workspace_scope_switch
 from memweb.workspaces import workspace_activate
 
 NO_CREDENTIALS = "Authentication required: sign in, or send an API key as 'Authorization: Bearer <key>' or 'X-API-Key: <key>'"
@@ -195,7 +196,7 @@ def api_key_of(*, request, secret: str) -> ApiKey:
     every agent call writes, and a 256-bit key is not guessed by a few attempts in parallel."""
     secret = secret.strip()
     key = (
-        ApiKey.objects.select_related("user", "workspace")
+        ApiKey.all_workspaces.select_related("user", "workspace")  # the key itself names the workspace
         .filter(key_hash=ApiKey.hash_secret(secret), revoked_at__isnull=True, user__is_active=True)
         .first()
     )
@@ -218,7 +219,7 @@ def api_key_touch(*, key: ApiKey) -> None:
     if key.last_used_at is not None and key.last_used_at >= stale:
         return
     # Conditional so concurrent requests write at most once per minute.
-    ApiKey.objects.filter(pk=key.pk).filter(Q(last_used_at__isnull=True) | Q(last_used_at__lt=stale)).update(
+    ApiKey.all_workspaces.filter(pk=key.pk).filter(Q(last_used_at__isnull=True) | Q(last_used_at__lt=stale)).update(
         last_used_at=now
     )
 
@@ -246,6 +247,7 @@ class RouteAccess:
         request.workspace = key.workspace
         request.api_key = key  # what a program may do can differ from what its user may do signed in
         workspace_activate(user=key.user, workspace=key.workspace)
+        workspace_scope_switch(key.workspace)
         return role_check(request=request, user=key.user, roles=self.roles)
 
 

@@ -86,7 +86,7 @@ def _caller(request) -> dict | None:
     if secret:
         # A look-up only, not api_key_user(): the route authenticates again, and must count a bad
         # key as one failed attempt, not two.
-        found = (ApiKey.objects.filter(key_hash=ApiKey.hash_secret(secret), revoked_at__isnull=True,
+        found = (ApiKey.all_workspaces.filter(key_hash=ApiKey.hash_secret(secret), revoked_at__isnull=True,
                                        user__is_active=True)
                  .values_list("pk", "user_id").first())
         return None if found is None else {"user_id": found[1], "caller": f"key:{found[0]}"}

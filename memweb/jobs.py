@@ -29,8 +29,9 @@ from django.utils import timezone
 from memweb.models import Job, default_workspace_id
 from memweb.registry import job_function
 from memweb.roles import Role, has_role
+from memweb.scoping import workspace_scope
 from memweb.services import claims_stale, worker_liveness_window
-from memweb.workspaces import in_workspace, workspace_current
+from memweb.workspaces import workspace_current
 
 logger = logging.getLogger(__name__)
 MESSAGE_CHARS = Job._meta.get_field("message").max_length
@@ -86,7 +87,8 @@ def job_execute(*, job_id: int, worker: str = "") -> None:
     job = Job.objects.select_related("created_by", "workspace").get(pk=job_id)
     context = JobContext(job_id=job.pk, user=job.created_by, upload=job.upload, workspace=job.workspace)
     try:
-        result = job_function(job.kind)(context, **job.payload)
+        with workspace_scope(job.workspace):  # a job reads and writes as its request would have
+            result = job_function(job.kind)(context, **job.payload)
     except JobFailed as refused:
         _finish(job_id, worker, status=Job.Status.FAILED, error=str(refused))
     except Exception as exc:
@@ -131,5 +133,5 @@ def _send(job_id: int) -> None:
 def jobs_visible_to(user) -> QuerySet:
     """A user's own jobs in their current workspace; an admin sees everyone's there. The stored
     upload is never loaded for a list."""
-    jobs = in_workspace(Job.objects.defer("upload").select_related("created_by"), workspace_current(user))
+    jobs = Job.objects.defer("upload").select_related("created_by").of(workspace_current(user))
     return jobs if has_role(user, Role.ADMIN) else jobs.filter(created_by=user)

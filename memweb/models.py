@@ -9,6 +9,7 @@ from django.db import models
 from django.utils import timezone
 
 from memweb.roles import Role
+from memweb.scoping import AllWorkspacesManager, WorkspaceManager
 
 DEFAULT_WORKSPACE_SLUG = "default"
 
@@ -153,6 +154,8 @@ class ApiKey(models.Model):
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys")
     workspace = workspace_field("api_keys")
+    objects = WorkspaceManager()
+    all_workspaces = AllWorkspacesManager()
     scopes = models.JSONField(default=list, help_text="The Scope values this key may use.")
     name = models.CharField(max_length=100)
     prefix = models.CharField(max_length=PREFIX_LENGTH, db_index=True)
@@ -233,6 +236,8 @@ class Webhook(models.Model):
     TEST_EVENT = "webhook.test"
 
     workspace = workspace_field("webhooks")
+    objects = WorkspaceManager()
+    all_workspaces = AllWorkspacesManager()
     url = models.CharField(max_length=2000)
     description = models.CharField(max_length=200, blank=True)
     secret = models.CharField(max_length=100)
@@ -257,6 +262,8 @@ class WebhookDelivery(models.Model):
     """One event on its way to one webhook: every attempt is logged, retries wait longer each time."""
 
     WORKSPACE_PATH = "webhook__workspace"  # memweb.workspaces
+    objects = WorkspaceManager()
+    all_workspaces = AllWorkspacesManager()
 
     class Status(models.TextChoices):
         PENDING = "pending", "waiting to be sent"
@@ -359,6 +366,8 @@ class Job(models.Model):
     FINISHED = (Status.SUCCEEDED, Status.FAILED)
 
     workspace = workspace_field("jobs")
+    objects = WorkspaceManager()
+    all_workspaces = AllWorkspacesManager()
     kind = models.CharField(max_length=64, help_text="The registered job kind (an app's job_kinds) that runs it.")
     title = models.CharField(max_length=300, help_text="What was asked for, in words.")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)

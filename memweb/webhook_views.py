@@ -2,7 +2,7 @@
 delete it; recent deliveries with their attempts, and redelivery."""
 from django import forms
 from django.contrib import messages
-from django.shortcuts import redirect
+from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_GET, require_POST
 
 from memweb.models import Webhook, WebhookDelivery
@@ -20,7 +20,6 @@ from memweb.webhooks import (
     webhook_test_send,
     webhooks_list,
 )
-from memweb.workspaces import get_in_workspace_or_404
 
 DELIVERIES_SHOWN = 50
 
@@ -70,7 +69,7 @@ def webhook_add(request):
 @require_POST
 @role_required(Role.OPERATOR)
 def webhook_test(request, webhook_id: int):
-    delivery = webhook_test_send(get_in_workspace_or_404(Webhook, request.workspace, pk=webhook_id))
+    delivery = webhook_test_send(get_object_or_404(Webhook, pk=webhook_id))
     messages.info(request, f"Test event queued for {delivery.webhook.url}; its delivery is listed below.")
     return redirect("webhooks")
 
@@ -78,7 +77,7 @@ def webhook_test(request, webhook_id: int):
 @require_POST
 @role_required(Role.OPERATOR)
 def webhook_toggle(request, webhook_id: int):
-    webhook = get_in_workspace_or_404(Webhook, request.workspace, pk=webhook_id)
+    webhook = get_object_or_404(Webhook, pk=webhook_id)
     webhook = webhook_switch(webhook, active=request.POST.get("active") == "on")
     state = ("resumed: the events it missed and its waiting deliveries go out" if webhook.active
              else "paused: nothing is sent to it; the events it misses wait for its resume")
@@ -89,7 +88,7 @@ def webhook_toggle(request, webhook_id: int):
 @require_POST
 @role_required(Role.OPERATOR)
 def webhook_remove(request, webhook_id: int):
-    webhook = get_in_workspace_or_404(Webhook, request.workspace, pk=webhook_id)
+    webhook = get_object_or_404(Webhook, pk=webhook_id)
     webhook.delete()
     messages.success(request, f"Webhook to {webhook.url} deleted; nothing more is sent to it.")
     return redirect("webhooks")
@@ -99,7 +98,7 @@ def webhook_remove(request, webhook_id: int):
 @role_required(Role.OPERATOR)
 def delivery_resend(request, delivery_id: int):
     try:
-        delivery = delivery_redeliver(get_in_workspace_or_404(WebhookDelivery, request.workspace, pk=delivery_id))
+        delivery = delivery_redeliver(get_object_or_404(WebhookDelivery, pk=delivery_id))
     except DeliveryErased as erased:
         messages.error(request, f"Not sent: {erased}.")
         return redirect("webhooks")

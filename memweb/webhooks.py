@@ -39,7 +39,6 @@ from memweb.models import Webhook, WebhookDelivery, default_workspace_id
 from memweb.registry import bank_known, webhook_events
 from memweb.services import json_needles
 from memweb.webhook_targets import TargetRefused, TargetUnresolved, target_address, target_port, target_post
-from memweb.workspaces import in_workspace
 
 Status = WebhookDelivery.Status
 
@@ -347,12 +346,12 @@ def webhook_deliveries_erase(*, workspace_id: int, orb_ids: list[int] = (), epis
 # --- reading -----------------------------------------------------------------------------------------
 
 def webhooks_list(*, workspace):
-    return in_workspace(Webhook.objects.select_related("created_by"), workspace)
+    return Webhook.objects.select_related("created_by").of(workspace)
 
 
 def deliveries_of(*, workspace, webhook_id: int | None = None):
     """The workspace's deliveries (one webhook's, given its id), newest first."""
-    deliveries = in_workspace(WebhookDelivery.objects.select_related("webhook"), workspace)
+    deliveries = WebhookDelivery.objects.select_related("webhook").of(workspace)
     return deliveries if webhook_id is None else deliveries.filter(webhook_id=webhook_id)
 
 

@@ -23,7 +23,6 @@ from memweb.webhooks import (
     webhook_test_send,
     webhooks_list,
 )
-from memweb.workspaces import in_workspace
 
 router = Router(tags=["webhooks"])
 OPERATORS = api_auth(Role.OPERATOR, scope=MemwebScope.WEBHOOKS)
@@ -31,7 +30,7 @@ DELIVERIES_PER_PAGE = 50
 
 
 def _webhook(request, webhook_id: int) -> Webhook:
-    webhook = in_workspace(Webhook, request.workspace).filter(pk=webhook_id).first()
+    webhook = Webhook.objects.filter(pk=webhook_id).first()
     if webhook is None:
         raise HttpError(404, f"No webhook #{webhook_id}")
     return webhook
@@ -85,7 +84,7 @@ def webhook_test(request, webhook_id: int):
 def delivery_resend(request, delivery_id: int):
     """Send the delivery again under the same id, with a fresh round of retries. A delivery that held an
     erased customer's data is refused (409): it is never sent again."""
-    delivery = in_workspace(WebhookDelivery, request.workspace).filter(pk=delivery_id).first()
+    delivery = WebhookDelivery.objects.filter(pk=delivery_id).first()
     if delivery is None:
         raise HttpError(404, f"No webhook delivery #{delivery_id}")
     try:

@@ -1,35 +1,12 @@
-"""Which workspace a request acts in, and the two helpers every page, API route and service uses to
-stay inside it: `in_workspace` (a queryset) and `get_in_workspace_or_404` (one object).
-
-An object of another workspace answers 404, exactly as one that does not exist: a 403 would tell
-the caller that it exists. Top-level objects carry a `workspace` field; a child model names the
-path to its owner's workspace in `WORKSPACE_PATH` (an Orb: "bank__workspace").
+"""Which workspace a request acts in: the session's choice (or an API key's workspace), the roles
+held there, and the middleware that scopes every workspace-owned query of the request to it
+(memweb.scoping). An object of another workspace answers 404, exactly as one that does not exist: a
+403 would tell the caller that it exists.
 """
-from django.http import Http404
-
 from memweb.models import Membership, Workspace, landing_workspace_id
+from memweb.scoping import workspace_scope
 
 SESSION_KEY = "memweb_workspace"
-
-
-def workspace_path(model) -> str:
-    return getattr(model, "WORKSPACE_PATH", "workspace")
-
-
-def in_workspace(queryset, workspace):
-    """`queryset` (a queryset, a manager or a model) cut to the rows `workspace` owns."""
-    queryset = queryset._default_manager.all() if isinstance(queryset, type) else queryset.all()
-    return queryset.filter(**{workspace_path(queryset.model): workspace})
-
-
-def get_in_workspace_or_404(queryset, workspace, **lookup):
-    """The one row matching `lookup` inside `workspace`; Http404 (django-ninja answers it as JSON)
-    when there is none there, whether or not another workspace holds it."""
-    scoped = in_workspace(queryset, workspace)
-    found = scoped.filter(**lookup).first()
-    if found is None:
-        raise Http404(f"No {scoped.model._meta.verbose_name} matches the given query.")
-    return found
 
 
 def workspaces_of(user):
@@ -75,7 +52,8 @@ def workspace_roles(*, user, workspace: Workspace) -> set[str]:
 
 
 class CurrentWorkspace:
-    """Sets `request.workspace` for signed-in users (an API key sets it again from the key)."""
+    """Sets `request.workspace` for signed-in users and scopes every workspace-owned query of the
+    request to it (memweb.scoping); an API key sets both again from the key."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -84,4 +62,13 @@ class CurrentWorkspace:
         request.workspace = workspace_for_session(request)
         if request.workspace is not None:
             workspace_activate(user=request.user, workspace=request.workspace)
-        return self.get_response(request)
+        with workspace_scope(request.workspace):
+            response = self.get_response(request)
+        if response.streaming:  # its body is read after this returns: keep it in the request's workspace
+            response.streaming_content = _scoped_stream(response.streaming_content, request.workspace)
+        return response
+
+
+def _scoped_stream(chunks, workspace):
+    with workspace_scope(workspace):
+        yield from chunks

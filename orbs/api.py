@@ -20,7 +20,6 @@ from memweb.job_api import job_accepted, job_out
 from memweb.listing import ApiPagination
 from memweb.roles import Role
 from memweb.schemas import ErrorOut, JobOut
-from memweb.workspaces import in_workspace
 from orbs.api_banks import bank_or_404, open_bank_or_409
 from orbs.dmrm.api import router as dmrm_router
 from orbs.dmrm.services import dmrm_stats
@@ -105,8 +104,7 @@ def _orb(request, orb_id: int) -> Orb:
     request's workspace (404 otherwise). Review routes look it up first so that the services,
     which take ids, never touch another workspace's Orb."""
     try:
-        return orb_current(orb_id=orb_id, queryset=in_workspace(Orb.objects.select_related("bank", "reviewer"),
-                                                                request.workspace))
+        return orb_current(orb_id=orb_id, queryset=Orb.objects.select_related("bank", "reviewer"))
     except Orb.DoesNotExist:
         raise HttpError(404, f"No Orb #{orb_id}") from None
 
@@ -142,7 +140,7 @@ def _review_errors(view):
 @router.get("/banks", response=list[BankOut], auth=READ)
 def bank_list(request, archived: bool = False):
     """The banks in use; `?archived=true` lists the deleted (archived) ones instead."""
-    return in_workspace(MemoryBank.objects, request.workspace).filter(archived_at__isnull=not archived)
+    return MemoryBank.objects.filter(archived_at__isnull=not archived)
 
 
 @router.post("/banks", response={201: BankOut, 403: ErrorOut, 422: ErrorOut}, auth=WRITE)
@@ -154,7 +152,7 @@ def bank_create(request, payload: BankIn):
                                       user=request.auth)
     if refused:
         return Status(403, {"detail": refused})
-    if MemoryBank.objects.filter(name=payload.name).exists():
+    if MemoryBank.all_workspaces.filter(name=payload.name).exists():
         return Status(422, {"detail": f"name: a bank called {payload.name!r} already exists"})
     return Status(201, bank_get_or_create(workspace=request.workspace, **payload.dict()))
 
@@ -266,7 +264,7 @@ def lesson_remember(request, slug: str, payload: RememberIn):
 @router.get("/episodes/{ingest_id}", response={200: IngestOut, 404: ErrorOut}, auth=WRITE,
             url_name="orbs_episode_status")
 def episode_status(request, ingest_id: int):
-    records = in_workspace(EpisodeRecord.objects.select_related("orb__bank", "orb__reviewer"), request.workspace)
+    records = EpisodeRecord.objects.select_related("orb__bank", "orb__reviewer")
     record = records.filter(pk=ingest_id).first()
     if record is None:
         raise HttpError(404, f"No episode #{ingest_id}")
@@ -295,7 +293,7 @@ def retrieve(request, slug: str, payload: RetrieveIn):
 @router.post("/retrievals/{retrieval_id}/outcome", response={200: ErrorOut, 404: ErrorOut}, auth=RETRIEVE)
 def retrieval_outcome(request, retrieval_id: int, payload: RetrievalOutcomeIn):
     """Tell memweb how the episode that used this retrieval ended (shown on each hit Orb's page)."""
-    mine = in_workspace(RetrievalLog.objects, request.workspace).filter(pk=retrieval_id).values_list("pk", flat=True)
+    mine = RetrievalLog.objects.filter(pk=retrieval_id).values_list("pk", flat=True)
     if not retrieval_outcome_record(retrieval_ids=list(mine), **payload.dict()):
         raise HttpError(404, f"No retrieval #{retrieval_id}")
     return {"detail": "recorded"}
@@ -309,7 +307,7 @@ def orb_list(request, filters: Query[OrbListFilters]):
     """Pending first, oldest first; every filter optional. An unknown bank is a 404, not an empty list."""
     if filters.bank:
         bank_or_404(request, filters.bank)
-    return in_workspace(orbs_queue(filters=filters.to_filters()), request.workspace)
+    return orbs_queue(filters=filters.to_filters())
 
 
 # Declared before /orbs/{orb_id}, whose pattern would otherwise take the path.
@@ -400,8 +398,7 @@ def proposal_list(request, filters: Query[ProposalFilters]):
     """Proposals, oldest first; `status`, `bank` (slug) and `orb` (stable id) narrow the list."""
     if filters.bank:
         bank_or_404(request, filters.bank)
-    return in_workspace(proposals_listed(status=filters.status, bank_slug=filters.bank, orb_id=filters.orb),
-                        request.workspace)
+    return proposals_listed(status=filters.status, bank_slug=filters.bank, orb_id=filters.orb)
 
 
 # --- deletion and erasure -------------------------------------------------------------

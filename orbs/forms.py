@@ -2,7 +2,6 @@
 from django import forms
 
 from memweb.roles import Role, has_role
-from memweb.workspaces import in_workspace
 from orbs.backends.emotion import LABELS
 from orbs.models import MemoryBank, Orb, Source
 from orbs.services.banks import APPROVAL_FIELDS, SETTABLE_FIELDS
@@ -121,7 +120,7 @@ class QueueFilterForm(forms.Form):
 
     def __init__(self, *args, workspace, **kwargs):
         super().__init__(*args, **kwargs)
-        banks = in_workspace(MemoryBank.objects, workspace).order_by("name").values_list("slug", "name")
+        banks = MemoryBank.objects.of(workspace).order_by("name").values_list("slug", "name")
         self.fields["bank"].choices = [("", "all banks")] + list(banks)
         self.fields["domain"].choices = _choices(orb_domains(), "any domain")
 

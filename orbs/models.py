@@ -14,6 +14,7 @@ from pgvector.django import VectorField
 from memweb.embeddings import DIMENSIONS, MODELS
 from memweb.llm.backends import TextBackend
 from memweb.models import AppendOnly, workspace_field
+from memweb.scoping import AllWorkspacesManager, WorkspaceManager, workspace_unscoped
 from memweb.vectors import vector_hnsw_indexes, vector_model_constraint
 from orbs.budget import DEFAULT_K, DEFAULT_PROMPT_TOKEN_BUDGET, MAX_PROMPT_TOKEN_BUDGET
 
@@ -58,6 +59,12 @@ class MemoryBank(models.Model):
 
     # Names and slugs stay unique across workspaces: agents and run settings name a bank by its slug.
     workspace = workspace_field("banks")
+    objects = WorkspaceManager()
+    all_workspaces = AllWorkspacesManager()
+
+    def validate_unique(self, exclude=None):
+        with workspace_unscoped():  # the name is unique across the server, not per workspace
+            super().validate_unique(exclude)
     name = models.CharField(max_length=100, unique=True)
     slug = models.SlugField(max_length=100, unique=True)
     description = models.TextField(blank=True)
@@ -152,6 +159,8 @@ class EpisodeRecord(models.Model):
     provenance and transcript) and the state of its reflection work."""
 
     WORKSPACE_PATH = "bank__workspace"  # memweb.workspaces
+    objects = WorkspaceManager()
+    all_workspaces = AllWorkspacesManager()
 
     class Status(models.TextChoices):
         QUEUED = "queued", "queued"
@@ -199,6 +208,8 @@ class Orb(models.Model):
     """⟨id, obs, emotion, outcome, context, timestamp⟩ plus review state and its vector."""
 
     WORKSPACE_PATH = "bank__workspace"  # memweb.workspaces
+    objects = WorkspaceManager()
+    all_workspaces = AllWorkspacesManager()
 
     class Status(models.TextChoices):
         PENDING = "pending", "pending"
@@ -331,6 +342,8 @@ class ReviewEvent(AppendOnly):
     """Append-only audit of every decision and edit on an Orb."""
 
     WORKSPACE_PATH = "orb__bank__workspace"  # memweb.workspaces
+    objects = WorkspaceManager()
+    all_workspaces = AllWorkspacesManager()
 
     class Action(models.TextChoices):
         CREATED = "created", "created"
@@ -364,6 +377,8 @@ class RetrievalLog(models.Model):
     """One retrieval: what was asked, how it was rewritten, what came back, how long each stage took."""
 
     WORKSPACE_PATH = "bank__workspace"  # memweb.workspaces
+    objects = WorkspaceManager()
+    all_workspaces = AllWorkspacesManager()
 
     bank = models.ForeignKey(MemoryBank, on_delete=models.CASCADE, related_name="retrievals")
     query = models.TextField()
@@ -472,6 +487,8 @@ class OrbProposal(models.Model):
     or rejects it, with a note. No API key can decide one: the gate stays human."""
 
     WORKSPACE_PATH = "orb__bank__workspace"  # memweb.workspaces
+    objects = WorkspaceManager()
+    all_workspaces = AllWorkspacesManager()
 
     class Kind(models.TextChoices):
         EDIT = "edit", "edit (new text)"

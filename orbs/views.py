@@ -1,7 +1,7 @@
 """Review pages: the queue, an Orb's page, review actions, memory banks."""
 from django.contrib import messages
 from django.http import Http404, HttpResponse, StreamingHttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -9,7 +9,6 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from memweb.downloads import attachment
 from memweb.listing import Sorting, query_without_page, rows_sorted, sort_state, sorted_page
 from memweb.roles import Role, has_role, role_required
-from memweb.workspaces import get_in_workspace_or_404, in_workspace
 from orbs.errors import OrbConflict, OrbsError
 from orbs.forms import (
     ApproveForm,
@@ -80,17 +79,16 @@ def _queue_context(request) -> dict:
     filters = form.filters()
     semantic = context["semantic"] = form.cleaned_data.get("semantic", "").strip() if form.is_bound else ""
     if semantic:
-        context["results"] = orbs_search(text=semantic, queryset=in_workspace(orbs_filtered(filters=filters),
-                                                                              request.workspace), limit=SEMANTIC_LIMIT)
+        context["results"] = orbs_search(text=semantic, queryset=orbs_filtered(filters=filters), limit=SEMANTIC_LIMIT)
         return context
-    listed = sorted_page(request, in_workspace(orbs_queue(filters=filters), request.workspace), sorting=QUEUE_SORTING)
+    listed = sorted_page(request, orbs_queue(filters=filters), sorting=QUEUE_SORTING)
     context.update(listed, results=[(orb, None) for orb in listed["page"].object_list])
     return context
 
 
 def _pending_proposals(request) -> dict:
     """The agents' pending proposals, oldest first, each beside the Orb as it stands now."""
-    pending = in_workspace(proposals_listed(status=OrbProposal.Status.PENDING), request.workspace)
+    pending = proposals_listed(status=OrbProposal.Status.PENDING)
     shown = list(pending[:PROPOSALS_SHOWN])
     current = {orb.lineage_id: orb for orb in orbs_current_only(
         Orb.objects.filter(lineage_id__in={p.orb.lineage_id for p in shown}).defer("vector"))}
@@ -114,7 +112,7 @@ def queue(request):
 
 def _queue_duplicate_groups(request, form) -> list:
     """Pending near-duplicate groups of the banks the queue lists (the bank filter's, else all)."""
-    banks = in_workspace(MemoryBank.objects, request.workspace).filter(archived_at__isnull=True)
+    banks = MemoryBank.objects.filter(archived_at__isnull=True)
     bank_slug = form.cleaned_data.get("bank") if form.is_bound and not form.errors else ""
     if bank_slug:
         banks = banks.filter(slug=bank_slug)
@@ -126,7 +124,7 @@ def _queue_duplicate_groups(request, form) -> list:
 def _orb_or_404(request, orb_id: int, revision: str | None = None, queryset=None) -> Orb:
     """The Orb's current revision (named by its stable id or any revision's id), or the `revision`
     asked for, in the request's workspace."""
-    queryset = in_workspace(Orb.objects if queryset is None else queryset, request.workspace)
+    queryset = Orb.objects if queryset is None else queryset
     try:
         if revision:
             return orb_revision(orb_id=orb_id, revision=int(revision), queryset=queryset)
@@ -220,7 +218,7 @@ def reject(request, orb_id: int):
 @role_required(Role.REVIEWER)
 def proposal_decide(request, proposal_id: int):
     """Accept (apply it to the Orb) or reject an agent's proposal; back to the queue with a message."""
-    proposal = get_in_workspace_or_404(OrbProposal.objects.select_related("orb"), request.workspace, pk=proposal_id)
+    proposal = get_object_or_404(OrbProposal.objects.select_related("orb"), pk=proposal_id)
     form = ProposalDecisionForm(request.POST)
     if not form.is_valid():
         messages.error(request, _first_error(form))
@@ -338,7 +336,7 @@ def bulk(request):
 # --- banks -----------------------------------------------------------------------------
 
 def _bank_rows(request, *, archived: bool = False) -> list[dict]:
-    banks = in_workspace(MemoryBank.objects, request.workspace).filter(archived_at__isnull=not archived)
+    banks = MemoryBank.objects.filter(archived_at__isnull=not archived)
     return [{"bank": bank, "stats": bank_stats(bank=bank)} for bank in banks]
 
 
@@ -398,7 +396,7 @@ def _bank_page(request, bank: MemoryBank, form, status: int = 200, copy_form=Non
 @require_GET
 @role_required(*READERS)
 def bank_detail(request, slug: str):
-    bank = get_in_workspace_or_404(MemoryBank.objects, request.workspace, slug=slug)
+    bank = get_object_or_404(MemoryBank, slug=slug)
     return _bank_page(request, bank, BankPolicyForm(instance=bank, user=request.user))
 
 
@@ -406,7 +404,7 @@ def bank_detail(request, slug: str):
 @role_required(Role.OPERATOR, Role.REVIEWER)
 def bank_policy(request, slug: str):
     """Operators set retrieval, reviewers the approval policy (the form disables the other's fields)."""
-    bank = get_in_workspace_or_404(MemoryBank.objects, request.workspace, slug=slug)
+    bank = get_object_or_404(MemoryBank, slug=slug)
     form = BankPolicyForm(request.POST, instance=MemoryBank.objects.get(pk=bank.pk), user=request.user)
     if not form.is_valid():
         return _bank_page(request, bank, form, status=422)
@@ -419,7 +417,7 @@ def bank_policy(request, slug: str):
 @role_required(Role.OPERATOR)
 def bank_copy_page(request, slug: str):
     """A worker copies the bank; the job's page follows it."""
-    bank = get_in_workspace_or_404(MemoryBank.objects, request.workspace, slug=slug)
+    bank = get_object_or_404(MemoryBank, slug=slug)
     form = BankCopyForm(request.POST)
     if form.is_valid():
         try:
@@ -434,14 +432,14 @@ def bank_copy_page(request, slug: str):
 @role_required(*READERS)
 def bank_history_verify(request, slug: str):
     """A worker walks the bank's hash chain (its size is unbounded); the job's page follows it."""
-    bank = get_in_workspace_or_404(MemoryBank, request.workspace, slug=slug)
+    bank = get_object_or_404(MemoryBank, slug=slug)
     return redirect("job_detail", history_verify_start(bank=bank, user=request.user).pk)
 
 
 @require_GET
 @role_required(*READERS)
 def bank_export_download(request, slug: str):
-    bank = get_in_workspace_or_404(MemoryBank.objects, request.workspace, slug=slug)
+    bank = get_object_or_404(MemoryBank, slug=slug)
     response = StreamingHttpResponse(bank_export(bank=bank), content_type="application/x-ndjson")
     return attachment(response, filename=f"{bank.slug}.jsonl")
 
@@ -474,7 +472,7 @@ def _refuse_on_bank_page(request, bank: MemoryBank, form) -> HttpResponse:
 @require_POST
 @role_required(Role.OPERATOR)
 def bank_delete(request, slug: str):
-    bank = get_in_workspace_or_404(MemoryBank.objects, request.workspace, slug=slug)
+    bank = get_object_or_404(MemoryBank, slug=slug)
     form = BankDeleteForm(request.POST, bank=bank)
     if not form.is_valid():
         return _refuse_on_bank_page(request, bank, form)
@@ -487,7 +485,7 @@ def bank_delete(request, slug: str):
 @require_POST
 @role_required(Role.OPERATOR)
 def bank_restore_page(request, slug: str):
-    bank = bank_restore(bank=get_in_workspace_or_404(MemoryBank.objects, request.workspace, slug=slug), actor=request.user)
+    bank = bank_restore(bank=get_object_or_404(MemoryBank, slug=slug), actor=request.user)
     messages.success(request, f"Memory bank “{bank.name}” restored.")
     return redirect("orbs:bank_detail", bank.slug)
 
@@ -496,7 +494,7 @@ def bank_restore_page(request, slug: str):
 @role_required(Role.OPERATOR)
 def customer_erase_page(request, slug: str):
     """The erasure runs as a job whose page follows it; neither names the customer."""
-    bank = get_in_workspace_or_404(MemoryBank.objects, request.workspace, slug=slug)
+    bank = get_object_or_404(MemoryBank, slug=slug)
     form = ErasureForm(request.POST)
     if not form.is_valid():
         return _refuse_on_bank_page(request, bank, form)

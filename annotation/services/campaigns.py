@@ -2,7 +2,6 @@
 import re
 
 from annotation.models import Campaign, Item
-from memweb.workspaces import in_workspace
 
 MAX_CRITERIA = 10
 _KEY = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
@@ -58,17 +57,17 @@ def item_facets(*, campaign: Campaign) -> dict[str, list[str]]:
 def campaign_find(*, campaign_id: int, workspace) -> Campaign | None:
     """For other apps, which reach campaigns through these services, never through the model: the
     campaign if `workspace` holds it."""
-    return in_workspace(Campaign, workspace).filter(pk=campaign_id).first()
+    return Campaign.objects.of(workspace).filter(pk=campaign_id).first()
 
 
 def campaigns_open_count(*, workspace) -> int:
     """For the home page's live counts."""
-    return in_workspace(Campaign, workspace).filter(status=Campaign.Status.OPEN).count()
+    return Campaign.objects.of(workspace).filter(status=Campaign.Status.OPEN).count()
 
 
 def campaigns_addable(*, workspace):
     """The workspace's campaigns that take new items (draft or open), for other apps' pickers."""
-    return in_workspace(Campaign, workspace).exclude(status=Campaign.Status.CLOSED).order_by("name")
+    return Campaign.objects.of(workspace).exclude(status=Campaign.Status.CLOSED).order_by("name")
 
 
 def campaign_create_named(*, name: str, user, workspace) -> Campaign:
@@ -78,7 +77,7 @@ def campaign_create_named(*, name: str, user, workspace) -> Campaign:
     max_length = Campaign._meta.get_field("name").max_length
     if not name or len(name) > max_length:
         raise CampaignStateError(f"give the new campaign a name of 1 to {max_length} characters")
-    if Campaign.objects.filter(name=name).exists():
+    if Campaign.all_workspaces.filter(name=name).exists():
         raise CampaignStateError(f"a campaign named “{name}” exists already; choose it from the list")
     return Campaign.objects.create(name=name, workspace=workspace,
                                    created_by=user if getattr(user, "is_authenticated", False) else None)

@@ -12,7 +12,6 @@ from collections import Counter, defaultdict
 from annotation import competence, fidelity, metrics
 from annotation.models import Assignment, Campaign, FeedbackTask, Item, Judgment, Participant
 from annotation.services.quality import excluded_ids
-from memweb.workspaces import in_workspace
 
 BOOTSTRAP_REPS = 1000
 
@@ -259,7 +258,7 @@ def campaign_action_pairs(*, campaign: Campaign) -> list[tuple[int, str]]:
 
 def campaigns_with_action_pairs(*, workspace) -> list[tuple[Campaign, int]]:
     """`workspace`'s campaigns that can refit the action model, by name, each with its number of pairs."""
-    candidates = in_workspace(Campaign, workspace).filter(items__simulated_score__isnull=False).distinct().order_by("name")
+    candidates = Campaign.objects.of(workspace).filter(items__simulated_score__isnull=False).distinct().order_by("name")
     return [(campaign, n) for campaign in candidates if (n := len(campaign_action_pairs(campaign=campaign)))]
 
 

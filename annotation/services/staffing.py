@@ -2,7 +2,6 @@
 attention count); which items wait for whom is annotation.services.pool's campaign_shortfall."""
 from annotation.models import Campaign
 from annotation.services.pool import annotator_pool, campaign_shortfall
-from memweb.workspaces import in_workspace
 
 
 def campaign_short_of_annotators(*, campaign: Campaign) -> bool:
@@ -14,4 +13,4 @@ def campaign_short_of_annotators(*, campaign: Campaign) -> bool:
 def campaigns_short_count(*, workspace) -> int:
     """Open campaigns of `workspace` that their annotator pool can never complete."""
     return sum(campaign_short_of_annotators(campaign=campaign)
-               for campaign in in_workspace(Campaign, workspace).filter(status=Campaign.Status.OPEN))
+               for campaign in Campaign.objects.of(workspace).filter(status=Campaign.Status.OPEN))

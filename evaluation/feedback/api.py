@@ -39,7 +39,6 @@ from evaluation.vocabulary import EvaluationScope
 from memweb.auth import api_auth
 from memweb.roles import Role
 from memweb.schemas import ErrorOut
-from memweb.workspaces import in_workspace
 
 router = Router(tags=["evaluation feedback"])
 RUNS_READ = api_auth(Role.OPERATOR, scope=EvaluationScope.RUNS_READ)
@@ -88,14 +87,14 @@ def _refit_out(fit: PeopleFit, *, applied: bool) -> dict:
 
 
 def _episode(request, episode_id: int) -> Episode:
-    episode = in_workspace(Episode, request.workspace).filter(pk=episode_id).first()
+    episode = Episode.objects.filter(pk=episode_id).first()
     if episode is None:
         raise HttpError(404, f"No episode #{episode_id}")
     return episode
 
 
 def _latest(request, latest: int, domain: str | None = None):
-    episodes = in_workspace(Episode, request.workspace).filter(simulated_feedback__isnull=False)
+    episodes = Episode.objects.filter(simulated_feedback__isnull=False)
     return (episodes.filter(task__domain=domain) if domain else episodes)[:latest]
 
 
@@ -109,7 +108,7 @@ def _run_episodes(request, run_id: int):
 def _selection(request, payload: RecalibrateIn) -> tuple:
     """(episodes, label) of a recalibration request, from the request's workspace only."""
     if payload.episode_ids is not None:
-        mine = in_workspace(Episode, request.workspace).filter(pk__in=payload.episode_ids)
+        mine = Episode.objects.filter(pk__in=payload.episode_ids)
         return list(mine.values_list("pk", flat=True)), f"{len(payload.episode_ids)} episode ids"
     if payload.run_id is not None:
         return _run_episodes(request, payload.run_id), f"run #{payload.run_id}"

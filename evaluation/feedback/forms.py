@@ -9,7 +9,6 @@ from evaluation.feedback.params import FeedbackParams
 from evaluation.feedback.services import BACKEND_FILTERS, run_episodes, runs_all
 from evaluation.models import Domain, Episode
 from memweb.errors import problems_of
-from memweb.workspaces import in_workspace
 
 SELECTION_SIZES = (("50", "latest 50"), ("200", "latest 200"), ("1000", "latest 1000"), ("all", "all"))
 SCORE_CHOICES = [("", "any")] + [(str(s), str(s)) for s in range(1, 11)]
@@ -107,14 +106,14 @@ class SelectionForm(forms.Form):
             data = data.copy()
             data["latest"] = "200"
         super().__init__(data, **kwargs)
-        self.fields["run"].queryset = in_workspace(self.fields["run"].queryset, workspace)
+        self.fields["run"].queryset = self.fields["run"].queryset.of(workspace)
 
     def _data(self) -> dict:
         return self.cleaned_data if self.is_valid() else {}
 
     def episodes(self):
         data = self._data()
-        episodes = run_episodes(run=data["run"]) if data.get("run") else in_workspace(Episode, self.workspace)
+        episodes = run_episodes(run=data["run"]) if data.get("run") else Episode.objects.of(self.workspace)
         episodes = episodes.filter(simulated_feedback__isnull=False)
         if data.get("domain"):
             episodes = episodes.filter(task__domain=data["domain"])
@@ -150,7 +149,7 @@ class BrowserForm(forms.Form):
 
     def __init__(self, *args, workspace, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["run"].queryset = in_workspace(self.fields["run"].queryset, workspace)
+        self.fields["run"].queryset = self.fields["run"].queryset.of(workspace)
 
     def clean(self):
         cleaned = super().clean()

@@ -12,6 +12,7 @@ from django.utils import timezone
 from evaluation.feedback.params import FeedbackParams
 from evaluation.feedback.prompts import profile_prompt
 from memweb.llm.backends import TextBackend
+from memweb.scoping import AllWorkspacesManager, WorkspaceManager
 
 __all__ = ["CalibrationSetting", "EpisodeFeedback", "FeedbackProfile"]
 
@@ -94,6 +95,8 @@ class CalibrationSetting(models.Model):
 
 class EpisodeFeedback(models.Model):
     WORKSPACE_PATH = "episode__task__task_set__workspace"  # memweb.workspaces
+    objects = WorkspaceManager()
+    all_workspaces = AllWorkspacesManager()
 
     class Behavior(models.TextChoices):
         CONTINUE = "continue_conversation", "continue"

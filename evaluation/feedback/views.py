@@ -26,7 +26,6 @@ from evaluation.feedback.services import (
 from evaluation.models import Episode
 from memweb.listing import Sorting, list_page
 from memweb.roles import Role, role_required
-from memweb.workspaces import get_in_workspace_or_404, in_workspace
 
 # --- calibration ---------------------------------------------------------------------------------
 
@@ -153,7 +152,7 @@ FEEDBACK_SORTING = Sorting(columns={"episode": "episode_id", "task": "episode__t
 @role_required(Role.OPERATOR)
 def feedback_browser(request):
     form = BrowserForm(request.GET or None, workspace=request.workspace)
-    rows = in_workspace(feedback_browse(**form.filters()), request.workspace)
+    rows = feedback_browse(**form.filters())
     return list_page(request, rows=rows, template="evaluation/feedback/browser.html",
                      partial="evaluation/feedback/_feedback_rows.html", sorting=FEEDBACK_SORTING,
                      context={"form": form})
@@ -162,7 +161,7 @@ def feedback_browser(request):
 @require_POST
 @role_required(Role.OPERATOR)
 def feedback_generate(request, episode_id: int):
-    episode = get_in_workspace_or_404(Episode, request.workspace, pk=episode_id)
+    episode = get_object_or_404(Episode, pk=episode_id)
     try:
         feedback_for_episode(episode=episode, seed=episode.seed)
     except ValueError as exc:

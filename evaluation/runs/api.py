@@ -62,7 +62,6 @@ from memweb.auth import api_auth
 from memweb.job_api import job_accepted
 from memweb.roles import Role
 from memweb.schemas import ErrorOut, FieldProblemsOut, JobOut
-from memweb.workspaces import in_workspace
 
 router = Router(tags=["evaluation runs"])
 RUNS_READ = api_auth(Role.OPERATOR, scope=EvaluationScope.RUNS_READ)
@@ -121,7 +120,7 @@ def _detail(run: EvaluationRun, request) -> dict:
 
 
 def _run(request, run_id: int) -> EvaluationRun:
-    run = runs_staleness_annotate(in_workspace(EvaluationRun.objects.select_related("bank"), request.workspace)
+    run = runs_staleness_annotate(EvaluationRun.objects.select_related("bank")
                                   ).filter(pk=run_id).first()
     if run is None:
         raise HttpError(404, f"No evaluation run #{run_id}")
@@ -150,8 +149,8 @@ def run_create(request, response: HttpResponse, payload: RunSpec):
 
 @router.get("/", response=RunListOut, auth=RUNS_READ)
 def run_list(request, filters: Query[RunFilters]):
-    runs = in_workspace(runs_filtered(status=filters.status, memory_mode=filters.memory_mode,
-                                      agent_backend=filters.agent_backend, q=filters.q), request.workspace)
+    runs = runs_filtered(status=filters.status, memory_mode=filters.memory_mode,
+                         agent_backend=filters.agent_backend, q=filters.q)
     return {"count": runs.count(), "items": [_summary(r) for r in runs[filters.offset:filters.offset + filters.limit]]}
 
 
@@ -254,7 +253,7 @@ def _curve_out(curve: FeedbackCurve) -> dict:
 @router.get("/feedback-curves/{curve_id}", response={200: FeedbackCurveOut, 404: ErrorOut}, auth=RUNS_READ)
 def feedback_curve_get(request, curve_id: int):
     """An off-policy learning curve: its status and the points measured so far."""
-    curve = in_workspace(FeedbackCurve.objects.select_related("bank"), request.workspace).filter(pk=curve_id).first()
+    curve = FeedbackCurve.objects.select_related("bank").filter(pk=curve_id).first()
     if curve is None:
         raise HttpError(404, f"No learning curve #{curve_id}")
     return _curve_out(curve)

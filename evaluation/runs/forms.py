@@ -24,7 +24,6 @@ from evaluation.runs.services import MAX_CONCURRENCY, MAX_TRIALS, DMRMParams, Ru
 from evaluation.runs.services.spec import PRESETS, CMaxRule, DMRMWriteTiming
 from evaluation.runs.services.studies import SELECTIONS
 from evaluation.services import BUILTIN_SET
-from memweb.workspaces import in_workspace
 from orbs.dmrm.services import StateMatch, Suppression
 from orbs.services import ReflectionStyle, banks_all
 
@@ -188,7 +187,7 @@ class RunLaunchForm(forms.Form):
 
     def __init__(self, *args, workspace, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["task_set"].queryset = in_workspace(TaskSet, workspace)
+        self.fields["task_set"].queryset = TaskSet.objects.of(workspace)
         self.fields["bank_source"].queryset = banks_all(workspace=workspace)
         self.generic_names = [name for name in _spec_settings() if name not in self.fields]
         for name in self.generic_names:
@@ -354,7 +353,7 @@ class TaskSetTargetForm(_EpisodeTargetForm):
     def __init__(self, *args, workspace, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["task_set"].choices = [("", "choose…"), *(
-            (name, name) for name in in_workspace(TaskSet, workspace).filter(is_builtin=False)
+            (name, name) for name in TaskSet.objects.of(workspace).filter(is_builtin=False)
             .values_list("name", flat=True))]
 
     @property

@@ -15,6 +15,7 @@ from evaluation.configs import AgentBackend
 from evaluation.feedback.models import CalibrationSetting
 from evaluation.memory_layers.registry import NO_MEMORY, memory_layer_label, memory_layer_or_stand_in
 from memweb.models import workspace_field
+from memweb.scoping import AllWorkspacesManager, WorkspaceManager
 
 __all__ = ["EvaluationMode", "EvaluationRun", "FeedbackCalibration", "FeedbackCurve", "FeedbackMemory",
            "RegradeScore", "ReviewGate", "RunEpisode", "RunPreset", "RunRegrade", "RunTaskPin", "SplitRule", "TaskSplit",
@@ -85,6 +86,8 @@ class EvaluationRun(models.Model):
     ACTIVE = (Status.PREPARING, Status.QUEUED, Status.RUNNING, Status.WAITING_FOR_REVIEW)
 
     workspace = workspace_field("runs")
+    objects = WorkspaceManager()
+    all_workspaces = AllWorkspacesManager()
     name = models.CharField(max_length=200)
     # The task selection as asked for, and the tasks it resolved to at launch (fixed for the run).
     task_set = models.ForeignKey("evaluation.TaskSet", null=True, blank=True, on_delete=models.SET_NULL,
@@ -241,6 +244,8 @@ class EvaluationRun(models.Model):
 class Trial(models.Model):
 
     WORKSPACE_PATH = "run__workspace"  # memweb.workspaces
+    objects = WorkspaceManager()
+    all_workspaces = AllWorkspacesManager()
 
     class Status(models.TextChoices):
         PENDING = "pending", "pending"
@@ -275,6 +280,8 @@ class Trial(models.Model):
 class RunEpisode(models.Model):
 
     WORKSPACE_PATH = "run__workspace"  # memweb.workspaces
+    objects = WorkspaceManager()
+    all_workspaces = AllWorkspacesManager()
 
     class Status(models.TextChoices):
         PENDING = "pending", "pending"
@@ -392,6 +399,8 @@ class FeedbackCurve(models.Model):
     number of batches written, from 0 (the empty bank) to all of them."""
 
     WORKSPACE_PATH = "run__workspace"  # memweb.workspaces
+    objects = WorkspaceManager()
+    all_workspaces = AllWorkspacesManager()
 
     class Status(models.TextChoices):
         QUEUED = "queued", "queued"

@@ -2,7 +2,7 @@
 and "add to a task set" (operators only). The forms load into those pages with htmx."""
 from django.contrib import messages
 from django.http import Http404
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from evaluation.models import Episode
@@ -19,20 +19,19 @@ from evaluation.runs.services import (
 )
 from evaluation.services import TaskCopyError
 from memweb.roles import Role, role_required
-from memweb.workspaces import get_in_workspace_or_404
 
 
 @require_GET
 @role_required(Role.OPERATOR)
 def run_study_forms(request, run_id: int):
-    run = get_in_workspace_or_404(EvaluationRun, request.workspace, pk=run_id)
+    run = get_object_or_404(EvaluationRun, pk=run_id)
     return _forms(request, {"run": run, "trials": range(1, run.run_spec.trials + 1)})
 
 
 @require_GET
 @role_required(Role.OPERATOR)
 def episode_study_forms(request, episode_id: int):
-    return _forms(request, {"episode": get_in_workspace_or_404(Episode, request.workspace, pk=episode_id)})
+    return _forms(request, {"episode": get_object_or_404(Episode, pk=episode_id)})
 
 
 def _forms(request, context: dict):
@@ -46,14 +45,14 @@ def _forms(request, context: dict):
 @role_required(Role.OPERATOR)
 def run_keep(request, run_id: int, target: str):
     """The run's selected episodes into a campaign or a task set (`target`)."""
-    run = get_in_workspace_or_404(EvaluationRun, request.workspace, pk=run_id)
+    run = get_object_or_404(EvaluationRun, pk=run_id)
     return _keeper(target)(request, run)
 
 
 @require_POST
 @role_required(Role.OPERATOR)
 def episode_keep(request, episode_id: int, target: str):
-    episode = get_in_workspace_or_404(Episode, request.workspace, pk=episode_id)
+    episode = get_object_or_404(Episode, pk=episode_id)
     return _keeper(target)(request, episode)
 
 

@@ -8,7 +8,7 @@ from django.core.paginator import Paginator
 from django.db.models import F, FloatField
 from django.db.models.functions import Cast, NullIf
 from django.http import HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -67,7 +67,6 @@ from evaluation.runs.services.usage import run_usage
 from memweb.downloads import attachment
 from memweb.listing import Sorting, list_page
 from memweb.roles import Role, role_required
-from memweb.workspaces import get_in_workspace_or_404, in_workspace
 
 MAX_COMPARED = 6
 RUN_SORTING = Sorting(columns={
@@ -81,7 +80,7 @@ RUN_SORTING = Sorting(columns={
 @role_required(Role.OPERATOR)
 def run_list(request):
     form = RunFilterForm(request.GET or None)
-    runs = in_workspace(runs_filtered(**form.filters()), request.workspace)
+    runs = runs_filtered(**form.filters())
     return list_page(request, rows=runs, template="evaluation/runs/list.html",
                      partial="evaluation/runs/_rows.html", sorting=RUN_SORTING, context={"form": form})
 
@@ -164,8 +163,7 @@ def _scoring_context(run: EvaluationRun) -> dict:
 @require_GET
 @role_required(Role.OPERATOR)
 def run_detail(request, run_id: int):
-    run = get_in_workspace_or_404(EvaluationRun.objects.select_related("bank", "task_set", "created_by"),
-                                  request.workspace, pk=run_id)
+    run = get_object_or_404(EvaluationRun.objects.select_related("bank", "task_set", "created_by"), pk=run_id)
     context = {**_live_context(run), "curves": run.feedback_curves.all() if run.run_spec.feedback_enabled else []}
     if request.htmx:
         return render(request, "evaluation/runs/_live.html", context)
@@ -180,7 +178,7 @@ def run_detail(request, run_id: int):
 @role_required(Role.OPERATOR)
 def feedback_curve_launch_view(request, run_id: int):
     """Off-policy feedback: a learning curve of a completed feedback run (Celery work)."""
-    run = get_in_workspace_or_404(EvaluationRun, request.workspace, pk=run_id)
+    run = get_object_or_404(EvaluationRun, pk=run_id)
     form = FeedbackCurveForm(request.POST)
     if not form.is_valid():
         messages.error(request, "; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items()))
@@ -198,8 +196,8 @@ def feedback_curve_launch_view(request, run_id: int):
 @require_GET
 @role_required(Role.OPERATOR)
 def feedback_curve_detail(request, curve_id: int):
-    curve = get_in_workspace_or_404(FeedbackCurve.objects.select_related("run", "bank"), request.workspace,
-                                    pk=curve_id)
+    curve = get_object_or_404(FeedbackCurve.objects.select_related("run", "bank"),
+                              pk=curve_id)
     context = {"curve": curve, "chart": curve_chart(curve=curve)}
     if request.htmx:
         return render(request, "evaluation/runs/_curve_live.html", context)
@@ -207,7 +205,7 @@ def feedback_curve_detail(request, curve_id: int):
 
 
 def _action(request, run_id: int, act, done: str):
-    run = get_in_workspace_or_404(EvaluationRun, request.workspace, pk=run_id)
+    run = get_object_or_404(EvaluationRun, pk=run_id)
     try:
         result = act(run)
     except RunActionError as exc:
@@ -236,7 +234,7 @@ def run_resume_view(request, run_id: int):
 @role_required(Role.OPERATOR)
 def run_regrade_view(request, run_id: int):
     """Re-grade a stale run in the background: its job page shows the progress."""
-    run = get_in_workspace_or_404(EvaluationRun, request.workspace, pk=run_id)
+    run = get_object_or_404(EvaluationRun, pk=run_id)
     try:
         job = run_regrade_start(run=run, user=request.user)
     except RegradeRefused as exc:
@@ -261,14 +259,14 @@ def _download(body: str, content_type: str, filename: str) -> HttpResponse:
 @require_GET
 @role_required(Role.OPERATOR)
 def run_export_json_view(request, run_id: int):
-    run = get_in_workspace_or_404(EvaluationRun, request.workspace, pk=run_id)
+    run = get_object_or_404(EvaluationRun, pk=run_id)
     return _download(json.dumps(run_export_json(run=run), indent=1), "application/json", f"run-{run.pk}.json")
 
 
 @require_GET
 @role_required(Role.OPERATOR)
 def run_export_csv_view(request, run_id: int):
-    run = get_in_workspace_or_404(EvaluationRun, request.workspace, pk=run_id)
+    run = get_object_or_404(EvaluationRun, pk=run_id)
     part = "metrics" if request.GET.get("part") == "metrics" else "episodes"
     return _download(run_export_csv(run=run, part=part), "text/csv; charset=utf-8", f"run-{run.pk}-{part}.csv")
 
@@ -296,7 +294,7 @@ FLIP_COLUMNS = (("task", "Task"), ("a", "This run"), ("b", "Baseline"), ("change
 
 def _compared_runs(request) -> list[EvaluationRun]:
     ids = sorted({int(value) for value in request.GET.getlist("runs") if value.isdigit()})[:MAX_COMPARED]
-    runs = in_workspace(EvaluationRun.objects.select_related("task_set"), request.workspace)
+    runs = EvaluationRun.objects.select_related("task_set")
     return list(runs.filter(pk__in=ids).order_by("pk"))
 
 
@@ -327,7 +325,7 @@ def run_compare(request):
                                       view=request.GET.get("view", ""), **options)
         except RunsNotComparable as exc:
             refused = exc
-    choices = in_workspace(EvaluationRun, request.workspace).filter(metrics__isnull=False)[:100]
+    choices = EvaluationRun.objects.filter(metrics__isnull=False)[:100]
     runs_query = urlencode([("runs", run.pk) for run in runs] + _scores_param(comparison) +
                            [(param, "1") for param, argument in COMPARE_OPTIONS if options[argument]])
     context = {"runs": runs, "choices": choices,

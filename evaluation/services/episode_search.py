@@ -8,7 +8,6 @@ from django.db.models.functions import Cast
 
 from evaluation.configs import AgentBackend
 from evaluation.models import SEARCH_CONFIG, Episode, transcript_texts
-from memweb.workspaces import in_workspace
 
 # The reward's pass/fail components (evaluation.shop.reward); a failed one is 0.0 in reward_breakdown.
 REWARD_COMPONENTS = (
@@ -38,7 +37,7 @@ class EpisodeFilters:
 def episodes_filtered(*, filters: EpisodeFilters, workspace) -> QuerySet:
     """The `workspace`'s episodes that pass every filter, newest first; with a text search, best
     match first and each carrying `rank` and `snippet`."""
-    episodes = in_workspace(Episode.objects.select_related("task", "task__task_set"), workspace).defer(
+    episodes = Episode.objects.select_related("task", "task__task_set").of(workspace).defer(
         "transcript_search")
     if filters.run is not None:
         # Runs sit above this app: their rows point at episodes, so the reverse relation filters

@@ -16,7 +16,6 @@ from memweb.jsonl import LineRefused, line_object, line_value, numbered_lines, t
 from memweb.models import default_workspace_id
 from memweb.problem_report import ProblemReport, problem_report
 from memweb.services import unstorable_problem
-from memweb.workspaces import in_workspace
 
 BUILTIN_SET = "shop-130"  # the shop environment's builtin_set_name
 MAX_IMPORT_LINES = 5000
@@ -94,7 +93,7 @@ def _workspace_id(workspace) -> int:
 def tasks_filtered(*, workspace, task_set: TaskSet | None = None, domain: str = "", split: str = "",
                    difficulty: str = "", error_kind: str = "", q: str = "") -> QuerySet:
     """The tasks of `workspace`'s task sets matching every given filter."""
-    tasks = in_workspace(Task.objects.select_related("task_set"), workspace)
+    tasks = Task.objects.select_related("task_set").of(workspace)
     if task_set is not None:
         tasks = tasks.filter(task_set=task_set)
     for name, value in (("domain", domain), ("split", split), ("difficulty", difficulty)):

@@ -9,6 +9,7 @@ from django.db import models
 from django.utils import timezone
 from pgvector.django import VectorField
 
+from memweb.scoping import AllWorkspacesManager, WorkspaceManager
 from memweb.vectors import vector_hnsw_indexes, vector_model_constraint
 from orbs.models import HNSW_EF_CONSTRUCTION, HNSW_M
 
@@ -18,6 +19,8 @@ __all__ = ["Dialogue", "DialogueMessage"]
 class Dialogue(models.Model):
 
     WORKSPACE_PATH = "bank__workspace"  # memweb.workspaces
+    objects = WorkspaceManager()
+    all_workspaces = AllWorkspacesManager()
 
     bank = models.ForeignKey("orbs.MemoryBank", on_delete=models.CASCADE, related_name="dialogues")
     dialogue_ref = models.CharField(max_length=200, help_text="Where it came from, e.g. evaluation-episode:12.")

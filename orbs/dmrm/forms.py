@@ -2,7 +2,6 @@
 from django import forms
 from django.db.models import Q
 
-from memweb.workspaces import in_workspace
 from orbs.dmrm.models import DMRMSettings, Experience
 from orbs.models import MemoryBank
 
@@ -25,7 +24,7 @@ class ExperienceFilterForm(forms.Form):
 
     def __init__(self, *args, workspace, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["bank"].queryset = in_workspace(MemoryBank.objects, workspace)
+        self.fields["bank"].queryset = MemoryBank.objects.of(workspace)
 
     LOOKUPS = {"experience": "pk", "bank": "bank", "memory": "memory", "status": "status", "domain": "domain",
                "min_reward": "reward__gte", "max_reward": "reward__lte",

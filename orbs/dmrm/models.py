@@ -12,6 +12,7 @@ from django.utils import timezone
 from pgvector.django import VectorField
 
 from memweb.models import AppendOnly
+from memweb.scoping import AllWorkspacesManager, WorkspaceManager
 from memweb.vectors import vector_hnsw_indexes, vector_model_constraint
 
 __all__ = [
@@ -74,6 +75,8 @@ class SourceMemory(models.Model):
     """A named, read-only M_s: the experiences a builder kept from finished episodes."""
 
     WORKSPACE_PATH = "bank__workspace"  # memweb.workspaces
+    objects = WorkspaceManager()
+    all_workspaces = AllWorkspacesManager()
 
     bank = models.ForeignKey("orbs.MemoryBank", on_delete=models.CASCADE, related_name="source_memories")
     name = models.CharField(max_length=100)
@@ -100,6 +103,8 @@ class SourceMemory(models.Model):
 class Experience(models.Model):
 
     WORKSPACE_PATH = "bank__workspace"  # memweb.workspaces
+    objects = WorkspaceManager()
+    all_workspaces = AllWorkspacesManager()
 
     class Memory(models.TextChoices):
         SOURCE = "source", "source (M_s)"
@@ -199,6 +204,8 @@ class ExperienceTrajectory(models.Model):
     """A trajectory written to the target memory, and how it ended (drives source suppression)."""
 
     WORKSPACE_PATH = "bank__workspace"  # memweb.workspaces
+    objects = WorkspaceManager()
+    all_workspaces = AllWorkspacesManager()
 
     bank = models.ForeignKey("orbs.MemoryBank", on_delete=models.CASCADE, related_name="experience_trajectories")
     trajectory_id = models.CharField(max_length=200)
@@ -234,6 +241,8 @@ class DMRMRetrievalLog(models.Model):
     """One DMRM retrieval: the query, whether M_s was suppressed, the budget, and every candidate's fate."""
 
     WORKSPACE_PATH = "bank__workspace"  # memweb.workspaces
+    objects = WorkspaceManager()
+    all_workspaces = AllWorkspacesManager()
 
     bank = models.ForeignKey("orbs.MemoryBank", on_delete=models.CASCADE, related_name="dmrm_retrievals")
     goal = models.TextField()

@@ -1,12 +1,11 @@
 """DMRM pages: the experience browser with review and Q-value chart, per-bank
 settings, and the source-memory builder with its preview."""
 from django.contrib import messages
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from memweb.listing import Sorting, sorted_page
 from memweb.roles import Role, has_role, role_required
-from memweb.workspaces import get_in_workspace_or_404, in_workspace
 from orbs.dmrm.forms import DMRMSettingsForm, ExperienceFilterForm, ReviewForm, SourceBuildForm
 from orbs.dmrm.models import Experience
 from orbs.dmrm.qlearning import histogram
@@ -35,7 +34,7 @@ EXPERIENCE_SORTING = Sorting(columns={"id": "pk", "memory": "memory", "goal": "g
 
 def _browser_context(request) -> dict:
     form = ExperienceFilterForm(request.GET or None, workspace=request.workspace)
-    experiences = in_workspace(Experience.objects.select_related("bank", "source_memory"), request.workspace)
+    experiences = Experience.objects.select_related("bank", "source_memory")
     queryset = form.filtered(experiences.defer("vector"))
     listed = sorted_page(request, queryset, sorting=EXPERIENCE_SORTING)
     q_values = list(queryset.order_by().values_list("q_value", flat=True)[:CHART_SAMPLE])
@@ -68,7 +67,7 @@ def _decide(pk: int, data: dict, actor) -> Experience:
 @require_POST
 @role_required(Role.REVIEWER)
 def experience_review_action(request, pk: int):
-    experience = get_in_workspace_or_404(Experience.objects, request.workspace, pk=pk)
+    experience = get_object_or_404(Experience, pk=pk)
     form = ReviewForm(request.POST)
     error = ""
     if form.is_valid():
@@ -96,7 +95,7 @@ def _settings_page(request, bank, form, status=200):
 @require_GET
 @role_required(*READERS)
 def dmrm_settings(request, slug: str):
-    bank = get_in_workspace_or_404(MemoryBank.objects, request.workspace, slug=slug)
+    bank = get_object_or_404(MemoryBank, slug=slug)
     return _settings_page(request, bank, _settings_form(request, None, bank))
 
 
@@ -109,7 +108,7 @@ def _settings_form(request, data, bank) -> DMRMSettingsForm:
 @require_POST
 @role_required(Role.OPERATOR, Role.REVIEWER)
 def dmrm_settings_save(request, slug: str):
-    bank = get_in_workspace_or_404(MemoryBank.objects, request.workspace, slug=slug)
+    bank = get_object_or_404(MemoryBank, slug=slug)
     form = _settings_form(request, request.POST, bank)
     if not form.is_valid():
         return _settings_page(request, bank, form, status=422)
@@ -138,14 +137,14 @@ def _builder_page(request, bank, form, *, status=200):
 @require_GET
 @role_required(Role.OPERATOR)
 def dmrm_source(request, slug: str):
-    bank = get_in_workspace_or_404(MemoryBank.objects, request.workspace, slug=slug)
+    bank = get_object_or_404(MemoryBank, slug=slug)
     return _builder_page(request, bank, SourceBuildForm(request.GET or None))
 
 
 @require_POST
 @role_required(Role.OPERATOR)
 def dmrm_source_build(request, slug: str):
-    bank = get_in_workspace_or_404(MemoryBank.objects, request.workspace, slug=slug)
+    bank = get_object_or_404(MemoryBank, slug=slug)
     form = SourceBuildForm(request.POST)
     if not form.is_valid():
         return _builder_page(request, bank, form, status=422)

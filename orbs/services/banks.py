@@ -9,7 +9,6 @@ from django.utils.text import slugify
 from memweb.embeddings import embedder
 from memweb.llm.backends import TextBackend
 from memweb.roles import Role, has_role
-from memweb.workspaces import in_workspace
 from orbs.budget import DEFAULT_K, orbs_that_fit, prompt_budget_for
 from orbs.errors import BankArchived, BankModelMismatch
 from orbs.models import EpisodeRecord, MemoryBank, Orb, RetrievalHit, RetrievalLog
@@ -40,7 +39,7 @@ RESERVED_SLUGS = ("new", "import")
 def bank_slug_unique(name: str) -> str:
     base = slugify(name)[:90] or "bank"
     slug, suffix = base, 2
-    while slug in RESERVED_SLUGS or MemoryBank.objects.filter(slug=slug).exists():
+    while slug in RESERVED_SLUGS or MemoryBank.all_workspaces.filter(slug=slug).exists():
         slug, suffix = f"{base}-{suffix}", suffix + 1
     return slug
 
@@ -91,13 +90,13 @@ def banks_all(*, workspace=None):
     """Every bank not deleted (archived), in the model's order (for choosers in other apps' forms),
     of `workspace` when given."""
     banks = MemoryBank.objects.filter(archived_at__isnull=True)
-    return banks if workspace is None else in_workspace(banks, workspace)
+    return banks if workspace is None else banks.of(workspace)
 
 
 def bank_resolve(bank: MemoryBank | str, *, workspace=None) -> MemoryBank:
     """A bank given as instance, slug or name, of `workspace` when given; MemoryBank.DoesNotExist
     when unknown, or another workspace's (a caller cannot tell the two apart)."""
-    banks = MemoryBank.objects.all() if workspace is None else in_workspace(MemoryBank.objects, workspace)
+    banks = MemoryBank.objects.all() if workspace is None else MemoryBank.objects.of(workspace)
     if isinstance(bank, MemoryBank):
         if workspace is not None and bank.workspace_id != workspace.pk:
             raise MemoryBank.DoesNotExist(f"No memory bank {bank.slug!r}")
@@ -187,4 +186,4 @@ def bank_budget_cut(*, bank: MemoryBank) -> dict | None:
 
 def count_pending(*, workspace) -> int:
     """Orbs waiting for a reviewer, over the workspace's banks (the home page's count)."""
-    return in_workspace(Orb, workspace).filter(status=Orb.Status.PENDING).count()
+    return Orb.objects.of(workspace).filter(status=Orb.Status.PENDING).count()

@@ -36,7 +36,6 @@ from memweb.models import Job
 from memweb.registry import erasure_hooks
 from memweb.services import idempotent_answers_forget
 from memweb.webhooks import webhook_deliveries_erase
-from memweb.workspaces import in_workspace
 from orbs.dialogues.models import Dialogue
 from orbs.errors import FieldRequired
 from orbs.models import BankEvent, EpisodeRecord, MemoryBank, Orb, RetrievalLog, ReviewEvent
@@ -228,7 +227,7 @@ def _erase_once(bank: MemoryBank, customer_key: str, actor, reason: str, job_id:
 def customer_erasure_job(context: JobContext, *, bank_id: int, reason: str, every_bank: bool) -> dict:
     """The job: the customer erased bank by bank (progress per bank); the result holds the counts and
     the audit records, never the key."""
-    first = in_workspace(MemoryBank.objects, context.workspace).filter(pk=bank_id).first()
+    first = MemoryBank.objects.of(context.workspace).filter(pk=bank_id).first()
     if first is None or not context.upload:
         raise JobFailed("the bank or the customer key is gone; nothing was erased")
     banks = _banks_to_erase(first, context.upload, every_bank)

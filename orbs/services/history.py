@@ -30,7 +30,6 @@ from django.utils import timezone
 from memweb.jobs import JobContext, job_start
 from memweb.models import Job
 from memweb.registry import history_kinds
-from memweb.workspaces import in_workspace
 from orbs.models import HistoryEntry, MemoryBank
 
 GENESIS = "0" * 64
@@ -367,7 +366,7 @@ def history_verify_start(*, bank, user=None) -> Job:
 
 
 def history_verify_job(context: JobContext, *, bank_id: int) -> dict:
-    bank = in_workspace(MemoryBank, context.workspace).get(pk=bank_id)
+    bank = MemoryBank.objects.of(context.workspace).get(pk=bank_id)
     total = bank.history.count()
     context.progress(0, total, f"Checking {total} entries")
     check = history_verify(bank_id=bank_id, progress=lambda done: context.progress(done, total))

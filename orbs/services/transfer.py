@@ -59,7 +59,6 @@ from memweb.models import Workspace, default_workspace_id
 from memweb.problem_report import ProblemReport, problem_report
 from memweb.registry import bank_file_parts, history_kinds
 from memweb.services import unstorable_problem
-from memweb.workspaces import in_workspace
 from orbs.errors import OrbsError
 from orbs.models import (
     EpisodeRecord,
@@ -360,7 +359,7 @@ def line_parse(report: ImportReport, number: int, text: str, model, value=None):
 def _check_header(report: ImportReport, header: BankLine, name: str | None, model_name: str, workspace) -> None:
     target = name or header.name
     report.bank = target
-    existing = MemoryBank.objects.filter(name=target).first()
+    existing = MemoryBank.all_workspaces.filter(name=target).first()
     if existing is not None and (existing.workspace_id != workspace.pk or existing.orbs.exists()):
         # Another workspace's bank of that name is refused in the same words: it must not show it exists.
         report.add(1, "name", f"bank {target!r} already holds Orbs; import under another name")
@@ -679,7 +678,7 @@ def bank_copy_start(*, source: MemoryBank, name: str, user=None):
     name = name.strip()
     if not name:
         raise OrbsError("name: the copy needs a name")
-    if MemoryBank.objects.filter(name=name).exists():
+    if MemoryBank.all_workspaces.filter(name=name).exists():
         raise OrbsError(f"name: a bank called {name!r} already exists")
     return job_start(kind="orbs.bank_copy", title=f"Copy of bank “{source.name}” as “{name}”",
                      payload={"source_id": source.pk, "name": name}, user=user, workspace=source.workspace)
@@ -687,10 +686,10 @@ def bank_copy_start(*, source: MemoryBank, name: str, user=None):
 
 def bank_copy_job(context: JobContext, *, source_id: int, name: str) -> dict:
     """The copy job: the source's export read now, then imported in one transaction."""
-    source = in_workspace(MemoryBank.objects, context.workspace).filter(pk=source_id).first()
+    source = MemoryBank.objects.of(context.workspace).filter(pk=source_id).first()
     if source is None:
         raise JobFailed("the bank to copy no longer exists")
-    if MemoryBank.objects.filter(name=name).exists():
+    if MemoryBank.all_workspaces.filter(name=name).exists():
         raise JobFailed(f"a bank called {name!r} was created meanwhile; copy under another name")
     report, lines = _copy_import(source, name=name, workspace=context.workspace, progress=context.progress,
                                  with_parts=True)

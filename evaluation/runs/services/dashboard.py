@@ -9,7 +9,6 @@ from django.utils import timezone
 from evaluation.memory_layers.registry import memory_layer_label
 from evaluation.models import Episode
 from evaluation.runs.models import EvaluationRun
-from memweb.workspaces import in_workspace
 
 RECENT_FAILURES = timedelta(days=7)
 TREND_DAYS = 90
@@ -17,13 +16,13 @@ TREND_DAYS = 90
 
 def runs_count_failed_recently(*, workspace) -> int:
     since = timezone.now() - RECENT_FAILURES
-    return in_workspace(EvaluationRun, workspace).filter(status=EvaluationRun.Status.FAILED,
-                                                         created_at__gte=since).count()
+    return EvaluationRun.objects.of(workspace).filter(status=EvaluationRun.Status.FAILED,
+                                                      created_at__gte=since).count()
 
 
 def _runs_with_verdicts(workspace):
     since = timezone.now() - timedelta(days=TREND_DAYS)
-    return (in_workspace(EvaluationRun, workspace).filter(created_at__gte=since, imported=False)
+    return (EvaluationRun.objects.of(workspace).filter(created_at__gte=since, imported=False)
             .filter(episodes_finished__gt=F("episodes_error")).annotate(day=TruncDate("created_at")))
 
 

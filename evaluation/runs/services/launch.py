@@ -28,7 +28,6 @@ from evaluation.vocabulary import EvaluationLLMRole
 from memweb.jobs import JobContext, JobFailed, job_start
 from memweb.llm import role_config
 from memweb.models import Job, Workspace, default_workspace_id
-from memweb.workspaces import in_workspace
 from orbs.services import bank_resolve
 
 PREPARE_JOB = "evaluation.run_prepare"
@@ -44,7 +43,7 @@ class _Checked:
 
 def _task_set(spec: RunSpec, workspace, problems: list) -> TaskSet | None:
     name = spec.task_set or BUILTIN_SET
-    found = in_workspace(TaskSet, workspace).filter(name=name).first()
+    found = TaskSet.objects.of(workspace).filter(name=name).first()
     if found is None:
         hint = "; load the built-in tasks on the Tasks page first" if name == BUILTIN_SET else ""
         problems.append(("task_set", f"no task set {name!r}{hint}"))
@@ -231,7 +230,7 @@ def run_prepare_job(context: JobContext, *, run_id: int, spec: dict) -> dict:
     """The job: copy the starting bank (its own transaction, with progress), then the rest of the
     memory, the pins and the start in one more. A re-delivered job finds the copy made, or the run
     queued already, and does nothing twice; a run cancelled meanwhile gets its memory, not its start."""
-    run = in_workspace(EvaluationRun, context.workspace).filter(pk=run_id).first()
+    run = EvaluationRun.objects.of(context.workspace).filter(pk=run_id).first()
     if run is None:
         raise JobFailed(f"run #{run_id} no longer exists")
     result = {"url": run.get_absolute_url(), "link_text": f"Open run #{run.pk} {run.name}", "run": run.pk}

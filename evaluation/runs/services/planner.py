@@ -5,18 +5,17 @@ from evaluation.models import Task
 from evaluation.runs.models import EvaluationRun
 from evaluation.runs.services.results import run_matrix
 from evaluation.services import BUILTIN_SET
-from memweb.workspaces import in_workspace
 
 PLANNER_RUNS = 10  # the newest finished runs on the task set that the variance is estimated from
 
 
 def _finished_runs(task_set_name: str, workspace):
-    return (in_workspace(EvaluationRun, workspace).filter(task_set__name=task_set_name, metrics_trials__gte=2)
+    return (EvaluationRun.objects.of(workspace).filter(task_set__name=task_set_name, metrics_trials__gte=2)
             .order_by("-created_at", "-pk")[:PLANNER_RUNS])
 
 
 def _selected_tasks(name: str, domain: str, split: str, task_ids: list[str], workspace) -> int:
-    tasks = in_workspace(Task, workspace).filter(task_set__name=name)
+    tasks = Task.objects.of(workspace).filter(task_set__name=name)
     tasks = tasks.filter(domain=domain) if domain else tasks
     tasks = tasks.filter(split=split) if split else tasks
     return tasks.filter(external_id__in=task_ids).count() if task_ids else tasks.count()

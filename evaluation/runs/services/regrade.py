@@ -15,7 +15,6 @@ from evaluation.runs.services.pins import run_environment, run_regrade_current, 
 from evaluation.runs.services.results import Verdicts, run_metrics_compute
 from memweb.jobs import JobContext, JobFailed, job_start
 from memweb.models import Job
-from memweb.workspaces import in_workspace
 
 REGRADE_JOB = "evaluation.run_regrade"
 PROGRESS_EVERY = 50  # episodes between two progress reports
@@ -66,7 +65,7 @@ def _rescored(row: RunEpisode, task: Task) -> RegradeScore:
 def run_regrade_job(context: JobContext, *, run_id: int) -> dict:
     """The job: score every finished episode of the run again (progress per batch), then write the
     re-grade, its scores and the versions it used in one transaction."""
-    run = in_workspace(EvaluationRun, context.workspace).filter(pk=run_id).first()
+    run = EvaluationRun.objects.of(context.workspace).filter(pk=run_id).first()
     if run is None:
         raise JobFailed(f"run #{run_id} no longer exists")
     tasks = {task.pk: task for task in Task.objects.filter(pk__in=run.task_pks)}

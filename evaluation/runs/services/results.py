@@ -6,7 +6,6 @@ from evaluation.metrics import run_metrics, run_minimum_detectable_effect
 from evaluation.runs.models import EvaluationRun, RunEpisode, TaskSplit, Trial
 from evaluation.runs.services.pins import runs_staleness_annotate
 from evaluation.runs.services.splits import measured_split
-from memweb.workspaces import in_workspace
 
 CHART_SERIES = ("per_trial", "cumulative", "pass_k")
 
@@ -138,7 +137,7 @@ def run_errors(*, run: EvaluationRun, limit: int = 50) -> QuerySet:
 
 def runs_count_active(*, workspace) -> int:
     """The workspace's runs queued, running or waiting for review (the home page's count)."""
-    return in_workspace(EvaluationRun, workspace).filter(status__in=EvaluationRun.ACTIVE).count()
+    return EvaluationRun.objects.of(workspace).filter(status__in=EvaluationRun.ACTIVE).count()
 
 
 def runs_filtered(*, status: str = "", memory_mode: str = "", agent_backend: str = "", q: str = "") -> QuerySet:

@@ -24,7 +24,6 @@ from evaluation.runs.models import EvaluationRun, RunEpisode
 from evaluation.services import TasksCopied, task_summary, tasks_copy_into
 from memweb.jobs import JobContext, JobFailed, job_start
 from memweb.models import Job
-from memweb.workspaces import in_workspace
 
 CAMPAIGN_JOB = "evaluation.episodes_to_campaign"
 # Episodes per transaction and progress report: 200 took 0.5-0.8 s on a loaded 2-core machine.
@@ -73,8 +72,8 @@ def study_selection(*, run: EvaluationRun | None = None, episode: Episode | None
 def study_episodes(*, selection: dict, workspace) -> QuerySet[Episode]:
     """The `workspace`'s episodes a `study_selection` names. Raises StudyError when they are gone."""
     if "episode_id" in selection:
-        return in_workspace(Episode, workspace).filter(pk=selection["episode_id"])
-    run = in_workspace(EvaluationRun, workspace).filter(pk=selection["run_id"]).first()
+        return Episode.objects.of(workspace).filter(pk=selection["episode_id"])
+    run = EvaluationRun.objects.of(workspace).filter(pk=selection["run_id"]).first()
     if run is None:
         raise StudyError(f"run #{selection['run_id']} no longer exists")
     return run_episodes_select(run=run, which=selection["which"], trial=selection["trial"])

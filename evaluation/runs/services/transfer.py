@@ -43,7 +43,6 @@ from evaluation.runs.services.spec import (
 )
 from memweb.errors import problems_of
 from memweb.problem_report import ProblemReport, problem_report
-from memweb.workspaces import in_workspace
 from orbs.services import ReflectionStyle
 
 FORMAT = "memweb.evaluation-run"
@@ -442,7 +441,7 @@ def _task_pin_matches(pins: list[ImportedTaskPin], workspace) -> tuple[list[tupl
     """Each pinned task matched to this workspace's task with that id whose current or kept version has
     the pinned number and content hash (the first such, by id); the ids nothing matched."""
     wanted = {pin.task: pin for pin in pins}
-    tasks = in_workspace(Task.objects, workspace).filter(external_id__in=wanted).order_by("pk")
+    tasks = Task.objects.of(workspace).filter(external_id__in=wanted).order_by("pk")
     kept = set(TaskVersion.objects.filter(task__in=tasks).values_list("task_id", "number", "content_hash"))
     matched: dict[str, Task] = {}
     for task in tasks:

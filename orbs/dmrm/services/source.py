@@ -25,7 +25,6 @@ from django.utils import timezone
 
 from memweb.jobs import JobContext, JobFailed, job_start
 from memweb.registry import trajectory_source
-from memweb.workspaces import in_workspace
 from orbs.dmrm.models import Experience, SourceMemory
 from orbs.dmrm.qlearning import (
     ACTION_MAX_CHARS,
@@ -188,7 +187,7 @@ def source_memory_build_start(*, bank, name: str, source_domain: str, gamma: flo
 def source_memory_build_job(context: JobContext, *, bank_id: int, name: str, source_domain: str, gamma: float,
                             min_reward: float, min_q: float) -> dict:
     """The build job: embeds batch by batch (its progress), then writes in one transaction."""
-    bank = in_workspace(MemoryBank.objects, context.workspace).filter(pk=bank_id).first()
+    bank = MemoryBank.objects.of(context.workspace).filter(pk=bank_id).first()
     if bank is None:
         raise JobFailed("the bank no longer exists")
     context.progress(0, message=f"Reading finished episodes of {source_domain}")
