@@ -451,9 +451,19 @@ AGENT_NAMES = {tool.agent_name: tool for tool in TOOLS.values()}
 TRANSFER_TOOL = TOOLS["transfer_to_specialist"].agent_name
 
 
+QUERY_ACTIONS = ("查询", "信息查询", "余额查询")  # the actions of a write tool that only read
+
+
 def tool_named(name: str) -> Tool | None:
     """The tool a call names, by its agent name (`manage_order_tool`) or its bare name (`manage_order`)."""
     return AGENT_NAMES.get(name) or TOOLS.get(name)
+
+
+def call_changes(call: dict) -> bool:
+    """Whether a call ({name, arguments}) asks for a change, not a look-up."""
+    tool, arguments = tool_named(call["name"]), call.get("arguments")
+    action = arguments.get("action") if isinstance(arguments, dict) else None
+    return bool(tool and tool.writes and action not in QUERY_ACTIONS)
 
 
 # --- argument checks (what the benchmark's MCP schema enforces) ------------------------------
