@@ -2,7 +2,8 @@
 
 Three pass/fail components, and the reward is their product:
 - actions: the final database after the agent's calls equals the database after replaying the
-  task's gold actions on a fresh copy (both normalised the benchmark's way, then hashed);
+  task's gold actions on a fresh copy (both normalised the benchmark's way, then hashed: equal
+  hashes exactly when the benchmark's would be equal, though the hash itself is memweb's);
 - searches: every gold look-up is among the agent's calls, compared by name and arguments exactly
   as sent (a failed call counts, as in the benchmark);
 - outputs: every required string appears in the agent's replies, joined.
@@ -12,7 +13,7 @@ import functools
 import hashlib
 import json
 
-from evaluation.environments.benchmark import world_fresh
+from evaluation.environments.benchmark import world, world_fresh
 from evaluation.environments.content import canonical_json
 from evaluation.environments.ecom_bench.tools import tool_run
 from evaluation.environments.protocol import RewardResult, ToolResult
@@ -38,9 +39,25 @@ def normalised(value):
     return items
 
 
-def database_hash(database: dict) -> str:
-    text = json.dumps(normalised(database), sort_keys=True, ensure_ascii=False)
+def _file_hash(content) -> str:
+    text = json.dumps(normalised(content), sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+@functools.lru_cache(maxsize=64)
+def _initial_file_hashes(world_key: str) -> dict[str, str]:
+    return {name: _file_hash(content) for name, content in world(world_key).database.items()}
+
+
+def database_hash(database: dict, *, world_key: str | None = None) -> str:
+    """The hash of the normalised database, one data file at a time. With `world_key`, a file still
+    equal to the initial one takes its hash from a cache (most files are never written: hashing the
+    product catalogue again on every episode would cost more than the episode)."""
+    initial = world(world_key).database if world_key else {}
+    cached = _initial_file_hashes(world_key) if world_key else {}
+    files = {name: cached[name] if name in cached and content == initial[name] else _file_hash(content)
+             for name, content in database.items()}
+    return hashlib.sha256(canonical_json(files).encode()).hexdigest()
 
 
 def calls_apply(database: dict, calls: list[dict]) -> list[ToolResult]:
@@ -52,7 +69,7 @@ def calls_apply(database: dict, calls: list[dict]) -> list[ToolResult]:
 def _gold_hash(world_key: str, gold_actions: str) -> str:
     database = world_fresh(world_key)
     calls_apply(database, json.loads(gold_actions))
-    return database_hash(database)
+    return database_hash(database, world_key=world_key)
 
 
 def gold_database_hash(task: dict) -> str:
@@ -74,7 +91,7 @@ def reward_compute(*, task: dict, database: dict, calls: list[dict], replies: li
                    ) -> RewardResult:
     """Score an episode: `database` is its final database, `calls` every tool call it made
     ([{name, arguments, ...}]), `replies` the agent's messages to the customer."""
-    got_hash, gold_hash = database_hash(database), gold_database_hash(task)
+    got_hash, gold_hash = database_hash(database, world_key=task["world"]), gold_database_hash(task)
     made = {call_key(call) for call in calls}
     missing_lookups = [lookup for lookup in task["gold_lookups"] if call_key(lookup) not in made]
     told = "".join(replies)
