@@ -242,9 +242,9 @@ def manage_exchange(state: dict, *, platform: str, shop_id: str, order_id: str, 
     return f"订单{order_id}商品{original_product_id}换货成功，换货后的商品ID为{exchange_product_id}。"
 
 
-ECARD_SERVICE = ("京东E卡 (JD e-card): a prepaid card for JD's own products; balance kept for 36 months from "
-                 "activation; not for third-party sellers or virtual top-ups; refunds go back to the card and "
-                 "cannot be withdrawn as cash.")
+# The facts of the benchmark's e-card notice, in memweb's own words.
+ECARD_SERVICE = ("京东E卡：京东发行的电子预付卡（电子卡或实体卡），绑定京东账户后用于购买京东自营商品；自激活起36个月内有效，"
+                 "余额在有效期内保留；不能用于第三方卖家商品、虚拟充值和部分特殊品类；退款退回原卡，不能提现。")
 
 
 def manage_ecard(state: dict, *, platform: str, user_id: str, action: str, shop_id: str | None = None,
