@@ -17,8 +17,9 @@ import random
 from evaluation.environments.ecom_bench.tools import TOOLS, WEEKDAYS, call_changes, tool_named
 from evaluation.environments.protocol import RESULT_UNUSED, STOP, WRONG_ARGUMENTS, WRONG_TOOL
 
+# memweb tells scripted players from LLM ones by these prefixes ("scripted" agents, "agenda" customers).
 GOLD_REPLAY_LABEL = "scripted:gold-replay-with-errors (reads the answer key)"
-CUSTOMER_LABEL = "scripted:customer-states-task-facts"
+CUSTOMER_LABEL = "agenda:states-task-facts"
 ANYTHING_ELSE = "小主，还有什么可以帮您？"
 
 # What the diagnosis advises for each kind; the agent recognises the same words in a memory.
