@@ -55,9 +55,10 @@ def errors_observed(*, calls: list[dict], breakdown: dict, invented_ids: list[st
         errors.append({"kind": WRONG_TOOL, "tool": reads[-1] if reads else "reply",
                        "detail": "A look-up the request needed was not made. " + ADVICE[WRONG_TOOL]})
     if breakdown.get("actions") == 0:
-        made = f"The changes made ({', '.join(writes)}) did not leave" if writes else "No change was made, leaving"
+        made = (f"The changes made ({', '.join(writes)}) did not leave the shop's records as the customer asked."
+                if writes else "The customer asked for a change and none was made.")
         errors.append({"kind": WRONG_ARGUMENTS, "tool": writes[-1] if writes else "reply",
-                       "detail": f"{made} the orders as the customer asked. " + ADVICE[WRONG_ARGUMENTS]})
+                       "detail": f"{made} {ADVICE[WRONG_ARGUMENTS]}"})
     if breakdown.get("outputs") == 0:
         errors.append({"kind": RESULT_UNUSED, "tool": reads[-1] if reads else "reply",
                        "detail": "The reply left out facts the customer asked for. " + ADVICE[RESULT_UNUSED]})
