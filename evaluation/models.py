@@ -185,7 +185,8 @@ class Episode(models.Model):
 
     @property
     def agent_scripted(self) -> bool:
-        return self.agent_backend == AgentBackend.SCRIPTED
+        # An environment's offline agent names itself after the kind ("scripted:gold-replay-with-errors").
+        return self.agent_backend.startswith(AgentBackend.SCRIPTED)
 
     @property
     def customer_scripted(self) -> bool:

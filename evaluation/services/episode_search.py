@@ -52,7 +52,7 @@ def episodes_filtered(*, filters: EpisodeFilters, workspace) -> QuerySet:
     if filters.memory:
         episodes = episodes.filter(memory_kind=filters.memory)
     if filters.backend:
-        scripted = {"agent_backend": AgentBackend.SCRIPTED}
+        scripted = {"agent_backend__startswith": AgentBackend.SCRIPTED}
         episodes = episodes.filter(**scripted) if filters.backend == "scripted" else episodes.exclude(**scripted)
     return _searched(episodes, filters.q.strip()) if filters.q.strip() else episodes
 
