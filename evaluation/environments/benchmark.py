@@ -11,6 +11,7 @@ tests set their own with `world_loader_set`.
 import copy
 import hashlib
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,3 +96,18 @@ def world(key: str) -> BenchmarkWorld:
 def world_fresh(key: str) -> dict:
     """A private copy of the database stored under `key`, for one episode or replay."""
     return copy.deepcopy(world(key).database)
+
+
+BENCHMARKS_DIR_VARIABLE = "MEMWEB_BENCHMARKS_DIR"
+_SHARED_FALLBACK = Path("/work/shared/benchmarks")
+
+
+def benchmarks_dir() -> Path:
+    """Where the public benchmarks' data lies on this machine (tests, the demo): the folder
+    MEMWEB_BENCHMARKS_DIR names, else `../shared/benchmarks` beside the repository, else
+    /work/shared/benchmarks. The folder may not exist: nothing of a benchmark is shipped."""
+    configured = os.environ.get(BENCHMARKS_DIR_VARIABLE, "").strip()
+    if configured:
+        return Path(configured)
+    beside = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks"
+    return beside if beside.is_dir() else _SHARED_FALLBACK
