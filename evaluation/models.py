@@ -20,6 +20,7 @@ from memweb.models import workspace_field
 class Domain(models.TextChoices):
     APPLIANCES = "appliances", "Household appliances"
     CLOTHING = "clothing", "Clothing"
+    RETAIL = "retail", "Retail (τ²-bench)"
 
 
 class Split(models.TextChoices):
@@ -50,6 +51,9 @@ class TaskSet(models.Model):
     name = models.CharField(max_length=100)
     description = models.TextField(blank=True)
     is_builtin = models.BooleanField(default=False)
+    # Where an imported benchmark's tasks came from: {benchmark, source, layout, commit, files
+    # (path -> SHA-256), licence, world}; empty for other sets.
+    provenance = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -113,6 +117,22 @@ class TaskVersion(models.Model):
         constraints = [models.UniqueConstraint(fields=["task", "number"], name="task_version_unique_number")]
     def __str__(self) -> str:
         return f"{self.task} v{self.number}"
+
+
+class BenchmarkWorld(models.Model):
+    """A public benchmark's initial database and agent policy (evaluation.environments.benchmark),
+    stored once under the SHA-256 of its content and shared by every workspace's imported tasks:
+    a task spec names it by that key (`world`), never by copy."""
+    key = models.CharField(max_length=64, primary_key=True, help_text="SHA-256 of the database and policy.")
+    benchmark = models.CharField(max_length=64, db_index=True)
+    # JSON text rather than jsonb, which would reorder keys: the tools search rows in the benchmark's
+    # order (the first user matching a name and zip) and --db-out writes them in it.
+    database = models.TextField(help_text="The database as JSON, in the benchmark's own schema and order.")
+    policy = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.benchmark} world {self.key[:12]}"
 
 
 class Episode(models.Model):
