@@ -93,6 +93,11 @@ def world(key: str) -> BenchmarkWorld:
     return _cache[key]
 
 
+def world_forget(key: str) -> None:
+    """Drop the world read under `key` from this process (its store no longer holds it)."""
+    _cache.pop(key, None)
+
+
 def world_fresh(key: str) -> dict:
     """A private copy of the database stored under `key`, for one episode or replay."""
     return copy.deepcopy(world(key).database)
@@ -111,3 +116,11 @@ def benchmarks_dir() -> Path:
         return Path(configured)
     beside = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks"
     return beside if beside.is_dir() else _SHARED_FALLBACK
+
+
+def gold_solution(spec: dict) -> tuple[list[dict], list[str]]:
+    """The task's gold calls in order (`gold_calls` where the benchmark orders look-ups and changes
+    together, else the look-ups then the changes) and the replies the gold solution gives (the
+    required outputs' values): what `env_replay --gold` replays."""
+    calls = spec.get("gold_calls") or [*spec.get("gold_lookups", []), *spec.get("gold_actions", [])]
+    return calls, [output["value"] for output in spec.get("required_outputs", [])]

@@ -104,10 +104,6 @@ class Tau2RetailEnvironment:
         results = reward.calls_apply(state, calls)
         return Replay(results=results, reward=reward.score(task, state, list(replies)), database=state.database())
 
-    def gold_replies(self, task: dict) -> list[str]:
-        """What the gold solution tells the customer (env_replay --gold sends it with the gold calls)."""
-        return reward.gold_replies(task)
-
     def scripted_agent(self, *, seed: int, key: str, error_rates: dict[str, float] | None = None):
         return players.GoldReplayAgent(seed=seed, key=key, error_rates=error_rates)
 

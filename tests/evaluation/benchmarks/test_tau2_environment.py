@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 from evaluation.environments import Environment
-from evaluation.environments.benchmark import BenchmarkEnvironment, BenchmarkFolderError
+from evaluation.environments.benchmark import BenchmarkEnvironment, BenchmarkFolderError, gold_solution
 from evaluation.environments.tau2_retail import TAU2_RETAIL, reward
 from evaluation.environments.tau2_retail.players import GOLD_AGENT_LABEL
 from evaluation.environments.tau2_retail.source import FILES
@@ -71,7 +71,8 @@ def test_every_task_validates_gold_earns_one_and_nothing_earns_zero_where_a_chan
     for spec in tau2_tasks.values():
         checked, problems = TAU2_RETAIL.spec_errors(spec)
         assert (checked is not None, problems) == (True, []), spec["id"]
-        gold = TAU2_RETAIL.replay(task=spec, calls=spec["gold_calls"], replies=tuple(TAU2_RETAIL.gold_replies(spec)))
+        calls, replies = gold_solution(spec)
+        gold = TAU2_RETAIL.replay(task=spec, calls=calls, replies=tuple(replies))
         assert gold.reward.reward == 1.0, spec["id"]
         nothing = TAU2_RETAIL.replay(task=spec, calls=[])
         if reward.changes_database(spec):
