@@ -198,7 +198,13 @@ class Episode(models.Model):
 
     @property
     def agent_scripted(self) -> bool:
-        return self.agent_backend == AgentBackend.SCRIPTED
+        # "scripted", or "scripted: <what it is>" where an environment's offline agent says more.
+        return self.agent_backend == AgentBackend.SCRIPTED or self.agent_backend.startswith(f"{AgentBackend.SCRIPTED}:")
+
+    @property
+    def agent_uses_gold(self) -> bool:
+        """An offline agent that reads the task's answer key (τ²-bench's gold-replay agent)."""
+        return self.agent_scripted and "uses the gold answer" in self.agent_backend
 
     @property
     def customer_scripted(self) -> bool:

@@ -9,8 +9,9 @@ from evaluation.environments.protocol import RESULT_UNUSED, STOP, WRONG_ARGUMENT
 from evaluation.environments.tau2_retail.reward import gold_replies, kinds_cued
 from evaluation.environments.tau2_retail.tools import CANCEL_REASONS, WRITE_TOOLS
 
-GOLD_AGENT_LABEL = "gold-replay agent with errors (uses the gold answer)"
-FACTS_CUSTOMER_LABEL = "scripted customer stating the task's facts"
+# Episodes store these; "scripted: " and "agenda: " mark them offline wherever episodes are shown.
+GOLD_AGENT_LABEL = "scripted: gold-replay agent with errors (uses the gold answer)"
+FACTS_CUSTOMER_LABEL = "agenda: scripted customer stating the task's facts"
 
 
 def _wrong_arguments(call: dict, env) -> dict | None:
