@@ -7,6 +7,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
+from evaluation.environments.benchmark import BENCHMARKS_DIR_VARIABLE
 from evaluation.models import BenchmarkWorld, Task, TaskSet, TaskVersion
 from evaluation.services.benchmarks import JOB_KIND
 from memweb.models import Job
@@ -121,3 +122,17 @@ def test_replay_refuses_bad_input_with_a_message(imported, tmp_path):
 def test_replay_reads_a_folder_without_an_import(db, tau2_dir):
     out = _run("env_replay", "tau2-retail", "0", "--gold", "--from", str(tau2_dir))
     assert out.startswith("task 0: reward 1 (success)")
+
+
+def test_the_demo_loads_a_benchmark_set_only_when_its_data_is_present(db, tmp_path, monkeypatch, tau2_dir):
+    from evaluation.demo import load_demo
+
+    monkeypatch.setenv(BENCHMARKS_DIR_VARIABLE, str(tmp_path))
+    out = io.StringIO()
+    load_demo(stdout=out)
+    assert "no tau2-retail data at" in out.getvalue() and not Task.objects.filter(environment="tau2-retail").exists()
+    monkeypatch.setenv(BENCHMARKS_DIR_VARIABLE, str(tau2_dir.parent))
+    load_demo(stdout=out)
+    load_demo(stdout=out)
+    assert Task.objects.filter(environment="tau2-retail", task_set__name="tau2-retail").count() == 114
+    assert out.getvalue().count("task set tau2-retail with 114 tasks") == 1
