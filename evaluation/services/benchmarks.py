@@ -27,7 +27,7 @@ from evaluation.environments.benchmark import gold_solution as gold_solution
 from evaluation.models import Task, TaskSet
 from evaluation.services.benchmark_worlds import world_store
 from evaluation.services.task_sets import task_create, task_spec_update
-from memweb.jobs import JobFailed
+from memweb.jobs import JobFailed, job_start
 
 JOB_KIND = "evaluation.benchmark_import"
 PROGRESS_EVERY = 10  # tasks validated between two progress reports
@@ -158,6 +158,17 @@ def _upsert_all(task_set: TaskSet, specs: list[dict], environment_name: str, pro
         if done % PROGRESS_EVERY == 0 or done == len(specs):
             progress(len(specs) + done, 2 * len(specs), f"Stored {done} of {len(specs)} tasks")
     return report
+
+
+def benchmark_import_start(*, benchmark: str, path: str, task_set_name: str = "", workspace, user=None):
+    """Check what is cheap to check (the benchmark, the folder, the task set's name), then queue the
+    import as a job; BenchmarkImportError says what is wrong."""
+    world = benchmark_environment(benchmark)
+    if not path.strip() or not Path(path).is_dir():
+        raise BenchmarkImportError(f"{path or 'the folder'}: no such folder on the server")
+    _set_problem((task_set_name or world.benchmark).strip(), world.name, workspace)
+    return job_start(kind=JOB_KIND, title=f"Import of {benchmark} from {path}", workspace=workspace, user=user,
+                     payload={"benchmark": benchmark, "path": path, "task_set": task_set_name})
 
 
 def benchmark_import_job(context, *, benchmark: str, path: str, task_set: str = "") -> dict:

@@ -136,3 +136,50 @@ def test_the_demo_loads_a_benchmark_set_only_when_its_data_is_present(db, tmp_pa
     load_demo(stdout=out)
     assert Task.objects.filter(environment="tau2-retail", task_set__name="tau2-retail").count() == 114
     assert out.getvalue().count("task set tau2-retail with 114 tasks") == 1
+
+
+def test_the_api_queues_an_import_for_an_administrator(client, role_admin_user, operator_user, tau2_dir,
+                                                       django_capture_on_commit_callbacks):
+    from memweb.models import ApiKey
+
+    _, operator_key = ApiKey.issue(user=operator_user, name="operator")
+    url, body = "/api/evaluation/benchmarks/import", {"benchmark": "tau2-retail", "path": str(tau2_dir)}
+    refused = client.post(url, json.dumps(body), content_type="application/json",
+                          HTTP_AUTHORIZATION=f"Bearer {operator_key}")
+    assert refused.status_code == 403
+    _, admin_key = ApiKey.issue(user=role_admin_user, name="admin")
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {admin_key}"}
+    missing = client.post(url, json.dumps({**body, "path": "/no/such/folder"}), content_type="application/json",
+                          **headers)
+    assert missing.status_code == 422
+    assert missing.json()["detail"][0]["msg"] == "/no/such/folder: no such folder on the server"
+    with django_capture_on_commit_callbacks(execute=True):  # the job's Celery task runs eagerly here
+        answer = client.post(url, json.dumps(body), content_type="application/json", **headers)
+    assert answer.status_code == 202
+    job = client.get(answer["Location"], **headers).json()
+    assert (job["status"], job["result"]["created"]) == ("succeeded", 114)
+
+
+def test_the_import_page_starts_the_job_for_an_administrator(client, role_admin_user, operator_user, tau2_dir,
+                                                             django_capture_on_commit_callbacks):
+    from django.urls import reverse
+
+    client.force_login(operator_user)
+    assert "Import a benchmark" not in client.get(reverse("evaluation:task_import")).content.decode()
+    assert client.post(reverse("evaluation:benchmark_import"), {"benchmark": "tau2-retail"}).status_code == 403
+    client.force_login(role_admin_user)
+    assert "Import a benchmark" in client.get(reverse("evaluation:task_import")).content.decode()
+    wrong = client.post(reverse("evaluation:benchmark_import"), {"benchmark": "tau2-retail", "path": "/no/such"})
+    assert wrong.status_code == 422 and "/no/such: no such folder on the server" in wrong.content.decode()
+    with django_capture_on_commit_callbacks(execute=True):  # a folder that is no benchmark: the job says why
+        client.post(reverse("evaluation:benchmark_import"), {"benchmark": "tau2-retail", "path": str(tau2_dir.parent)})
+    failed = Job.objects.get(kind=JOB_KIND)
+    assert failed.status == "failed" and "missing tasks.json" in failed.error and not TaskSet.objects.exists()
+    failed.delete()
+    with django_capture_on_commit_callbacks(execute=True):
+        started = client.post(reverse("evaluation:benchmark_import"),
+                              {"benchmark": "tau2-retail", "path": str(tau2_dir), "task_set": "retail"})
+    assert started.status_code == 302
+    job = Job.objects.get(kind=JOB_KIND)
+    assert started["Location"] == reverse("job_detail", args=[job.pk]) and job.status == "succeeded"
+    assert TaskSet.objects.get(name="retail").tasks.count() == 114
