@@ -163,6 +163,9 @@ def _upsert_all(task_set: TaskSet, specs: list[dict], environment_name: str, pro
 def benchmark_import_start(*, benchmark: str, path: str, task_set_name: str = "", workspace, user=None):
     """Check what is cheap to check (the benchmark, the folder, the task set's name), then queue the
     import as a job; BenchmarkImportError says what is wrong."""
+    for field_name, value in (("benchmark", benchmark), ("path", path), ("task_set", task_set_name)):
+        if "\x00" in value:  # PostgreSQL stores no NUL character
+            raise BenchmarkImportError(f"{field_name}: contains a NUL character")
     world = benchmark_environment(benchmark)
     if not path.strip() or not Path(path).is_dir():
         raise BenchmarkImportError(f"{path or 'the folder'}: no such folder on the server")
