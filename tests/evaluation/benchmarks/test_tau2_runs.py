@@ -46,6 +46,8 @@ def test_an_offline_memorb_run_on_tau2_tasks_completes_with_pass_k(retail, agent
     assert failed and all(e.reward_breakdown["db"] == 0.0 and e.committed_errors for e in failed)
 
     client.force_login(operator_user)
+    assert 'id="run-gold-agent">gold-replay agent (uses the gold answer)' in client.get(
+        reverse("evaluation:run_detail", args=[run.pk])).content.decode()
     page = client.get(reverse("evaluation:episode_detail", args=[failed[0].pk])).content.decode()
     assert "uses the gold answer" in page and "natural-language assertions" in page
     assert ">db<" in page and ">communicate<" in page
