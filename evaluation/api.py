@@ -6,7 +6,7 @@ Tasks and episodes need the operator role (session or API key). Errors are `{"de
 """
 from django.core.exceptions import ObjectDoesNotExist
 from django.http import HttpResponse
-from ninja import Query, Router
+from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
 from ninja.responses import Status
 from pydantic import ValidationError
@@ -41,11 +41,13 @@ from evaluation.services import (
     tasks_filtered,
     tasks_import_jsonl,
 )
+from evaluation.services.benchmarks import BenchmarkImportError, benchmark_import_start
 from evaluation.vocabulary import EvaluationScope
 from memweb.auth import api_auth
 from memweb.downloads import attachment
+from memweb.job_api import job_accepted
 from memweb.roles import Role
-from memweb.schemas import ErrorOut
+from memweb.schemas import ErrorOut, JobOut
 from orbs.models import Orb
 from orbs.services import bank_resolve
 from orbs.vocabulary import OrbsScope
@@ -105,6 +107,27 @@ def task_import(request, payload: TaskImportIn):
         return Status(422, {"detail": [{"line": line, "reason": reason} for line, reason in report.errors]})
     return Status(201, {"task_set": report.task_set_name, "created": report.created, "updated": report.updated,
                         "new_versions": report.new_versions})
+
+
+class BenchmarkImportIn(Schema):
+    benchmark: str = Field(description="A benchmark environment's name, e.g. tau2-retail")
+    path: str = Field(max_length=1000, description="A checkout of the benchmark, or its JSON folder, on the server")
+    task_set: str = Field(default="", max_length=100, description="The task set to fill; the benchmark's name when empty")
+
+
+# Reading a folder of the server's is an administrator's action.
+BENCHMARKS_IMPORT = api_auth(Role.ADMIN, scope=EvaluationScope.TASKS_WRITE)
+
+
+@router.post("/benchmarks/import", response={202: JobOut, 422: ErrorOut}, auth=BENCHMARKS_IMPORT)
+def benchmark_import(request, response: HttpResponse, payload: BenchmarkImportIn):
+    """Queue an import of a public benchmark (docs/BENCHMARKS.md); the job's status URL follows it."""
+    try:
+        job = benchmark_import_start(benchmark=payload.benchmark, path=payload.path, task_set_name=payload.task_set,
+                                     workspace=request.workspace, user=request.auth)
+    except BenchmarkImportError as exc:
+        return Status(422, {"detail": str(exc)})
+    return job_accepted(request, response, job)
 
 
 @router.get("/tasks/{task_id}", response={200: TaskDetailOut, 404: ErrorOut}, auth=TASKS_READ)

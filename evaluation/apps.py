@@ -37,7 +37,8 @@ class EvaluationConfig(AppConfig):
     # Read by memweb.registry: the functions background jobs of these kinds run (memweb.jobs).
     job_kinds: tuple = (("evaluation.run_regrade", "evaluation.runs.services.regrade.run_regrade_job"),
                         ("evaluation.episodes_to_campaign", "evaluation.runs.services.studies.episodes_to_campaign_job"),
-                        ("evaluation.run_prepare", "evaluation.runs.services.launch.run_prepare_job"))
+                        ("evaluation.run_prepare", "evaluation.runs.services.launch.run_prepare_job"),
+                        ("evaluation.benchmark_import", "evaluation.services.benchmarks.benchmark_import_job"))
     # Read by memweb.registry: evaluation's own words (evaluation.vocabulary): the scopes its routes
     # ask for, the webhook events it announces, the LLM roles its agents, customers and feedback call.
     api_scopes: tuple = ("evaluation.vocabulary.EvaluationScope",)
@@ -71,7 +72,11 @@ class EvaluationConfig(AppConfig):
 
     def ready(self) -> None:
         import evaluation.runs.tasks  # noqa: F401  (Celery autodiscovers only evaluation.tasks)
-        from evaluation.environments import environment_register
+        from evaluation.environments import benchmark, environment_register
+        from evaluation.services.benchmark_worlds import world_load
 
         # The built-in environments; installed packages add theirs by entry point (docs/ENVIRONMENTS.md).
         environment_register("shop", "evaluation.environments.shop:SHOP")
+        environment_register("tau2-retail", "evaluation.environments.tau2_retail:TAU2_RETAIL")
+        # Benchmark environments read their shared databases from the BenchmarkWorld table.
+        benchmark.world_loader_set(world_load)

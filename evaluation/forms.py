@@ -60,6 +60,18 @@ class EpisodeFilterForm(forms.Form):
         return EpisodeFilters(**{name: value for name, value in self.cleaned_data.items() if value not in (None, "")})
 
 
+class BenchmarkImportForm(forms.Form):
+    benchmark = forms.ChoiceField(label="Benchmark")
+    path = forms.CharField(max_length=1000, label="Folder on the server",
+                           help_text="A checkout of the benchmark, or its JSON folder (docs/BENCHMARKS.md).")
+    task_set = forms.CharField(required=False, max_length=100, label="Task set name",
+                               help_text="Empty: the benchmark's name. Tasks already in the set are updated.")
+
+    def __init__(self, *args, benchmarks: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["benchmark"].choices = [(name, name) for name in benchmarks]
+
+
 class TaskImportForm(forms.Form):
     task_set = forms.CharField(max_length=100, label="Task set name",
                                help_text="A new name creates a set; an existing one is extended (same ids updated).")

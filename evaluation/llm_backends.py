@@ -66,9 +66,10 @@ def history_fitted(history: list[dict], room: int) -> list[dict]:
 
 class LLMAgent:
     def __init__(self, *, role: str = EvaluationLLMRole.ACTOR, max_steps: int = 8, max_tokens: int | None = None,
-                 context_tokens: int | None = None, environment: Environment | None = None):
+                 context_tokens: int | None = None, environment: Environment | None = None, task: dict | None = None):
         self.role, self.max_steps, self.max_tokens = role, max_steps, max_tokens
         self.environment = environment or _default_environment()
+        self.task = task  # its environment's policy can depend on it (a benchmark's policy lives with its world)
         self.context_tokens = context_tokens
         self.label = f"llm:{role_config(role).model}"
         self.history: list[dict] = []
@@ -85,7 +86,9 @@ class LLMAgent:
 
     def _system(self, memory: str) -> dict:
         memories = f"\n\n{memory}{MEMORY_NOTE}" if memory else ""
-        return {"role": "system", "content": self.environment.agent_policy() + memories}
+        policy = self.environment.agent_policy(task=self.task) if self.task is not None else \
+            self.environment.agent_policy()
+        return {"role": "system", "content": policy + memories}
 
     def respond(self, *, text: str, memory: str, env, recall=None) -> str:
         """`recall()`, when given, is asked before each decision after the first (the tool results

@@ -21,6 +21,7 @@ from memweb.scoping import AllWorkspacesManager, WorkspaceManager
 class Domain(models.TextChoices):
     APPLIANCES = "appliances", "Household appliances"
     CLOTHING = "clothing", "Clothing"
+    RETAIL = "retail", "Retail (τ²-bench)"
 
 
 class Split(models.TextChoices):
@@ -53,6 +54,9 @@ class TaskSet(models.Model):
     name = models.CharField(max_length=100)
     description = models.TextField(blank=True)
     is_builtin = models.BooleanField(default=False)
+    # Where an imported benchmark's tasks came from: {benchmark, source, layout, commit, files
+    # (path -> SHA-256), licence, world}; empty for other sets.
+    provenance = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -120,6 +124,22 @@ class TaskVersion(models.Model):
         return f"{self.task} v{self.number}"
 
 
+class BenchmarkWorld(models.Model):
+    """A public benchmark's initial database and agent policy (evaluation.environments.benchmark),
+    stored once under the SHA-256 of its content and shared by every workspace's imported tasks:
+    a task spec names it by that key (`world`), never by copy."""
+    key = models.CharField(max_length=64, primary_key=True, help_text="SHA-256 of the database and policy.")
+    benchmark = models.CharField(max_length=64, db_index=True)
+    # JSON text rather than jsonb, which would reorder keys: the tools search rows in the benchmark's
+    # order (the first user matching a name and zip) and --db-out writes them in it.
+    database = models.TextField(help_text="The database as JSON, in the benchmark's own schema and order.")
+    policy = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.benchmark} world {self.key[:12]}"
+
+
 class Episode(models.Model):
 
     WORKSPACE_PATH = "task__task_set__workspace"  # memweb.workspaces
@@ -185,8 +205,13 @@ class Episode(models.Model):
 
     @property
     def agent_scripted(self) -> bool:
-        # An environment's offline agent names itself after the kind ("scripted:gold-replay-with-errors").
-        return self.agent_backend.startswith(AgentBackend.SCRIPTED)
+        # "scripted", or "scripted: <what it is>" where an environment's offline agent says more.
+        return self.agent_backend == AgentBackend.SCRIPTED or self.agent_backend.startswith(f"{AgentBackend.SCRIPTED}:")
+
+    @property
+    def agent_uses_gold(self) -> bool:
+        """An offline agent that reads the task's answer key (τ²-bench's gold-replay agent)."""
+        return self.agent_scripted and "uses the gold answer" in self.agent_backend
 
     @property
     def customer_scripted(self) -> bool:

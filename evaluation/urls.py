@@ -9,6 +9,7 @@ urlpatterns = [
     path("tasks/", views.task_list, name="task_list"),
     path("tasks/load-builtin/", views.tasks_load_builtin, name="tasks_load_builtin"),
     path("tasks/import/", views.task_import, name="task_import"),
+    path("tasks/import-benchmark/", views.benchmark_import, name="benchmark_import"),
     path("tasks/export/", views.task_export, name="task_export"),
     path("tasks/<int:task_id>/", views.task_detail, name="task_detail"),
     path("tasks/<int:task_id>/play/", views.task_play, name="task_play"),

@@ -9,7 +9,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from pydantic import ValidationError
 
-from evaluation.forms import EpisodeFilterForm, PlayForm, TaskFilterForm, TaskImportForm
+from evaluation.forms import BenchmarkImportForm, EpisodeFilterForm, PlayForm, TaskFilterForm, TaskImportForm
 from evaluation.metrics import HARM_ERROR_RATE, MIN_RETRIEVALS
 from evaluation.models import Episode, Task, TaskSet
 from evaluation.services import (
@@ -22,12 +22,13 @@ from evaluation.services import (
     tasks_import_jsonl,
     taskset_builtin_load,
 )
+from evaluation.services.benchmarks import BenchmarkImportError, benchmark_import_start, benchmark_names
 from evaluation.services.episode_search import EpisodeFilters, episodes_filtered
 from evaluation.services.memory_effects import bank_experience_effects_rank, experience_effects_compute
 from evaluation.services.timeline import episode_timeline
 from memweb.downloads import attachment
 from memweb.listing import CappedPaginator, Sorting, list_page
-from memweb.roles import Role, role_required
+from memweb.roles import Role, has_role, role_required
 from orbs.dmrm.models import Experience
 from orbs.models import Orb
 from orbs.services import bank_resolve
@@ -92,8 +93,31 @@ def task_import(request):
     report, status = None, 200
     if request.method == "POST":
         report, status = _import(form, request.workspace)
-    context = {"form": form, "report": report, "task_sets": TaskSet.objects.all()}
+    return _import_page(request, form=form, report=report, status=status)
+
+
+def _import_page(request, *, form=None, report=None, benchmark_form=None, status: int = 200):
+    context = {"form": form or TaskImportForm(), "report": report,
+               "task_sets": TaskSet.objects.all(),
+               "benchmark_form": benchmark_form or BenchmarkImportForm(benchmarks=benchmark_names()),
+               "can_import_benchmarks": has_role(request.user, Role.ADMIN)}
     return render(request, "evaluation/task_import.html", context, status=status)
+
+
+@require_POST
+@role_required(Role.ADMIN)  # it reads a folder of the server's: an administrator's action
+def benchmark_import(request):
+    form = BenchmarkImportForm(request.POST, benchmarks=benchmark_names())
+    if form.is_valid():
+        try:
+            job = benchmark_import_start(benchmark=form.cleaned_data["benchmark"], path=form.cleaned_data["path"],
+                                         task_set_name=form.cleaned_data["task_set"], workspace=request.workspace,
+                                         user=request.user)
+        except BenchmarkImportError as exc:
+            form.add_error(None, str(exc))
+        else:
+            return redirect("job_detail", job.pk)
+    return _import_page(request, benchmark_form=form, status=422)
 
 
 def _import(form: TaskImportForm, workspace):

@@ -11,6 +11,7 @@ tests set their own with `world_loader_set`.
 import copy
 import hashlib
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,6 +93,34 @@ def world(key: str) -> BenchmarkWorld:
     return _cache[key]
 
 
+def world_forget(key: str) -> None:
+    """Drop the world read under `key` from this process (its store no longer holds it)."""
+    _cache.pop(key, None)
+
+
 def world_fresh(key: str) -> dict:
     """A private copy of the database stored under `key`, for one episode or replay."""
     return copy.deepcopy(world(key).database)
+
+
+BENCHMARKS_DIR_VARIABLE = "MEMWEB_BENCHMARKS_DIR"
+_SHARED_FALLBACK = Path("/work/shared/benchmarks")
+
+
+def benchmarks_dir() -> Path:
+    """Where the public benchmarks' data lies on this machine (tests, the demo): the folder
+    MEMWEB_BENCHMARKS_DIR names, else `../shared/benchmarks` beside the repository, else
+    /work/shared/benchmarks. The folder may not exist: nothing of a benchmark is shipped."""
+    configured = os.environ.get(BENCHMARKS_DIR_VARIABLE, "").strip()
+    if configured:
+        return Path(configured)
+    beside = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks"
+    return beside if beside.is_dir() else _SHARED_FALLBACK
+
+
+def gold_solution(spec: dict) -> tuple[list[dict], list[str]]:
+    """The task's gold calls in order (`gold_calls` where the benchmark orders look-ups and changes
+    together, else the look-ups then the changes) and the replies the gold solution gives (the
+    required outputs' values): what `env_replay --gold` replays."""
+    calls = spec.get("gold_calls") or [*spec.get("gold_lookups", []), *spec.get("gold_actions", [])]
+    return calls, [output["value"] for output in spec.get("required_outputs", [])]

@@ -79,8 +79,10 @@ class Environment(Protocol):
     def tool_schemas(self) -> list[dict]:
         """The tools, as OpenAI function schemas (JSON Schema parameters)."""
 
-    def agent_policy(self) -> str:
-        """The system prompt an LLM agent is given: its rules and the world's policies."""
+    def agent_policy(self, task: dict | None = None) -> str:
+        """The system prompt an LLM agent is given: its rules and the world's policies. `task`, when
+        given, is the task being played (a benchmark's policy lives with the task's world); an
+        environment whose policy is the same for every task ignores it."""
 
     def customer_policy(self) -> str:
         """The rules an LLM customer is given before the task's instructions."""

@@ -67,7 +67,7 @@ class ShopEnvironment:
     def tool_schemas(self) -> list[dict]:
         return tool_schemas()
 
-    def agent_policy(self) -> str:
+    def agent_policy(self, task: dict | None = None) -> str:
         return _AGENT_RULES + "\n".join(f"- {title}: {text}" for _, title, text in catalogue.POLICIES)
 
     def customer_policy(self) -> str:

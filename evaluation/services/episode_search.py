@@ -3,7 +3,7 @@ and full-text search over what was said in the transcript (ranked, with a highli
 from dataclasses import dataclass
 
 from django.contrib.postgres.search import SearchHeadline, SearchQuery, SearchRank
-from django.db.models import F, QuerySet, TextField
+from django.db.models import F, Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
 from evaluation.configs import AgentBackend
@@ -52,8 +52,9 @@ def episodes_filtered(*, filters: EpisodeFilters, workspace) -> QuerySet:
     if filters.memory:
         episodes = episodes.filter(memory_kind=filters.memory)
     if filters.backend:
-        scripted = {"agent_backend__startswith": AgentBackend.SCRIPTED}
-        episodes = episodes.filter(**scripted) if filters.backend == "scripted" else episodes.exclude(**scripted)
+        # An environment's scripted agent may say more after "scripted: " (the gold-replay agent does).
+        scripted = Q(agent_backend=AgentBackend.SCRIPTED) | Q(agent_backend__startswith=f"{AgentBackend.SCRIPTED}:")
+        episodes = episodes.filter(scripted) if filters.backend == "scripted" else episodes.exclude(scripted)
     return _searched(episodes, filters.q.strip()) if filters.q.strip() else episodes
 
 

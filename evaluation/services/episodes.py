@@ -95,7 +95,7 @@ def _agent(config: AgentConfig, world: Environment, spec: dict, seed: int):
         return world.scripted_agent(seed=seed, key=spec["id"], error_rates=config.error_rates)
     _require_online(EvaluationLLMRole.ACTOR)
     return LLMAgent(max_steps=config.max_steps, max_tokens=config.max_tokens, context_tokens=config.context_tokens,
-                    environment=world)
+                    environment=world, task=spec)
 
 
 def _customer(config: CustomerConfig, world: Environment, spec: dict, seed: int):

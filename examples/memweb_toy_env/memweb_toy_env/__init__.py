@@ -42,7 +42,7 @@ class LibraryEnvironment:
     def tool_schemas(self) -> list[dict]:
         return library.TOOL_SCHEMAS
 
-    def agent_policy(self) -> str:
+    def agent_policy(self, task: dict | None = None) -> str:
         return "You are a librarian at the help desk. Library policies:\n" + "\n".join(
             f"- {policy}" for policy in library.POLICIES)
 
