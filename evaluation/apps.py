@@ -78,5 +78,6 @@ class EvaluationConfig(AppConfig):
         # The built-in environments; installed packages add theirs by entry point (docs/ENVIRONMENTS.md).
         environment_register("shop", "evaluation.environments.shop:SHOP")
         environment_register("tau2-retail", "evaluation.environments.tau2_retail:TAU2_RETAIL")
+        environment_register("ecom-bench", "evaluation.environments.ecom_bench:ECOM")
         # Benchmark environments read their shared databases from the BenchmarkWorld table.
         benchmark.world_loader_set(world_load)

@@ -86,9 +86,7 @@ class LLMAgent:
 
     def _system(self, memory: str) -> dict:
         memories = f"\n\n{memory}{MEMORY_NOTE}" if memory else ""
-        policy = self.environment.agent_policy(task=self.task) if self.task is not None else \
-            self.environment.agent_policy()
-        return {"role": "system", "content": policy + memories}
+        return {"role": "system", "content": self.environment.agent_policy(task=self.task) + memories}
 
     def respond(self, *, text: str, memory: str, env, recall=None) -> str:
         """`recall()`, when given, is asked before each decision after the first (the tool results
@@ -124,7 +122,7 @@ class LLMCustomer:
                  environment: Environment | None = None):
         self.role, self.max_tokens = role, max_tokens
         self.label = f"llm:{role_config(role).model}"
-        persona, rules = task["persona"], (environment or _default_environment()).customer_policy()
+        persona, rules = task["persona"], (environment or _default_environment()).customer_policy(task)
         self.system = {"role": "system", "content": (
             f"{rules}\n\n{task['instructions']}\nYour mood: {persona['emotion']}; patience "
             f"{persona['patience']} (out of 10); trust in the shop: {persona['trust']}.")}

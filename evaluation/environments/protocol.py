@@ -84,8 +84,9 @@ class Environment(Protocol):
         given, is the task being played (a benchmark's policy lives with the task's world); an
         environment whose policy is the same for every task ignores it."""
 
-    def customer_policy(self) -> str:
-        """The rules an LLM customer is given before the task's instructions."""
+    def customer_policy(self, task: dict | None = None) -> str:
+        """The rules an LLM customer is given before the task's instructions (`task`, when given, is
+        the task being played: a benchmark's customer rules may come with it)."""
 
     def play(self, *, task: dict, agent, customer, memory=None, max_turns: int = DEFAULT_MAX_TURNS,
              infra_errors: tuple[type[Exception], ...] = (), on_turn=None):

@@ -70,7 +70,7 @@ class ShopEnvironment:
     def agent_policy(self, task: dict | None = None) -> str:
         return _AGENT_RULES + "\n".join(f"- {title}: {text}" for _, title, text in catalogue.POLICIES)
 
-    def customer_policy(self) -> str:
+    def customer_policy(self, task: dict | None = None) -> str:
         return _CUSTOMER_RULES
 
     def play(self, *, task: dict, agent, customer, memory=None, max_turns: int = DEFAULT_MAX_TURNS,

@@ -78,7 +78,7 @@ class Tau2RetailEnvironment:
         the rules alone (what prompt hashes pin: the policy is in the task's content hash)."""
         return _AGENT_RULES + (benchmark.world(task["world"]).policy if task is not None else "")
 
-    def customer_policy(self) -> str:
+    def customer_policy(self, task: dict | None = None) -> str:
         return _CUSTOMER_RULES
 
     # ---- episodes ----

@@ -46,7 +46,7 @@ class LibraryEnvironment:
         return "You are a librarian at the help desk. Library policies:\n" + "\n".join(
             f"- {policy}" for policy in library.POLICIES)
 
-    def customer_policy(self) -> str:
+    def customer_policy(self, task: dict | None = None) -> str:
         return f"You are a library member talking to the help desk. When you are done, end with {STOP}."
 
     def play(self, *, task: dict, agent, customer, memory=None, max_turns: int = DEFAULT_MAX_TURNS,
