@@ -165,9 +165,13 @@ def postmaster_pid(server: EmbeddedServer) -> int | None:
 
 
 def stop(server: EmbeddedServer) -> None:
+    """Stop the server; RuntimeError with pg_ctl's words when it is still running afterwards."""
     with _lock(server):
         if is_running(server):
-            _run_as_owner([binary("pg_ctl"), "stop", "-D", str(server.pgdata), "-m", "fast", "-w"], timeout=60)
+            result = _run_as_owner([binary("pg_ctl"), "stop", "-D", str(server.pgdata), "-m", "fast", "-w"],
+                                   timeout=60)
+            if result.returncode != 0 and is_running(server):
+                raise RuntimeError(f"could not stop the embedded PostgreSQL in {server.pgdata}:\n{result.stderr}")
 
 
 def _stop_unreachable(server: EmbeddedServer) -> None:

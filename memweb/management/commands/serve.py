@@ -120,7 +120,11 @@ class Command(BaseCommand):
             from django.db import connections
 
             connections.close_all()
-            embedded_db.stop(embedded_db.EmbeddedServer(settings.DATA_DIR))
+            try:
+                embedded_db.stop(embedded_db.EmbeddedServer(settings.DATA_DIR))
+            except RuntimeError as exc:
+                self.stderr.write(f"memweb stopped the web server and the worker, but the database is still up: {exc}")
+                return
         self.stdout.write("memweb stopped: web server, worker and database are down.")
 
 
