@@ -51,6 +51,8 @@ def test_an_offline_memorb_run_on_tau2_tasks_completes_with_pass_k(retail, agent
     page = client.get(reverse("evaluation:episode_detail", args=[failed[0].pk])).content.decode()
     assert "uses the gold answer" in page and "natural-language assertions" in page
     assert ">db<" in page and ">communicate<" in page
+    listed = client.get(reverse("evaluation:episode_list"), {"component": "db"}).content.decode()
+    assert 'value="db" selected' in listed and reverse("evaluation:episode_detail", args=[failed[0].pk]) in listed
 
 
 def test_the_llm_agent_gets_the_policy_and_tools_and_the_customer_its_scenario(retail, fake_llm):
