@@ -73,3 +73,18 @@ def test_the_llm_agent_gets_the_policy_and_tools_and_the_customer_its_scenario(r
     assert len(agent_request["tools"]) == 16
     tool_results = [m for m in episode.transcript if m["role"] == "tool"]
     assert [m["ok"] for m in tool_results] == [True] * len(task.spec["gold_calls"])
+
+
+def test_a_held_out_run_uses_the_benchmarks_train_and_test_split(retail, agent):
+    from evaluation.runs.models import RunEpisode
+
+    answer = agent.post(f"{RUNS}/", json.dumps({
+        "name": "tau2 held out", "task_set": retail.name, "task_ids": ["0", "1", "5"], "trials": 2,
+        "memory_mode": "memorb", "evaluation_mode": "held_out", "split_rule": "task_set",
+        "agent": {"error_rates": {"wrong_tool": 0.5}}}), content_type="application/json")
+    assert answer.status_code == 201, answer.content
+    run = run_drive(run=prepared(EvaluationRun.objects.get(pk=answer.json()["id"])))
+    assert run.status == "completed" and run.task_splits == {"0": "train", "1": "train", "5": "test"}
+    rows = RunEpisode.objects.filter(run=run)
+    assert not rows.filter(split="test", orb__isnull=False).exists()  # memory learns from train only
+    assert run.metrics["split"] == "test" and list(run.metrics["matrix"]) == ["5"]
