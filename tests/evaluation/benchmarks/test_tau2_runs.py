@@ -46,8 +46,10 @@ def test_an_offline_memorb_run_on_tau2_tasks_completes_with_pass_k(retail, agent
     assert failed and all(e.reward_breakdown["db"] == 0.0 and e.committed_errors for e in failed)
 
     client.force_login(operator_user)
-    assert 'id="run-gold-agent">gold-replay agent (uses the gold answer)' in client.get(
-        reverse("evaluation:run_detail", args=[run.pk])).content.decode()
+    run_page = client.get(reverse("evaluation:run_detail", args=[run.pk])).content.decode()
+    assert 'id="run-gold-agent">gold-replay agent (uses the gold answer)' in run_page
+    failed_db = sum(e.reward_breakdown["db"] == 0.0 for e in episodes)
+    assert f'component=db">db</a></th><td class="num">{failed_db}</td><td class="num">9</td>' in run_page
     page = client.get(reverse("evaluation:episode_detail", args=[failed[0].pk])).content.decode()
     assert "uses the gold answer" in page and "natural-language assertions" in page
     assert ">db<" in page and ">communicate<" in page
