@@ -24,14 +24,18 @@ SPLITS = ("train", "test")  # split_tasks.json also lists "base" (every task), w
 def read_source(path: Path) -> BenchmarkSource:
     """The benchmark's tasks, database and policy; BenchmarkFolderError names what is missing or unreadable."""
     path = Path(path)
-    if not path.is_dir():
+    try:
+        found = path.is_dir()
+    except OSError as exc:  # a name too long for the file system, a folder it may not search
+        raise BenchmarkFolderError(f"{path}: {exc.strerror}") from None
+    if not found:
         raise BenchmarkFolderError(f"{path}: no such folder")
     layout, folder = ("checkout", path / CHECKOUT_FOLDER) if (path / CHECKOUT_FOLDER).is_dir() else ("json", path)
     missing = [str((folder / name).relative_to(path)) for name in FILES if not (folder / name).is_file()]
     if missing:
         raise BenchmarkFolderError(
             f"{path} is not a τ²-bench checkout nor its retail JSON folder: missing {', '.join(missing)}")
-    raw = {name: (folder / name).read_bytes() for name in FILES}
+    raw = {name: _read(folder / name) for name in FILES}
     tasks, database = _json(raw, "tasks.json", folder, list), _json(raw, "db.json", folder, dict)
     splits = _splits(_json(raw, "split_tasks.json", folder, dict), folder)
     _database_checked(database, folder)
@@ -43,6 +47,13 @@ def read_source(path: Path) -> BenchmarkSource:
         benchmark=BENCHMARK, layout=layout, tasks=specs, world=world, licence=LICENCE, source=UPSTREAM,
         files={str((folder / name).relative_to(path)): hashlib.sha256(data).hexdigest() for name, data in raw.items()},
         commit=_commit(path) if layout == "checkout" else "", splits=splits)
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise BenchmarkFolderError(f"{path}: cannot be read ({exc.strerror})") from None
 
 
 def _json(raw: dict[str, bytes], name: str, folder: Path, kind: type):
