@@ -39,7 +39,7 @@ def read_source(path: Path) -> BenchmarkSource:
     tasks, database = _json(raw, "tasks.json", folder, list), _json(raw, "db.json", folder, dict)
     splits = _splits(_json(raw, "split_tasks.json", folder, dict), folder)
     _database_checked(database, folder)
-    world = BenchmarkWorld(database=database, policy=raw["policy.md"].decode("utf-8"))
+    world = BenchmarkWorld(database=database, policy=_text(raw, "policy.md", folder))
     key = world_key(world)
     specs = [task_spec(task, database=database, world=key, split=_split_of(str(task.get("id")), splits))
              for task in _tasks_checked(tasks, folder)]
@@ -54,6 +54,13 @@ def _read(path: Path) -> bytes:
         return path.read_bytes()
     except OSError as exc:
         raise BenchmarkFolderError(f"{path}: cannot be read ({exc.strerror})") from None
+
+
+def _text(raw: dict[str, bytes], name: str, folder: Path) -> str:
+    try:
+        return raw[name].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BenchmarkFolderError(f"{folder / name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
 def _json(raw: dict[str, bytes], name: str, folder: Path, kind: type):
