@@ -73,10 +73,21 @@ def _json(raw: dict[str, bytes], name: str, folder: Path, kind: type):
     return value
 
 
+# The fields of each row the tools and the import read (db.json's data model).
+_ROW_FIELDS = {"products": ("name", "product_id", "variants"),
+               "users": ("user_id", "name", "address", "email", "payment_methods", "orders"),
+               "orders": ("order_id", "user_id", "address", "items", "status", "fulfillments", "payment_history")}
+
+
 def _database_checked(database: dict, folder: Path) -> None:
-    for table in ("products", "users", "orders"):
-        if not isinstance(database.get(table), dict):
+    for table, fields in _ROW_FIELDS.items():
+        rows = database.get(table)
+        if not isinstance(rows, dict):
             raise BenchmarkFolderError(f"{folder / 'db.json'}: no {table!r} object")
+        for key, row in rows.items():
+            missing = [name for name in fields if not isinstance(row, dict) or name not in row]
+            if missing:
+                raise BenchmarkFolderError(f"{folder / 'db.json'}: {table} {key!r} lacks {', '.join(missing)}")
 
 
 def _tasks_checked(tasks: list, folder: Path) -> list[dict]:
