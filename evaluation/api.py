@@ -6,7 +6,7 @@ Tasks and episodes need the operator role (session or API key). Errors are `{"de
 """
 from django.core.exceptions import ObjectDoesNotExist
 from django.http import HttpResponse
-from ninja import Field, Query, Router, Schema
+from ninja import Query, Router
 from ninja.errors import HttpError
 from ninja.responses import Status
 from pydantic import ValidationError
@@ -18,6 +18,7 @@ from evaluation.models import Episode, Task, TaskSet
 from evaluation.runs.api import router as runs_router
 from evaluation.schemas import (
     BankEffectsOut,
+    BenchmarkImportIn,
     EnvironmentOut,
     EpisodeFilters,
     EpisodeOut,
@@ -107,12 +108,6 @@ def task_import(request, payload: TaskImportIn):
         return Status(422, {"detail": [{"line": line, "reason": reason} for line, reason in report.errors]})
     return Status(201, {"task_set": report.task_set_name, "created": report.created, "updated": report.updated,
                         "new_versions": report.new_versions})
-
-
-class BenchmarkImportIn(Schema):
-    benchmark: str = Field(description="A benchmark environment's name, e.g. tau2-retail")
-    path: str = Field(max_length=1000, description="A checkout of the benchmark, or its JSON folder, on the server")
-    task_set: str = Field(default="", max_length=100, description="The task set to fill; the benchmark's name when empty")
 
 
 # Reading a folder of the server's is an administrator's action.

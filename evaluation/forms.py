@@ -5,7 +5,7 @@ from evaluation.configs import AgentBackend, CustomerBackend, MemoryKind
 from evaluation.environments import DEFAULT_ENVIRONMENT, DEFAULT_MAX_TURNS, ERROR_KINDS, environments
 from evaluation.memory_layers.registry import memory_layer_choices
 from evaluation.models import Difficulty, Domain, ErrorKind, Split, TaskSet
-from evaluation.services.episode_search import REWARD_COMPONENTS, EpisodeFilters
+from evaluation.services.episode_search import EpisodeFilters, reward_component_choices
 from memweb.jsonl import upload_text
 
 MAX_UPLOAD_BYTES = 5 * 1024 * 1024
@@ -47,7 +47,7 @@ class EpisodeFilterForm(forms.Form):
                            widget=forms.TextInput(attrs={"placeholder": "any task"}))
     outcome = forms.ChoiceField(required=False, choices=_choices((("success", "success"), ("failure", "failure")),
                                                                  "any outcome"))
-    component = forms.ChoiceField(required=False, choices=_choices(REWARD_COMPONENTS, "any component"),
+    component = forms.ChoiceField(required=False, choices=lambda: _choices(reward_component_choices(), "any component"),
                                   label="Failed reward component")
     memory = forms.ChoiceField(required=False, choices=lambda: _choices(memory_layer_choices(), "any memory"),
                                label="Memory mode")

@@ -57,6 +57,12 @@ class TaskFilters(Schema):
     offset: int = Field(default=0, ge=0)
 
 
+class BenchmarkImportIn(StrictBody, Schema):
+    benchmark: str = Field(max_length=64, description="A benchmark environment's name, e.g. tau2-retail")
+    path: str = Field(max_length=1000, description="A checkout of the benchmark, or its JSON folder, on the server")
+    task_set: str = Field(default="", max_length=100, description="The task set to fill; the benchmark's name when empty")
+
+
 class TaskImportIn(StrictBody, Schema):
     task_set: str = Field(min_length=1, max_length=100, description="Name of the task set to create or extend")
     description: str = Field(default="", max_length=2000)

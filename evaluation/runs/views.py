@@ -61,6 +61,7 @@ from evaluation.runs.services import (
     runs_filtered,
     runs_plan_trials,
 )
+from evaluation.runs.services.components import run_component_failures
 from evaluation.runs.services.results import run_split_summary
 from evaluation.runs.services.spec import spec_panel
 from evaluation.runs.services.usage import run_usage
@@ -168,6 +169,7 @@ def run_detail(request, run_id: int):
     if request.htmx:
         return render(request, "evaluation/runs/_live.html", context)
     context["scoring"] = _scoring_context(run)
+    context["component_failures"] = run_component_failures(run=run)
     context["settings_panel"] = spec_panel(run.run_spec, unused=run.memory_layer.unused_settings())
     if run.imported:
         context["imported_tasks"] = run.run_episodes.values("task_key").distinct().count()

@@ -160,6 +160,13 @@ def _upsert_all(task_set: TaskSet, specs: list[dict], environment_name: str, pro
     return report
 
 
+def _is_folder(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # a name too long for the file system, a folder it may not search
+        return False
+
+
 def benchmark_import_start(*, benchmark: str, path: str, task_set_name: str = "", workspace, user=None):
     """Check what is cheap to check (the benchmark, the folder, the task set's name), then queue the
     import as a job; BenchmarkImportError says what is wrong."""
@@ -167,7 +174,7 @@ def benchmark_import_start(*, benchmark: str, path: str, task_set_name: str = ""
         if "\x00" in value:  # PostgreSQL stores no NUL character
             raise BenchmarkImportError(f"{field_name}: contains a NUL character")
     world = benchmark_environment(benchmark)
-    if not path.strip() or not Path(path).is_dir():
+    if not path.strip() or not _is_folder(Path(path)):
         raise BenchmarkImportError(f"{path or 'the folder'}: no such folder on the server")
     _set_problem((task_set_name or world.benchmark).strip(), world.name, workspace)
     return job_start(kind=JOB_KIND, title=f"Import of {benchmark} from {path}", workspace=workspace, user=user,

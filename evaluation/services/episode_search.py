@@ -7,6 +7,7 @@ from django.db.models import F, Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
 from evaluation.configs import AgentBackend
+from evaluation.environments import environments
 from evaluation.models import SEARCH_CONFIG, Episode, transcript_texts
 
 # The reward's pass/fail components (evaluation.shop.reward); a failed one is 0.0 in reward_breakdown.
@@ -16,6 +17,17 @@ REWARD_COMPONENTS = (
     ("lookups", "required look-ups"),
     ("outputs", "required facts told"),
 )
+
+
+def reward_component_choices() -> list[tuple[str, str]]:
+    """The shop's components, then every other environment's (τ²-bench's db, communicate, ...) by name."""
+    listed = dict(REWARD_COMPONENTS)
+    for world in environments():
+        for name in world.reward_components:
+            listed.setdefault(name, f"{name} ({world.label})")
+    return list(listed.items())
+
+
 # ts_headline marks matches with these; the template escapes the text first, then turns them into <mark>.
 MATCH_START, MATCH_STOP = "\x02", "\x03"
 

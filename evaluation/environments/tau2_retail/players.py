@@ -60,7 +60,6 @@ class GoldReplayAgent:
     An error kind it planned is avoided when a retrieved memory carries its advice (reward.CUES)."""
     label = GOLD_AGENT_LABEL
     tokens_in = tokens_out = 0
-    uses_gold = True
 
     def __init__(self, *, seed: int, key: str, error_rates: dict[str, float] | None = None):
         rng = random.Random(f"{seed}:{key}:tau2-gold-agent")

@@ -24,18 +24,22 @@ SPLITS = ("train", "test")  # split_tasks.json also lists "base" (every task), w
 def read_source(path: Path) -> BenchmarkSource:
     """The benchmark's tasks, database and policy; BenchmarkFolderError names what is missing or unreadable."""
     path = Path(path)
-    if not path.is_dir():
+    try:
+        found = path.is_dir()
+    except OSError as exc:  # a name too long for the file system, a folder it may not search
+        raise BenchmarkFolderError(f"{path}: {exc.strerror}") from None
+    if not found:
         raise BenchmarkFolderError(f"{path}: no such folder")
     layout, folder = ("checkout", path / CHECKOUT_FOLDER) if (path / CHECKOUT_FOLDER).is_dir() else ("json", path)
     missing = [str((folder / name).relative_to(path)) for name in FILES if not (folder / name).is_file()]
     if missing:
         raise BenchmarkFolderError(
             f"{path} is not a τ²-bench checkout nor its retail JSON folder: missing {', '.join(missing)}")
-    raw = {name: (folder / name).read_bytes() for name in FILES}
+    raw = {name: _read(folder / name) for name in FILES}
     tasks, database = _json(raw, "tasks.json", folder, list), _json(raw, "db.json", folder, dict)
     splits = _splits(_json(raw, "split_tasks.json", folder, dict), folder)
     _database_checked(database, folder)
-    world = BenchmarkWorld(database=database, policy=raw["policy.md"].decode("utf-8"))
+    world = BenchmarkWorld(database=database, policy=_text(raw, "policy.md", folder))
     key = world_key(world)
     specs = [task_spec(task, database=database, world=key, split=_split_of(str(task.get("id")), splits))
              for task in _tasks_checked(tasks, folder)]
@@ -43,6 +47,20 @@ def read_source(path: Path) -> BenchmarkSource:
         benchmark=BENCHMARK, layout=layout, tasks=specs, world=world, licence=LICENCE, source=UPSTREAM,
         files={str((folder / name).relative_to(path)): hashlib.sha256(data).hexdigest() for name, data in raw.items()},
         commit=_commit(path) if layout == "checkout" else "", splits=splits)
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise BenchmarkFolderError(f"{path}: cannot be read ({exc.strerror})") from None
+
+
+def _text(raw: dict[str, bytes], name: str, folder: Path) -> str:
+    try:
+        return raw[name].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BenchmarkFolderError(f"{folder / name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
 def _json(raw: dict[str, bytes], name: str, folder: Path, kind: type):
@@ -55,10 +73,21 @@ def _json(raw: dict[str, bytes], name: str, folder: Path, kind: type):
     return value
 
 
+# The fields of each row the tools and the import read (db.json's data model).
+_ROW_FIELDS = {"products": ("name", "product_id", "variants"),
+               "users": ("user_id", "name", "address", "email", "payment_methods", "orders"),
+               "orders": ("order_id", "user_id", "address", "items", "status", "fulfillments", "payment_history")}
+
+
 def _database_checked(database: dict, folder: Path) -> None:
-    for table in ("products", "users", "orders"):
-        if not isinstance(database.get(table), dict):
+    for table, fields in _ROW_FIELDS.items():
+        rows = database.get(table)
+        if not isinstance(rows, dict):
             raise BenchmarkFolderError(f"{folder / 'db.json'}: no {table!r} object")
+        for key, row in rows.items():
+            missing = [name for name in fields if not isinstance(row, dict) or name not in row]
+            if missing:
+                raise BenchmarkFolderError(f"{folder / 'db.json'}: {table} {key!r} lacks {', '.join(missing)}")
 
 
 def _tasks_checked(tasks: list, folder: Path) -> list[dict]:

@@ -155,3 +155,12 @@ def test_rescore_replays_the_transcript(tau2_tasks):
     assert (again.success, again.state_hash) == (False, outcome.reward.state_hash)
     fixed = dict(spec, gold_calls=[], gold_actions=[])
     assert TAU2_RETAIL.rescore(task=fixed, transcript=outcome.messages, played=spec).breakdown["db"] == 0.0
+
+
+def test_a_database_row_missing_a_field_is_refused_naming_it(tmp_path, tau2_dir):
+    for name in FILES:
+        if name != "db.json":
+            (tmp_path / name).symlink_to(tau2_dir / name)
+    (tmp_path / "db.json").write_text('{"products": {}, "users": {}, "orders": {"#W1": {"order_id": "#W1"}}}')
+    with pytest.raises(BenchmarkFolderError, match="db.json: orders '#W1' lacks user_id, address, items"):
+        TAU2_RETAIL.read_source(tmp_path)

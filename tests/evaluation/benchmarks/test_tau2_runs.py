@@ -46,11 +46,15 @@ def test_an_offline_memorb_run_on_tau2_tasks_completes_with_pass_k(retail, agent
     assert failed and all(e.reward_breakdown["db"] == 0.0 and e.committed_errors for e in failed)
 
     client.force_login(operator_user)
-    assert 'id="run-gold-agent">gold-replay agent (uses the gold answer)' in client.get(
-        reverse("evaluation:run_detail", args=[run.pk])).content.decode()
+    run_page = client.get(reverse("evaluation:run_detail", args=[run.pk])).content.decode()
+    assert 'id="run-gold-agent">gold-replay agent (uses the gold answer)' in run_page
+    failed_db = sum(e.reward_breakdown["db"] == 0.0 for e in episodes)
+    assert f'component=db">db</a></th><td class="num">{failed_db}</td><td class="num">9</td>' in run_page
     page = client.get(reverse("evaluation:episode_detail", args=[failed[0].pk])).content.decode()
     assert "uses the gold answer" in page and "natural-language assertions" in page
     assert ">db<" in page and ">communicate<" in page
+    listed = client.get(reverse("evaluation:episode_list"), {"component": "db"}).content.decode()
+    assert 'value="db" selected' in listed and reverse("evaluation:episode_detail", args=[failed[0].pk]) in listed
 
 
 def test_the_llm_agent_gets_the_policy_and_tools_and_the_customer_its_scenario(retail, fake_llm):
@@ -71,3 +75,18 @@ def test_the_llm_agent_gets_the_policy_and_tools_and_the_customer_its_scenario(r
     assert len(agent_request["tools"]) == 16
     tool_results = [m for m in episode.transcript if m["role"] == "tool"]
     assert [m["ok"] for m in tool_results] == [True] * len(task.spec["gold_calls"])
+
+
+def test_a_held_out_run_uses_the_benchmarks_train_and_test_split(retail, agent):
+    from evaluation.runs.models import RunEpisode
+
+    answer = agent.post(f"{RUNS}/", json.dumps({
+        "name": "tau2 held out", "task_set": retail.name, "task_ids": ["0", "1", "5"], "trials": 2,
+        "memory_mode": "memorb", "evaluation_mode": "held_out", "split_rule": "task_set",
+        "agent": {"error_rates": {"wrong_tool": 0.5}}}), content_type="application/json")
+    assert answer.status_code == 201, answer.content
+    run = run_drive(run=prepared(EvaluationRun.objects.get(pk=answer.json()["id"])))
+    assert run.status == "completed" and run.task_splits == {"0": "train", "1": "train", "5": "test"}
+    rows = RunEpisode.objects.filter(run=run)
+    assert not rows.filter(split="test", orb__isnull=False).exists()  # memory learns from train only
+    assert run.metrics["split"] == "test" and list(run.metrics["matrix"]) == ["5"]
