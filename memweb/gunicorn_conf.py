@@ -41,10 +41,15 @@ def _body_left_behind(status: str, environ) -> bool:
     return served_by_gunicorn and large_body and int(status[:3]) >= 400
 
 
-def post_worker_init(worker) -> threading.Thread:
+def post_worker_init(worker) -> threading.Thread | None:
     """Load the embedding model and run it once, in the background of the new worker: it serves at
     once (a page that embeds nothing never waits), and a request that embeds waits for the model's
-    lock instead of loading the model itself. The thread is returned for the tests; gunicorn ignores it."""
+    lock instead of loading the model itself. The thread is returned for the tests; gunicorn ignores it.
+    With MEMWEB_EMBEDDING_WARMUP off, the first request that embeds loads the model instead."""
+    from django.conf import settings  # the application is loaded: Django is set up
+
+    if not settings.EMBEDDING_WARMUP:
+        return None
     loading = threading.Thread(target=embedding_model_load, args=(worker.log,), name="memweb-embedding-load",
                                daemon=True)
     loading.start()

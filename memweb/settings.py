@@ -223,6 +223,9 @@ EMBEDDING_BATCH_SIZE = env_int("MEMWEB_EMBEDDING_BATCH_SIZE", 64, minimum=1, max
 EMBEDDING_QUERY_CACHE_SIZE = env_int("MEMWEB_EMBEDDING_QUERY_CACHE_SIZE", 4096, minimum=0, maximum=1_000_000)
 # How long the first of several concurrent queries waits for others to share its model call.
 EMBEDDING_BATCH_WINDOW_MS = env_float("MEMWEB_EMBEDDING_BATCH_WINDOW_MS", 2.0, minimum=0.0)
+# Each web worker loads the model as it starts (memweb/gunicorn_conf.py). The serve tests that check something
+# else turn this off: two loads competing for a busy 2-core machine add tens of seconds to each start.
+EMBEDDING_WARMUP = env_bool("MEMWEB_EMBEDDING_WARMUP", True)
 
 LOGGING = {
     "version": 1,

@@ -16,5 +16,6 @@ echo "memweb: ruff check"
 # Three processes (pytest-xdist), each with its own test database: the suite is mostly waiting on
 # browsers, workers and the database, so even two cores take a third. Work stealing: the few
 # minute-long tests (real workers and `serve` killed and restarted) would otherwise leave one
-# process working alone at the end.
+# process working alone at the end. A process's queue is stolen from its end, so tests/conftest.py
+# puts the `serve` tests (minutes, no test database) at the start of the first process's queue.
 exec .venv/bin/python -m pytest --numprocesses "${MEMWEB_TEST_PROCESSES:-3}" --dist worksteal "$@"

@@ -45,7 +45,21 @@ def pytest_collection_modifyitems(config, items):
     chosen = [item for item in items if not any(item.get_closest_marker(marker) for marker in skipped)]
     if len(chosen) != len(items):
         config.hook.pytest_deselected(items=[item for item in items if item not in chosen])
-        items[:] = chosen
+    items[:] = _long_runs_first(chosen)
+
+
+_DB_FIXTURES = {"db", "transactional_db", "live_server", "django_db_reset_sequences", "django_db_serialized_rollback"}
+
+
+def _long_runs_first(items: list) -> list:
+    """Real-process tests that need no test database (`serve`: minutes in all) go first. pytest-django
+    puts tests without a database last, and work stealing (scripts/test.sh) takes a process's queue from
+    its end: left there, they were taken late by one process and ran on alone while the others were done.
+    Tests with a database keep pytest-django's order (a transactional test empties tables others read)."""
+    def first(item) -> bool:
+        uses_db = item.get_closest_marker("django_db") or _DB_FIXTURES & set(getattr(item, "fixturenames", ()))
+        return bool(item.get_closest_marker("worker")) and not uses_db
+    return sorted(items, key=lambda item: not first(item))  # stable: the order within each part stays
 
 
 def pytest_configure(config):

@@ -52,3 +52,12 @@ def test_a_model_that_cannot_load_is_logged_and_the_worker_serves_on(monkeypatch
     gunicorn_conf.post_worker_init(SimpleNamespace(log=log)).join()
 
     assert log.lines == ["ERROR memweb: the embedding model could not be loaded when the web worker started"]
+
+
+def test_with_the_warm_up_off_a_starting_worker_leaves_the_model_to_the_first_request(monkeypatch, settings):
+    monkeypatch.setattr(embeddings, "_instances", {})
+    settings.EMBEDDING_WARMUP = False
+
+    assert gunicorn_conf.post_worker_init(SimpleNamespace(log=_Log())) is None
+
+    assert "_model" not in vars(embeddings.embedder())

@@ -42,11 +42,12 @@ def _serve_env(data_dir, **extra) -> dict:
 
 
 class _Serve:
-    def __init__(self, data_dir, port):
+    def __init__(self, data_dir, port, *, warm_up: bool = False):
         self.data_dir, self.port = data_dir, port
-        # The demo has tests of its own; here it would only add minutes to each start.
-        self.process = subprocess.Popen([sys.executable, "manage.py", "serve", "--no-demo"], cwd=ROOT,
-                                        env=_serve_env(data_dir, MEMWEB_PORT=str(port)),
+        # The demo has tests of its own; here it would only add minutes to each start. So would the web
+        # workers' loads of the embedding model, which one test checks (warm_up) and the others leave off.
+        env = _serve_env(data_dir, MEMWEB_PORT=str(port), MEMWEB_EMBEDDING_WARMUP=str(warm_up).lower())
+        self.process = subprocess.Popen([sys.executable, "manage.py", "serve", "--no-demo"], cwd=ROOT, env=env,
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.lines: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
@@ -76,6 +77,10 @@ class _Serve:
         assert self.process.poll() is None, self.output
         wait_until(self.worker_pid, timeout=60, message="the worker")
 
+    def wait_until_running(self) -> None:
+        wait_until(lambda: "memweb is running" in self.output or self.process.poll() is not None,
+                   timeout=240, interval=1, message="serve to start")
+
     def wait_for_output(self, text: str, *, count: int = 1) -> None:
         wait_until(lambda: self.output.count(text) >= count or self.process.poll() is not None,
                    timeout=240, interval=0.5, message=repr(text))
@@ -93,6 +98,13 @@ class _Serve:
     def interrupt(self) -> int:
         self.process.send_signal(signal.SIGINT)
         return self.process.wait(timeout=90)
+
+    def stopped(self) -> int:
+        """Its exit code, once stopped: interrupted here as soon as it runs, if it runs still."""
+        if self.process.poll() is None:
+            self.wait_until_running()
+            return self.interrupt()
+        return self.process.returncode
 
 
 def _status(url: str) -> int:
@@ -157,9 +169,22 @@ def _postgres_processes(data_dir) -> list[psutil.Process]:
     return found
 
 
-def test_it_serves_then_stops_everything_on_ctrl_c(tmp_path):
-    data_dir, port = tmp_path / "data", free_port()
-    serve = _Serve(data_dir, port)
+@pytest.fixture(scope="module")
+def first_start(tmp_path_factory):
+    """serve's first start on a fresh data folder, with the model warm-up on. Each start on a fresh folder
+    migrates a new database (up to a minute), so the later tests here start again on this folder once
+    it has stopped (the Ctrl-C test stops it; a test run without that one stops it itself)."""
+    serve = _Serve(tmp_path_factory.mktemp("first-start") / "data", free_port(), warm_up=True)
+    try:
+        yield serve
+    finally:
+        if serve.process.poll() is None:
+            serve.interrupt()
+
+
+def test_it_serves_then_stops_everything_on_ctrl_c(first_start):
+    serve = first_start
+    data_dir, port = serve.data_dir, serve.port
     try:
         wait_until(lambda: _status(f"http://127.0.0.1:{port}/api/health") == 200 or serve.process.poll() is not None,
                    timeout=240, interval=1, message="the dashboard to answer")
@@ -185,25 +210,38 @@ def test_it_serves_then_stops_everything_on_ctrl_c(tmp_path):
     assert not _postgres_processes(data_dir)
 
 
-def test_it_reuses_the_admin_on_a_second_start(tmp_path):
-    data_dir = tmp_path / "data"
-    first = _Serve(data_dir, free_port())
-    wait_until(lambda: "memweb is running" in first.output or first.process.poll() is not None,
-               timeout=240, interval=1, message="the first start")
-    assert first.interrupt() == 0, first.output
-    second = _Serve(data_dir, free_port())
-    wait_until(lambda: "memweb is running" in second.output or second.process.poll() is not None,
-               timeout=240, interval=1, message="the second start")
+def test_it_reuses_the_admin_on_a_second_start(first_start):
+    first = first_start
+    assert first.stopped() == 0, first.output
+    second = _Serve(first.data_dir, free_port())
+    second.wait_until_running()
     assert second.interrupt() == 0, second.output
     assert "password:" in first.output
     assert "password:" not in second.output
     assert "Admin account exists" in second.output
 
 
+def test_it_gives_up_on_a_web_server_that_keeps_dying(first_start):
+    assert first_start.stopped() == 0, first_start.output
+    with socket.socket() as taken:  # the web server's port, held by another program
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        data_dir = first_start.data_dir
+        serve = _Serve(data_dir, taken.getsockname()[1])
+        exit_code = serve.process.wait(timeout=600)
+
+    assert exit_code == 1, serve.output
+    assert serve.output.count("memweb: restarted the web server") == 5
+    assert "giving up: the web server was restarted 5 times" in serve.output
+    assert "memweb stopped" in serve.output
+    assert not _postgres_processes(data_dir)
+
+
 @pytest.fixture(scope="module")
-def serving(tmp_path_factory):
-    """One serve for the supervision tests: each start migrates a fresh database (up to a minute)."""
-    serve = _Serve(tmp_path_factory.mktemp("supervised") / "data", free_port())
+def serving(first_start):
+    """One serve for the supervision tests, on the first start's folder (the tests above have stopped it)."""
+    assert first_start.stopped() == 0, first_start.output
+    serve = _Serve(first_start.data_dir, free_port())
     try:
         serve.wait_until_serving()
         yield serve
@@ -246,18 +284,3 @@ def test_it_restarts_a_database_whose_socket_file_vanished(serving):
     serving.wait_for_output("restarted the database", count=restarts + 1)
     assert server.socket_file.exists()
     assert [_status(serving.health_url) for _ in range(16)] == [200] * 16
-
-
-def test_it_gives_up_on_a_web_server_that_keeps_dying(tmp_path):
-    with socket.socket() as taken:  # the web server's port, held by another program
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        data_dir = tmp_path / "data"
-        serve = _Serve(data_dir, taken.getsockname()[1])
-        exit_code = serve.process.wait(timeout=600)
-
-    assert exit_code == 1, serve.output
-    assert serve.output.count("memweb: restarted the web server") == 5
-    assert "giving up: the web server was restarted 5 times" in serve.output
-    assert "memweb stopped" in serve.output
-    assert not _postgres_processes(data_dir)
