@@ -165,8 +165,13 @@ class DescribeOut(ContractModel):
     description: str = Field(default="", max_length=2000)
 
 
+class FieldProblem(ContractModel):
+    loc: list[str | int]
+    msg: str
+
+
 class ContractError(ContractModel):
-    detail: str
+    detail: str | list[FieldProblem] = Field(description="A sentence, or each refused field with where it is")
 
 
 # call -> (HTTP method, request model or None, answer model, what it does)
