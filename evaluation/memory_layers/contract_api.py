@@ -78,9 +78,10 @@ def _message(message) -> dict:
             "tool_calls": [{"name": call.name[:NAME_CHARS], "arguments": call.arguments} for call in message.tool_calls]}
 
 
-@router.get("/contract.openapi.json", auth=None, include_in_schema=False)
+@router.get("/contract.openapi.json", include_in_schema=False)
 def contract_document(request):
-    """The contract itself (docs/memory-layer-contract.openapi.json), for a harness to build its client from."""
+    """The contract itself (docs/memory-layer-contract.openapi.json), for a harness to build its client
+    from: any valid key, as memweb's own schema."""
     return JsonResponse(contract_openapi())
 
 
