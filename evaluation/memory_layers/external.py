@@ -315,5 +315,8 @@ class ExternalLayer(MemoryLayer):
         named = f"{service.get('name', '?')} {service.get('version', '')}".strip()
         lines = [f"k={spec.memory_k}", format_html('<span id="run-external-service">{} at {}</span>', named,
                                                    urlsplit(spec.external_url).netloc)]
+        # What the service says of itself (Mem0 without an LLM: it stores raw text, extracts no facts).
+        lines += [format_html('<span id="run-external-description">{}</span>', service["description"])
+                  ] if service.get("description") else []
         return lines + ([] if spec.per_turn else ["once per episode"])
 

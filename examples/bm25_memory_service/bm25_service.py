@@ -123,10 +123,10 @@ class Service:
                                                    "outcome); the example service of memweb's contract."}
 
     def retrieve(self, body: dict) -> dict:
-        situation, budget = _field(body, "situation", dict), _field(body, "budget", dict)
-        query, items, tokens = _field(situation, "text", str), _field(budget, "items", int), _field(budget, "tokens", int)
+        situation, budget = field_of(body, "situation", dict), field_of(body, "budget", dict)
+        query, items, tokens = field_of(situation, "text", str), field_of(budget, "items", int), field_of(budget, "tokens", int)
         with self.lock:
-            space = self.namespaces[_namespace(body)]
+            space = self.namespaces[namespace_of(body)]
             ranked = space.rank(query)[:items]
             texts = [space.documents[ref] for ref, _ in ranked]
         block, served = fitted(texts, tokens)
@@ -134,12 +134,12 @@ class Service:
                                                  for (ref, score), text in zip(ranked[:served], texts)]}
 
     def learn(self, body: dict) -> dict:
-        episode = _field(body, "episode", dict)
-        ref = _field(episode, "episode_ref", str)
+        episode = field_of(body, "episode", dict)
+        ref = field_of(episode, "episode_ref", str)
         for name, kind in (("dialogue", list), ("success", bool), ("reward", (int, float))):
-            _field(episode, name, kind)
+            field_of(episode, name, kind)
         with self.lock:
-            space = self.namespaces[_namespace(body)]
+            space = self.namespaces[namespace_of(body)]
             if ref in space.documents:
                 return {"learned": 0, "item_ids": [ref]}
             space.documents[ref] = document(episode)
@@ -147,12 +147,12 @@ class Service:
 
     def reset(self, body: dict) -> dict:
         with self.lock:
-            removed = self.namespaces.pop(_namespace(body), Namespace())
+            removed = self.namespaces.pop(namespace_of(body), Namespace())
         return {"removed": len(removed.documents)}
 
     def snapshot(self, body: dict) -> dict:
         with self.lock:
-            space = self.namespaces[_namespace(body)]
+            space = self.namespaces[namespace_of(body)]
             return {"items": len(space.documents), "digest": space.digest()}
 
 
@@ -160,15 +160,15 @@ class BadRequest(ValueError):
     """A body that is not the contract's: answered 422 with the field named."""
 
 
-def _field(body: dict, name: str, kind):
+def field_of(body: dict, name: str, kind):
     value = body.get(name) if isinstance(body, dict) else None
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise BadRequest(f"{name}: missing or not a {getattr(kind, '__name__', 'number')}")
     return value
 
 
-def _namespace(body: dict) -> str:
-    namespace = _field(body, "namespace", str)
+def namespace_of(body: dict) -> str:
+    namespace = field_of(body, "namespace", str)
     if not NAMESPACE.match(namespace):
         raise BadRequest("namespace: 1 to 200 letters, digits and ._:-")
     return namespace
