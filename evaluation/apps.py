@@ -15,6 +15,7 @@ class EvaluationConfig(AppConfig):
     nav_items: tuple = (
         ("Tasks", "evaluation:task_list", ("operator",)),
         ("Runs", "evaluation:run_list", ("operator",)),
+        ("Memory layers", "evaluation:memory_layers_board", ("operator",)),
         ("Feedback", "evaluation:feedback_calibration", ("operator",)),
     )
     home_counts: tuple = (

@@ -309,6 +309,10 @@ class ExternalLayer(MemoryLayer):
             "service_version": service.get("version", ""), "contract_version": service.get("contract_version", ""),
             "namespace": access.namespace if access else "", "snapshots": access.snapshots if access else []}
 
+    def arm_name(self, run) -> str:
+        access = access_of(run)
+        return f"{self.label}: {access.service.get('name', '?') if access else '?'}"
+
     def settings_summary(self, run) -> list[str]:
         access, spec = access_of(run), run.run_spec
         service = access.service if access else {}

@@ -124,6 +124,11 @@ class MemoryLayer:
         """The run page's memory settings, one short phrase each, after the label."""
         return []
 
+    def arm_name(self, run) -> str:
+        """What a run of this layer is called among other layers' (a leaderboard row): its label, and
+        whatever else sets its runs apart beyond their settings (an external layer's service)."""
+        return self.label
+
     def memory_link(self, run) -> tuple[str, str] | None:
         """(text, url) of the page showing the run's memory, or None."""
         return None

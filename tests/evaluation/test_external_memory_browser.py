@@ -1,6 +1,7 @@
 """Issue 29's proof from the browser: a run launched from the launch form with memory "external" uses
 the example BM25 service (started by the test, its own process) end to end, its page names the
-service and never the key, and the compare page sets it against a no-memory run like any arm."""
+service and never the key, the compare page sets it against a no-memory run like any arm, and the
+memory-layers leaderboard gives it a row of its own, labelled scripted, each number opening its run."""
 import pytest
 from django.urls import reverse
 from playwright.sync_api import expect
@@ -49,3 +50,10 @@ def test_a_run_launched_from_the_form_uses_the_external_service_and_compares(
     expect(page.locator("#compare-refusal")).to_have_count(0)
     expect(page.locator(".verdict").first).not_to_be_empty()
     expect(page.locator("main")).to_contain_text("external memory layer (HTTP contract)")
+
+    page.get_by_role("link", name="Memory layers").first.click()
+    row = page.locator("#memory-layers-board tr[data-layer='external memory layer (HTTP contract): bm25-example']")
+    expect(row).to_contain_text("scripted")
+    expect(page.locator("#memory-layers-board tr[data-layer='no memory']")).to_be_visible()
+    row.locator("a.board-success").click()
+    expect(page).to_have_url(live_server.url + run.get_absolute_url())
