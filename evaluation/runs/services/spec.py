@@ -100,7 +100,7 @@ class RunSpec(StrictBody):
         default="", max_length=500, pattern=r"^(https?://\S+)?$",
         description="External memory layers: the service's base URL (docs/memory-layer-contract.openapi.json)")
     external_key: str = pydantic.Field(
-        default="", max_length=500, exclude=True,
+        default="", max_length=500, exclude=True, json_schema_extra={"writeOnly": True},
         description="External memory layers: the key sent to the service; kept apart from the run's settings, never "
                     "shown or exported")
     approved_only: bool = True
