@@ -28,6 +28,7 @@ from evaluation.memory_layers.protocol import MemoryLayer
 from evaluation.memory_layers.schemas import (
     CONTRACT_VERSION,
     Budget,
+    ContractError,
     DescribeOut,
     Episode,
     Feedback,
@@ -53,6 +54,7 @@ TIMEOUT_SECONDS = 10.0  # each attempt, to connect and to read
 ATTEMPTS = 3
 BACKOFF_SECONDS = 0.25  # before the second attempt; doubled before each later one
 ERROR_CHARS = 500
+DETAIL_CHARS = 200  # of a refusing service's `detail`
 RESULT_CHARS = 4000  # of a tool result sent in an episode's steps
 
 
@@ -107,9 +109,9 @@ class ServiceClient:
         except httpx.HTTPError as exc:
             raise _Retryable(f"no HTTP answer ({type(exc).__name__})") from None
         if response.status_code >= 500:
-            raise _Retryable(f"the service answered {response.status_code}: {response.text[:200]}")
+            raise _Retryable(f"the service answered {response.status_code}{_detail(response)}")
         if response.status_code >= 400:
-            raise _Refused(f"the service refused the call ({response.status_code}): {response.text[:200]}")
+            raise _Refused(f"the service refused the call ({response.status_code}){_detail(response)}")
         try:
             return answer.model_validate_json(response.content)
         except pydantic.ValidationError as exc:
@@ -119,6 +121,16 @@ class ServiceClient:
 
     def _endpoint(self, name: str) -> str:
         return f"{self.url.rstrip('/')}/{name}"
+
+
+def _detail(response) -> str:
+    """The contract's `detail` of an error answer, and nothing else of it: a URL that is not a memory
+    service (an internal page) shows only its status, never its content."""
+    try:
+        detail = ContractError.model_validate_json(response.content).detail
+    except pydantic.ValidationError:
+        return ""
+    return f": {str(detail)[:DETAIL_CHARS]}"
 
 
 def _trace(call: str, attempts: int, started: float) -> dict:
