@@ -154,6 +154,17 @@ def _write(path: Path, table: str) -> None:
     path.write_text(f"{head}{MARK_BEGIN}\n{table}\n{MARK_END}{rest.split(MARK_END, 1)[1]}")
 
 
+def _stop_embedded_database() -> None:
+    """The scratch PostgreSQL this script started, stopped with it (a server it found running stays)."""
+    if EMBEDDED_DB_STARTED_HERE:
+        from django.db import connections
+
+        from memweb import embedded_db
+
+        connections.close_all()
+        embedded_db.stop(embedded_db.EmbeddedServer(settings.DATA_DIR))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", type=int, default=20, help="N built-in tasks, evenly spread over them by id")
@@ -190,6 +201,7 @@ def main() -> None:
         for process, _ in started.values():
             process.terminate()
             process.wait(timeout=30)
+        _stop_embedded_database()
     table = _table(rows, args, (load_before, os.getloadavg()[0]))
     say(table)
     if args.write:
