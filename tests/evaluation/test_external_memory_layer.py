@@ -1,6 +1,6 @@
 """The external memory layer against a real service (the example BM25 service, its own process):
 the run learns through the service and retrieves what it learnt, keeps the key out of everything it
-shows, and lives through timeouts, 5xx answers and bodies that are not the contract's."""
+shows back (the API's answers, the export), and lives through timeouts, 5xx answers and bodies that are not the contract's."""
 import json
 
 import pytest
@@ -17,10 +17,14 @@ def _external(url: str, **overrides) -> dict:
     return spec(name="external bm25", memory_mode="external", external_url=url, external_key=KEY, **overrides)
 
 
-def test_a_run_learns_through_the_service_and_never_shows_its_key(builtin, operator_user):
+def test_a_run_learns_through_the_service_and_never_shows_its_key(builtin, agent):
     with bm25_service() as url:
-        run = run_drive(run=run_launch(spec=_external(url, trials=2, task_ids=TASK_IDS[:2]), user=operator_user))
+        launched = agent.post("/api/evaluation/runs/", json.dumps(_external(url, trials=2, task_ids=TASK_IDS[:2])),
+                              content_type="application/json")
+        assert launched.status_code == 201 and KEY not in launched.content.decode(), launched.content
+        run = run_drive(run=EvaluationRun.objects.get(pk=launched.json()["id"]))
         assert run.status == "completed", run.status_message
+        assert KEY not in agent.get(f"/api/evaluation/runs/{run.pk}").content.decode()
         records = {(row.trial.number, row.task_key): row.episode.memories[0]["external"]
                    for row in run.run_episodes.select_related("trial", "episode")}
         assert {record["retrieved"] for (trial, _), record in records.items() if trial == 1} == {0}
