@@ -24,7 +24,9 @@ def test_a_run_learns_through_the_service_and_never_shows_its_key(builtin, agent
         assert launched.status_code == 201 and KEY not in launched.content.decode(), launched.content
         run = run_drive(run=EvaluationRun.objects.get(pk=launched.json()["id"]))
         assert run.status == "completed", run.status_message
-        assert KEY not in agent.get(f"/api/evaluation/runs/{run.pk}").content.decode()
+        shown = agent.get(f"/api/evaluation/runs/{run.pk}")
+        assert shown.status_code == 200 and KEY not in shown.content.decode()
+        assert shown.json()["spec"]["external_url"] == url
         records = {(row.trial.number, row.task_key): row.episode.memories[0]["external"]
                    for row in run.run_episodes.select_related("trial", "episode")}
         assert {record["retrieved"] for (trial, _), record in records.items() if trial == 1} == {0}
