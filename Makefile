@@ -1,4 +1,4 @@
-.PHONY: run test llm-smoke test-two-nodes
+.PHONY: run test llm-smoke test-two-nodes memory-compare
 
 # Command 1: set everything up and start the dashboard (web + Celery worker + embedded PostgreSQL).
 run:
@@ -13,6 +13,11 @@ test:
 # PyPI). Installs requirements-llm-smoke.txt into the venv first if missing (a ~17 CPU-minute build).
 llm-smoke:
 	scripts/llm_smoke.sh
+
+# Opt-in: memory layers side by side (none, MemOrb, DMRM, naive RAG, the BM25 service, Mem0) on the
+# same tasks and seeds; makes Mem0's own venv if missing, writes its table into docs/PERFORMANCE.md.
+memory-compare:
+	scripts/memory_compare.sh
 
 # Opt-in: memweb on two nodes (one PostgreSQL over TCP, one redis, two web + worker pairs), about
 # one minute on a quiet machine, two to four under load; docs/DEPLOYMENT.md.

@@ -2,9 +2,10 @@ from importlib import import_module
 
 from django.apps import AppConfig
 
-# Packages above the evaluation core that keep their models in their own modules (runs, feedback);
+# Packages above the evaluation core that keep their models in their own modules (runs, feedback, the
+# memory layers);
 # registered with this app after the core's own models.
-SUBMODULE_MODELS = ("evaluation.feedback.models", "evaluation.runs.models")
+SUBMODULE_MODELS = ("evaluation.feedback.models", "evaluation.runs.models", "evaluation.memory_layers.models")
 
 
 class EvaluationConfig(AppConfig):
@@ -14,6 +15,7 @@ class EvaluationConfig(AppConfig):
     nav_items: tuple = (
         ("Tasks", "evaluation:task_list", ("operator",)),
         ("Runs", "evaluation:run_list", ("operator",)),
+        ("Memory layers", "evaluation:memory_layers_board", ("operator",)),
         ("Feedback", "evaluation:feedback_calibration", ("operator",)),
     )
     home_counts: tuple = (
@@ -51,7 +53,8 @@ class EvaluationConfig(AppConfig):
                             "evaluation.memory_layers.naive_rag.BM25Message",
                             "evaluation.memory_layers.naive_rag.BM25Dialog",
                             "evaluation.memory_layers.naive_rag.EmbedderMessage",
-                            "evaluation.memory_layers.naive_rag.EmbedderDialog")
+                            "evaluation.memory_layers.naive_rag.EmbedderDialog",
+                            "evaluation.memory_layers.external.ExternalLayer")
     # Read by memweb's load_demo: the runs' demo, which loads the core's (evaluation.demo) first.
     demo_module = "evaluation.runs.demo"
     role_permissions: dict = {

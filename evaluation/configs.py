@@ -93,6 +93,8 @@ class MemoryConfig(_Config):
         description="Chance that a retrieved Orb is kept out of the prompt, decided once per (episode, Orb)")
     withhold_key: str = Field(default="", max_length=200,
                               description="The episode's key for the withholding draw (the same key draws the same)")
+    namespace: str = Field(default="", max_length=200,
+                           description="An external memory layer: the run's own memory on its service")
 
     @field_validator("kind")
     @classmethod

@@ -13,6 +13,7 @@ from ninja.responses import Status
 
 from annotation.api import router as annotation_router
 from evaluation.api import router as evaluation_router
+from evaluation.memory_layers.contract_api import router as memory_layer_router
 from memweb.auth import TooManyFailures, api_auth, request_by_key, schema_access
 from memweb.errors import validation_body
 from memweb.health import health_report, liveness
@@ -78,6 +79,7 @@ api = MemwebAPI(
 api.add_router("/orbs/", orbs_router)
 api.add_router("/evaluation/", evaluation_router)
 api.add_router("/annotation/", annotation_router)
+api.add_router("/memory-layer/", memory_layer_router)
 api.add_router("/webhooks/", webhooks_router)
 api.add_router("/jobs/", jobs_router)
 

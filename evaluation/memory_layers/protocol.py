@@ -44,6 +44,7 @@ class MemoryLayer:
     approved_only_applies: bool = False  # the "approved only" setting filters what it serves
     learns_from_feedback: bool = False  # the run's "feedback into memory" setting applies
     uses_dmrm_params: bool = False  # takes a spec's `dmrm` section
+    reaches_service: bool = False  # takes a spec's external_url and external_key (a memory service by URL)
     trial_counters: tuple[TrialCounter, ...] = ()
     # Templates rendered with `run_row` on a run episode's page: what the layer does with the episode.
     episode_partials: tuple[str, ...] = ()
@@ -55,7 +56,8 @@ class MemoryLayer:
                      "bank_source": self.has_bank, "review_gate": self.reviewed, "memory_effects": self.withholds,
                      "withhold_probability": self.withholds, "reflection_style": self.reflects,
                      "reflection_input": self.reflects, "approved_only": self.approved_only_applies,
-                     "feedback_memory": self.learns_from_feedback, "dmrm": self.uses_dmrm_params}
+                     "feedback_memory": self.learns_from_feedback, "dmrm": self.uses_dmrm_params,
+                     "external_url": self.reaches_service, "external_key": self.reaches_service}
         return frozenset(name for name, used in used_when.items() if not used)
 
     # --- launch -------------------------------------------------------------------------------
@@ -67,6 +69,9 @@ class MemoryLayer:
                                      f"{self.name}"))
         if spec.memory_effects and not self.withholds:
             problems.append(("memory_effects", f"effect measurement needs MemOrb or DMRM memory, not {self.name}"))
+        if (spec.external_url or spec.external_key) and not self.reaches_service:
+            problems.append(("external_url", f"a service URL and key are only used when memory_mode is external, not "
+                                             f"{self.name}"))
         if spec.bank_source and not self.has_bank:
             problems.append(("bank_source", f"a bank is only used when the run has memory that keeps one "
                                             f"(memory_mode {self.name} keeps none)"))
@@ -118,6 +123,11 @@ class MemoryLayer:
     def settings_summary(self, run) -> list[str]:
         """The run page's memory settings, one short phrase each, after the label."""
         return []
+
+    def arm_name(self, run) -> str:
+        """What a run of this layer is called among other layers' (a leaderboard row): its label, and
+        whatever else sets its runs apart beyond their settings (an external layer's service)."""
+        return self.label
 
     def memory_link(self, run) -> tuple[str, str] | None:
         """(text, url) of the page showing the run's memory, or None."""

@@ -108,6 +108,15 @@ class RunLaunchForm(forms.Form):
                               label="Memory")
     memory_k = _spec_field(forms.IntegerField, "memory_k", label="k",
                            help_text="Memories retrieved per query: Orbs for MemOrb, past messages or dialogues for naive RAG.")
+    external_url = _spec_field(forms.CharField, "external_url", required=False, label="External memory service URL",
+                               help_text="Memory “external”: the base URL of a service that speaks memweb's memory-layer "
+                                         "contract (docs/MEMORY_LAYERS.md).",
+                               widget=forms.URLInput(attrs={"placeholder": "http://memory.example:8400/"}))
+    # Never rendered back: a page shown again after a refusal asks for the key again.
+    external_key = _spec_field(forms.CharField, "external_key", required=False, label="External memory service key",
+                               widget=forms.PasswordInput(render_value=False),
+                               help_text="Sent as a Bearer token; kept apart from the run's settings, never shown or "
+                                         "exported.")
     approved_only = _spec_field(forms.BooleanField, "approved_only", required=False, label="Approved memories only")
     same_customer_only = _spec_field(forms.BooleanField, "same_customer_only", required=False,
                                      label="Same-customer filter",

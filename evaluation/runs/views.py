@@ -20,6 +20,7 @@ from evaluation.feedback.services import (
     feedback_rates,
     run_episodes,
 )
+from evaluation.models import TaskSet
 from evaluation.runs.forms import FeedbackCurveForm, RunFilterForm, RunImportForm, RunLaunchForm, RunPlanForm
 from evaluation.runs.models import EvaluationRun, FeedbackCurve, TaskSplit
 from evaluation.runs.services import (
@@ -61,6 +62,7 @@ from evaluation.runs.services import (
     runs_filtered,
     runs_plan_trials,
 )
+from evaluation.runs.services.board import memory_layers_board
 from evaluation.runs.services.components import run_component_failures
 from evaluation.runs.services.results import run_split_summary
 from evaluation.runs.services.spec import spec_panel
@@ -159,6 +161,18 @@ def _scoring_context(run: EvaluationRun) -> dict:
             "regrade_job": run_regrade_job_active(run=run),
             "side_by_side": regrade_side_by_side(run=run, regrade=regrade) if regrade else None,
             "regrade_flips": regrade_flips(regrade=regrade) if regrade else []}
+
+
+@require_GET
+@role_required(Role.OPERATOR)
+def memory_layers_board_view(request):
+    """The memory-layers leaderboard of one task set (the workspace's first with a completed run when
+    none is chosen)."""
+    task_sets = TaskSet.objects.filter(
+        runs__status=EvaluationRun.Status.COMPLETED).distinct().order_by("name")
+    chosen = task_sets.filter(name=request.GET.get("task_set", "")).first() or task_sets.first()
+    rows = memory_layers_board(workspace=request.workspace, task_set=chosen) if chosen else []
+    return render(request, "evaluation/runs/board.html", {"task_sets": task_sets, "chosen": chosen, "rows": rows})
 
 
 @require_GET

@@ -96,6 +96,13 @@ class RunSpec(StrictBody):
     memory_k: int = pydantic.Field(default=5, ge=1, le=50, description="Memories retrieved per query")
     dmrm: DMRMParams | None = pydantic.Field(
         default=None, description="DMRM runs: the bank's parameters; empty keeps the copied bank's (or the defaults)")
+    external_url: str = pydantic.Field(
+        default="", max_length=500, pattern=r"^(https?://\S+)?$",
+        description="External memory layers: the service's base URL (docs/memory-layer-contract.openapi.json)")
+    external_key: str = pydantic.Field(
+        default="", max_length=500, exclude=True, json_schema_extra={"writeOnly": True},
+        description="External memory layers: the key sent to the service; kept apart from the run's settings, never "
+                    "shown or exported")
     approved_only: bool = True
     same_customer_only: bool = pydantic.Field(
         default=False, description="Only Orbs from the customer's own earlier episodes: a same-customer filter, not the "
@@ -219,12 +226,12 @@ _M, _I, _B = SettingRole.MEMORY, SettingRole.IDENTITY, SettingRole.BOOKKEEPING
 # compare page. Reflection style and the preset are memory: how memories are written is the memory
 # under test (the paper's structured-reflection ablation compares exactly that).
 SETTING_ROLES: dict[str, SettingRole] = {
-    "name": _B, "concurrency": _B, "pass_k": _B,
+    "name": _B, "concurrency": _B, "pass_k": _B, "external_key": _B,
     "task_set": _I, "domain": _I, "split": _I, "task_ids": _I, "agent": _I, "customer": _I, "max_turns": _I,
     "memory_effects": _I, "withhold_probability": _I, "trials": _I, "seed": _I, "feedback_enabled": _I,
     "feedback_rounds": _I, "feedback_calibration": _I,
     "evaluation_mode": _I, "split_rule": _I, "test_fraction": _I, "train_trials": _I,
-    "memory_mode": _M, "memory_k": _M, "dmrm": _M, "approved_only": _M, "same_customer_only": _M,
+    "memory_mode": _M, "memory_k": _M, "dmrm": _M, "external_url": _M, "approved_only": _M, "same_customer_only": _M,
     "reflection_style": _M, "reflection_input": _M, "preset": _M, "per_turn": _M, "bank_source": _M, "review_gate": _M,
     "feedback_memory": _M,
 }
@@ -414,6 +421,8 @@ def spec_panel(spec: RunSpec, *, unused: frozenset[str] = frozenset()) -> list[d
     the run's memory layer ignores, marked so."""
     groups = {role: [] for role in ROLE_TITLES}
     for name, info in type(spec).model_fields.items():
+        if info.exclude:  # a secret (an external layer's key): kept apart, never shown back
+            continue
         groups[SETTING_ROLES.get(name, SettingRole.BOOKKEEPING)].append(
             {"name": name, "label": setting_label(name), "value": setting_text(getattr(spec, name)),
              "description": info.description or "", "unused": name in unused})
