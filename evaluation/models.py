@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from evaluation.configs import AgentBackend, MemoryKind
+from evaluation.environments.benchmark import USES_GOLD
 from memweb.models import workspace_field
 from memweb.scoping import AllWorkspacesManager, WorkspaceManager
 
@@ -211,7 +212,7 @@ class Episode(models.Model):
     @property
     def agent_uses_gold(self) -> bool:
         """An offline agent that reads the task's answer key (τ²-bench's gold-replay agent)."""
-        return self.agent_scripted and "uses the gold answer" in self.agent_backend
+        return self.agent_scripted and USES_GOLD in self.agent_backend
 
     @property
     def customer_scripted(self) -> bool:

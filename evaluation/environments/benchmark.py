@@ -19,6 +19,11 @@ from typing import Protocol, runtime_checkable
 
 from evaluation.environments.protocol import Environment, RewardResult, ToolResult
 
+# What a benchmark's offline agent is called wherever its results are shown: it replays the task's
+# gold calls (making the MemOrb error kinds at the rates asked), so it reads the answer key.
+USES_GOLD = "uses the gold answer"
+GOLD_REPLAY_AGENT = f"scripted: gold-replay agent with errors ({USES_GOLD})"
+
 
 class BenchmarkFolderError(ValueError):
     """A folder that is not a (complete) checkout of the benchmark; the message names what is missing

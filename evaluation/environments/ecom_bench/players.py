@@ -14,11 +14,12 @@ episode's players are shown.
 """
 import random
 
+from evaluation.environments.benchmark import GOLD_REPLAY_AGENT
 from evaluation.environments.ecom_bench.tools import TOOLS, WEEKDAYS, call_changes, tool_named
 from evaluation.environments.protocol import RESULT_UNUSED, STOP, WRONG_ARGUMENTS, WRONG_TOOL
 
 # memweb tells scripted players from LLM ones by these prefixes ("scripted" agents, "agenda" customers).
-GOLD_REPLAY_LABEL = "scripted:gold-replay-with-errors (reads the answer key)"
+GOLD_REPLAY_LABEL = GOLD_REPLAY_AGENT
 CUSTOMER_LABEL = "agenda:states-task-facts"
 ANYTHING_ELSE = "小主，还有什么可以帮您？"
 

@@ -5,12 +5,13 @@ its results are shown, and it is never an LLM result.
 """
 import random
 
+from evaluation.environments.benchmark import GOLD_REPLAY_AGENT
 from evaluation.environments.protocol import RESULT_UNUSED, STOP, WRONG_ARGUMENTS, WRONG_TOOL
 from evaluation.environments.tau2_retail.reward import gold_replies, kinds_cued
 from evaluation.environments.tau2_retail.tools import CANCEL_REASONS, WRITE_TOOLS
 
 # Episodes store these; "scripted: " and "agenda: " mark them offline wherever episodes are shown.
-GOLD_AGENT_LABEL = "scripted: gold-replay agent with errors (uses the gold answer)"
+GOLD_AGENT_LABEL = GOLD_REPLAY_AGENT
 FACTS_CUSTOMER_LABEL = "agenda: scripted customer stating the task's facts"
 
 
