@@ -36,8 +36,9 @@ def test_the_demo_loads_tasks_scripted_episodes_and_runs_once(db):
     load_demo(stdout=out, run_tasks=3, run_trials=2)  # the demo's two runs, shrunk to 3 tasks x 2 trials
     load_demo(stdout=out, run_tasks=3, run_trials=2)
     assert Task.objects.filter(environment="shop").count() == 130
-    # τ²-bench retail's data lies in ../shared/benchmarks here, so its demo set is loaded (once)
+    # Both benchmarks' data lie in ../shared/benchmarks here, so their demo sets are loaded (once)
     assert Task.objects.filter(environment="tau2-retail").count() == 114
+    assert Task.objects.filter(environment="ecom-bench").count() == 53
     episodes = Episode.objects.all()
     # core demo 4; two runs of 3 tasks x 2 trials; the feedback run (3 x 2) and its curve (3 points x 3 tasks);
     # the DMRM run (3 clothing tasks x 2)
