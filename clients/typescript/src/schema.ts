@@ -843,6 +843,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/evaluation/benchmarks/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Benchmark Import
+         * @description Queue an import of a public benchmark (docs/BENCHMARKS.md); the job's status URL follows it.
+         */
+        post: operations["evaluation_api_benchmark_import"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/evaluation/tasks/{task_id}": {
         parameters: {
             query?: never;
@@ -1613,6 +1633,106 @@ export interface paths {
          * @description Idempotent: a repeated submit answers 200 with the judgment stored first.
          */
         post: operations["annotation_api_judgment_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/memory-layer/{slug}/describe": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Describe
+         * @description The bank as a memory layer: MemOrb's reviewed reflections.
+         */
+        get: operations["evaluation_memory_layers_contract_api_describe"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/memory-layer/{slug}/retrieve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Retrieve
+         * @description The bank's reflections nearest to the situation, within the budget.
+         */
+        post: operations["evaluation_memory_layers_contract_api_retrieve"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/memory-layer/{slug}/learn": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Learn
+         * @description The episode reflected into an Orb (the same episode twice is one Orb).
+         */
+        post: operations["evaluation_memory_layers_contract_api_learn"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/memory-layer/{slug}/reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reset
+         * @description The namespace's Orbs soft-deleted (their history kept); the bank's own memories stay.
+         */
+        post: operations["evaluation_memory_layers_contract_api_reset"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/memory-layer/{slug}/snapshot": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Snapshot
+         * @description How many Orbs the namespace's learn calls wrote that are still there, and a digest of them.
+         */
+        post: operations["evaluation_memory_layers_contract_api_snapshot"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2538,76 +2658,82 @@ export interface components {
         };
         /** RetrieveOut */
         RetrieveOut: {
-            /** Retrieval Id */
-            retrieval_id: number;
-            /** Rewritten Query */
-            rewritten_query: string;
-            /** Rewriter Backend */
-            rewriter_backend: string;
-            /** Hits */
-            hits: components["schemas"]["HitOut"][];
             /**
-             * Injected
-             * @description How many of the hits reached the prompt block
+             * Prompt Block
+             * @description What the agent's prompt gets; empty when nothing fits
              */
-            injected: number;
-            /** Prompt Block */
             prompt_block: string;
+            /**
+             * Items
+             * @description The items the block came from, best first
+             */
+            items?: components["schemas"]["Item"][];
         };
-        /** RetrieveIn */
+        /**
+         * RetrieveIn
+         * @example {
+         *       "budget": {
+         *         "items": 5,
+         *         "tokens": 1200
+         *       },
+         *       "contract_version": "1.0",
+         *       "customer_key": "cust-5f1e",
+         *       "dialogue": [
+         *         {
+         *           "content": "Hi, I'd like to return the blue sneakers from order W2378156.",
+         *           "role": "user"
+         *         },
+         *         {
+         *           "content": "",
+         *           "role": "assistant",
+         *           "tool_calls": [
+         *             {
+         *               "arguments": {
+         *                 "order_id": "W2378156"
+         *               },
+         *               "name": "get_order_details"
+         *             }
+         *           ]
+         *         },
+         *         {
+         *           "content": "{\"status\": \"delivered\"}",
+         *           "role": "tool",
+         *           "tool_name": "get_order_details"
+         *         }
+         *       ],
+         *       "namespace": "harness-run-7",
+         *       "situation": {
+         *         "domain": "retail",
+         *         "task_id": "shop-ret-004",
+         *         "text": "It still hasn't been refunded.",
+         *         "turn": 2
+         *       }
+         *     }
+         */
         RetrieveIn: {
-            /** Query */
-            query: string;
-            /** Context */
-            context?: {
-                [key: string]: unknown;
-            };
             /**
-             * K
-             * @description Defaults to the bank's k (5).
+             * Contract Version
+             * @default 1.0
              */
-            k?: number | null;
+            contract_version?: string;
             /**
-             * Approved Only
-             * @description Serve approved Orbs only; the bank's setting when empty. A bank that serves approved Orbs only does so whatever the request says.
+             * Namespace
+             * @description The caller's memory on the service: what one run learns, apart from others
              */
-            approved_only?: boolean | null;
-            /** Domain */
-            domain?: string | null;
+            namespace: string;
+            situation: components["schemas"]["Situation"];
+            /**
+             * Dialogue
+             * @description The episode so far, before the situation's message
+             */
+            dialogue?: components["schemas"]["Message"][];
             /**
              * Customer Key
-             * @description Only this customer's Orbs: a same-customer filter (the paper's no-cross-user ablation is k = 1). Required by a per-customer bank unless it allows cross-customer retrieval.
-             */
-            customer_key?: string | null;
-            /** Min Score */
-            min_score?: number | null;
-            /**
-             * Client
+             * @description Who the customer is (a stable pseudonym)
              * @default
              */
-            client?: string;
-            /**
-             * Filter
-             * @description Only Orbs whose `context` matches, applied inside the nearest-neighbour search (top k among matches). A condition {"field": key, op: value} with op `eq`, `in` (a list), or one or more of `gt`, `gte`, `lt`, `lte` (numbers only); groups {"and": [...]} and {"or": [...]}. At most 4096 bytes, 32 conditions, 4 and/or levels, 100 values per `in`. A filter outside the grammar is a 422 naming the part, e.g. `filter.and.1.gte`.
-             * @example {
-             *       "and": [
-             *         {
-             *           "field": "sku",
-             *           "in": [
-             *             "DW-450",
-             *             "DW-460"
-             *           ]
-             *         },
-             *         {
-             *           "field": "priority",
-             *           "gte": 2
-             *         }
-             *       ]
-             *     }
-             */
-            filter?: {
-                [key: string]: unknown;
-            } | null;
+            customer_key?: string;
+            budget: components["schemas"]["Budget"];
         };
         /** RetrievalOutcomeIn */
         RetrievalOutcomeIn: {
@@ -3757,6 +3883,25 @@ export interface components {
              */
             environment?: string;
         };
+        /** BenchmarkImportIn */
+        BenchmarkImportIn: {
+            /**
+             * Benchmark
+             * @description A benchmark environment's name, e.g. tau2-retail
+             */
+            benchmark: string;
+            /**
+             * Path
+             * @description A checkout of the benchmark, or its JSON folder, on the server
+             */
+            path: string;
+            /**
+             * Task Set
+             * @description The task set to fill; the benchmark's name when empty
+             * @default
+             */
+            task_set?: string;
+        };
         /** TaskDetailOut */
         TaskDetailOut: {
             /** Id */
@@ -3993,6 +4138,12 @@ export interface components {
              * @default
              */
             withhold_key?: string;
+            /**
+             * Namespace
+             * @description An external memory layer: the run's own memory on its service
+             * @default
+             */
+            namespace?: string;
         };
         /** EpisodeFilters */
         EpisodeFilters: {
@@ -4554,6 +4705,18 @@ export interface components {
             memory_k?: number;
             /** @description DMRM runs: the bank's parameters; empty keeps the copied bank's (or the defaults) */
             dmrm?: components["schemas"]["DMRMParams"] | null;
+            /**
+             * External Url
+             * @description External memory layers: the service's base URL (docs/memory-layer-contract.openapi.json)
+             * @default
+             */
+            external_url?: string;
+            /**
+             * External Key
+             * @description External memory layers: the key sent to the service; kept apart from the run's settings, never shown or exported
+             * @default
+             */
+            external_key?: string;
             /**
              * Approved Only
              * @default true
@@ -5327,7 +5490,7 @@ export interface components {
          * Domain
          * @enum {string}
          */
-        Domain: "appliances" | "clothing";
+        Domain: "appliances" | "clothing" | "retail";
         /** RatesQuery */
         RatesQuery: {
             /**
@@ -5713,6 +5876,325 @@ export interface components {
              * @default
              */
             action?: string;
+        };
+        /** DescribeOut */
+        DescribeOut: {
+            /**
+             * Contract
+             * @default memweb-memory-layer
+             * @constant
+             */
+            contract?: "memweb-memory-layer";
+            /**
+             * Contract Version
+             * @description Major.minor; memweb speaks 1.x
+             */
+            contract_version: string;
+            /** Name */
+            name: string;
+            /** Version */
+            version: string;
+            /**
+             * Description
+             * @default
+             */
+            description?: string;
+        };
+        /** Item */
+        Item: {
+            /**
+             * Id
+             * @description The service's own id of what it served
+             */
+            id: string;
+            /** Text */
+            text: string;
+            /** Score */
+            score?: number | null;
+        };
+        /** Budget */
+        Budget: {
+            /**
+             * Tokens
+             * @description The prompt block's size at most, in tokens
+             */
+            tokens: number;
+            /**
+             * Items
+             * @description Items served at most (memweb's k)
+             */
+            items: number;
+        };
+        /** Message */
+        Message: {
+            /**
+             * Role
+             * @enum {string}
+             */
+            role: "user" | "assistant" | "tool" | "system";
+            /**
+             * Content
+             * @default
+             */
+            content?: string;
+            /**
+             * Tool Name
+             * @description A tool message: the tool that answered
+             * @default
+             */
+            tool_name?: string;
+            /**
+             * Tool Calls
+             * @description An assistant message: the tools it called
+             */
+            tool_calls?: components["schemas"]["ToolCall"][];
+        };
+        /**
+         * Situation
+         * @description Where the agent is when it asks: the customer's latest words and the task around them.
+         */
+        Situation: {
+            /**
+             * Text
+             * @description The customer's latest message
+             */
+            text: string;
+            /**
+             * Domain
+             * @default
+             */
+            domain?: string;
+            /**
+             * Task Id
+             * @default
+             */
+            task_id?: string;
+            /**
+             * Turn
+             * @description The customer turn, from 1
+             * @default 1
+             */
+            turn?: number;
+            /**
+             * Step
+             * @description The decision step inside the turn; 0 before its first
+             * @default 0
+             */
+            step?: number;
+        };
+        /** ToolCall */
+        ToolCall: {
+            /** Name */
+            name: string;
+            /** Arguments */
+            arguments?: {
+                [key: string]: unknown;
+            };
+        };
+        /** LearnOut */
+        LearnOut: {
+            /**
+             * Learned
+             * @description Items the episode added (0: already learnt, or nothing to keep)
+             */
+            learned: number;
+            /** Item Ids */
+            item_ids?: string[];
+        };
+        /**
+         * Episode
+         * @description A finished episode: only what the episode showed, never the task's answer key.
+         */
+        Episode: {
+            /**
+             * Episode Ref
+             * @description The caller's id: learning it twice is once
+             */
+            episode_ref: string;
+            /**
+             * Task Id
+             * @default
+             */
+            task_id?: string;
+            /**
+             * Domain
+             * @default
+             */
+            domain?: string;
+            /**
+             * Customer Key
+             * @default
+             */
+            customer_key?: string;
+            /** Dialogue */
+            dialogue: components["schemas"]["Message"][];
+            /** Success */
+            success: boolean;
+            /** Reward */
+            reward: number;
+            /** Reward Components */
+            reward_components?: {
+                [key: string]: number | boolean;
+            };
+            feedback?: components["schemas"]["Feedback"] | null;
+            /**
+             * Steps
+             * @description Optional: each tool call with its result, in order
+             */
+            steps?: components["schemas"]["Step"][] | null;
+        };
+        /**
+         * Feedback
+         * @description The simulated user's verdict on the episode, when the run gathers feedback.
+         */
+        Feedback: {
+            /**
+             * Critique
+             * @default
+             */
+            critique?: string;
+            /** Satisfaction */
+            satisfaction?: number | null;
+            /**
+             * Action
+             * @default
+             */
+            action?: string;
+        };
+        /**
+         * LearnIn
+         * @example {
+         *       "contract_version": "1.0",
+         *       "episode": {
+         *         "customer_key": "cust-5f1e",
+         *         "dialogue": [
+         *           {
+         *             "content": "Hi, I'd like to return the blue sneakers from order W2378156.",
+         *             "role": "user"
+         *           },
+         *           {
+         *             "content": "",
+         *             "role": "assistant",
+         *             "tool_calls": [
+         *               {
+         *                 "arguments": {
+         *                   "order_id": "W2378156"
+         *                 },
+         *                 "name": "get_order_details"
+         *               }
+         *             ]
+         *           },
+         *           {
+         *             "content": "{\"status\": \"delivered\"}",
+         *             "role": "tool",
+         *             "tool_name": "get_order_details"
+         *           }
+         *         ],
+         *         "domain": "retail",
+         *         "episode_ref": "harness-episode-41",
+         *         "feedback": {
+         *           "action": "continue",
+         *           "critique": "You never started the return.",
+         *           "satisfaction": 3
+         *         },
+         *         "reward": 0,
+         *         "reward_components": {
+         *           "actions_match": false,
+         *           "outputs_told": true
+         *         },
+         *         "steps": [
+         *           {
+         *             "arguments": {
+         *               "order_id": "W2378156"
+         *             },
+         *             "ok": true,
+         *             "result": "{\"status\": \"delivered\"}",
+         *             "tool": "get_order_details",
+         *             "turn": 1
+         *           }
+         *         ],
+         *         "success": false,
+         *         "task_id": "shop-ret-004"
+         *       },
+         *       "namespace": "harness-run-7"
+         *     }
+         */
+        LearnIn: {
+            /**
+             * Contract Version
+             * @default 1.0
+             */
+            contract_version?: string;
+            /**
+             * Namespace
+             * @description The caller's memory on the service: what one run learns, apart from others
+             */
+            namespace: string;
+            episode: components["schemas"]["Episode"];
+        };
+        /**
+         * Step
+         * @description One decision of the agent: a tool it called and what came back.
+         */
+        Step: {
+            /** Turn */
+            turn: number;
+            /** Tool */
+            tool: string;
+            /** Arguments */
+            arguments?: {
+                [key: string]: unknown;
+            };
+            /**
+             * Ok
+             * @default true
+             */
+            ok?: boolean;
+            /**
+             * Result
+             * @default
+             */
+            result?: string;
+        };
+        /** ResetOut */
+        ResetOut: {
+            /**
+             * Removed
+             * @description Items the namespace held and no longer does
+             */
+            removed: number;
+        };
+        /**
+         * NamespaceIn
+         * @example {
+         *       "contract_version": "1.0",
+         *       "namespace": "harness-run-7"
+         *     }
+         */
+        NamespaceIn: {
+            /**
+             * Contract Version
+             * @default 1.0
+             */
+            contract_version?: string;
+            /**
+             * Namespace
+             * @description The caller's memory on the service: what one run learns, apart from others
+             */
+            namespace: string;
+        };
+        /** SnapshotOut */
+        SnapshotOut: {
+            /**
+             * Items
+             * @description Items the namespace holds
+             */
+            items: number;
+            /**
+             * Digest
+             * @description Changes whenever what the namespace holds changes
+             */
+            digest: string;
         };
         /** WebhookOut */
         WebhookOut: {
@@ -9792,6 +10274,96 @@ export interface operations {
             };
         };
     };
+    evaluation_api_benchmark_import: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key and request is answered with the first answer (header `Idempotent-Replayed: true`) and writes nothing. The same key with another request is a 422; keys are kept a day (MEMWEB_IDEMPOTENCY_TTL_SECONDS). */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BenchmarkImportIn"];
+            };
+        };
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobOut"];
+                };
+            };
+            /** @description The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description No credentials, or an invalid or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description The key's user lacks the role this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still in progress; the Retry-After header says when to retry */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description The body is larger than 2560 KB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrors"];
+                };
+            };
+            /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+        };
+    };
     evaluation_api_task_detail: {
         parameters: {
             query?: never;
@@ -13292,6 +13864,477 @@ export interface operations {
                         /** Field */
                         field?: string;
                     };
+                };
+            };
+            /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+        };
+    };
+    evaluation_memory_layers_contract_api_describe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DescribeOut"];
+                };
+            };
+            /** @description No credentials, or an invalid or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description The key's user lacks the role this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description A field is missing, of the wrong type, or out of range */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrors"];
+                };
+            };
+            /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+        };
+    };
+    evaluation_memory_layers_contract_api_retrieve: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key and request is answered with the first answer (header `Idempotent-Replayed: true`) and writes nothing. The same key with another request is a 422; keys are kept a day (MEMWEB_IDEMPOTENCY_TTL_SECONDS). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RetrieveIn"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetrieveOut"];
+                };
+            };
+            /** @description The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description No credentials, or an invalid or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description The key's user lacks the role this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"] | components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description The body is larger than 2560 KB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrors"];
+                };
+            };
+            /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+        };
+    };
+    evaluation_memory_layers_contract_api_learn: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key and request is answered with the first answer (header `Idempotent-Replayed: true`) and writes nothing. The same key with another request is a 422; keys are kept a day (MEMWEB_IDEMPOTENCY_TTL_SECONDS). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LearnIn"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LearnOut"];
+                };
+            };
+            /** @description The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description No credentials, or an invalid or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description The key's user lacks the role this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"] | components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description The body is larger than 2560 KB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrors"];
+                };
+            };
+            /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+        };
+    };
+    evaluation_memory_layers_contract_api_reset: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key and request is answered with the first answer (header `Idempotent-Replayed: true`) and writes nothing. The same key with another request is a 422; keys are kept a day (MEMWEB_IDEMPOTENCY_TTL_SECONDS). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NamespaceIn"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResetOut"];
+                };
+            };
+            /** @description The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description No credentials, or an invalid or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description The key's user lacks the role this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"] | components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description The body is larger than 2560 KB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrors"];
+                };
+            };
+            /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+        };
+    };
+    evaluation_memory_layers_contract_api_snapshot: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key and request is answered with the first answer (header `Idempotent-Replayed: true`) and writes nothing. The same key with another request is a 422; keys are kept a day (MEMWEB_IDEMPOTENCY_TTL_SECONDS). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NamespaceIn"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SnapshotOut"];
+                };
+            };
+            /** @description The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description No credentials, or an invalid or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description The key's user lacks the role this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"] | components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description The body is larger than 2560 KB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrors"];
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
