@@ -18,14 +18,14 @@ from ninja.errors import HttpError
 
 from evaluation.memory_layers.schemas import (
     CONTRACT_VERSION,
-    DescribeOut,
-    LearnIn,
-    LearnOut,
-    NamespaceIn,
-    ResetOut,
-    RetrieveIn,
-    RetrieveOut,
-    SnapshotOut,
+    LayerDescribeOut,
+    LayerLearnIn,
+    LayerLearnOut,
+    LayerNamespaceIn,
+    LayerResetOut,
+    LayerRetrieveIn,
+    LayerRetrieveOut,
+    LayerSnapshotOut,
     budget_cut,
     contract_openapi,
     major_version,
@@ -57,7 +57,7 @@ def _bank(request, slug: str, *, writing: bool = False) -> MemoryBank:
     return bank
 
 
-def _speaks(body: NamespaceIn) -> None:
+def _speaks(body: LayerNamespaceIn) -> None:
     if major_version(body.contract_version) != major_version(CONTRACT_VERSION):
         raise HttpError(422, f"contract_version {body.contract_version} is not one this memweb speaks "
                              f"({CONTRACT_VERSION})")
@@ -85,17 +85,17 @@ def contract_document(request):
     return JsonResponse(contract_openapi())
 
 
-@router.get("/{slug}/describe", response={200: DescribeOut, 404: ErrorOut}, auth=READ)
+@router.get("/{slug}/describe", response={200: LayerDescribeOut, 404: ErrorOut}, auth=READ)
 def describe(request, slug: str):
     """The bank as a memory layer: MemOrb's reviewed reflections."""
     bank = _bank(request, slug)
-    return DescribeOut(contract_version=CONTRACT_VERSION, name=f"memweb bank {bank.slug}",
+    return LayerDescribeOut(contract_version=CONTRACT_VERSION, name=f"memweb bank {bank.slug}",
                        version=SERVICE_VERSION, description=f"MemOrb: the reviewed policy reflections of memweb "
                                                             f"bank “{bank.name}”.")
 
 
-@router.post("/{slug}/retrieve", response={200: RetrieveOut, **REFUSALS}, auth=READ)
-def retrieve(request, slug: str, payload: RetrieveIn):
+@router.post("/{slug}/retrieve", response={200: LayerRetrieveOut, **REFUSALS}, auth=READ)
+def retrieve(request, slug: str, payload: LayerRetrieveIn):
     """The bank's reflections nearest to the situation, within the budget."""
     _speaks(payload)
     bank, situation = _bank(request, slug), payload.situation
@@ -108,12 +108,12 @@ def retrieve(request, slug: str, payload: RetrieveIn):
         raise HttpError(422, str(refused)) from None
     block, _ = budget_cut(result.prompt_block, payload.budget.tokens)
     served = [hit for hit in result.hits if hit.injected]
-    return RetrieveOut(prompt_block=block, items=[{"id": str(hit.orb.pk), "text": hit.orb.outcome,
+    return LayerRetrieveOut(prompt_block=block, items=[{"id": str(hit.orb.pk), "text": hit.orb.outcome,
                                                    "score": hit.score} for hit in served])
 
 
-@router.post("/{slug}/learn", response={200: LearnOut, **REFUSALS}, auth=WRITE)
-def learn(request, slug: str, payload: LearnIn):
+@router.post("/{slug}/learn", response={200: LayerLearnOut, **REFUSALS}, auth=WRITE)
+def learn(request, slug: str, payload: LayerLearnIn):
     """The episode reflected into an Orb (the same episode twice is one Orb)."""
     _speaks(payload)
     bank, episode = _bank(request, slug, writing=True), payload.episode
@@ -127,11 +127,11 @@ def learn(request, slug: str, payload: LearnIn):
                                   episode_ref=episode.episode_ref, source=Source.API)
     except OrbsError as refused:
         raise HttpError(422, str(refused)) from None
-    return LearnOut(learned=int(result.created), item_ids=[str(result.orb.pk)])
+    return LayerLearnOut(learned=int(result.created), item_ids=[str(result.orb.pk)])
 
 
-@router.post("/{slug}/reset", response={200: ResetOut, **REFUSALS}, auth=WRITE)
-def reset(request, slug: str, payload: NamespaceIn):
+@router.post("/{slug}/reset", response={200: LayerResetOut, **REFUSALS}, auth=WRITE)
+def reset(request, slug: str, payload: LayerNamespaceIn):
     """The namespace's Orbs soft-deleted (their history kept); the bank's own memories stay."""
     _speaks(payload)
     bank = _bank(request, slug, writing=True)
@@ -140,12 +140,12 @@ def reset(request, slug: str, payload: NamespaceIn):
         for orb_id, version in orbs:
             orb_delete(orb_id=orb_id, expected_version=version, actor=request.auth,
                        reason=f"reset of namespace {payload.namespace} over the memory-layer contract")
-    return ResetOut(removed=len(orbs))
+    return LayerResetOut(removed=len(orbs))
 
 
-@router.post("/{slug}/snapshot", response={200: SnapshotOut, **REFUSALS}, auth=READ)
-def snapshot(request, slug: str, payload: NamespaceIn):
+@router.post("/{slug}/snapshot", response={200: LayerSnapshotOut, **REFUSALS}, auth=READ)
+def snapshot(request, slug: str, payload: LayerNamespaceIn):
     """How many Orbs the namespace's learn calls wrote that are still there, and a digest of them."""
     _speaks(payload)
     orbs = list(_namespace_orbs(_bank(request, slug), payload.namespace).order_by("pk").values_list("pk", "version"))
-    return SnapshotOut(items=len(orbs), digest=hashlib.sha256(repr(orbs).encode()).hexdigest()[:32])
+    return LayerSnapshotOut(items=len(orbs), digest=hashlib.sha256(repr(orbs).encode()).hexdigest()[:32])

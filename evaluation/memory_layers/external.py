@@ -27,21 +27,21 @@ from evaluation.memory_layers.models import ExternalLearning, ExternalMemoryAcce
 from evaluation.memory_layers.protocol import MemoryLayer
 from evaluation.memory_layers.schemas import (
     CONTRACT_VERSION,
-    Budget,
-    ContractError,
-    DescribeOut,
-    Episode,
-    Feedback,
-    LearnIn,
-    LearnOut,
-    Message,
-    NamespaceIn,
-    ResetOut,
-    RetrieveIn,
-    RetrieveOut,
-    Situation,
-    SnapshotOut,
-    Step,
+    LayerBudget,
+    LayerDescribeOut,
+    LayerEpisode,
+    LayerError,
+    LayerFeedback,
+    LayerLearnIn,
+    LayerLearnOut,
+    LayerMessage,
+    LayerNamespaceIn,
+    LayerResetOut,
+    LayerRetrieveIn,
+    LayerRetrieveOut,
+    LayerSituation,
+    LayerSnapshotOut,
+    LayerStep,
     budget_cut,
     major_version,
 )
@@ -127,7 +127,7 @@ def _detail(response) -> str:
     """The contract's `detail` of an error answer, and nothing else of it: a URL that is not a memory
     service (an internal page) shows only its status, never its content."""
     try:
-        detail = ContractError.model_validate_json(response.content).detail
+        detail = LayerError.model_validate_json(response.content).detail
     except pydantic.ValidationError:
         return ""
     return f": {str(detail)[:DETAIL_CHARS]}"
@@ -143,13 +143,13 @@ def _client(access: ExternalMemoryAccess) -> ServiceClient:
 
 # --- before each customer turn -----------------------------------------------------------------
 
-def _message(message: dict) -> Message | None:
+def _message(message: dict) -> LayerMessage | None:
     """A transcript message as the contract's: what the conversation showed, nothing of the task's."""
     role = message.get("role")
     if role not in ("user", "assistant", "tool"):
         return None
     calls = [{"name": call["name"], "arguments": call.get("arguments") or {}} for call in message.get("tool_calls", ())]
-    return Message(role=role, content=(message.get("content") or "")[:RESULT_CHARS],
+    return LayerMessage(role=role, content=(message.get("content") or "")[:RESULT_CHARS],
                    tool_name=message.get("tool_name", "") if role == "tool" else "", tool_calls=calls)
 
 
@@ -166,12 +166,12 @@ class ExternalHook:
         if not self.config.per_turn and turn > 1:
             return self.block, None
         k = self.config.k or DEFAULT_K
-        budget = Budget(tokens=prompt_budget_for(k), items=k)
-        request = RetrieveIn(namespace=self.namespace, customer_key=self.customer_key, budget=budget,
-                             situation=Situation(text=query, domain=self.domain, task_id=self.task_id, turn=turn),
+        budget = LayerBudget(tokens=prompt_budget_for(k), items=k)
+        request = LayerRetrieveIn(namespace=self.namespace, customer_key=self.customer_key, budget=budget,
+                             situation=LayerSituation(text=query, domain=self.domain, task_id=self.task_id, turn=turn),
                              dialogue=[m for m in map(_message, dialogue) if m is not None])
         try:
-            answer, trace = self.client.call("retrieve", request, RetrieveOut)
+            answer, trace = self.client.call("retrieve", request, LayerRetrieveOut)
         except CallFailed as failed:
             self.block = ""  # the agent answers without memory this turn; the episode keeps why
             return self.block, {"turn": turn, "query": query, "external": failed.trace}
@@ -185,32 +185,32 @@ class ExternalHook:
 
 # --- at each trial's end ----------------------------------------------------------------------
 
-def _steps(transcript: list[dict]) -> list[Step]:
+def _steps(transcript: list[dict]) -> list[LayerStep]:
     """Each tool call of the episode with the result that answered it, in order."""
     results = iter(m for m in transcript if m["role"] == "tool")
     steps = []
     for message in transcript:
         for call in message.get("tool_calls", ()) if message["role"] == "assistant" else ():
             result = next(results, {})
-            steps.append(Step(turn=max(1, message.get("turn", 1)), tool=call["name"],
+            steps.append(LayerStep(turn=max(1, message.get("turn", 1)), tool=call["name"],
                               arguments=call.get("arguments") or {}, ok=result.get("ok", True),
                               result=(result.get("content") or "")[:RESULT_CHARS]))
     return steps
 
 
-def _feedback(episode) -> Feedback | None:
+def _feedback(episode) -> LayerFeedback | None:
     given = feedback_of([episode]).first()
     if given is None:
         return None
-    return Feedback(critique=given.critique, satisfaction=given.score, action=given.action)
+    return LayerFeedback(critique=given.critique, satisfaction=given.score, action=given.action)
 
 
-def contract_episode(episode, *, with_feedback: bool) -> Episode:
+def contract_episode(episode, *, with_feedback: bool) -> LayerEpisode:
     """A stored episode as the contract's: the trajectory memweb's own memories learn from (never the
     oracle input), its reward components, the user's feedback when the run feeds it to memory."""
     trajectory = episode_trajectory(episode)
-    return Episode(episode_ref=episode_ref(episode), task_id=trajectory["task_id"], domain=trajectory["domain"],
-                   customer_key=trajectory["customer_key"], dialogue=[Message.model_validate(m) for m in
+    return LayerEpisode(episode_ref=episode_ref(episode), task_id=trajectory["task_id"], domain=trajectory["domain"],
+                   customer_key=trajectory["customer_key"], dialogue=[LayerMessage.model_validate(m) for m in
                                                                       trajectory["messages"]],
                    success=episode.success, reward=episode.reward, reward_components=episode.reward_breakdown,
                    feedback=_feedback(episode) if with_feedback else None, steps=_steps(episode.transcript))
@@ -219,8 +219,8 @@ def contract_episode(episode, *, with_feedback: bool) -> Episode:
 def _learn(client: ServiceClient, namespace: str, row, *, with_feedback: bool) -> ExternalLearning:
     learning = ExternalLearning(run_episode=row)
     try:
-        answer, trace = client.call("learn", LearnIn(namespace=namespace, episode=contract_episode(
-            row.episode, with_feedback=with_feedback)), LearnOut)
+        answer, trace = client.call("learn", LayerLearnIn(namespace=namespace, episode=contract_episode(
+            row.episode, with_feedback=with_feedback)), LayerLearnOut)
         learning.learned = answer.learned
     except CallFailed as failed:
         trace = failed.trace
@@ -231,7 +231,7 @@ def _learn(client: ServiceClient, namespace: str, row, *, with_feedback: bool) -
 
 def _snapshot(client: ServiceClient, namespace: str, trial_number: int) -> dict:
     try:
-        answer, trace = client.call("snapshot", NamespaceIn(namespace=namespace), SnapshotOut)
+        answer, trace = client.call("snapshot", LayerNamespaceIn(namespace=namespace), LayerSnapshotOut)
         return {"trial": trial_number, **trace, **answer.model_dump(mode="json")}
     except CallFailed as failed:
         return {"trial": trial_number, **failed.trace}
@@ -239,10 +239,10 @@ def _snapshot(client: ServiceClient, namespace: str, trial_number: int) -> dict:
 
 # --- the layer ---------------------------------------------------------------------------------
 
-def _describe_problem(url: str, key: str) -> tuple[DescribeOut | None, str]:
+def _describe_problem(url: str, key: str) -> tuple[LayerDescribeOut | None, str]:
     """The service's description, or why it cannot be evaluated."""
     try:
-        described, _ = ServiceClient(url=url, key=key).call("describe", None, DescribeOut)
+        described, _ = ServiceClient(url=url, key=key).call("describe", None, LayerDescribeOut)
     except CallFailed as failed:
         return None, f"the service at {url} does not answer describe: {failed.trace['error']}"
     if major_version(described.contract_version) != major_version(CONTRACT_VERSION):
@@ -281,7 +281,7 @@ class ExternalLayer(MemoryLayer):
         access = ExternalMemoryAccess.objects.create(run=run, url=spec.external_url, key=spec.external_key,
                                                      namespace=_namespace(run), service=described.model_dump())
         try:
-            _client(access).call("reset", NamespaceIn(namespace=access.namespace), ResetOut)
+            _client(access).call("reset", LayerNamespaceIn(namespace=access.namespace), LayerResetOut)
         except CallFailed as failed:
             raise RunLaunchError([("external_url", f"the service at {access.url} could not reset the run's "
                                                    f"namespace: {failed.trace['error']}")]) from None

@@ -2,6 +2,8 @@
 each learning call did. Registered with the evaluation app (evaluation.apps.SUBMODULE_MODELS)."""
 from django.db import models
 
+from memweb.scoping import AllWorkspacesManager, WorkspaceManager
+
 
 class ExternalMemoryAccess(models.Model):
     """A run's memory on an external service: its URL, its key and the run's namespace there.
@@ -10,6 +12,8 @@ class ExternalMemoryAccess(models.Model):
     spec, its export or a page; the run page shows the URL and the service's name only."""
 
     WORKSPACE_PATH = "run__workspace"  # memweb.workspaces
+    objects = WorkspaceManager()
+    all_workspaces = AllWorkspacesManager()
 
     run = models.OneToOneField("evaluation.EvaluationRun", on_delete=models.CASCADE, related_name="external_memory")
     url = models.URLField(max_length=500)
@@ -28,6 +32,8 @@ class ExternalLearning(models.Model):
     Its existence also says the episode was sent, so a retried trial end does not send it twice."""
 
     WORKSPACE_PATH = "run_episode__run__workspace"
+    objects = WorkspaceManager()
+    all_workspaces = AllWorkspacesManager()
 
     run_episode = models.OneToOneField("evaluation.RunEpisode", on_delete=models.CASCADE,
                                        related_name="external_learning")

@@ -29,19 +29,19 @@ class ContractModel(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
-class ToolCall(ContractModel):
+class LayerToolCall(ContractModel):
     name: str = Field(min_length=1, max_length=200)
     arguments: dict = Field(default_factory=dict)
 
 
-class Message(ContractModel):
+class LayerMessage(ContractModel):
     role: Literal["user", "assistant", "tool", "system"]
     content: str = Field(default="", max_length=MAX_TEXT_CHARS)
     tool_name: str = Field(default="", max_length=200, description="A tool message: the tool that answered")
-    tool_calls: list[ToolCall] = Field(default_factory=list, description="An assistant message: the tools it called")
+    tool_calls: list[LayerToolCall] = Field(default_factory=list, description="An assistant message: the tools it called")
 
 
-class Situation(ContractModel):
+class LayerSituation(ContractModel):
     """Where the agent is when it asks: the customer's latest words and the task around them."""
 
     text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, description="The customer's latest message")
@@ -51,7 +51,7 @@ class Situation(ContractModel):
     step: int = Field(default=0, ge=0, description="The decision step inside the turn; 0 before its first")
 
 
-class Budget(ContractModel):
+class LayerBudget(ContractModel):
     tokens: int = Field(ge=1, le=MAX_BUDGET_TOKENS, description="The prompt block's size at most, in tokens")
     items: int = Field(ge=1, le=MAX_ITEMS, description="Items served at most (memweb's k)")
 
@@ -63,7 +63,7 @@ _DIALOGUE_EXAMPLE = [{"role": "user", "content": "Hi, I'd like to return the blu
                      {"role": "tool", "tool_name": "get_order_details", "content": "{\"status\": \"delivered\"}"}]
 
 
-class NamespaceIn(ContractModel):
+class LayerNamespaceIn(ContractModel):
     model_config = ConfigDict(json_schema_extra={"examples": [_NAMESPACE_EXAMPLE]})
 
     contract_version: str = Field(default=CONTRACT_VERSION, max_length=20)
@@ -71,33 +71,33 @@ class NamespaceIn(ContractModel):
                            description="The caller's memory on the service: what one run learns, apart from others")
 
 
-class RetrieveIn(NamespaceIn):
+class LayerRetrieveIn(LayerNamespaceIn):
     model_config = ConfigDict(json_schema_extra={"examples": [_NAMESPACE_EXAMPLE | {
         "situation": {"text": "It still hasn't been refunded.", "domain": "retail", "task_id": "shop-ret-004",
                       "turn": 2},
         "dialogue": _DIALOGUE_EXAMPLE, "customer_key": "cust-5f1e", "budget": {"tokens": 1200, "items": 5}}]})
 
-    situation: Situation
-    dialogue: list[Message] = Field(default_factory=list, max_length=MAX_MESSAGES,
+    situation: LayerSituation
+    dialogue: list[LayerMessage] = Field(default_factory=list, max_length=MAX_MESSAGES,
                                     description="The episode so far, before the situation's message")
     customer_key: str = Field(default="", max_length=200, description="Who the customer is (a stable pseudonym)")
-    budget: Budget
+    budget: LayerBudget
 
 
-class Item(ContractModel):
+class LayerItem(ContractModel):
     id: str = Field(max_length=200, description="The service's own id of what it served")
     text: str = Field(max_length=MAX_TEXT_CHARS)
     score: float | None = None
 
 
-class RetrieveOut(ContractModel):
+class LayerRetrieveOut(ContractModel):
     prompt_block: str = Field(max_length=4 * MAX_BUDGET_TOKENS * 2,
                               description="What the agent's prompt gets; empty when nothing fits")
-    items: list[Item] = Field(default_factory=list, max_length=MAX_ITEMS,
+    items: list[LayerItem] = Field(default_factory=list, max_length=MAX_ITEMS,
                               description="The items the block came from, best first")
 
 
-class Feedback(ContractModel):
+class LayerFeedback(ContractModel):
     """The simulated user's verdict on the episode, when the run gathers feedback."""
 
     critique: str = Field(default="", max_length=MAX_TEXT_CHARS)
@@ -105,7 +105,7 @@ class Feedback(ContractModel):
     action: str = Field(default="", max_length=64)
 
 
-class Step(ContractModel):
+class LayerStep(ContractModel):
     """One decision of the agent: a tool it called and what came back."""
 
     turn: int = Field(ge=1)
@@ -115,23 +115,23 @@ class Step(ContractModel):
     result: str = Field(default="", max_length=MAX_TEXT_CHARS)
 
 
-class Episode(ContractModel):
+class LayerEpisode(ContractModel):
     """A finished episode: only what the episode showed, never the task's answer key."""
 
     episode_ref: str = Field(min_length=1, max_length=200, description="The caller's id: learning it twice is once")
     task_id: str = Field(default="", max_length=200)
     domain: str = Field(default="", max_length=64)
     customer_key: str = Field(default="", max_length=200)
-    dialogue: list[Message] = Field(min_length=1, max_length=MAX_MESSAGES)
+    dialogue: list[LayerMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
     success: bool
     reward: float = Field(allow_inf_nan=False)
     reward_components: dict[str, float | bool] = Field(default_factory=dict)
-    feedback: Feedback | None = None
-    steps: list[Step] | None = Field(default=None, max_length=MAX_MESSAGES,
+    feedback: LayerFeedback | None = None
+    steps: list[LayerStep] | None = Field(default=None, max_length=MAX_MESSAGES,
                                      description="Optional: each tool call with its result, in order")
 
 
-class LearnIn(NamespaceIn):
+class LayerLearnIn(LayerNamespaceIn):
     model_config = ConfigDict(json_schema_extra={"examples": [_NAMESPACE_EXAMPLE | {"episode": {
         "episode_ref": "harness-episode-41", "task_id": "shop-ret-004", "domain": "retail", "customer_key": "cust-5f1e",
         "dialogue": _DIALOGUE_EXAMPLE, "success": False, "reward": 0.0,
@@ -140,24 +140,24 @@ class LearnIn(NamespaceIn):
         "steps": [{"turn": 1, "tool": "get_order_details", "arguments": {"order_id": "W2378156"}, "ok": True,
                    "result": "{\"status\": \"delivered\"}"}]}}]})
 
-    episode: Episode
+    episode: LayerEpisode
 
 
-class LearnOut(ContractModel):
+class LayerLearnOut(ContractModel):
     learned: int = Field(ge=0, description="Items the episode added (0: already learnt, or nothing to keep)")
     item_ids: list[str] = Field(default_factory=list)
 
 
-class ResetOut(ContractModel):
+class LayerResetOut(ContractModel):
     removed: int = Field(ge=0, description="Items the namespace held and no longer does")
 
 
-class SnapshotOut(ContractModel):
+class LayerSnapshotOut(ContractModel):
     items: int = Field(ge=0, description="Items the namespace holds")
     digest: str = Field(max_length=200, description="Changes whenever what the namespace holds changes")
 
 
-class DescribeOut(ContractModel):
+class LayerDescribeOut(ContractModel):
     contract: Literal["memweb-memory-layer"] = CONTRACT
     contract_version: str = Field(max_length=20, description="Major.minor; memweb speaks 1.x")
     name: str = Field(min_length=1, max_length=200)
@@ -165,24 +165,24 @@ class DescribeOut(ContractModel):
     description: str = Field(default="", max_length=2000)
 
 
-class FieldProblem(ContractModel):
+class LayerFieldProblem(ContractModel):
     loc: list[str | int]
     msg: str
 
 
-class ContractError(ContractModel):
-    detail: str | list[FieldProblem] = Field(description="A sentence, or each refused field with where it is")
+class LayerError(ContractModel):
+    detail: str | list[LayerFieldProblem] = Field(description="A sentence, or each refused field with where it is")
 
 
 # call -> (HTTP method, request model or None, answer model, what it does)
 OPERATIONS = {
-    "describe": ("get", None, DescribeOut, "The layer's name and version, and the contract version it speaks."),
-    "retrieve": ("post", RetrieveIn, RetrieveOut,
+    "describe": ("get", None, LayerDescribeOut, "The layer's name and version, and the contract version it speaks."),
+    "retrieve": ("post", LayerRetrieveIn, LayerRetrieveOut,
                  "Before the agent answers: a prompt block within the budget and the items it came from."),
-    "learn": ("post", LearnIn, LearnOut,
+    "learn": ("post", LayerLearnIn, LayerLearnOut,
               "A finished episode, with its reward components and feedback: what the memory learns from."),
-    "reset": ("post", NamespaceIn, ResetOut, "Forget everything the namespace holds: a run starts from nothing."),
-    "snapshot": ("post", NamespaceIn, SnapshotOut, "How much the namespace holds, and a digest that changes with it."),
+    "reset": ("post", LayerNamespaceIn, LayerResetOut, "Forget everything the namespace holds: a run starts from nothing."),
+    "snapshot": ("post", LayerNamespaceIn, LayerSnapshotOut, "How much the namespace holds, and a digest that changes with it."),
 }
 
 
@@ -213,7 +213,7 @@ def contract_openapi() -> dict:
         schemas[model.__name__] = schema
         return {"$ref": f"#/components/schemas/{model.__name__}"}
 
-    errors = {str(code): {"description": why, "content": {"application/json": {"schema": ref(ContractError)}}}
+    errors = {str(code): {"description": why, "content": {"application/json": {"schema": ref(LayerError)}}}
               for code, why in ((401, "The key is missing or wrong"), (404, "No such memory"),
                                 (422, "The body is not what this contract says"))}
     paths = {}
