@@ -76,11 +76,17 @@ class EvaluationConfig(AppConfig):
     def ready(self) -> None:
         import evaluation.runs.tasks  # noqa: F401  (Celery autodiscovers only evaluation.tasks)
         from evaluation.environments import benchmark, environment_register
+        from evaluation.environments.ecom_bench.tools import image_describer_set
+        from evaluation.environments.tau2_retail.reward import assertion_judge_set
+        from evaluation.services.benchmark_judges import assertions_judge, image_describe
         from evaluation.services.benchmark_worlds import world_load
 
         # The built-in environments; installed packages add theirs by entry point (docs/ENVIRONMENTS.md).
         environment_register("shop", "evaluation.environments.shop:SHOP")
         environment_register("tau2-retail", "evaluation.environments.tau2_retail:TAU2_RETAIL")
         environment_register("ecom-bench", "evaluation.environments.ecom_bench:ECOM")
-        # Benchmark environments read their shared databases from the BenchmarkWorld table.
+        # Benchmark environments read their shared databases from the BenchmarkWorld table, and ask
+        # memweb's LLM roles what needs a model (offline they say it was not judged, or not available).
         benchmark.world_loader_set(world_load)
+        assertion_judge_set(assertions_judge)
+        image_describer_set(image_describe)

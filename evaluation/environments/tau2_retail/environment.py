@@ -90,14 +90,14 @@ class Tau2RetailEnvironment:
         world = ToolWorld(reward.state_fresh(task["world"]), tool_run, transfer_tool=TRANSFER_TOOL)
         return conversation_play(
             world=world, agent=agent, customer=customer, memory=memory, max_turns=max_turns,
-            score=lambda played, replies: reward.score(task, played.state, replies),
+            score=lambda played, replies: reward.score(task, played.state, replies, judged=True),
             diagnose=lambda calls, result: reward.errors_observed(calls=calls, breakdown=result.breakdown),
             infra_errors=infra_errors, on_turn=on_turn)
 
     def rescore(self, *, task: dict, transcript: list[dict], played: dict) -> RewardResult:
         world = ToolWorld(reward.state_fresh(played["world"]), tool_run, transfer_tool=TRANSFER_TOOL)
         world.replay(transcript)
-        return reward.score(task, world.state, transcript_replies(transcript))
+        return reward.score(task, world.state, transcript_replies(transcript), judged=True)
 
     def replay(self, *, task: dict, calls: list[dict], replies: tuple[str, ...] = ()) -> Replay:
         state = reward.state_fresh(task["world"])

@@ -7,6 +7,7 @@ the agent's replies (case folded, commas removed, as the benchmark compares). Na
 assertions need an LLM judge; offline they are reported as not judged and never count as passed.
 """
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +17,18 @@ from evaluation.environments.tau2_retail.database import RetailState
 from evaluation.environments.tau2_retail.tools import WRITE_TOOLS, tool_run
 
 REWARD_VERSION = 1
-COMPONENTS = ("db", "communicate")
+COMPONENTS = ("db", "communicate", "nl_assertions")  # nl_assertions only where a judge scored them
+
+# Who judges a task's natural-language assertions: set by the Django side to the scorer LLM role.
+# It takes the assertions and the agent's replies and answers one verdict per assertion, or None
+# when no judge is reachable (no endpoint configured): the assertions are then "not judged".
+AssertionJudge = Callable[[list[str], list[str]], list[bool] | None]
+_judge: AssertionJudge | None = None
+
+
+def assertion_judge_set(judge: AssertionJudge | None) -> None:
+    global _judge
+    _judge = judge
 _SOURCES = ("reward.py", "tools.py", "database.py")
 
 
@@ -56,14 +68,21 @@ def tells(value: str, text: str) -> bool:
     return value.lower() in text.lower().replace(",", "")
 
 
-def score(task: dict, state: RetailState, replies: list[str]) -> RewardResult:
+def score(task: dict, state: RetailState, replies: list[str], *, judged: bool = False) -> RewardResult:
+    """The benchmark's reward. With `judged` (a played or re-graded episode, never the validator's or
+    env_replay's replays), the task's natural-language assertions go to the judge when there is one;
+    unjudged assertions are counted, never passed."""
     gold_hash, got_hash = gold_replay(task).state.state_hash(), state.state_hash()
     missing = [output for output in task["required_outputs"]
                if not any(tells(output["value"], reply) for reply in replies)]
     components = {"db": got_hash == gold_hash, "communicate": not missing}
+    assertions = task.get("nl_assertions") or []
+    verdicts = _judge(assertions, replies) if judged and assertions and _judge is not None else None
+    if verdicts is not None:
+        components["nl_assertions"] = all(verdicts)
     success = all(components.values())
     breakdown = {name: float(passed) for name, passed in components.items()}
-    breakdown["nl_assertions_not_judged"] = len(task.get("nl_assertions") or ())
+    breakdown["nl_assertions_not_judged"] = len(assertions) if verdicts is None else 0
     return RewardResult(success=success, reward=1.0 if success else 0.0, breakdown=breakdown, missing_lookups=[],
                         missing_outputs=missing, invented_ids=[], state_hash=got_hash, gold_state_hash=gold_hash)
 
