@@ -2658,82 +2658,76 @@ export interface components {
         };
         /** RetrieveOut */
         RetrieveOut: {
+            /** Retrieval Id */
+            retrieval_id: number;
+            /** Rewritten Query */
+            rewritten_query: string;
+            /** Rewriter Backend */
+            rewriter_backend: string;
+            /** Hits */
+            hits: components["schemas"]["HitOut"][];
             /**
-             * Prompt Block
-             * @description What the agent's prompt gets; empty when nothing fits
+             * Injected
+             * @description How many of the hits reached the prompt block
              */
+            injected: number;
+            /** Prompt Block */
             prompt_block: string;
-            /**
-             * Items
-             * @description The items the block came from, best first
-             */
-            items?: components["schemas"]["Item"][];
         };
-        /**
-         * RetrieveIn
-         * @example {
-         *       "budget": {
-         *         "items": 5,
-         *         "tokens": 1200
-         *       },
-         *       "contract_version": "1.0",
-         *       "customer_key": "cust-5f1e",
-         *       "dialogue": [
-         *         {
-         *           "content": "Hi, I'd like to return the blue sneakers from order W2378156.",
-         *           "role": "user"
-         *         },
-         *         {
-         *           "content": "",
-         *           "role": "assistant",
-         *           "tool_calls": [
-         *             {
-         *               "arguments": {
-         *                 "order_id": "W2378156"
-         *               },
-         *               "name": "get_order_details"
-         *             }
-         *           ]
-         *         },
-         *         {
-         *           "content": "{\"status\": \"delivered\"}",
-         *           "role": "tool",
-         *           "tool_name": "get_order_details"
-         *         }
-         *       ],
-         *       "namespace": "harness-run-7",
-         *       "situation": {
-         *         "domain": "retail",
-         *         "task_id": "shop-ret-004",
-         *         "text": "It still hasn't been refunded.",
-         *         "turn": 2
-         *       }
-         *     }
-         */
+        /** RetrieveIn */
         RetrieveIn: {
+            /** Query */
+            query: string;
+            /** Context */
+            context?: {
+                [key: string]: unknown;
+            };
             /**
-             * Contract Version
-             * @default 1.0
+             * K
+             * @description Defaults to the bank's k (5).
              */
-            contract_version?: string;
+            k?: number | null;
             /**
-             * Namespace
-             * @description The caller's memory on the service: what one run learns, apart from others
+             * Approved Only
+             * @description Serve approved Orbs only; the bank's setting when empty. A bank that serves approved Orbs only does so whatever the request says.
              */
-            namespace: string;
-            situation: components["schemas"]["Situation"];
-            /**
-             * Dialogue
-             * @description The episode so far, before the situation's message
-             */
-            dialogue?: components["schemas"]["Message"][];
+            approved_only?: boolean | null;
+            /** Domain */
+            domain?: string | null;
             /**
              * Customer Key
-             * @description Who the customer is (a stable pseudonym)
+             * @description Only this customer's Orbs: a same-customer filter (the paper's no-cross-user ablation is k = 1). Required by a per-customer bank unless it allows cross-customer retrieval.
+             */
+            customer_key?: string | null;
+            /** Min Score */
+            min_score?: number | null;
+            /**
+             * Client
              * @default
              */
-            customer_key?: string;
-            budget: components["schemas"]["Budget"];
+            client?: string;
+            /**
+             * Filter
+             * @description Only Orbs whose `context` matches, applied inside the nearest-neighbour search (top k among matches). A condition {"field": key, op: value} with op `eq`, `in` (a list), or one or more of `gt`, `gte`, `lt`, `lte` (numbers only); groups {"and": [...]} and {"or": [...]}. At most 4096 bytes, 32 conditions, 4 and/or levels, 100 values per `in`. A filter outside the grammar is a 422 naming the part, e.g. `filter.and.1.gte`.
+             * @example {
+             *       "and": [
+             *         {
+             *           "field": "sku",
+             *           "in": [
+             *             "DW-450",
+             *             "DW-460"
+             *           ]
+             *         },
+             *         {
+             *           "field": "priority",
+             *           "gte": 2
+             *         }
+             *       ]
+             *     }
+             */
+            filter?: {
+                [key: string]: unknown;
+            } | null;
         };
         /** RetrievalOutcomeIn */
         RetrievalOutcomeIn: {
@@ -5877,8 +5871,8 @@ export interface components {
              */
             action?: string;
         };
-        /** DescribeOut */
-        DescribeOut: {
+        /** LayerDescribeOut */
+        LayerDescribeOut: {
             /**
              * Contract
              * @default memweb-memory-layer
@@ -5900,8 +5894,8 @@ export interface components {
              */
             description?: string;
         };
-        /** Item */
-        Item: {
+        /** LayerItem */
+        LayerItem: {
             /**
              * Id
              * @description The service's own id of what it served
@@ -5912,8 +5906,21 @@ export interface components {
             /** Score */
             score?: number | null;
         };
-        /** Budget */
-        Budget: {
+        /** LayerRetrieveOut */
+        LayerRetrieveOut: {
+            /**
+             * Prompt Block
+             * @description What the agent's prompt gets; empty when nothing fits
+             */
+            prompt_block: string;
+            /**
+             * Items
+             * @description The items the block came from, best first
+             */
+            items?: components["schemas"]["LayerItem"][];
+        };
+        /** LayerBudget */
+        LayerBudget: {
             /**
              * Tokens
              * @description The prompt block's size at most, in tokens
@@ -5925,8 +5932,8 @@ export interface components {
              */
             items: number;
         };
-        /** Message */
-        Message: {
+        /** LayerMessage */
+        LayerMessage: {
             /**
              * Role
              * @enum {string}
@@ -5947,13 +5954,79 @@ export interface components {
              * Tool Calls
              * @description An assistant message: the tools it called
              */
-            tool_calls?: components["schemas"]["ToolCall"][];
+            tool_calls?: components["schemas"]["LayerToolCall"][];
         };
         /**
-         * Situation
+         * LayerRetrieveIn
+         * @example {
+         *       "budget": {
+         *         "items": 5,
+         *         "tokens": 1200
+         *       },
+         *       "contract_version": "1.0",
+         *       "customer_key": "cust-5f1e",
+         *       "dialogue": [
+         *         {
+         *           "content": "Hi, I'd like to return the blue sneakers from order W2378156.",
+         *           "role": "user"
+         *         },
+         *         {
+         *           "content": "",
+         *           "role": "assistant",
+         *           "tool_calls": [
+         *             {
+         *               "arguments": {
+         *                 "order_id": "W2378156"
+         *               },
+         *               "name": "get_order_details"
+         *             }
+         *           ]
+         *         },
+         *         {
+         *           "content": "{\"status\": \"delivered\"}",
+         *           "role": "tool",
+         *           "tool_name": "get_order_details"
+         *         }
+         *       ],
+         *       "namespace": "harness-run-7",
+         *       "situation": {
+         *         "domain": "retail",
+         *         "task_id": "shop-ret-004",
+         *         "text": "It still hasn't been refunded.",
+         *         "turn": 2
+         *       }
+         *     }
+         */
+        LayerRetrieveIn: {
+            /**
+             * Contract Version
+             * @default 1.0
+             */
+            contract_version?: string;
+            /**
+             * Namespace
+             * @description The caller's memory on the service: what one run learns, apart from others
+             */
+            namespace: string;
+            situation: components["schemas"]["LayerSituation"];
+            /**
+             * Dialogue
+             * @description The episode so far, before the situation's message
+             */
+            dialogue?: components["schemas"]["LayerMessage"][];
+            /**
+             * Customer Key
+             * @description Who the customer is (a stable pseudonym)
+             * @default
+             */
+            customer_key?: string;
+            budget: components["schemas"]["LayerBudget"];
+        };
+        /**
+         * LayerSituation
          * @description Where the agent is when it asks: the customer's latest words and the task around them.
          */
-        Situation: {
+        LayerSituation: {
             /**
              * Text
              * @description The customer's latest message
@@ -5982,8 +6055,8 @@ export interface components {
              */
             step?: number;
         };
-        /** ToolCall */
-        ToolCall: {
+        /** LayerToolCall */
+        LayerToolCall: {
             /** Name */
             name: string;
             /** Arguments */
@@ -5991,8 +6064,8 @@ export interface components {
                 [key: string]: unknown;
             };
         };
-        /** LearnOut */
-        LearnOut: {
+        /** LayerLearnOut */
+        LayerLearnOut: {
             /**
              * Learned
              * @description Items the episode added (0: already learnt, or nothing to keep)
@@ -6002,10 +6075,10 @@ export interface components {
             item_ids?: string[];
         };
         /**
-         * Episode
+         * LayerEpisode
          * @description A finished episode: only what the episode showed, never the task's answer key.
          */
-        Episode: {
+        LayerEpisode: {
             /**
              * Episode Ref
              * @description The caller's id: learning it twice is once
@@ -6027,7 +6100,7 @@ export interface components {
              */
             customer_key?: string;
             /** Dialogue */
-            dialogue: components["schemas"]["Message"][];
+            dialogue: components["schemas"]["LayerMessage"][];
             /** Success */
             success: boolean;
             /** Reward */
@@ -6036,18 +6109,18 @@ export interface components {
             reward_components?: {
                 [key: string]: number | boolean;
             };
-            feedback?: components["schemas"]["Feedback"] | null;
+            feedback?: components["schemas"]["LayerFeedback"] | null;
             /**
              * Steps
              * @description Optional: each tool call with its result, in order
              */
-            steps?: components["schemas"]["Step"][] | null;
+            steps?: components["schemas"]["LayerStep"][] | null;
         };
         /**
-         * Feedback
+         * LayerFeedback
          * @description The simulated user's verdict on the episode, when the run gathers feedback.
          */
-        Feedback: {
+        LayerFeedback: {
             /**
              * Critique
              * @default
@@ -6062,7 +6135,7 @@ export interface components {
             action?: string;
         };
         /**
-         * LearnIn
+         * LayerLearnIn
          * @example {
          *       "contract_version": "1.0",
          *       "episode": {
@@ -6119,7 +6192,7 @@ export interface components {
          *       "namespace": "harness-run-7"
          *     }
          */
-        LearnIn: {
+        LayerLearnIn: {
             /**
              * Contract Version
              * @default 1.0
@@ -6130,13 +6203,13 @@ export interface components {
              * @description The caller's memory on the service: what one run learns, apart from others
              */
             namespace: string;
-            episode: components["schemas"]["Episode"];
+            episode: components["schemas"]["LayerEpisode"];
         };
         /**
-         * Step
+         * LayerStep
          * @description One decision of the agent: a tool it called and what came back.
          */
-        Step: {
+        LayerStep: {
             /** Turn */
             turn: number;
             /** Tool */
@@ -6156,8 +6229,8 @@ export interface components {
              */
             result?: string;
         };
-        /** ResetOut */
-        ResetOut: {
+        /** LayerResetOut */
+        LayerResetOut: {
             /**
              * Removed
              * @description Items the namespace held and no longer does
@@ -6165,13 +6238,13 @@ export interface components {
             removed: number;
         };
         /**
-         * NamespaceIn
+         * LayerNamespaceIn
          * @example {
          *       "contract_version": "1.0",
          *       "namespace": "harness-run-7"
          *     }
          */
-        NamespaceIn: {
+        LayerNamespaceIn: {
             /**
              * Contract Version
              * @default 1.0
@@ -6183,8 +6256,8 @@ export interface components {
              */
             namespace: string;
         };
-        /** SnapshotOut */
-        SnapshotOut: {
+        /** LayerSnapshotOut */
+        LayerSnapshotOut: {
             /**
              * Items
              * @description Items the namespace holds
@@ -13894,7 +13967,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["DescribeOut"];
+                    "application/json": components["schemas"]["LayerDescribeOut"];
                 };
             };
             /** @description No credentials, or an invalid or revoked API key */
@@ -13958,7 +14031,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["RetrieveIn"];
+                "application/json": components["schemas"]["LayerRetrieveIn"];
             };
         };
         responses: {
@@ -13968,7 +14041,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["RetrieveOut"];
+                    "application/json": components["schemas"]["LayerRetrieveOut"];
                 };
             };
             /** @description The body is not valid JSON */
@@ -14059,7 +14132,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["LearnIn"];
+                "application/json": components["schemas"]["LayerLearnIn"];
             };
         };
         responses: {
@@ -14069,7 +14142,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["LearnOut"];
+                    "application/json": components["schemas"]["LayerLearnOut"];
                 };
             };
             /** @description The body is not valid JSON */
@@ -14160,7 +14233,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["NamespaceIn"];
+                "application/json": components["schemas"]["LayerNamespaceIn"];
             };
         };
         responses: {
@@ -14170,7 +14243,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ResetOut"];
+                    "application/json": components["schemas"]["LayerResetOut"];
                 };
             };
             /** @description The body is not valid JSON */
@@ -14261,7 +14334,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["NamespaceIn"];
+                "application/json": components["schemas"]["LayerNamespaceIn"];
             };
         };
         responses: {
@@ -14271,7 +14344,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SnapshotOut"];
+                    "application/json": components["schemas"]["LayerSnapshotOut"];
                 };
             };
             /** @description The body is not valid JSON */
