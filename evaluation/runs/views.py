@@ -170,7 +170,8 @@ def memory_layers_board_view(request):
     none is chosen)."""
     task_sets = TaskSet.objects.filter(
         runs__status=EvaluationRun.Status.COMPLETED).distinct().order_by("name")
-    chosen = task_sets.filter(name=request.GET.get("task_set", "")).first() or task_sets.first()
+    asked = request.GET.get("task_set", "").replace("\x00", "")  # a NUL never names a task set
+    chosen = task_sets.filter(name=asked).first() or task_sets.first()
     rows = memory_layers_board(workspace=request.workspace, task_set=chosen) if chosen else []
     return render(request, "evaluation/runs/board.html", {"task_sets": task_sets, "chosen": chosen, "rows": rows})
 

@@ -21,6 +21,7 @@ NO_SCOPE = {
     ("GET", "/api/me"): "who the key acts as, and with which roles",
     ("GET", "/api/health/details"): "the server's health, nobody's data",
     ("GET", "/api/jobs/999999"): "a job's progress: jobs are started by routes that checked their own scope",
+    ("GET", "/api/memory-layer/contract.openapi.json"): "the memory-layer contract's document, nobody's data",
 }
 REVIEW_ROUTES = {
     ("POST", "/api/orbs/orbs/bulk"), ("POST", "/api/orbs/orbs/999999/approve"), ("POST", "/api/orbs/orbs/999999/reject"),

@@ -77,7 +77,7 @@ def test_a_memory_carrying_the_advice_stops_the_errors(ecom_tasks):
 
 def test_the_agent_says_it_reads_the_answer_key():
     agent = ECOM.scripted_agent(seed=0, key="0")
-    assert agent.label == GOLD_REPLAY_LABEL and "answer key" in agent.label and agent.label.startswith("scripted")
+    assert agent.label == GOLD_REPLAY_LABEL and "uses the gold answer" in agent.label and agent.label.startswith("scripted")
     assert ECOM.scripted_customer(task={"id": "0", "intents": []}, seed=0).label.startswith("agenda")
 
 
