@@ -93,7 +93,7 @@ def test_it_shows_agreement_quality_and_the_simulated_user_against_people(browse
     assert drawn
     for width in (1440, 390):
         page.set_viewport_size({"width": width, "height": 900})
-        page.wait_for_timeout(300)  # charts resize
+        _charts_fitted(page)
         page.screenshot(path=f"/tmp/annotation-shots/results-{width}.png", full_page=True)
         for section in ("agreement-title", "annotators-title", "fidelity-title"):
             page.locator(f"section[aria-labelledby='{section}']").screenshot(
@@ -119,11 +119,18 @@ def test_it_excludes_an_annotator_and_takes_it_back(browser_page, live_server, o
     assert after == before  # the same judgments count again
 
 
+def _charts_fitted(page) -> None:
+    """Waits until Chart.js has redrawn every chart at the box's new width (a resize event away, which a
+    busy machine can delay by seconds), so screenshots show the charts as a person would see them."""
+    page.wait_for_function("""() => [...document.querySelectorAll('.chart-box canvas')]
+        .every((canvas) => canvas.getBoundingClientRect().width <= canvas.parentElement.clientWidth + 1)""")
+
+
 def _shots(page, name: str) -> None:
     """Desktop and phone screenshots for a person to look at; the page must not scroll sideways."""
     for width in (1440, 390):
         page.set_viewport_size({"width": width, "height": 900})
-        page.wait_for_timeout(200)
+        _charts_fitted(page)
         page.screenshot(path=f"/tmp/annotation-shots/{name}-{width}.png", full_page=True)
         assert page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth") <= 0, \
             f"{name} scrolls sideways at {width}px"
