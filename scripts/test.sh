@@ -18,4 +18,5 @@ echo "memweb: ruff check"
 # minute-long tests (real workers and `serve` killed and restarted) would otherwise leave one
 # process working alone at the end. A process's queue is stolen from its end, so tests/conftest.py
 # puts the `serve` tests (minutes, no test database) at the start of the first process's queue.
-exec .venv/bin/python -m pytest --numprocesses "${MEMWEB_TEST_PROCESSES:-3}" --dist worksteal "$@"
+# The slowest tests are listed at the end: the suite is kept under 15 minutes on a quiet machine.
+exec .venv/bin/python -m pytest --numprocesses "${MEMWEB_TEST_PROCESSES:-3}" --dist worksteal --durations=30 "$@"

@@ -12,12 +12,11 @@ from functools import lru_cache
 import bm25s
 from django.db import IntegrityError, models, transaction
 
-from memweb.embeddings import query_embed
 from orbs.dialogues.models import Dialogue, DialogueMessage
 from orbs.models import MemoryBank
 from orbs.services import trajectory_parse
 from orbs.services.banks import bank_embedder
-from orbs.services.search import vectors_nearest
+from orbs.services.search import text_nearest
 
 Role = DialogueMessage.Role
 PROMPT_HEADER = "Past customer-service conversations (most relevant first):"
@@ -154,8 +153,9 @@ def _bm25_ranked(*, bank: MemoryBank, query: str, unit: str, k: int) -> list[tup
 
 
 def _embedder_ranked(*, bank: MemoryBank, query: str, unit: str, k: int) -> list[tuple[models.Model, float]]:
-    return vectors_nearest(queryset=_units(bank.pk, unit, bank.embedding_model),
-                           vector=query_embed(bank_embedder(bank), query), k=k)
+    nearest, _, _ = text_nearest(queryset=_units(bank.pk, unit, bank.embedding_model), model=bank_embedder(bank),
+                                 text=query, k=k)
+    return nearest
 
 
 _RANKERS = {Method.BM25: _bm25_ranked, Method.EMBEDDER: _embedder_ranked}

@@ -9,14 +9,14 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from memweb.embeddings import embedder, query_embed
+from memweb.embeddings import embedder
 from orbs.backends.rewriter import query_rewrite
 from orbs.budget import SITUATION_MAX_CHARS
 from orbs.context_filter import ContextMatches, context_filter_path
 from orbs.errors import FieldRequired
 from orbs.models import MemoryBank, Orb, RetrievalHit, RetrievalLog
 from orbs.services.banks import bank_embedder, bank_resolve
-from orbs.services.search import vectors_nearest
+from orbs.services.search import text_nearest
 
 logger = logging.getLogger(__name__)
 PROMPT_HEADER = "Memories from past customer-service episodes (most relevant first):"
@@ -160,11 +160,8 @@ def orbs_retrieve(*, bank: MemoryBank | str, query: str, context: dict, k: int |
     model = bank_embedder(bank)
     start = time.perf_counter()
     rewrite = query_rewrite(query=query, context=context)
-    rewrite_ms, start = _ms_since(start), time.perf_counter()
-    vector = query_embed(model, rewrite.value)
-    embed_ms, start = _ms_since(start), time.perf_counter()
-    nearest = vectors_nearest(queryset=queryset, vector=vector, k=k)
-    search_ms = _ms_since(start)
+    rewrite_ms = _ms_since(start)
+    nearest, embed_ms, search_ms = text_nearest(queryset=queryset, model=model, text=rewrite.value, k=k)
     hits = [Hit(orb, round(score, 6), rank) for rank, (orb, score) in enumerate(
         [(orb, score) for orb, score in nearest if score >= min_score], start=1)]
     hits, block, tokens = _served_and_rendered(hits, withhold, bank, model)
@@ -207,5 +204,6 @@ def orbs_search(*, text: str, queryset, limit: int = 20) -> list[tuple[Orb, floa
     """A reviewer's semantic search: the raw text embedded, no rewrite, no retrieval log.
     Vectors of other models are left out so scores stay comparable."""
     model = embedder()
-    vector = query_embed(model, text)
-    return vectors_nearest(queryset=queryset.filter(embedding_model=model.model_name), vector=vector, k=limit)
+    nearest, _, _ = text_nearest(queryset=queryset.filter(embedding_model=model.model_name), model=model, text=text,
+                                 k=limit)
+    return nearest

@@ -22,12 +22,14 @@ magnitude for a customer or a small bank inside a table of millions.
 The vector column holds vectors of every supported dimension, indexed per dimension; the query
 vector's dimension picks the rows and the index.
 """
+import time
+
 from django.db import connection, transaction
 from django.db.models import Model, QuerySet
 from pgvector import HalfVector
 from pgvector.django import CosineDistance
 
-from memweb.embeddings import SUPPORTED_DIMENSIONS, VectorDimensionError
+from memweb.embeddings import SUPPORTED_DIMENSIONS, Embedder, VectorDimensionError, query_embed
 from memweb.vectors import vector_as, vector_half_as
 from orbs.models import HNSW_EF_SEARCH
 
@@ -101,3 +103,17 @@ def vectors_nearest(*, queryset: QuerySet, vector: list[float], k: int) -> list[
         rows = list(vectors_exact_query(queryset=queryset, vector=vector, k=k))
     rows.sort(key=lambda row: (row.distance, row.pk))
     return [(row, 1.0 - row.distance) for row in rows]
+
+
+def text_nearest(*, queryset: QuerySet, model: Embedder, text: str,
+                 k: int) -> tuple[list[tuple[Model, float]], float, float]:
+    """vectors_nearest for a text: (row, similarity) pairs, the milliseconds spent embedding the text
+    and those spent searching. When the filters leave no row the text is not embedded at all: a run's
+    first trial retrieves from an empty bank before every decision, each time a forward pass of the model."""
+    if not queryset.exists():
+        return [], 0.0, 0.0
+    start = time.perf_counter()
+    vector = query_embed(model, text)
+    embedded = time.perf_counter()
+    nearest = vectors_nearest(queryset=queryset, vector=vector, k=k)
+    return nearest, (embedded - start) * 1000, (time.perf_counter() - embedded) * 1000

@@ -89,6 +89,19 @@ def test_it_logs_every_retrieval_with_hits_and_timings(bank, make_orb):
     assert orb.times_retrieved == 1 and orb.last_retrieved_at is not None
 
 
+def test_a_bank_with_nothing_to_serve_is_answered_without_embedding_the_query(bank, make_orb, monkeypatch):
+    make_orb(SITUATIONS[0], approve=False)  # pending: not served by an approved-only bank
+
+    def embedding_refused(*args, **kwargs):
+        raise AssertionError("the query was embedded although no Orb could be served")
+
+    monkeypatch.setattr("orbs.services.search.query_embed", embedding_refused)
+    result = orbs_retrieve(bank=bank, query="washer leaks", context={}, client="agent-7")
+    log = RetrievalLog.objects.get(pk=result.retrieval_id)
+    assert result.hits == [] and result.prompt_block == "" and log.embed_ms == 0
+    assert log.rewritten_query == "washer leaks"  # still rewritten and logged as any retrieval
+
+
 def test_it_uses_the_hnsw_index_for_filtered_top_k(bank, make_orb):
     make_orb(SITUATIONS[0])
     vector = embedder().embed_one("washer leaks")

@@ -8,13 +8,11 @@ Which entries an agent may see: target entries unless a reviewer rejected or del
 entries when approved, or also pending ones when the bank does not insist on
 approved memories.
 """
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from django.db.models import Q
 
-from memweb.embeddings import query_embed
 from orbs.dmrm.models import DMRMRetrievalLog, DMRMSettings, Experience
 from orbs.dmrm.qlearning import (
     ACTION_MAX_CHARS,
@@ -31,7 +29,7 @@ from orbs.dmrm.qlearning import (
 )
 from orbs.dmrm.services.learning import dmrm_settings_get, successful_trajectories
 from orbs.services.banks import bank_embedder
-from orbs.services.search import vectors_nearest
+from orbs.services.search import text_nearest
 
 SOURCE, TARGET = Experience.Memory.SOURCE, Experience.Memory.TARGET
 _ENDINGS = {True: "a successful trajectory", False: "a failed trajectory", None: "an unfinished trajectory"}
@@ -162,12 +160,8 @@ def experiences_retrieve(*, bank, goal: str, observation: str, recent_actions: l
     suppressed, successes = _suppression(bank, settings, domain)
     disable = suppressed and settings.suppression_mode == DMRMSettings.Suppression.DISABLE
     weighted = suppressed and not disable
-    start = time.perf_counter()
-    vector = query_embed(model, f"{observation}\n{goal}")
-    embed_ms, start = (time.perf_counter() - start) * 1000, time.perf_counter()
-    nearest = vectors_nearest(queryset=_servable(bank, source_allowed=not disable), vector=vector,
-                              k=settings.scan_limit)
-    search_ms = (time.perf_counter() - start) * 1000
+    nearest, embed_ms, search_ms = text_nearest(queryset=_servable(bank, source_allowed=not disable), model=model,
+                                                text=f"{observation}\n{goal}", k=settings.scan_limit)
     current = current_render(recent_actions=recent_actions, observation=observation, instruction=goal)
     hits, blocks = _select(_scored(nearest, weight=settings.source_weight if weighted else 1.0), current=current,
                            settings=settings, count=model.count_tokens, withhold=withhold)
