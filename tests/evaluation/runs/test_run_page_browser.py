@@ -3,7 +3,6 @@ the finished-episode count and the learning-curve section follow a run live; the
 of a run waiting for review is filtered to its bank and offered only to roles that can open it; every
 state of the task × trial grid is legible (contrast of at least 4.5:1)."""
 import pytest
-from django.urls import reverse
 from playwright.sync_api import expect
 
 from evaluation.runs.models import EvaluationRun
@@ -66,7 +65,7 @@ def test_it_links_the_review_queue_filtered_to_the_runs_bank(browser_page, live_
     login(page, live_server, user_for_role(Role.ADMIN))
     page.goto(live_server.url + run.get_absolute_url())
 
-    page.get_by_role("link", name="review queue").click()
+    page.locator("#run-live").get_by_role("link", name="review queue").click()
 
     expect(page.locator("#id_bank")).to_have_value(run.bank.slug)
     assert f"bank={run.bank.slug}" in page.url
@@ -81,7 +80,7 @@ def test_it_tells_an_operator_who_reviews_instead_of_a_forbidden_link(browser_pa
 
     expect(page.locator("#run-live")).to_contain_text(f"a reviewer or an admin of this workspace approves or "
                                                       f"rejects them in the review queue of bank {run.bank.name}")
-    expect(page.get_by_role("link", name="review queue")).to_have_count(0)
+    expect(page.locator("#run-live").get_by_role("link", name="review queue")).to_have_count(0)
 
 
 # WCAG's contrast ratio of a cell's glyph colour on its background, as the browser computed them.
