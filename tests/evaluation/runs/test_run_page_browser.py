@@ -79,7 +79,7 @@ def test_it_tells_an_operator_who_reviews_instead_of_a_forbidden_link(browser_pa
     page.goto(live_server.url + run.get_absolute_url())
 
     expect(page.locator("#run-live")).to_contain_text(f"a reviewer or an admin of this workspace approves or "
-                                                      f"rejects them in the review queue of bank {run.bank.name}")
+                                                      f"rejects them in the review queue of bank “{run.bank.name}”")
     expect(page.locator("#run-live").get_by_role("link", name="review queue")).to_have_count(0)
 
 
