@@ -185,6 +185,7 @@ def entry_text(*, goal: str, observation: str, action: str) -> str:
 # A Q-value beyond this many interquartile ranges outside the quartiles is charted in an overflow bin,
 # so one extreme value cannot squeeze every other one into a single bar.
 OUTLIER_IQRS = 3
+SHORT_LABEL_LIMIT = 1000  # beyond it a bin edge is written with an exponent
 
 
 def _fences(finite: list[float]) -> tuple[float, float]:
@@ -198,7 +199,8 @@ def _fences(finite: list[float]) -> tuple[float, float]:
 
 
 def _short(value: float) -> str:
-    return f"{value:.3g}"
+    """Two decimals, or three significant digits for a value too large for them to stay short."""
+    return f"{value:.2f}" if abs(value) < SHORT_LABEL_LIMIT else f"{value:.3g}"
 
 
 def _equal_bins(values: list[float], low: float, high: float, bins: int) -> tuple[list[str], list[int]]:
@@ -217,7 +219,7 @@ def _equal_bins(values: list[float], low: float, high: float, bins: int) -> tupl
 def histogram(values: list[float], *, bins: int = 10) -> dict:
     """The Q-value chart's bins: labels and counts. Equal-width bins over the values inside the
     fences (_fences), with one underflow ("< x") and one overflow ("> x") bin for those beyond them,
-    infinities included, when there are any; labels of three significant digits. NaN is left out."""
+    infinities included, when there are any; labels stay short (_short). NaN is left out."""
     values = [value for value in values if not math.isnan(value)]
     if not values:
         return {"labels": [], "counts": []}
