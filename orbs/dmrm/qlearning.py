@@ -193,8 +193,10 @@ def _fences(finite: list[float]) -> tuple[float, float]:
     ranges (all the values when there are too few for quartiles)."""
     if len(finite) < 4:
         return min(finite, default=0.0), max(finite, default=0.0)
-    q1, _, q3 = statistics.quantiles(finite, n=4)
+    q1, _, q3 = statistics.quantiles(finite, n=4, method="inclusive")
     spread = OUTLIER_IQRS * (q3 - q1)
+    if math.isnan(spread):  # quartiles of values near the float limit can overflow: no fences then
+        return min(finite), max(finite)
     return q1 - spread, q3 + spread
 
 

@@ -2,11 +2,13 @@
 the field; the Q-value chart of experiences stored before stays readable (robust bins with overflow
 bins, short labels, a y axis scaled to the counts)."""
 import json
+import math
 
 import pytest
 from django.urls import reverse
 
 from orbs.dmrm.models import Experience
+from orbs.dmrm.qlearning import histogram
 from orbs.dmrm.schemas import MAX_ABS_REWARD
 from orbs.dmrm.services import experience_append
 from orbs.services import bank_get_or_create
@@ -52,3 +54,12 @@ def test_one_extreme_q_value_leaves_the_chart_readable(browser_page, live_server
     assert chart["labels"][-1].startswith(">") and chart["counts"][-1] == 2  # the overflow bin
     assert sum(1 for count in chart["counts"][:-1] if count) >= 5  # the ordinary values spread over the bins
     assert max(chart["counts"]) <= chart["yMax"] <= 2 * max(chart["counts"]) + 1
+
+
+@pytest.mark.parametrize("values", [[1.7e308] * 3 + [-1.7e308] * 3 + [0.0], [0.1, 0.2, 0.3, 0.4, 5e300],
+                                    [float("-inf"), 0.0, 0.5, 1.0, float("nan")]])
+def test_the_bins_stay_short_and_count_every_number_near_the_float_limit(values):
+    chart = histogram(values)
+
+    assert sum(chart["counts"]) == sum(1 for value in values if not math.isnan(value))
+    assert all(len(label) <= 24 and "nan" not in label and "inf" not in label for label in chart["labels"])
