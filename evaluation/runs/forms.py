@@ -82,6 +82,38 @@ def _generic_field(name: str) -> forms.Field:
     return _spec_field(_GENERIC_FIELDS.get(kind, forms.CharField), name, spec=RunSpec, required=False, label=label)
 
 
+# Launch-form fields only some memory layers use, by the RunSpec setting each one sets.
+_LAYER_SETTINGS = {
+    **{name: name for name in ("memory_k", "per_turn", "same_customer_only", "bank_source", "approved_only",
+                               "reflection_style", "reflection_input", "review_gate", "memory_effects",
+                               "withhold_probability", "external_url", "external_key", "feedback_memory")},
+    **{f"dmrm_{name}": "dmrm" for name in DMRMParams.model_fields}}
+# The memory section's groups of those fields, in page order.
+_LAYER_GROUPS = (
+    ("Retrieval", ("memory_k", "per_turn", "same_customer_only", "bank_source")),
+    ("Reflections and review", ("reflection_style", "reflection_input", "approved_only", "review_gate")),
+    ("Effect measurement", ("memory_effects", "withhold_probability")),
+    ("External service", ("external_url", "external_key")),
+    ("DMRM", tuple(f"dmrm_{name}" for name in DMRMParams.model_fields)))
+
+
+def _layers_using(setting: str) -> list:
+    return [layer for layer in memory_layers().values() if setting not in layer.unused_settings()]
+
+
+def _layers_text(layers: list) -> str:
+    """Which layers a group of fields is for, in words: "every memory layer" or their labels."""
+    with_memory = {name for name, layer in memory_layers().items() if layer.remembers}
+    if {layer.name for layer in layers} == with_memory:
+        return "every memory layer"
+    return ", ".join(layer.label for layer in layers)
+
+
+def _chosen_layer(data: dict):
+    """The memory layer a launch asks for: the preset's when it sets one, else the form's choice."""
+    return memory_layers().get(PRESETS.get(data.get("preset"), {}).get("memory_mode") or data.get("memory_mode"))
+
+
 class RunLaunchForm(forms.Form):
     name = forms.CharField(max_length=200)
     task_set = forms.ModelChoiceField(queryset=TaskSet.objects.all(), to_field_name="name", required=False,
@@ -106,7 +138,8 @@ class RunLaunchForm(forms.Form):
     # The page suggests memory (the spec's default, for API callers, is none).
     memory_mode = _spec_field(forms.ChoiceField, "memory_mode", choices=memory_layer_choices, initial=MemoryKind.MEMORB,
                               label="Memory")
-    memory_k = _spec_field(forms.IntegerField, "memory_k", label="k",
+    # Layer fields are optional: the page does not post those the chosen layer does not use.
+    memory_k = _spec_field(forms.IntegerField, "memory_k", label="k", required=False,
                            help_text="Memories retrieved per query: Orbs for MemOrb, past messages or dialogues for naive RAG.")
     external_url = _spec_field(forms.CharField, "external_url", required=False, label="External memory service URL",
                                help_text="Memory “external”: the base URL of a service that speaks memweb's memory-layer "
@@ -177,7 +210,8 @@ class RunLaunchForm(forms.Form):
     dmrm_state_similarity = _dmrm_field(forms.FloatField, "state_similarity", label="DMRM state similarity")
     dmrm_write_timing = _dmrm_field(forms.ChoiceField, "write_timing", choices=DMRMWriteTiming.choices,
                                     label="DMRM target memory written")
-    review_gate = _spec_field(forms.ChoiceField, "review_gate", choices=ReviewGate.choices, label="Review gate")
+    review_gate = _spec_field(forms.ChoiceField, "review_gate", choices=ReviewGate.choices, label="Review gate",
+                              required=False)
     feedback_enabled = _spec_field(forms.BooleanField, "feedback_enabled", required=False,
                                    label="Simulated user feedback",
                                    help_text="Each episode gets the simulated customer's critique, score and action.")
@@ -201,6 +235,30 @@ class RunLaunchForm(forms.Form):
         self.generic_names = [name for name in _spec_settings() if name not in self.fields]
         for name in self.generic_names:
             self.fields[name] = _generic_field(name)
+        for name, setting in _LAYER_SETTINGS.items():  # the page shows a field only for the layers using it
+            self.fields[name].used_by = " ".join(layer.name for layer in _layers_using(setting))
+
+    @property
+    def layer_groups(self) -> list[dict]:
+        """The memory section's groups of layer-dependent fields, each saying which layers use it."""
+        groups = []
+        for title, names in _LAYER_GROUPS:
+            layers = {layer.name: layer for name in names for layer in _layers_using(_LAYER_SETTINGS[name])}
+            groups.append({"title": title, "used_by": _layers_text(list(layers.values())),
+                           "fields": [self[name] for name in names]})
+        return groups
+
+    @property
+    def preset_layers(self) -> dict:
+        """Preset -> the memory layer it sets, so the page shows that layer's fields once one is chosen."""
+        return {preset: fields["memory_mode"] for preset, fields in PRESETS.items() if "memory_mode" in fields}
+
+    @property
+    def error_summary(self) -> list[dict]:
+        """Every problem of a refused launch, in page order, with the field (id and label) it is on."""
+        rows = [{"id": None, "label": "", "message": message} for message in self.non_field_errors()]
+        return rows + [{"id": self[name].id_for_label, "label": self[name].label, "message": message}
+                       for name in self.fields if name in self.errors for message in self.errors[name]]
 
     @property
     def generic_fields(self) -> list:
@@ -212,14 +270,25 @@ class RunLaunchForm(forms.Form):
         in), so the launch checks still look at the rest and every problem shows in one answer. A
         field left empty takes the spec's default (as a field an older page did not post)."""
         data = self.cleaned_data
-        given = {name: data[name] for name in _spec_settings() if data.get(name) not in (None, "")}
+        layer = _chosen_layer(data)
+        # Settings the chosen layer does not use are left out: without JavaScript the page shows them all.
+        unused = layer.unused_settings() if layer else frozenset()
+        given = {name: data[name] for name in _spec_settings()
+                 if data.get(name) not in (None, "") and name not in unused}
         # A preset sets its own fields: the page's values for them are left out rather than refused.
         preset_fields = PRESETS.get(data.get("preset"), {})
-        return {**{name: value for name, value in given.items() if name not in preset_fields}, **self._dmrm(data),
+        return {**{name: value for name, value in given.items() if name not in preset_fields},
+                **self._dmrm(data, layer), **self._trials_in_error(),
                 "task_set": data["task_set"].name if data.get("task_set") else "",
                 "task_ids": [part for part in data.get("task_ids", "").replace(",", " ").split() if part],
                 "agent": self._agent(data), "customer": self._customer(data),
-                "bank_source": data["bank_source"].slug if data.get("bank_source") else ""}
+                "bank_source": data["bank_source"].slug if data.get("bank_source") and "bank_source" not in unused
+                else ""}
+
+    def _trials_in_error(self) -> dict:
+        """Trials the form refused, as typed: the launch then knows them at fault and checks Pass^k
+        against nothing else (their default is not what was asked for)."""
+        return {"trials": self.data.get("trials", "")} if "trials" in self.errors else {}
 
     @staticmethod
     def _agent(data: dict) -> dict:
@@ -235,8 +304,7 @@ class RunLaunchForm(forms.Form):
                 **_capped(data.get("customer_max_tokens"))}
 
     @staticmethod
-    def _dmrm(data: dict) -> dict:
-        layer = memory_layers().get(data.get("memory_mode"))
+    def _dmrm(data: dict, layer) -> dict:
         if layer is None or not layer.uses_dmrm_params:
             return {}
         preset_fields = PRESETS.get(data.get("preset"), {})  # the preset's own DMRM values stand

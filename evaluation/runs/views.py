@@ -180,15 +180,16 @@ def memory_layers_board_view(request):
 @role_required(Role.OPERATOR)
 def run_detail(request, run_id: int):
     run = get_object_or_404(EvaluationRun.objects.select_related("bank", "task_set", "created_by"), pk=run_id)
-    context = {**_live_context(run), "curves": run.feedback_curves.all() if run.run_spec.feedback_enabled else []}
+    context = {**_live_context(run), "curves": run.feedback_curves.all() if run.run_spec.feedback_enabled else [],
+               "usage": run_usage(run=run)}
     if request.htmx:
-        return render(request, "evaluation/runs/_live.html", context)
+        return render(request, "evaluation/runs/_poll.html", context)
     context["scoring"] = _scoring_context(run)
     context["component_failures"] = run_component_failures(run=run)
     context["settings_panel"] = spec_panel(run.run_spec, unused=run.memory_layer.unused_settings())
     if run.imported:
         context["imported_tasks"] = run.run_episodes.values("task_key").distinct().count()
-    return render(request, "evaluation/runs/detail.html", {**context, "usage": run_usage(run=run)})
+    return render(request, "evaluation/runs/detail.html", context)
 
 
 @require_POST

@@ -6,7 +6,9 @@ by similarity; the Q update may look its successor state up by similarity (a ban
 orbs.dmrm.services.learning).
 """
 import hashlib
+import math
 import re
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -180,14 +182,57 @@ def entry_text(*, goal: str, observation: str, action: str) -> str:
     return f"Goal: {goal}\nObservation: {observation}\nAction: {action}"
 
 
-def histogram(values: list[float], *, bins: int = 10) -> dict:
-    """Equal-width bins over [min, max] for the Q-value chart: labels and counts."""
-    if not values:
-        return {"labels": [], "counts": []}
-    low, high = min(values), max(values)
-    width = (high - low) / bins or 1.0
+# A Q-value beyond this many interquartile ranges outside the quartiles is charted in an overflow bin,
+# so one extreme value cannot squeeze every other one into a single bar.
+OUTLIER_IQRS = 3
+SHORT_LABEL_LIMIT = 1000  # beyond it a bin edge is written with an exponent
+
+
+def _fences(finite: list[float]) -> tuple[float, float]:
+    """The range charted in equal-width bins: the quartiles widened by OUTLIER_IQRS interquartile
+    ranges (all the values when there are too few for quartiles)."""
+    if len(finite) < 4:
+        return min(finite, default=0.0), max(finite, default=0.0)
+    q1, _, q3 = statistics.quantiles(finite, n=4, method="inclusive")
+    spread = OUTLIER_IQRS * (q3 - q1)
+    if math.isnan(spread):  # quartiles of values near the float limit can overflow: no fences then
+        return min(finite), max(finite)
+    return q1 - spread, q3 + spread
+
+
+def _short(value: float) -> str:
+    """Two decimals, or three significant digits for a value too large for them to stay short."""
+    return f"{value:.2f}" if abs(value) < SHORT_LABEL_LIMIT else f"{value:.3g}"
+
+
+def _equal_bins(values: list[float], low: float, high: float, bins: int) -> tuple[list[str], list[int]]:
+    """Equal-width bins over [low, high]; one bin when every value is the same. Every step divides
+    before it subtracts, since the difference of two huge values overflows to infinity."""
+    if high == low:
+        return [_short(low)], [len(values)]
+    width = high / bins - low / bins
     counts = [0] * bins
     for value in values:
-        counts[min(int((value - low) / width), bins - 1)] += 1
-    labels = [f"{low + i * width:.2f}–{low + (i + 1) * width:.2f}" for i in range(bins)]
+        counts[min(int((value / bins - low / bins) / width * bins), bins - 1)] += 1
+    edges = [low * (1 - i / bins) + high * (i / bins) for i in range(bins + 1)]
+    return [f"{_short(edges[i])}–{_short(edges[i + 1])}" for i in range(bins)], counts
+
+
+def histogram(values: list[float], *, bins: int = 10) -> dict:
+    """The Q-value chart's bins: labels and counts. Equal-width bins over the values inside the
+    fences (_fences), with one underflow ("< x") and one overflow ("> x") bin for those beyond them,
+    infinities included, when there are any; labels stay short (_short). NaN is left out."""
+    values = [value for value in values if not math.isnan(value)]
+    if not values:
+        return {"labels": [], "counts": []}
+    low_fence, high_fence = _fences([value for value in values if math.isfinite(value)])
+    inside = [value for value in values if low_fence <= value <= high_fence and math.isfinite(value)]
+    below = sum(1 for value in values if value < low_fence)
+    above = len(values) - len(inside) - below
+    low, high = min(inside, default=low_fence), max(inside, default=high_fence)
+    labels, counts = _equal_bins(inside, low, high, bins)
+    if below:
+        labels, counts = [f"< {_short(low)}", *labels], [below, *counts]
+    if above:
+        labels, counts = [*labels, f"> {_short(high)}"], [*counts, above]
     return {"labels": labels, "counts": counts}

@@ -3,6 +3,7 @@ from datetime import datetime
 from typing import Annotated, Literal
 
 from ninja import Field, Schema
+from pydantic import field_validator
 
 from memweb.schemas import StrictBody
 from orbs.dmrm.forms import DOMAINS
@@ -11,6 +12,10 @@ from orbs.dmrm.services import (
     ExperienceFilters,
 )
 
+# The largest |reward| a transition may carry. Shop and benchmark rewards lie in [0, 1] and shaped
+# rewards within a few units; with γ < 1 a Q-value stays within MAX_ABS_REWARD / (1 - γ), far from
+# where floats overflow and charts become unreadable (issue 32: r = 1e308 blanked the Q-value chart).
+MAX_ABS_REWARD = 1000.0
 # An agent shows its last few actions; a longer history is never read, so it is refused, not carried.
 RECENT_ACTIONS_MAX = 50
 
@@ -21,7 +26,7 @@ class TransitionIn(StrictBody, Schema):
     goal: str = Field(min_length=1, max_length=GOAL_MAX_CHARS)
     observation: str = Field(min_length=1, max_length=OBSERVATION_MAX_CHARS)
     action: str = Field(min_length=1, max_length=ACTION_MAX_CHARS)
-    reward: float
+    reward: float = Field(allow_inf_nan=False)  # and at most MAX_ABS_REWARD in absolute value (below)
     next_observation: str = Field("", max_length=OBSERVATION_MAX_CHARS)
     done: bool = False
     success: bool | None = None
@@ -32,6 +37,13 @@ class TransitionIn(StrictBody, Schema):
     episode_ref: str = Field("", max_length=200)
     customer_key: str = Field("", max_length=200, description="The customer this trajectory served: erasing them "
                                                               "removes the entries it wrote or updated")
+
+    @field_validator("reward")
+    @classmethod
+    def _reward_bounded(cls, reward: float) -> float:
+        if abs(reward) > MAX_ABS_REWARD:
+            raise ValueError(f"reward must be at most {MAX_ABS_REWARD:g} in absolute value, got {reward:g}")
+        return reward
 
 
 class TransitionsIn(StrictBody, Schema):

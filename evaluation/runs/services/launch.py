@@ -103,9 +103,7 @@ def run_launch_check(spec: RunSpec, workspace) -> _Checked:
     """The spec's task set, tasks and starting bank, looked up in `workspace` only; RunLaunchError
     naming each bad field."""
     problems: list[tuple[str, str]] = spec.preset_conflicts() + spec.withholding_conflicts()
-    if spec.pass_k is not None and spec.pass_k > spec.trials:
-        problems.append(("pass_k", f"Pass^k with k={spec.pass_k} needs at least {spec.pass_k} trials; "
-                                   f"the run has {spec.trials}"))
+    problems.extend(_pass_k_problems(spec.pass_k, spec.trials))
     task_set = _task_set(spec, workspace, problems)
     task_pks = _selection(spec, task_set, problems)
     task_splits = task_splits_assign(spec=spec, tasks=Task.objects.filter(pk__in=task_pks))
@@ -117,6 +115,24 @@ def run_launch_check(spec: RunSpec, workspace) -> _Checked:
     return _Checked(task_set, task_pks, bank_source, task_splits)
 
 
+def _pass_k_problems(pass_k, trials) -> list[tuple[str, str]]:
+    if pass_k is None or pass_k <= trials:
+        return []
+    return [("pass_k", f"Pass^k with k={pass_k} needs at least {pass_k} trials; the run has {trials}")]
+
+
+def _typed_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _pass_k_against_typed_trials(data: dict, faulty: set[str]) -> list[tuple[str, str]]:
+    """Pass^k against the trials as typed when those are at fault: the default that stands in for
+    them in the checks is not what the operator asked for, so it is never quoted."""
+    if "pass_k" in faulty or not (_typed_int(data.get("trials")) and _typed_int(data.get("pass_k"))):
+        return []
+    return _pass_k_problems(data["pass_k"], data["trials"])
+
+
 def _parsed_for_checks(data: dict | RunSpec) -> tuple[RunSpec | None, list[tuple[str, str]]]:
     """The spec and its own problems. With problems, the spec is parsed again without the fields at
     fault (their defaults stand in) so the database checks still run on the rest and a launch names
@@ -126,6 +142,9 @@ def _parsed_for_checks(data: dict | RunSpec) -> tuple[RunSpec | None, list[tuple
     except RunLaunchError as exc:
         problems = exc.problems
     faulty = {field.split(".")[0] for field, _ in problems}
+    if "trials" in faulty:  # Pass^k is checked against the typed trials here, not against their default
+        problems = problems + _pass_k_against_typed_trials(data, faulty)
+        faulty.add("pass_k")
     rest = {name: value for name, value in data.items() if name not in faulty}
     rest.setdefault("name", "checked")  # a missing or bad name is reported already; the checks do not read it
     try:

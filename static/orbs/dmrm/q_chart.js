@@ -14,7 +14,7 @@
       data: { labels: data.labels, datasets: [{ label: "experiences", data: data.counts }] },
       options: { responsive: true, maintainAspectRatio: false, plugins: { legend: { display: false } },
                  scales: { x: { title: { display: true, text: "Q-value" } },
-                           y: { beginAtZero: true, ticks: { precision: 0 } } } },
+                           y: { beginAtZero: true, grace: "5%", ticks: { precision: 0 } } } },
     });
   }
 

@@ -20,6 +20,8 @@ from tests.support.jobs import WorkerDied
 
 BAD_SPECS = [
     ({"trials": 3, "pass_k": 5}, "pass_k", "Pass^k with k=5 needs at least 5 trials; the run has 3"),
+    # Trials at fault: Pass^k is measured against what was typed, never against the default 10.
+    ({"trials": 0, "pass_k": 3}, "pass_k", "Pass^k with k=3 needs at least 3 trials; the run has 0"),
     ({"concurrency": 0}, "concurrency", "must be at least 1, got 0"),
     ({"concurrency": 500}, "concurrency", "must be at most 32, got 500"),
     ({"trials": 0}, "trials", "must be at least 1, got 0"),
