@@ -21,8 +21,13 @@ CHECK_FILE = "check.json"
 # The export's check passes when every real text's vector is this close (cosine) to torch's.
 MIN_COSINE = 0.9999
 # Bumped when the export changes what it writes: older exports are then redone, not trusted.
-EXPORT_FORMAT = 1
+EXPORT_FORMAT = 2
 MAX_TOKENS = 512
+# One run of the graph takes texts of similar length, padded, up to about RUN_TOKENS tokens in all and at
+# most RUN_TEXTS texts: on CPU a large padded batch costs more per text than several small runs
+# (docs/PERFORMANCE.md, "ONNX Runtime encoder"); a long text runs alone.
+RUN_TOKENS = 256
+RUN_TEXTS = 8
 # onnxruntime's graph optimisation levels by the names the benchmark takes; memweb runs "all".
 OPTIMIZATION_LEVELS = {"disabled": "DISABLE_ALL", "basic": "ENABLE_BASIC", "extended": "ENABLE_EXTENDED",
                        "all": "ENABLE_ALL"}
@@ -113,9 +118,11 @@ class OnnxEncoder:
         self.session = onnxruntime.InferenceSession(str(folder / GRAPH_FILE), options,
                                                     providers=["CPUExecutionProvider"])
         self._inputs = {entry.name for entry in self.session.get_inputs()}
+        # Truncated as the torch path truncates; padded per run with the tokenizer's own padding token.
         self.tokenizer = Tokenizer.from_file(str(folder / TOKENIZER_FILE))
+        self._pad_id = (self.tokenizer.padding or {}).get("pad_id", 0)
         self.tokenizer.enable_truncation(MAX_TOKENS)
-        self.tokenizer.enable_padding(pad_id=self.tokenizer.token_to_id("[PAD]") or 0, pad_token="[PAD]")
+        self.tokenizer.no_padding()
         # Counting reads whole texts: no truncation, no padding.
         self.counting_tokenizer = Tokenizer.from_file(str(folder / TOKENIZER_FILE))
         self.counting_tokenizer.no_truncation()
@@ -125,22 +132,34 @@ class OnnxEncoder:
         return len(self.counting_tokenizer.encode(text, add_special_tokens=False).ids)
 
     def encode(self, texts: list[str], *, batch_size: int) -> np.ndarray:
-        """Unit vectors in the order of `texts`; texts go in batches of similar length (less padding)."""
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        batches = [self._encode_batch([texts[i] for i in order[start:start + batch_size]])
-                   for start in range(0, len(order), batch_size)]
-        rows = np.empty((len(texts), batches[0].shape[1]), dtype=np.float32)
-        rows[order] = np.concatenate(batches)
+        """Unit vectors in the order of `texts`. Texts are tokenised once, sorted by length and run in
+        small groups of similar length (see RUN_TOKENS), at most `batch_size` at a time."""
+        encodings = self.tokenizer.encode_batch(texts)
+        order = sorted(range(len(texts)), key=lambda i: -len(encodings[i].ids))
+        runs, start = [], 0
+        while start < len(order):
+            size = max(1, min(batch_size, RUN_TEXTS, RUN_TOKENS // len(encodings[order[start]].ids)))
+            runs.append(order[start:start + size])
+            start += size
+        vectors = [self._run([encodings[i] for i in run]) for run in runs]
+        rows = np.empty((len(texts), vectors[0].shape[1]), dtype=np.float32)
+        for run, run_vectors in zip(runs, vectors):
+            rows[run] = run_vectors
         return rows
 
-    def _encode_batch(self, texts: list[str]) -> np.ndarray:
-        encodings = self.tokenizer.encode_batch(texts)
-        mask = np.array([encoding.attention_mask for encoding in encodings], dtype=np.int64)
-        feed = {"input_ids": np.array([encoding.ids for encoding in encodings], dtype=np.int64),
-                "attention_mask": mask,
-                "token_type_ids": np.array([encoding.type_ids for encoding in encodings], dtype=np.int64)}
-        hidden = self.session.run(None, {name: value for name, value in feed.items() if name in self._inputs})[0]
-        return mean_pooled(hidden, mask)
+    def _run(self, encodings: list) -> np.ndarray:
+        """One pass of the graph over texts padded to the longest of them, as transformers pads."""
+        longest = max(len(encoding.ids) for encoding in encodings)
+        feed = {name: np.zeros((len(encodings), longest), dtype=np.int64) for name in self._inputs}
+        feed["input_ids"][:] = self._pad_id
+        for row, encoding in enumerate(encodings):
+            length = len(encoding.ids)
+            feed["input_ids"][row, :length] = encoding.ids
+            feed["attention_mask"][row, :length] = encoding.attention_mask
+            if "token_type_ids" in feed:
+                feed["token_type_ids"][row, :length] = encoding.type_ids
+        hidden = self.session.run(None, feed)[0]
+        return mean_pooled(hidden, feed["attention_mask"])
 
 
 def mean_pooled(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
