@@ -118,8 +118,8 @@ def graph_write(weights_folder: str, folder: Path) -> None:
                               token_type_ids=token_type_ids).last_hidden_state
 
     tokenizer = AutoTokenizer.from_pretrained(weights_folder)
-    # Eager attention: its graph is plain matrix products, which onnxruntime fuses; the SDPA path traces
-    # Python branches on the inputs' shapes into constants.
+    # Eager attention: plain matrix products in the graph. The SDPA path traces a Python branch on the
+    # inputs' shapes into a constant, and its graph ran slower in batches here.
     model = AutoModel.from_pretrained(weights_folder, attn_implementation="eager").eval()
     sample = tokenizer(["a sample text to trace the graph with", "another"], padding=True, return_tensors="pt")
     axes = {name: {0: "batch", 1: "sequence"} for name in (*GRAPH_INPUTS, "last_hidden_state")}
