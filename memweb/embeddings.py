@@ -1,7 +1,8 @@
 """Sentence embeddings, loaded once per process: all-MiniLM-L6-v2 through ONNX Runtime when its
 checked export is on disk (memweb/onnx_encoder.py), else, and for BGE-M3, through FlagEmbedding and
 torch (the reference the export is checked against). MEMWEB_EMBEDDING_BACKEND picks: auto (the
-default: ONNX when its check passed), onnx (refuses to start without a passed check) or torch.
+default: ONNX when its check passed), onnx (embedding is refused, with the reason, without a passed
+check) or torch.
 
 Vectors are unit-normalised, so cosine similarity equals the inner product.
 Every stored vector keeps the model name beside it: vectors of two models

@@ -100,7 +100,7 @@ def threads_default() -> int:
 
 class OnnxEncoder:
     """One ONNX Runtime session and the model's fast tokenizer: tokenised as transformers does for the
-    torch path (truncated at MAX_TOKENS, padded to the longest text of a batch), mean-pooled over the
+    torch path (truncated at MAX_TOKENS, padded to the longest text of a run), mean-pooled over the
     attention mask and unit-normalised."""
 
     def __init__(self, folder: Path, *, threads: int, optimization: str = "all"):
@@ -135,12 +135,7 @@ class OnnxEncoder:
         """Unit vectors in the order of `texts`. Texts are tokenised once, sorted by length and run in
         small groups of similar length (see RUN_TOKENS), at most `batch_size` at a time."""
         encodings = self.tokenizer.encode_batch(texts)
-        order = sorted(range(len(texts)), key=lambda i: -len(encodings[i].ids))
-        runs, start = [], 0
-        while start < len(order):
-            size = max(1, min(batch_size, RUN_TEXTS, RUN_TOKENS // len(encodings[order[start]].ids)))
-            runs.append(order[start:start + size])
-            start += size
+        runs = runs_of_similar_length([len(encoding.ids) for encoding in encodings], batch_size=batch_size)
         vectors = [self._run([encodings[i] for i in run]) for run in runs]
         rows = np.empty((len(texts), vectors[0].shape[1]), dtype=np.float32)
         for run, run_vectors in zip(runs, vectors):
@@ -160,6 +155,18 @@ class OnnxEncoder:
                 feed["token_type_ids"][row, :length] = encoding.type_ids
         hidden = self.session.run(None, feed)[0]
         return mean_pooled(hidden, feed["attention_mask"])
+
+
+def runs_of_similar_length(lengths: list[int], *, batch_size: int) -> list[list[int]]:
+    """Indexes of the texts, longest first, cut into runs of at most RUN_TOKENS padded tokens (a run is
+    as long as its first text), RUN_TEXTS texts and `batch_size` texts; a text over RUN_TOKENS runs alone."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    runs, start = [], 0
+    while start < len(order):
+        size = max(1, min(batch_size, RUN_TEXTS, RUN_TOKENS // max(1, lengths[order[start]])))
+        runs.append(order[start:start + size])
+        start += size
+    return runs
 
 
 def mean_pooled(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:

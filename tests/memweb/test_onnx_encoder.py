@@ -12,7 +12,7 @@ from memweb import celery as memweb_celery
 from memweb import embeddings
 from memweb.embeddings import MINILM, ONNX, TORCH, Embedder, EmbeddingModelUnavailable, long_runs_split
 from memweb.models import ApiKey
-from memweb.onnx_encoder import CHECK_FILE, MIN_COSINE
+from memweb.onnx_encoder import CHECK_FILE, MIN_COSINE, RUN_TEXTS, RUN_TOKENS, runs_of_similar_length
 from memweb.onnx_export import export_and_check, export_is_current, main, neighbour_overlap, reference_texts
 from tests.support.processes import ROOT, subprocess_env
 
@@ -75,6 +75,15 @@ def test_onnx_counts_tokens_exactly_as_the_torch_paths_tokenizer(exported):
 
     assert onnx.backend == ONNX
     assert [onnx.count_tokens(text) for text in texts] == expected
+
+
+def test_texts_run_longest_first_in_small_groups_of_similar_length():
+    lengths = [12, RUN_TOKENS + 40, 12, 30, *[10] * (RUN_TEXTS + 3)]
+    runs = runs_of_similar_length(lengths, batch_size=64)
+    assert runs[0] == [1]  # longer than a run's tokens: alone
+    assert sorted(i for run in runs for i in run) == list(range(len(lengths)))
+    assert all(len(run) <= RUN_TEXTS and len(run) * lengths[run[0]] <= RUN_TOKENS for run in runs[1:])
+    assert runs_of_similar_length([10] * 5, batch_size=2) == [[0, 1], [2, 3], [4]]
 
 
 def test_auto_picks_onnx_when_the_checked_export_is_there(exported):
