@@ -238,8 +238,8 @@ def warm_up(log, process: str) -> None:
     except Exception:  # a missing or broken model is reported by the first call that needs it, and by /health
         log.exception("memweb: the embedding model could not be loaded when the %s started", process)
         return
-    log.info("memweb: embedding model %s (%s) loaded in %.1f s", model.model_name, model.backend,
-             time.monotonic() - started)
+    log.info("memweb: embedding model %s (%s) loaded in %.1f s as a %s started", model.model_name, model.backend,
+             time.monotonic() - started, process)
 
 
 def model_weights_path(name: str) -> str:
