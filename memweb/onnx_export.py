@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 from django.conf import settings
 
-from memweb.embeddings import MINILM, Embedder, model_weights_path
+from memweb.embeddings import MINILM, Embedder, EmbeddingModelUnavailable, model_weights_path
 from memweb.onnx_encoder import (
     CHECK_FILE,
     GRAPH_FILE,
@@ -156,7 +156,12 @@ def main(argv: list[str] | None = None) -> int:
     if settings.EMBEDDING_MODEL != MINILM:
         print(f"memweb: no ONNX export for {settings.EMBEDDING_MODEL} (it embeds with FlagEmbedding)")
         return 0
-    weights_folder, folder = model_weights_path(MINILM), export_folder(MINILM)
+    try:
+        weights_folder = model_weights_path(MINILM)
+    except EmbeddingModelUnavailable as error:  # memweb refuses to embed with the same message
+        print(f"memweb: no ONNX export: {error}", file=sys.stderr)
+        return 0
+    folder = export_folder(MINILM)
     if not args.force and export_is_current(weights_folder, folder):
         return 0
     print(f"memweb: exporting {MINILM} to ONNX in {folder} and checking it against torch")

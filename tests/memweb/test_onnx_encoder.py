@@ -134,6 +134,15 @@ def test_the_export_step_does_nothing_while_its_check_is_current(exported):
     assert (exported / CHECK_FILE).stat().st_mtime_ns == written
 
 
+def test_the_export_step_names_missing_weights_and_lets_the_install_go_on(no_export, settings, capsys, tmp_path):
+    settings.EMBEDDING_MODEL_PATH = str(tmp_path / "no-weights")
+    assert main([]) == 0
+    assert capsys.readouterr().err == (f"memweb: no ONNX export: {MINILM} cannot be loaded: {tmp_path / 'no-weights'} "
+                                       "lacks config.json, model.safetensors or pytorch_model.bin; its weights come "
+                                       f"from {embeddings.MODELS[MINILM].weights}\n")
+    assert not no_export.exists()
+
+
 def test_onnx_refuses_clearly_without_an_export(no_export, settings):
     settings.EMBEDDING_BACKEND = "onnx"
     with pytest.raises(EmbeddingModelUnavailable) as error:
