@@ -143,9 +143,17 @@ def _forget_the_parents_broker_connections(**kwargs):
 
 @worker_process_init.connect
 def _share_the_cores(**kwargs):
-    """Each pool process embeds with torch, which by default runs one thread per core in every
-    process: N processes then oversubscribe the cores N-fold and play episodes several times
-    slower (bench/dashboard_under_load.py measured 4-7x). Give each process its share."""
-    import torch
+    """Each pool process embeds; a library's default of one thread per core in every process
+    oversubscribes the cores N-fold. Give each process its share (memweb.embeddings.cores_share)."""
+    from memweb.embeddings import cores_share
 
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // _pool_processes))
+    cores_share(max(1, (os.cpu_count() or 1) // _pool_processes))
+
+
+@worker_process_init.connect
+def _load_the_embedding_model(**kwargs):
+    """Tasks find the model loaded, as web requests do (memweb/gunicorn_conf.py): in the background,
+    because Celery gives a starting pool process a few seconds before it counts it as failed."""
+    from memweb.embeddings import warm_up_in_background
+
+    return warm_up_in_background(logger, "worker process")  # the thread, for the tests

@@ -1,4 +1,8 @@
-"""Sentence embeddings with FlagEmbedding, loaded once per process.
+"""Sentence embeddings, loaded once per process: all-MiniLM-L6-v2 through ONNX Runtime when its
+checked export is on disk (memweb/onnx_encoder.py), else, and for BGE-M3, through FlagEmbedding and
+torch (the reference the export is checked against). MEMWEB_EMBEDDING_BACKEND picks: auto (the
+default: ONNX when its check passed), onnx (embedding is refused, with the reason, without a passed
+check) or torch.
 
 Vectors are unit-normalised, so cosine similarity equals the inner product.
 Every stored vector keeps the model name beside it: vectors of two models
@@ -13,6 +17,7 @@ replaced by another model.
 import os
 import re
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -24,9 +29,12 @@ import numpy as np
 from django.conf import settings
 
 from memweb.fairlock import FairLock
+from memweb.onnx_encoder import OnnxEncoder, export_state, threads_default
 
 MINILM = "all-MiniLM-L6-v2"
 BGE_M3 = "bge-m3"
+ONNX = "onnx"
+TORCH = "torch"
 MAX_TOKENS = 512
 # WordPiece turns a word longer than this into one [UNK]: an 18,822-character base64 string
 # counted as 25 tokens. Counting cuts such runs into pieces of this length first.
@@ -53,6 +61,7 @@ SUPPORTED_DIMENSIONS = tuple(sorted(set(DIMENSIONS.values())))
 
 _lock = FairLock()
 _instances: dict[str, "Embedder"] = {}
+_threads: int | None = None  # set by cores_share; the ONNX session reads it when it is made
 
 
 class EmbeddingModelUnavailable(RuntimeError):
@@ -74,6 +83,9 @@ def vector_dimension_check(vector, *, model_name: str) -> None:
 class Embedder:
     model_name: str
     path: str
+    backend: str = TORCH
+    onnx_folder: Path | None = None  # the checked export, when the backend is ONNX
+    backend_note: str = ""  # why MiniLM embeds with torch, when it does
 
     @property
     def dimension(self) -> int:
@@ -81,6 +93,8 @@ class Embedder:
 
     @cached_property
     def _model(self):
+        if self.backend == ONNX:
+            return OnnxEncoder(self.onnx_folder, threads=_threads or threads_default())
         # Weights come from disk only; never let a library reach for a model hub.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -124,10 +138,14 @@ class Embedder:
         text (never truncated to the model's window). A run of more than MAX_CHARS_PER_WORD
         non-space characters is counted as pieces of that length, so it cannot hide as one [UNK]."""
         with _lock:  # a fast tokenizer used by two threads at once raises "Already borrowed"
+            if self.backend == ONNX:  # the same tokenizer, saved by the export: no torch import
+                return self._model.count_tokens(long_runs_split(text))
             return len(self._tokenizer(long_runs_split(text), add_special_tokens=False)["input_ids"])
 
     def _encode(self, texts: list[str]):
         batch = settings.EMBEDDING_BATCH_SIZE
+        if self.backend == ONNX:
+            return self._model.encode(texts, batch_size=batch)
         if self.model_name == BGE_M3:
             return self._model.encode(texts, batch_size=batch, max_length=MAX_TOKENS)["dense_vecs"]
         return encode_in_one_pass(self._model, texts, batch_size=batch)
@@ -161,13 +179,67 @@ def encode_in_one_pass(flag_model, texts: list[str], *, batch_size: int) -> np.n
 
 
 def embedder() -> Embedder:
-    """The configured model, built once per process (loading takes ~1 s).
-    EmbeddingModelUnavailable when its weights are not on disk."""
+    """The configured model, built once per process (its weights load on first use).
+    EmbeddingModelUnavailable when its weights, or the ONNX export MEMWEB_EMBEDDING_BACKEND=onnx asks
+    for, are not on disk."""
     name = settings.EMBEDDING_MODEL
     with _lock:
         if name not in _instances:
-            _instances[name] = Embedder(model_name=name, path=model_weights_path(name))
+            _instances[name] = embedder_build(name)
         return _instances[name]
+
+
+def embedder_build(name: str) -> Embedder:
+    path = model_weights_path(name)
+    if name != MINILM:
+        return Embedder(model_name=name, path=path)  # BGE-M3 embeds with FlagEmbedding only
+    if settings.EMBEDDING_BACKEND == TORCH:
+        return Embedder(model_name=name, path=path, backend_note="MEMWEB_EMBEDDING_BACKEND=torch")
+    export = export_state(name, path)
+    if export.usable:
+        return Embedder(model_name=name, path=path, backend=ONNX, onnx_folder=export.folder)
+    if settings.EMBEDDING_BACKEND == ONNX:
+        raise EmbeddingModelUnavailable(f"MEMWEB_EMBEDDING_BACKEND=onnx, but {export.reason}")
+    return Embedder(model_name=name, path=path, backend_note=export.reason)
+
+
+def cores_share(threads: int) -> None:
+    """This process embeds with `threads` threads: a worker's pool processes share the cores, where
+    each library's default of one thread per core in every process oversubscribes them (4-7x slower
+    episodes measured by bench/dashboard_under_load.py). torch is imported only when it embeds."""
+    global _threads
+    _threads = threads
+    try:
+        backend = embedder().backend
+    except EmbeddingModelUnavailable:  # reported by the first call that embeds, and by /health
+        return
+    if backend == TORCH:
+        import torch
+
+        torch.set_num_threads(threads)
+
+
+def warm_up_in_background(log, process: str) -> threading.Thread | None:
+    """Load the model and run it once in a background thread of a starting `process` (a web worker, a
+    worker's pool process): it serves at once, and whatever embeds waits for the model's lock instead
+    of loading the model itself. With MEMWEB_EMBEDDING_WARMUP off, the first call that embeds loads it."""
+    if not settings.EMBEDDING_WARMUP:
+        return None
+    loading = threading.Thread(target=warm_up, args=(log, process), name="memweb-embedding-load", daemon=True)
+    loading.start()
+    return loading
+
+
+def warm_up(log, process: str) -> None:
+    started = time.monotonic()
+    try:
+        model = embedder()
+        model.embed([f"memweb loads its embedding model when a {process} starts"])
+    except Exception:  # a missing or broken model is reported by the first call that needs it, and by /health
+        log.exception("memweb: the embedding model could not be loaded when the %s started", process)
+        return
+    log.info("memweb: embedding model %s (%s) loaded in %.1f s as a %s started", model.model_name, model.backend,
+             time.monotonic() - started, process)
 
 
 def model_weights_path(name: str) -> str:

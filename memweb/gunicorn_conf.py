@@ -10,7 +10,6 @@ Each web worker also loads the embedding model as soon as it has loaded the appl
 on the first request that embeds something (which took ~19 s on a busy machine).
 """
 import threading
-import time
 
 GUNICORN_DRAIN_LIMIT = 64 * 1024
 
@@ -42,28 +41,9 @@ def _body_left_behind(status: str, environ) -> bool:
 
 
 def post_worker_init(worker) -> threading.Thread | None:
-    """Load the embedding model and run it once, in the background of the new worker: it serves at
-    once (a page that embeds nothing never waits), and a request that embeds waits for the model's
-    lock instead of loading the model itself. The thread is returned for the tests; gunicorn ignores it.
-    With MEMWEB_EMBEDDING_WARMUP off, the first request that embeds loads the model instead."""
-    from django.conf import settings  # the application is loaded: Django is set up
+    """Load the embedding model in the background of the new worker (memweb.embeddings.warm_up_in_background):
+    a page that embeds nothing never waits, and a request that embeds waits for the model's lock instead of
+    loading the model itself. The thread is returned for the tests; gunicorn ignores it."""
+    from memweb.embeddings import warm_up_in_background  # the application is loaded: Django is set up
 
-    if not settings.EMBEDDING_WARMUP:
-        return None
-    loading = threading.Thread(target=embedding_model_load, args=(worker.log,), name="memweb-embedding-load",
-                               daemon=True)
-    loading.start()
-    return loading
-
-
-def embedding_model_load(log) -> None:
-    from memweb.embeddings import embedder  # the application is loaded: Django is set up
-
-    started = time.monotonic()
-    try:
-        model = embedder()
-        model.embed(["memweb loads its embedding model when a web worker starts"])
-    except Exception:  # a missing or broken model is reported by the first request that needs it, and by /health
-        log.exception("memweb: the embedding model could not be loaded when the web worker started")
-        return
-    log.info("memweb: embedding model %s loaded in %.1f s", model.model_name, time.monotonic() - started)
+    return warm_up_in_background(worker.log, "web worker")

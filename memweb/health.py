@@ -8,7 +8,7 @@ from kombu import Connection
 from sqlalchemy.pool import NullPool
 
 from memweb.celery import app as celery_app
-from memweb.embeddings import embedder
+from memweb.embeddings import DIMENSIONS, EmbeddingModelUnavailable, embedder
 from memweb.llm import role_statuses
 from memweb.services import workers_live
 
@@ -84,9 +84,16 @@ def workers_status() -> list[dict]:
 
 
 def embedding_status() -> dict:
-    # Name and dimension are known without loading the weights; never load them here.
-    model = embedder()
-    return {"model": model.model_name, "dimension": model.dimension, "loaded": "_model" in model.__dict__}
+    """The model, the library that runs it (and why MiniLM runs on torch, when it does). Known without
+    loading the weights; never load them here."""
+    try:
+        model = embedder()
+    except EmbeddingModelUnavailable as exc:
+        name = settings.EMBEDDING_MODEL
+        return {"model": name, "dimension": DIMENSIONS[name], "loaded": False, "backend": "",
+                "backend_note": "", "error": str(exc)}
+    return {"model": model.model_name, "dimension": model.dimension, "loaded": "_model" in model.__dict__,
+            "backend": model.backend, "backend_note": model.backend_note, "error": ""}
 
 
 def health_report() -> dict:

@@ -91,6 +91,9 @@ class EmbeddingOut(Schema):
     model: str
     dimension: int
     loaded: bool
+    backend: str  # onnx (ONNX Runtime, its export checked against torch) or torch; empty when it cannot load
+    backend_note: str  # why all-MiniLM-L6-v2 embeds with torch, when it does
+    error: str  # why the model cannot be loaded, when it cannot
 
 
 class LLMRoleOut(Schema):

@@ -1,5 +1,6 @@
 """memweb settings: everything comes from the environment (see README's table)."""
 import secrets
+import sys
 from pathlib import Path
 
 import dj_database_url
@@ -218,6 +219,13 @@ EMBEDDING_MODEL = env_choice("MEMWEB_EMBEDDING_MODEL", "all-MiniLM-L6-v2", ("all
 EMBEDDING_MODEL_PATH = env_str("MEMWEB_EMBEDDING_MODEL_PATH")
 if EMBEDDING_MODEL == "bge-m3" and not EMBEDDING_MODEL_PATH:
     raise ImproperlyConfigured("MEMWEB_EMBEDDING_MODEL=bge-m3 needs MEMWEB_EMBEDDING_MODEL_PATH (a folder with its weights)")
+# Which library runs all-MiniLM-L6-v2 (memweb/embeddings.py): auto = ONNX Runtime when the export checked
+# against torch is on disk (`python -m memweb.onnx_export`, run by scripts/bootstrap.sh), else torch.
+EMBEDDING_BACKEND = env_choice("MEMWEB_EMBEDDING_BACKEND", "auto", ("auto", "onnx", "torch"))
+if EMBEDDING_MODEL == "bge-m3" and EMBEDDING_BACKEND == "onnx":
+    raise ImproperlyConfigured("MEMWEB_EMBEDDING_BACKEND=onnx serves all-MiniLM-L6-v2 only; bge-m3 embeds with torch")
+# Where the ONNX exports live, one folder per model; by default inside the virtual environment they were made for.
+ONNX_DIR = env_str("MEMWEB_ONNX_DIR") or str(Path(sys.prefix) / "share" / "memweb" / "onnx")
 EMBEDDING_BATCH_SIZE = env_int("MEMWEB_EMBEDDING_BATCH_SIZE", 64, minimum=1, maximum=4096)
 # Query vectors kept per process (memweb.embeddings.query_embed), keyed by model and text; 0 keeps none.
 EMBEDDING_QUERY_CACHE_SIZE = env_int("MEMWEB_EMBEDDING_QUERY_CACHE_SIZE", 4096, minimum=0, maximum=1_000_000)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Creates .venv and installs pinned Python and front-end dependencies: the runtime ones
-# (requirements.txt), and with --test also the test tools (requirements-test.txt).
+# (requirements.txt), and with --test also the test tools (requirements-test.txt); then exports
+# the embedding model to ONNX (memweb/onnx_export.py).
 # Re-running is cheap: each install is skipped while its lock file is unchanged.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +33,11 @@ if ! stamp_matches <(stamp_source) ".venv/.${REQUIREMENTS%.txt}.sha256"; then
   stamp_write <(stamp_source) ".venv/.${REQUIREMENTS%.txt}.sha256"
   stamp_write requirements.txt .venv/.requirements.sha256  # the runtime set came with it
 fi
+
+# all-MiniLM-L6-v2 exported to ONNX from the installed weights and checked against torch; memweb embeds
+# with it only while the check passed. Its stamp is the check itself (check.json names the weights and
+# onnxruntime it was made with): a current export costs about a second, a new one some seconds.
+.venv/bin/python -m memweb.onnx_export
 
 if ! stamp_matches package-lock.json node_modules/.lock.sha256; then
   echo "memweb: installing front-end files from package-lock.json"

@@ -72,3 +72,12 @@ def test_a_pool_process_drops_the_broker_connections_it_inherited():
         del Channel._engines["inherited-from-the-parent"]
         inherited.close()
         engine.dispose()
+
+
+def test_a_worker_loads_the_embedding_model_as_it_starts():
+    """A task finds the model loaded (issue 31): no task pays the model's cold start."""
+    with celery_worker(worker_env(MEMWEB_EMBEDDING_WARMUP="true"), hostname="warm-worker@%h") as worker:
+        wait_until(lambda: any("as a worker process started" in line for line in worker.output_lines),
+                   timeout=180, message="the pool process to load the embedding model")
+        loaded = next(line for line in worker.output_lines if "as a worker process started" in line)
+    assert "memweb: embedding model all-MiniLM-L6-v2 (" in loaded and " loaded in " in loaded, loaded

@@ -41,7 +41,9 @@ def test_a_starting_worker_loads_the_model_in_the_background(monkeypatch):
 
     model = embeddings.embedder()
     assert "_model" in vars(model), log.lines  # loaded before any request asked for it
-    assert log.lines == [f"memweb: embedding model {model.model_name} loaded in {log.lines[0].split(' in ')[1]}"]
+    took = log.lines[0].split(" loaded in ")[-1].split()[0]
+    assert log.lines == [f"memweb: embedding model {model.model_name} ({model.backend}) loaded in {took} s "
+                         "as a web worker started"]
 
 
 def test_a_model_that_cannot_load_is_logged_and_the_worker_serves_on(monkeypatch, settings):

@@ -43,7 +43,10 @@ def test_it_reports_details_to_authenticated_callers(client, reviewer_user, one_
     assert report["database"]["ok"] and report["database"]["pgvector"] == _pgvector_version()
     assert re.match(r"\d+\.\d+", report["database"]["postgres"])
     assert report["broker"]["ok"] and report["broker"]["error"] == ""
-    assert report["embedding"] == {"model": "all-MiniLM-L6-v2", "dimension": 384, "loaded": report["embedding"]["loaded"]}
+    embedding = report["embedding"]
+    assert embedding == {"model": "all-MiniLM-L6-v2", "dimension": 384, "loaded": embedding["loaded"],
+                         "backend": embeddings.embedder().backend, "backend_note": embeddings.embedder().backend_note,
+                         "error": ""}
     roles = {role["role"]: role for role in report["llm_roles"]}
     assert set(roles) == {"actor", "user_simulator", "rewriter", "reflector", "scorer"}
     assert all(roles[name]["offline"] for name in roles if name != "rewriter")

@@ -6,10 +6,14 @@ import numpy as np
 import pytest
 
 from memweb.embeddings import (
+    MINILM,
+    TORCH,
+    Embedder,
     EmbeddingBatcher,
     QueryVectorCache,
     embedder,
     encode_in_one_pass,
+    model_weights_path,
     query_embed,
     query_vector_cache,
 )
@@ -115,7 +119,7 @@ def test_query_embed_gives_the_models_own_vector():
 
 
 def test_one_pass_encoding_gives_flagembeddings_vectors_in_the_callers_order():
-    model = embedder()
+    model = Embedder(model_name=MINILM, path=model_weights_path(MINILM), backend=TORCH)  # the torch path's own pass
     texts = ["hi", "The dishwasher shows fault code E24 after the rinse cycle, what now?", "Where is my parcel?"]
     ours = encode_in_one_pass(model._model, texts, batch_size=2)
     ours /= np.linalg.norm(ours, axis=1, keepdims=True)  # Embedder.embed normalises; FlagModel does it itself

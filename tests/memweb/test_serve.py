@@ -198,7 +198,7 @@ def test_it_serves_then_stops_everything_on_ctrl_c(first_start):
         assert _connection_after_refusal(port, body_bytes=3 * 1024 * 1024) == ("401", "close", "ended")
         assert _connection_after_refusal(port, body_bytes=1024) == ("401", "keep-alive", "200")
         # Each web worker loaded the embedding model as it started, before any request asked for it.
-        serve.wait_for_output("memweb: embedding model", count=WEB_WORKERS)
+        serve.wait_for_output("as a web worker started", count=WEB_WORKERS)
         assert "could not be loaded" not in serve.output
     finally:
         exit_code = serve.interrupt()

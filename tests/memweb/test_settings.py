@@ -74,6 +74,13 @@ def test_it_refuses_to_start_with_a_bad_value():
     assert "DEBUG='perhaps' is not a boolean" in result.stderr
 
 
+def test_it_refuses_the_onnx_backend_for_bge_m3(tmp_path):
+    result = _manage("check", MEMWEB_EMBEDDING_MODEL="bge-m3", MEMWEB_EMBEDDING_MODEL_PATH=str(tmp_path),
+                     MEMWEB_EMBEDDING_BACKEND="onnx")
+    assert result.returncode != 0
+    assert "MEMWEB_EMBEDDING_BACKEND=onnx serves all-MiniLM-L6-v2 only; bge-m3 embeds with torch" in result.stderr
+
+
 def test_it_refuses_to_start_with_a_trusted_proxy_that_is_not_an_address():
     result = _manage("check", MEMWEB_TRUSTED_PROXIES="10.0.0.0/8,proxy.internal")
     assert result.returncode != 0

@@ -32,7 +32,10 @@ def subprocess_env(**extra: str) -> dict:
 
 
 def worker_env(broker_url: str | None = None, **extra: str) -> dict:
-    env = subprocess_env(DATABASE_URL=database_url_for_tests(), MEMWEB_WORKER_HEARTBEAT_SECONDS="1", **extra)
+    # A test worker loads the embedding model when a task needs it: a warm-up competing with the test's
+    # own processes for a busy 2-core machine slows every worker test (memweb/celery.py).
+    env = subprocess_env(**{"DATABASE_URL": database_url_for_tests(), "MEMWEB_WORKER_HEARTBEAT_SECONDS": "1",
+                            "MEMWEB_EMBEDDING_WARMUP": "false", **extra})
     env.pop("CELERY_BROKER_URL", None)
     if broker_url:
         env["CELERY_BROKER_URL"] = broker_url

@@ -1908,6 +1908,12 @@ export interface components {
             dimension: number;
             /** Loaded */
             loaded: boolean;
+            /** Backend */
+            backend: string;
+            /** Backend Note */
+            backend_note: string;
+            /** Error */
+            error: string;
         };
         /** HealthOut */
         HealthOut: {
