@@ -213,7 +213,8 @@ REFUSALS = {
     },
     ("bank", "page"): {
         malformed: (422, "line 2 : not valid JSON (Expecting property name enclosed in double quotes at column 2)"),
-        truncated: (422, "line 2 : not valid JSON (Expecting ',' delimiter at column"),
+        # Where the cut lands (inside a vector's digits, between two numbers) decides the JSON decoder's words.
+        truncated: (422, "line 2 : not valid JSON ("),
         latin_1: (422, "line 0 : file : not UTF-8 text (invalid continuation byte"),
         utf_16: (422, "line 0 : file : not UTF-8 text (invalid start byte at byte 0)"),
         nul_character: (422, "line 2 : source_label : text must not contain NUL"),
@@ -222,7 +223,7 @@ REFUSALS = {
     },
     ("bank", "api"): {
         malformed: (422, '"line": 2, "field": "(line)", "message": "not valid JSON (Expecting property name'),
-        truncated: (422, '"line": 2, "field": "(line)", "message": "not valid JSON (Expecting \',\' delimiter at column'),
+        truncated: (422, '"line": 2, "field": "(line)", "message": "not valid JSON ('),
         latin_1: (422, '"line": 0, "field": "file", "message": "not UTF-8 text (invalid continuation byte'),
         utf_16: (422, '"line": 0, "field": "file", "message": "not UTF-8 text (invalid start byte at byte 0)"'),
         nul_character: (422, '"line": 2, "field": "source_label", "message": "text must not contain NUL'),
