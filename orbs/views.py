@@ -77,6 +77,7 @@ def _queue_context(request) -> dict:
     if form.errors:  # the results say which filter was refused; an unfiltered list would pass for a match
         return context
     filters = form.filters()
+    context["bank"] = MemoryBank.objects.filter(slug=filters.bank).first() if filters.bank else None
     semantic = context["semantic"] = form.cleaned_data.get("semantic", "").strip() if form.is_bound else ""
     if semantic:
         context["results"] = orbs_search(text=semantic, queryset=orbs_filtered(filters=filters), limit=SEMANTIC_LIMIT)
