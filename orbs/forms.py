@@ -67,7 +67,7 @@ class EditForm(VersionForm):
     outcome = forms.CharField(label="Outcome (policy reflection)", widget=forms.Textarea(attrs={"rows": 6}))
     context = forms.JSONField(label="Context (JSON)", widget=forms.Textarea(attrs={"rows": 5, "class": "mono"}))
     note = forms.CharField(required=False, max_length=2000, label="Review note")
-    approve = forms.BooleanField(required=False, initial=True, label="Approve this revision")
+    approve = forms.BooleanField(required=False, label="Approve this revision")
 
     def clean_context(self):
         context = self.cleaned_data["context"]

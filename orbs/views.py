@@ -286,8 +286,10 @@ def duplicates(request, orb_id: int):
 
 
 def _edit_initial(orb: Orb) -> dict:
+    """Approval is offered pre-ticked only where the Orb holds it already: editing a pending Orb must
+    never approve it unless the reviewer chooses to."""
     return {"expected_version": orb.version, "obs": orb.obs, "emotion": orb.emotion, "outcome": orb.outcome,
-            "context": orb.context, "approve": True}
+            "context": orb.context, "approve": orb.status == Orb.Status.APPROVED}
 
 
 def _edit_message(before: Orb, after: Orb) -> str:
