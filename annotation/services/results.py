@@ -107,15 +107,28 @@ def _quality(rows: list[dict], theta: float | None, standings: dict) -> dict:
     sides = [side for side in sides if side]
     a_count = sides.count("A")
     participant = standings.get(rows[0]["assignment__annotator_id"])
+    spam_reasons = competence.spammer_reasons(competence=theta, a_count=a_count, decided=len(sides))
+    standing = participant.standing if participant else Participant.Standing.GOOD
+    set_by_operator = bool(participant and participant.set_by_operator)
     return {
         "annotator_id": rows[0]["assignment__annotator_id"], "competence": theta,
         "side_a": a_count, "sided": len(sides), "side_a_share": a_count / len(sides) if sides else None,
-        "spam_reasons": competence.spammer_reasons(competence=theta, a_count=a_count, decided=len(sides)),
-        "standing": participant.standing if participant else Participant.Standing.GOOD,
-        "set_by_operator": bool(participant and participant.set_by_operator),
+        "spam_reasons": spam_reasons, "standing": standing, "set_by_operator": set_by_operator,
+        "status": annotator_status(standing=standing, spam_reasons=spam_reasons, set_by_operator=set_by_operator),
         "attention_correct": participant.attention_correct if participant else 0,
         "attention_total": participant.attention_total if participant else 0,
     }
+
+
+LIKELY_SPAMMER = "likely spammer"
+
+
+def annotator_status(*, standing: str, spam_reasons: list[str], set_by_operator: bool) -> str:
+    """The one status shown for an annotator. The attention-check standing alone would call a flagged
+    spammer "good"; an exclusion, or an operator's decision, outranks the flag."""
+    if standing == Participant.Standing.EXCLUDED or set_by_operator or not spam_reasons:
+        return standing
+    return LIKELY_SPAMMER
 
 
 def _leaning(choices: dict) -> str | None:
