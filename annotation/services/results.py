@@ -11,6 +11,7 @@ from collections import Counter, defaultdict
 
 from annotation import competence, fidelity, metrics
 from annotation.models import Assignment, Campaign, FeedbackTask, Item, Judgment, Participant
+from annotation.services.allocation import items_with_judgment_counts
 from annotation.services.quality import excluded_ids
 
 BOOTSTRAP_REPS = 1000
@@ -196,9 +197,9 @@ def campaign_progress(*, campaign: Campaign) -> dict:
     items = campaign.items.all()
     ready = items.exclude(human_feedback="").count()
     # Attention checks go to everyone, outside the N per item, so they count in neither.
-    done = Assignment.objects.filter(campaign=campaign, status=Assignment.Status.COMPLETED,
-                                     item__is_attention=False).count()
-    needed = items.filter(is_attention=False).count() * campaign.annotators_per_item
+    counts = list(items_with_judgment_counts(campaign=campaign, items=items.filter(is_attention=False))
+                  .values_list("judged", "needed"))
+    done, needed = sum(judged for judged, _ in counts), sum(need for _, need in counts)
     tasks = Counter(FeedbackTask.objects.filter(campaign=campaign).values_list("status", flat=True))
     return {
         "items": items.count(), "items_ready": ready, "judgments_done": done, "judgments_needed": needed,
@@ -206,8 +207,7 @@ def campaign_progress(*, campaign: Campaign) -> dict:
             campaign=campaign, status=Assignment.Status.ASSIGNED).count(),
         "feedback_open": tasks[FeedbackTask.Status.OPEN], "feedback_in_progress": tasks[FeedbackTask.Status.ASSIGNED],
         "feedback_done": tasks[FeedbackTask.Status.DONE],
-        # Extra annotators on split items can take "done" past "needed".
-        "percent": min(100, round(100 * done / needed)) if needed else 0,
+        "percent": round(100 * done / needed) if needed else 0,
     }
 
 
