@@ -30,8 +30,9 @@ class ProposalDecisionForm(forms.Form):
 
 
 class MergeForm(VersionForm):
-    into_id = forms.IntegerField(min_value=1, label="Merge into Orb #")
-    note = forms.CharField(required=False, max_length=2000)
+    into_id = forms.IntegerField(min_value=1, label="Orb to keep",
+                                 error_messages={"required": "choose the Orb to keep", "invalid": "choose the Orb to keep"})
+    note = forms.CharField(required=False, max_length=2000, label="Review note")
 
 
 def _orb_version_pair(value: str) -> tuple[int, int]:
