@@ -178,6 +178,11 @@ class ImportForm(forms.Form):
     name = forms.CharField(required=False, max_length=100, label="Import as (bank name)",
                            help_text="Leave empty to use the name in the file.")
 
+    def __init__(self, *args, **kwargs):
+        # The banks page shows this form beside the create form, whose name field would share its id.
+        kwargs.setdefault("auto_id", "id_import_%s")
+        super().__init__(*args, **kwargs)
+
 
 class DeleteForm(VersionForm):
     reason = forms.CharField(max_length=2000, error_messages={"required": "Give a reason to delete this Orb."})
