@@ -17,6 +17,8 @@ def test_every_page_shows_the_demo_loading_until_it_is_done(browser_page, live_s
     for url in (reverse("home"), reverse("orbs:bank_list"), reverse("webhooks")):
         page.goto(live_server.url + url)
         assert page.locator("#demo-loading").inner_text().startswith("Demo loading: 2 of 4 parts done (now: Evaluation).")
+    page.goto(live_server.url + reverse("annotation:campaign_list"))
+    assert page.locator("#campaigns-demo-loading").is_visible()  # not a bare "No campaigns"
     demo_loading_end()
     page.reload()
-    assert page.locator("#demo-loading").count() == 0
+    assert page.locator("#demo-loading").count() == 0 and page.locator("#campaigns-demo-loading").count() == 0
