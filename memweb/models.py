@@ -430,3 +430,16 @@ class SigningKeyFingerprint(models.Model):
 
     def __str__(self) -> str:
         return f"{self.fingerprint[:12]}… since {self.recorded_at:%Y-%m-%d %H:%M}"
+
+
+class DemoLoad(models.Model):
+    """`manage.py load_demo` while it runs: one row, gone when it ends. The first start plays whole
+    evaluation runs for minutes while the dashboard already serves, so every page says how far it is."""
+
+    parts_done = models.PositiveIntegerField(default=0)
+    parts_total = models.PositiveIntegerField()
+    part = models.CharField(max_length=100, help_text="The app whose demo is loading now.")
+    started_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"demo loading: {self.parts_done} of {self.parts_total}"

@@ -85,6 +85,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "memweb.roles.roles_context",
+                "memweb.demo_loading.demo_loading_context",
             ],
         },
     },

@@ -88,7 +88,11 @@ def webhook_toggle(request, webhook_id: int):
 @require_POST
 @role_required(Role.OPERATOR)
 def webhook_remove(request, webhook_id: int):
+    """Delete a webhook once the operator confirms: the first post only asks, naming what goes with it."""
     webhook = get_object_or_404(Webhook, pk=webhook_id)
+    if request.POST.get("confirm") != "yes":
+        deliveries = WebhookDelivery.objects.filter(webhook=webhook).count()
+        return render_uncached(request, "memweb/webhook_delete.html", {"webhook": webhook, "deliveries": deliveries})
     webhook.delete()
     messages.success(request, f"Webhook to {webhook.url} deleted; nothing more is sent to it.")
     return redirect("webhooks")

@@ -120,7 +120,8 @@ def webhook_bank_check(bank: str, *, workspace_id: int) -> str:
     workspace's bank answers exactly as a missing one."""
     bank = bank.strip()
     if bank and not bank_known(slug=bank, workspace_id=workspace_id):
-        raise WebhookInvalid("bank", f"no memory bank {bank!r}")
+        raise WebhookInvalid("bank", f"No memory bank “{bank}” in this workspace: give the slug its page shows "
+                                     "(Memory banks), or leave this empty for every bank.")
     return bank
 
 

@@ -1,11 +1,14 @@
 """Switching the workspace a session acts in, and the admins' page of workspaces and members. An
 admin manages the members of the workspaces they administer (a superuser: of all); another
 workspace's membership answers 404, as every object of another workspace does."""
+from urllib.parse import urlsplit
+
 from django import forms
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import Resolver404, resolve, reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
@@ -25,7 +28,34 @@ def workspace_switch(request):
     messages.success(request, f"Now working in “{workspace.name}”.")
     back = request.POST.get("next", "")
     safe = url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}, require_https=request.is_secure())
-    return redirect(back if safe else "home")
+    return redirect(_same_list(back) if safe else "home")
+
+
+def _same_list(path: str) -> str:
+    """The page to show after a switch: `path` itself when it names no object, else the nearest list
+    above it (/orbs/12/edit/ → /orbs/), since the old workspace's object is a 404 in the new one."""
+    if not _names_an_object(path):
+        return path
+    parts = urlsplit(path).path.rstrip("/").split("/")
+    while len(parts) > 1:
+        parts.pop()
+        candidate = "/".join(parts) + "/"
+        match = _resolved(candidate)
+        if match is not None and not match.kwargs:
+            return candidate
+    return reverse("home")
+
+
+def _names_an_object(path: str) -> bool:
+    match = _resolved(urlsplit(path).path)
+    return match is None or bool(match.kwargs)
+
+
+def _resolved(path: str):
+    try:
+        return resolve(path)
+    except Resolver404:
+        return None
 
 
 class WorkspaceForm(forms.ModelForm):

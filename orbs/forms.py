@@ -30,8 +30,9 @@ class ProposalDecisionForm(forms.Form):
 
 
 class MergeForm(VersionForm):
-    into_id = forms.IntegerField(min_value=1, label="Merge into Orb #")
-    note = forms.CharField(required=False, max_length=2000)
+    into_id = forms.IntegerField(min_value=1, label="Orb to keep",
+                                 error_messages={"required": "choose the Orb to keep", "invalid": "choose the Orb to keep"})
+    note = forms.CharField(required=False, max_length=2000, label="Review note")
 
 
 def _orb_version_pair(value: str) -> tuple[int, int]:
@@ -67,7 +68,7 @@ class EditForm(VersionForm):
     outcome = forms.CharField(label="Outcome (policy reflection)", widget=forms.Textarea(attrs={"rows": 6}))
     context = forms.JSONField(label="Context (JSON)", widget=forms.Textarea(attrs={"rows": 5, "class": "mono"}))
     note = forms.CharField(required=False, max_length=2000, label="Review note")
-    approve = forms.BooleanField(required=False, initial=True, label="Approve this revision")
+    approve = forms.BooleanField(required=False, label="Approve this revision")
 
     def clean_context(self):
         context = self.cleaned_data["context"]
@@ -176,6 +177,11 @@ class ImportForm(forms.Form):
     file = forms.FileField(label="JSONL file", help_text="A file from a bank's “Export JSONL”.")
     name = forms.CharField(required=False, max_length=100, label="Import as (bank name)",
                            help_text="Leave empty to use the name in the file.")
+
+    def __init__(self, *args, **kwargs):
+        # The banks page shows this form beside the create form, whose name field would share its id.
+        kwargs.setdefault("auto_id", "id_import_%s")
+        super().__init__(*args, **kwargs)
 
 
 class DeleteForm(VersionForm):

@@ -51,7 +51,12 @@ from orbs.services import (
 )
 from orbs.services.banks import SETTABLE_FIELDS
 from orbs.services.deletion import bank_archive, bank_events, bank_restore, orb_delete, orb_restore
-from orbs.services.duplicates import duplicate_group_of, duplicate_groups_in_banks, duplicates_merge
+from orbs.services.duplicates import (
+    duplicate_group_of,
+    duplicate_groups_in_banks,
+    duplicates_merge,
+    merge_candidates,
+)
 from orbs.services.erasure import customer_erasure_start
 from orbs.services.history import history_status, history_verify_start
 from orbs.services.proposals import proposal_accept, proposal_reject, proposals_listed
@@ -77,6 +82,7 @@ def _queue_context(request) -> dict:
     if form.errors:  # the results say which filter was refused; an unfiltered list would pass for a match
         return context
     filters = form.filters()
+    context["bank"] = MemoryBank.objects.filter(slug=filters.bank).first() if filters.bank else None
     semantic = context["semantic"] = form.cleaned_data.get("semantic", "").strip() if form.is_bound else ""
     if semantic:
         context["results"] = orbs_search(text=semantic, queryset=orbs_filtered(filters=filters), limit=SEMANTIC_LIMIT)
@@ -233,15 +239,41 @@ def proposal_decide(request, proposal_id: int):
     return redirect(_next_url(request, reverse("orbs:queue")))
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @role_required(Role.REVIEWER)
 def merge(request, orb_id: int):
-    def act(data):
-        # The target must be an Orb of the same bank (orb_merge refuses any other by name), so it is
-        # in the workspace whose Orb _act found.
-        orb_merge(orb_id=orb_id, expected_version=data["expected_version"], into_id=data["into_id"],
-                  actor=request.user, note=data["note"])
-    return _act(request, orb_id, MergeForm(request.POST), act, "merged")
+    """Pick the Orb to keep among this one's nearest, shown side by side (GET); see both and confirm
+    (POST); merge (POST with `confirm`), landing on the kept Orb, whose number the message names."""
+    orb = _orb_or_404(request, orb_id, queryset=Orb.objects.select_related("bank"))
+    form = MergeForm(request.POST or None, initial={"expected_version": orb.version, "into_id": request.GET.get("into")})
+    context = {"orb": orb, "form": form, "candidates": merge_candidates(orb=orb)}
+    if request.method == "GET":
+        return render(request, "orbs/merge.html", context)
+    if not form.is_valid():
+        return render(request, "orbs/merge.html", {**context, "error": form.errors.get("into_id", ["check the form"])[0]},
+                      status=422)
+    try:
+        target = _merge_target_shown(request, orb, form.cleaned_data["into_id"])
+        if "confirm" not in request.POST:
+            return render(request, "orbs/merge.html", {**context, "target": target})
+        kept = orb_merge(orb_id=orb.pk, expected_version=form.cleaned_data["expected_version"], into_id=target.pk,
+                         actor=request.user, note=form.cleaned_data["note"])
+    except OrbsError as refused:
+        return render(request, "orbs/merge.html", {**context, "error": str(refused)}, status=409)
+    messages.success(request, f"Orb #{orb.lineage_id} merged into Orb #{kept.lineage_id}, which is kept; "
+                              f"#{orb.lineage_id} stays readable, superseded.")
+    return redirect("orbs:detail", kept.lineage_id)
+
+
+def _merge_target_shown(request, orb: Orb, into_id: int) -> Orb:
+    """The chosen Orb as the confirmation shows it: in this workspace and bank, not the Orb itself."""
+    try:
+        target = _orb_or_404(request, into_id, queryset=Orb.objects.select_related("bank"))
+    except Http404:
+        target = None
+    if target is None or target.bank_id != orb.bank_id or target.lineage_id == orb.lineage_id:
+        raise OrbsError(f"Orb #{into_id} cannot take this merge: choose another Orb of bank {orb.bank.name!r}")
+    return target
 
 
 def _group_or_404(request, orb_id: int):
@@ -285,8 +317,10 @@ def duplicates(request, orb_id: int):
 
 
 def _edit_initial(orb: Orb) -> dict:
+    """Approval is offered pre-ticked only where the Orb holds it already: editing a pending Orb must
+    never approve it unless the reviewer chooses to."""
     return {"expected_version": orb.version, "obs": orb.obs, "emotion": orb.emotion, "outcome": orb.outcome,
-            "context": orb.context, "approve": True}
+            "context": orb.context, "approve": orb.status == Orb.Status.APPROVED}
 
 
 def _edit_message(before: Orb, after: Orb) -> str:

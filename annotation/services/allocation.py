@@ -13,7 +13,7 @@ under it before inserting.
 """
 from django.db import IntegrityError, transaction
 from django.db.models import Case, Count, Exists, F, IntegerField, OuterRef, Q, Subquery, Value, When
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
 from annotation.models import Assignment, Campaign, FeedbackTask, Item, Judgment
@@ -32,6 +32,24 @@ def _taken_count(campaign: Campaign):
     taken = (assignments_counted(campaign).filter(item=OuterRef("pk"))
              .order_by().values("item").annotate(n=Count("pk")).values("n"))
     return Coalesce(Subquery(taken), 0)
+
+
+def _completed_count(campaign: Campaign):
+    completed = (assignments_counted(campaign).filter(item=OuterRef("pk"), status=Assignment.Status.COMPLETED)
+                 .order_by().values("item").annotate(n=Count("pk")).values("n"))
+    return Coalesce(Subquery(completed), 0)
+
+
+def items_with_judgment_counts(*, campaign: Campaign, items=None):
+    """The campaign's items with `judged` (completed judgments that count: none by an excluded
+    annotator) and `needed`, from the same rule that allocates them: N, or the cap for a split item;
+    more only where an annotator let back in had judged an item given meanwhile to another. So judged
+    never exceeds needed. Attention checks go to everyone, outside N: their `needed` is None."""
+    items = campaign.items.all() if items is None else items
+    judged = _completed_count(campaign)
+    needed = Case(When(is_attention=True, then=Value(None)), default=Greatest(_target(campaign), judged),
+                  output_field=IntegerField())
+    return items.annotate(judged=judged, needed=needed)
 
 
 def _target(campaign: Campaign):

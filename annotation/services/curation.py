@@ -3,10 +3,11 @@ once), search over them, and edits or withdrawal while nobody has judged them ye
 from dataclasses import dataclass, field
 
 from django.db import transaction
-from django.db.models import Count, Q, TextField
+from django.db.models import F, Q, TextField
 from django.db.models.functions import Cast
 
 from annotation.models import Assignment, Campaign, Item
+from annotation.services.allocation import items_with_judgment_counts
 from annotation.services.intake import FIELDS, ImportReport, RowErrors, items_from_conversations, row_values
 
 # What an operator may correct before judging; the conversation itself and the written human
@@ -42,24 +43,23 @@ def conversations_add(*, campaign: Campaign, conversations: list[dict]) -> Conve
 def items_browse(*, campaign: Campaign, q: str = "", stage: str = "", **facets):
     """The campaign's items with their judgment counts, searched over the conversation, task
     and source, and filtered by facet (language, task_format, domain) and stage."""
-    items = campaign.items.annotate(judged=Count("assignments", filter=Q(
-        assignments__status=Assignment.Status.COMPLETED), distinct=True))
+    items = items_with_judgment_counts(campaign=campaign)
     items = items.filter(**{name: value for name, value in facets.items() if value})
     if q.strip():
         text = q.strip()
         items = items.annotate(conversation_text=Cast("conversation", TextField())).filter(
             Q(conversation_text__icontains=text) | Q(task_description__icontains=text)
             | Q(source_ref__icontains=text) | Q(source_label__icontains=text))
-    return _staged(items, stage, campaign.annotators_per_item).order_by("pk")
+    return _staged(items, stage).order_by("pk")
 
 
-def _staged(items, stage: str, needed: int):
+def _staged(items, stage: str):
     ready = ~Q(human_feedback="")
     return {
         "needs_feedback": items.filter(human_feedback=""),
         "ready": items.filter(ready, judged=0),
-        "judging": items.filter(ready, judged__gt=0, judged__lt=needed),
-        "complete": items.filter(ready, judged__gte=needed),
+        "judging": items.filter(ready, judged__gt=0, judged__lt=F("needed")),
+        "complete": items.filter(ready, judged__gte=F("needed")),
     }.get(stage, items)
 
 

@@ -43,18 +43,35 @@ def choices_validate(*, campaign: Campaign, choices: dict) -> dict[str, str]:
 
 
 def rating_validate(*, score, action, required: bool) -> tuple[int | None, str]:
-    """A person's own satisfaction (1-10) and like/dislike/none; both or neither unless required."""
+    """A person's own satisfaction (1-10) and like/dislike/none; both or neither unless required, since
+    a rating is compared whole with the simulated user's (score and reaction together)."""
     if score in (None, "") and not action and not required:
         return None, ""
+    number = _score_number(score)
+    if number is None:
+        only_reaction = score in (None, "") and not required
+        raise SubmitError("score", "you chose a reaction: give a satisfaction score from 1 to 10 too" if only_reaction
+                          else "give a satisfaction score from 1 to 10")
+    if action not in Reaction.values:
+        raise SubmitError("action", f"choose a reaction: {_reaction_names()}" if required
+                          else f"you gave a satisfaction score: choose a reaction too ({_reaction_names()}), "
+                               "or set the score back to “no score”")
+    return number, action
+
+
+def _score_number(score) -> int | None:
     try:
         number = int(score)
     except (TypeError, ValueError):
-        raise SubmitError("score", "give a satisfaction score from 1 to 10") from None
+        return None
     if isinstance(score, bool) or str(score).strip() != str(number) or not 1 <= number <= 10:
-        raise SubmitError("score", "give a satisfaction score from 1 to 10")
-    if action not in Reaction.values:
-        raise SubmitError("action", f"choose one of {', '.join(Reaction.values)}")
-    return number, action
+        return None
+    return number
+
+
+def _reaction_names() -> str:
+    *others, last = Reaction.labels
+    return f"{', '.join(others)} or {last}"
 
 
 def judgment_submit(*, token, annotator, choices: dict, comment: str = "", time_spent_ms: int = 0,

@@ -11,6 +11,7 @@ from collections import Counter, defaultdict
 
 from annotation import competence, fidelity, metrics
 from annotation.models import Assignment, Campaign, FeedbackTask, Item, Judgment, Participant
+from annotation.services.allocation import items_with_judgment_counts
 from annotation.services.quality import excluded_ids
 
 BOOTSTRAP_REPS = 1000
@@ -107,15 +108,28 @@ def _quality(rows: list[dict], theta: float | None, standings: dict) -> dict:
     sides = [side for side in sides if side]
     a_count = sides.count("A")
     participant = standings.get(rows[0]["assignment__annotator_id"])
+    spam_reasons = competence.spammer_reasons(competence=theta, a_count=a_count, decided=len(sides))
+    standing = participant.standing if participant else Participant.Standing.GOOD
+    set_by_operator = bool(participant and participant.set_by_operator)
     return {
         "annotator_id": rows[0]["assignment__annotator_id"], "competence": theta,
         "side_a": a_count, "sided": len(sides), "side_a_share": a_count / len(sides) if sides else None,
-        "spam_reasons": competence.spammer_reasons(competence=theta, a_count=a_count, decided=len(sides)),
-        "standing": participant.standing if participant else Participant.Standing.GOOD,
-        "set_by_operator": bool(participant and participant.set_by_operator),
+        "spam_reasons": spam_reasons, "standing": standing, "set_by_operator": set_by_operator,
+        "status": annotator_status(standing=standing, spam_reasons=spam_reasons, set_by_operator=set_by_operator),
         "attention_correct": participant.attention_correct if participant else 0,
         "attention_total": participant.attention_total if participant else 0,
     }
+
+
+LIKELY_SPAMMER = "likely spammer"
+
+
+def annotator_status(*, standing: str, spam_reasons: list[str], set_by_operator: bool) -> str:
+    """The one status shown for an annotator. The attention-check standing alone would call a flagged
+    spammer "good"; an exclusion, or an operator's decision, outranks the flag."""
+    if standing == Participant.Standing.EXCLUDED or set_by_operator or not spam_reasons:
+        return standing
+    return LIKELY_SPAMMER
 
 
 def _leaning(choices: dict) -> str | None:
@@ -183,9 +197,9 @@ def campaign_progress(*, campaign: Campaign) -> dict:
     items = campaign.items.all()
     ready = items.exclude(human_feedback="").count()
     # Attention checks go to everyone, outside the N per item, so they count in neither.
-    done = Assignment.objects.filter(campaign=campaign, status=Assignment.Status.COMPLETED,
-                                     item__is_attention=False).count()
-    needed = items.filter(is_attention=False).count() * campaign.annotators_per_item
+    counts = list(items_with_judgment_counts(campaign=campaign, items=items.filter(is_attention=False))
+                  .values_list("judged", "needed"))
+    done, needed = sum(judged for judged, _ in counts), sum(need for _, need in counts)
     tasks = Counter(FeedbackTask.objects.filter(campaign=campaign).values_list("status", flat=True))
     return {
         "items": items.count(), "items_ready": ready, "judgments_done": done, "judgments_needed": needed,
@@ -193,8 +207,7 @@ def campaign_progress(*, campaign: Campaign) -> dict:
             campaign=campaign, status=Assignment.Status.ASSIGNED).count(),
         "feedback_open": tasks[FeedbackTask.Status.OPEN], "feedback_in_progress": tasks[FeedbackTask.Status.ASSIGNED],
         "feedback_done": tasks[FeedbackTask.Status.DONE],
-        # Extra annotators on split items can take "done" past "needed".
-        "percent": min(100, round(100 * done / needed)) if needed else 0,
+        "percent": round(100 * done / needed) if needed else 0,
     }
 
 

@@ -1,10 +1,14 @@
 """DMRM pages: the experience browser with review and Q-value chart, per-bank
 settings, and the source-memory builder with its preview."""
-from django.contrib import messages
-from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from urllib.parse import urlencode
 
-from memweb.listing import Sorting, sorted_page
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from memweb.listing import Sorting, query_without_page, sorted_page
 from memweb.roles import Role, has_role, role_required
 from orbs.dmrm.forms import DMRMSettingsForm, ExperienceFilterForm, ReviewForm, SourceBuildForm
 from orbs.dmrm.models import Experience
@@ -129,16 +133,24 @@ def _builder_page(request, bank, form, *, status=200):
     context = {"bank": bank, "form": form}
     if form.is_bound and form.is_valid():
         trajectories, candidates = _preview(form, bank)
-        context.update(episodes=len(trajectories), candidates=candidates[:PREVIEW_ROWS], total=len(candidates),
-                       kept=sum(c.included for c in candidates))
+        context.update(episodes=len(trajectories), page=Paginator(candidates, PREVIEW_ROWS).get_page(request.GET.get("page")),
+                       query=query_without_page(request), total=len(candidates), kept=sum(c.included for c in candidates))
     return render(request, "orbs/dmrm/source_builder.html", context, status=status)
 
 
-@require_GET
+@require_http_methods(["GET", "POST"])
 @role_required(Role.OPERATOR)
 def dmrm_source(request, slug: str):
+    """The builder; a preview is posted (the form carries the CSRF token the Build button needs) and
+    answered with a redirect to its address, which holds the settings only and pages the steps."""
     bank = get_object_or_404(MemoryBank, slug=slug)
-    return _builder_page(request, bank, SourceBuildForm(request.GET or None))
+    if request.method == "GET":
+        return _builder_page(request, bank, SourceBuildForm(request.GET or None))
+    form = SourceBuildForm(request.POST)
+    if not form.is_valid():
+        return _builder_page(request, bank, form, status=422)
+    settings = {name: request.POST.get(name, "") for name in form.fields}
+    return redirect(f"{reverse('orbs:dmrm_source', args=[bank.slug])}?{urlencode(settings)}")
 
 
 @require_POST

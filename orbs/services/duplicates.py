@@ -13,7 +13,9 @@ from django.db import connection, transaction
 from orbs.errors import OrbsError
 from orbs.models import MemoryBank, Orb
 from orbs.services.identity import orb_current
+from orbs.services.ingest import live_orbs
 from orbs.services.review import orb_conflict, orb_edit, orb_merge
+from orbs.services.search import vectors_nearest
 
 GROUPING_LIMIT = 500
 BANKS_LIMIT = 20  # banks grouped for one queue page
@@ -120,3 +122,14 @@ def duplicates_merge(*, keep: tuple[int, int], others: list[tuple[int, int]], ac
         for orb_id, version in others:
             orb_merge(orb_id=orb_id, expected_version=version, into_id=kept.lineage_id, actor=actor, note=note)
         return orb_current(orb_id=keep_id)
+
+
+MERGE_CANDIDATES = 5
+
+
+def merge_candidates(*, orb: Orb, limit: int = MERGE_CANDIDATES) -> list[tuple[Orb, float]]:
+    """The Orbs `orb` may be merged into, nearest first with their cosine similarity: the live Orbs
+    of its bank (its customer's, in a per-customer bank) whose vectors share its model."""
+    live = live_orbs(orb.bank, orb.customer_key).exclude(lineage_id=orb.lineage_id)
+    queryset = live.filter(embedding_model=orb.embedding_model).select_related("bank")
+    return vectors_nearest(queryset=queryset, vector=[float(value) for value in orb.vector], k=limit)

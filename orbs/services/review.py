@@ -190,7 +190,7 @@ def orb_merge(*, orb_id: int, expected_version: int, into_id: int, actor, note: 
         orb = _checked(orb_id, expected_version, REVIEWABLE, "merge")
         target = _merge_target(orb, into_id)
         if target.status not in (Orb.Status.PENDING, Orb.Status.APPROVED):
-            raise InvalidTransition(f"cannot merge into Orb #{target.lineage_id}: it is {target.status}")
+            raise InvalidTransition(f"Orb #{target.lineage_id} is {target.status}, so it cannot take a merge")
         before = orb_snapshot(orb)
         orb = orb_update_if_version(orb, expected_version, status=Orb.Status.SUPERSEDED, merged_into=target,
                                   reviewer=actor, reviewed_at=timezone.now(), review_note=note)
@@ -207,7 +207,7 @@ def _merge_target(orb: Orb, into_id: int) -> Orb:
     except Orb.DoesNotExist:
         target = None
     if target is None or target.bank_id != orb.bank_id or target.lineage_id == orb.lineage_id:
-        raise OrbsError(f"into_id: merge target #{into_id} must be another Orb of bank {orb.bank.name!r}")
+        raise OrbsError(f"Orb #{into_id} cannot take this merge: choose another Orb of bank {orb.bank.name!r}")
     return target
 
 

@@ -17,14 +17,16 @@
                spanGaps: true, tension: 0.15 };
     });
     const stacked = data.kind === "bar";
+    // A line through one day is a lone dot against the axis: one day reads better as bars, centred.
+    const singleDay = data.labels.length === 1;
     new Chart(canvas, {
-      type: data.kind,
+      type: singleDay ? "bar" : data.kind,
       data: { labels: data.labels, datasets: datasets },
       options: {
         maintainAspectRatio: false,
         animation: false,
         scales: {
-          x: { stacked: stacked, title: { display: true, text: "day" } },
+          x: { stacked: stacked, offset: true, title: { display: true, text: "day" } },
           y: { stacked: stacked, min: 0, max: data.unit === "%" ? 100 : undefined,
                ticks: { callback: (value) => format(data.unit, value) } },
         },

@@ -194,7 +194,7 @@ def test_it_keeps_the_answers_and_names_the_missing_criterion(client, campaign, 
     url = client.post(reverse("annotation:judge_next", args=[campaign.pk]))["Location"]
     answer = client.post(url, {"criterion_naturalness": "B", "comment": "half done"})
     page = answer.content.decode()
-    assert answer.status_code == 400 and "relevance: choose one of A, B" in page
+    assert answer.status_code == 400 and "Choose an answer to this question: A or B is better." in page
     assert 'value="B" checked' in page and "half done" in page
     assert not Judgment.objects.exists()
 

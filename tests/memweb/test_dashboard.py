@@ -85,3 +85,15 @@ def test_the_dashboard_draws_its_charts_and_links_what_needs_attention(browser_p
     page.get_by_role("link", name="Runs failed in the last 7 days").click()
     page.wait_for_url("**/runs/?status=failed")
     assert page.get_by_role("link", name=failed.name).is_visible()
+
+
+def test_a_trend_of_a_single_day_is_drawn_as_bars_not_as_lone_dots(browser_page, live_server, operator_user,
+                                                                    annotator_user, user_for_role):
+    _dashboard_data(annotator_user, user_for_role)  # every run finished today: one day per chart
+    page = browser_page
+    login(page, live_server, operator_user)
+    page.goto(live_server.url + HOME)
+    page.wait_for_function("() => document.querySelectorAll('canvas[data-drawn=true]').length === 2")
+    drawn = page.evaluate("""() => Object.values(Chart.instances).map(chart => ({
+        days: chart.data.labels.length, type: chart.config.type, offset: chart.options.scales.x.offset}))""")
+    assert drawn == [{"days": 1, "type": "bar", "offset": True}] * 2

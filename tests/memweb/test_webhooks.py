@@ -473,12 +473,13 @@ def test_a_bank_of_another_workspace_is_refused_as_a_missing_one(client, operato
                      _bearer(operator_user)) for slug in ("support-memories", "no-such-bank")]
     assert [answer.status_code for answer in answers] == [422, 422] and not Webhook.objects.exists()
     assert [answer.json()["detail"][0]["msg"].replace("no-such-bank", "support-memories") for answer in answers] == [
-        "no memory bank 'support-memories'"] * 2
+        "No memory bank “support-memories” in this workspace: give the slug its page shows (Memory banks), "
+        "or leave this empty for every bank."] * 2
     assert answers[0].json()["detail"][0]["loc"] == ["body", "payload", "bank"]
     client.force_login(operator_user)
     page = client.post("/webhooks/new/", {"url": "https://example.com/x", "events": ["run.finished"],
                                           "bank": "support-memories"})
-    assert page.status_code == 400 and "no memory bank &#x27;support-memories&#x27;" in page.content.decode()
+    assert page.status_code == 400 and "No memory bank “support-memories” in this workspace" in page.content.decode()
 
 
 @pytest.mark.django_db

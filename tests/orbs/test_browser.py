@@ -62,3 +62,24 @@ def test_it_edits_an_orb_without_phantom_revisions_and_shows_its_history_as_a_di
     assert '"sku": "DW-450-B"' in edit.locator(".orbs-diff").inner_text()
     # Issue 18, emotion tagger: the offline tag is labelled as a heuristic.
     assert page.locator("#orb-title ~ dl .badge-scripted").first.inner_text() == "heuristic"
+
+
+def test_editing_a_pending_orb_leaves_it_pending_unless_the_reviewer_ticks_approve(
+        browser_page, live_server, reviewer_user, make_orb):
+    orb = make_orb("The blender is far too loud.", approve=False)
+    page = browser_page
+    login(page, live_server, reviewer_user)
+    page.goto(live_server.url + reverse("orbs:edit", args=[orb.pk]))
+    assert not page.get_by_label("Approve this revision").is_checked()
+    page.get_by_label("Outcome (policy reflection)").fill("Offer the quiet model before a refund.")
+    page.get_by_role("button", name="Save revision").click()
+    page.get_by_text("Saved as revision 2").wait_for()
+    assert Orb.objects.get(lineage_id=orb.lineage_id, revision=2).status == Orb.Status.PENDING
+
+
+def test_editing_an_approved_orb_offers_to_keep_it_approved(browser_page, live_server, reviewer_user, make_orb):
+    orb = make_orb("The blender is far too loud.")
+    page = browser_page
+    login(page, live_server, reviewer_user)
+    page.goto(live_server.url + reverse("orbs:edit", args=[orb.pk]))
+    assert page.get_by_label("Approve this revision").is_checked()

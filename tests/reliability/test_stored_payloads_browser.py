@@ -32,7 +32,7 @@ NOT_WRITABLE = {
     "evaluation.EvaluationRun.agent_backend": CONFIGURED,
     "memweb.WorkerHeartbeat.hostname": WORKER, "memweb.TaskProbe.worker": WORKER, "memweb.Job.worker": WORKER,
     "evaluation.Trial.claimed_by": WORKER, "evaluation.RunEpisode.claimed_by": WORKER,
-    "memweb.LLMCall.role": CODE, "memweb.Job.kind": CODE, "memweb.WebhookDelivery.event": CODE,
+    "memweb.LLMCall.role": CODE, "memweb.Job.kind": CODE, "memweb.WebhookDelivery.event": CODE, "memweb.DemoLoad.part": CODE,
     "memweb.SavedView.list_name": CODE, "orbs.HistoryEntry.kind": CODE, "orbs.DMRMRetrievalLog.suppression_mode": CODE,
     "memweb.WorkerHeartbeat.instance": WORKER, "memweb.WorkerHeartbeat.processes": WORKER,
     "orbs.EpisodeRecord.claimed_by": WORKER, "memweb.AuthFailure.scope": CODE, "memweb.AuthFailure.subject": HASH,

@@ -6,13 +6,25 @@ from importlib.util import find_spec
 from django.apps import apps
 from django.core.management import BaseCommand
 
+from memweb.demo_loading import demo_loading_end, demo_loading_start, demo_loading_step
+
 
 class Command(BaseCommand):
     help = "Load the demo data of every app (idempotent: safe to run again)."
 
     def handle(self, *args, **options):
-        for config in apps.get_app_configs():
-            module_name = getattr(config, "demo_module", f"{config.name}.demo")
-            if find_spec(module_name) is None:
-                continue
-            import_module(module_name).load_demo(stdout=self.stdout)
+        loaders = _demo_loaders()
+        demo_loading_start(parts_total=len(loaders))
+        try:
+            for done, (label, module_name) in enumerate(loaders):
+                demo_loading_step(parts_done=done, part=label)
+                import_module(module_name).load_demo(stdout=self.stdout)
+        finally:  # an interrupted load says nothing more: the next start resumes it
+            demo_loading_end()
+
+
+def _demo_loaders() -> list[tuple[str, str]]:
+    """(app label, demo module) of every app that has a demo, in app order."""
+    modules = [(config.verbose_name, getattr(config, "demo_module", f"{config.name}.demo"))
+               for config in apps.get_app_configs()]
+    return [(label, module) for label, module in modules if find_spec(module) is not None]
