@@ -98,6 +98,15 @@ def test_it_explains_how_to_get_campaigns_when_none_has_peoples_actions(operator
     page = operator.get(reverse("evaluation:feedback_calibration")).content.decode()
     assert "Recalibrate from people's judgments" in page and "No campaign has people's actions yet" in page
     assert "Demo: feedback comparison (scripted)" in page and 'id="people-fit"' not in page
+    assert "manage.py load_demo" in page
+
+
+def test_while_the_demo_loads_it_says_the_demo_campaign_is_coming_instead_of_how_to_load_it(operator):
+    from memweb.demo_loading import demo_loading_start
+
+    demo_loading_start(parts_total=3)
+    page = operator.get(reverse("evaluation:feedback_calibration")).content.decode()
+    assert "is still loading" in page and "manage.py load_demo" not in page
 
 
 def test_it_previews_the_fit_to_a_campaigns_people_and_applies_it(operator, operator_user):
