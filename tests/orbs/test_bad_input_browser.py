@@ -54,8 +54,7 @@ def _orb_page(page, live_server, orb, bank):
     _open(page, live_server, reverse("orbs:detail", args=[orb.pk]))
     page.locator("#detail-reason").locator("xpath=ancestor::form").get_by_role("button", name="Reject").click()
     _sees(page, "Give a reason to reject this Orb")
-    _refused(page, live_server, reverse("orbs:detail", args=[orb.pk]), "Merge", "merge target #999999",
-             {"#merge-into": "999999"})
+    _refused(page, live_server, reverse("orbs:merge", args=[orb.pk]), "Review the merge", "choose the Orb to keep")
     _open(page, live_server, reverse("orbs:detail", args=[orb.pk]))
     page.locator("#delete-orb").get_by_role("button", name="Delete").click()
     _sees(page, "Give a reason to delete this Orb")
@@ -139,6 +138,7 @@ PAGES = {
 def test_it_shows_what_went_wrong_on_bad_input_to_every_form(case, browser_page, live_server, role_admin_user,
                                                             make_orb, bank):
     orb = make_orb("My sweater shrank in the wash.", approve=False)
+    make_orb("My wool sweater shrank after one wash.", approve=False)  # a candidate to merge into
     login(browser_page, live_server, role_admin_user)
     case(browser_page, live_server, orb, bank)
 
