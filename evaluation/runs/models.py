@@ -196,6 +196,13 @@ class EvaluationRun(models.Model):
         return self.memory_layer.episode_partials
 
     @property
+    def agent_uses_gold(self) -> bool:
+        """Its offline agent replays the tasks' gold answer: the scripted agent of an imported benchmark
+        (labelled "gold-replay agent (uses the gold answer)" wherever the run's results show)."""
+        return (self.agent_backend == AgentBackend.SCRIPTED and self.task_set is not None
+                and bool(self.task_set.provenance.get("benchmark")))
+
+    @property
     def reflects_with_answer_key(self) -> bool:
         """Its memories were reflected with the gold answer's diagnosis (labelled "oracle")."""
         return self.memory_layer.reflects_with_answer_key(self)

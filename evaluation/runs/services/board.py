@@ -1,7 +1,8 @@
 """The memory-layers leaderboard: for one task set, one row per memory layer (an external layer's
 rows split by the service it reached), from the workspace's completed runs on that set. Scripted
 runs and LLM runs never share a row (a scripted policy's success says nothing of an LLM's), nor do
-runs whose memory was reflected with the gold answer."""
+runs whose memory was reflected with the gold answer, nor runs whose agent replayed it (a benchmark's
+gold-replay agent) with runs whose agent did not."""
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
@@ -17,6 +18,7 @@ class BoardRow:
     name: str
     scripted: bool
     oracle: bool  # its memory was reflected with the gold answer: labelled, never ranked with the others
+    uses_gold: bool  # its agent replayed the gold answer (EvaluationRun.agent_uses_gold): labelled
     runs: list = field(default_factory=list)
     episodes: int = 0
     successes: int = 0
@@ -53,12 +55,12 @@ def _pass_at_trials(run: EvaluationRun) -> float | None:
 
 def memory_layers_board(*, workspace, task_set) -> list[BoardRow]:
     """Rows best first (pooled per-trial success over the row's runs' finished episodes)."""
-    runs = EvaluationRun.objects.of(workspace).filter(
+    runs = EvaluationRun.objects.of(workspace).select_related("task_set").filter(
         task_set=task_set, status=EvaluationRun.Status.COMPLETED).order_by("pk")
-    rows: dict[tuple[str, bool, bool], BoardRow] = {}
+    rows: dict[tuple[str, bool, bool, bool], BoardRow] = {}
     for run in runs:
-        key = (_row_name(run), run.scripted, run.reflects_with_answer_key)
-        row = rows.setdefault(key, BoardRow(name=key[0], scripted=key[1], oracle=key[2]))
+        key = (_row_name(run), run.scripted, run.reflects_with_answer_key, run.agent_uses_gold)
+        row = rows.setdefault(key, BoardRow(name=key[0], scripted=key[1], oracle=key[2], uses_gold=key[3]))
         row.runs.append(run)
         row.episodes += run.episodes_finished - run.episodes_error
         row.successes += run.successes

@@ -49,6 +49,25 @@ def test_the_compare_page_compares_memory_on_a_benchmark_and_refuses_two_benchma
     page = client.get(reverse("evaluation:run_compare"), {"runs": [memorb.pk, plain.pk]})
     assert page.status_code == 200, page.content.decode()[:2000]
     assert "ecom-bench memorb" in page.content.decode() and "ecom-bench none" in page.content.decode()
+    gold_note = f"Run #{memorb.pk} ecom-bench memorb was played by the gold-replay agent (uses the gold answer)"
+    assert gold_note in page.content.decode()
     retail = _played(agent, task_sets["tau2-retail"], "none")
     refused = client.get(reverse("evaluation:run_compare"), {"runs": [memorb.pk, retail.pk]})
     assert refused.status_code == 409 and "task" in refused.content.decode()  # arms differ in more than memory
+
+
+def test_every_page_showing_a_benchmark_runs_results_labels_its_gold_replay_agent(task_sets, agent, client,
+                                                                                  operator_user, builtin):
+    gold = _played(agent, task_sets["ecom-bench"], "none")
+    shop = run_drive(run=prepared(EvaluationRun.objects.get(pk=agent.post(f"{RUNS}/", json.dumps({
+        "name": "shop none", "task_set": builtin.name, "task_ids": ["shop-app-001"], "trials": 1,
+        "memory_mode": "none"}), content_type="application/json").json()["id"])))
+    label = "gold-replay agent (uses the gold answer)"
+    client.force_login(operator_user)
+    runs_list = client.get(reverse("evaluation:run_list")).content.decode()
+    rows = {run.pk: runs_list.split(f'href="{run.get_absolute_url()}"', 1)[1].split("</tr>", 1)[0] for run in (gold, shop)}
+    assert label in rows[gold.pk] and label not in rows[shop.pk]  # the shop's scripted agent reads no gold answer
+    board = client.get(reverse("evaluation:memory_layers_board"), {"task_set": task_sets["ecom-bench"].name})
+    assert label in board.content.decode()
+    shop_board = client.get(reverse("evaluation:memory_layers_board"), {"task_set": builtin.name})
+    assert shop_board.status_code == 200 and label not in shop_board.content.decode()
