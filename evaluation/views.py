@@ -9,12 +9,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from pydantic import ValidationError
 
+from evaluation.environments import DEFAULT_ENVIRONMENT
 from evaluation.forms import BenchmarkImportForm, EpisodeFilterForm, PlayForm, TaskFilterForm, TaskImportForm
 from evaluation.metrics import HARM_ERROR_RATE, MIN_RETRIEVALS
 from evaluation.models import Episode, Task, TaskSet
 from evaluation.services import (
     EpisodeConfigError,
     bank_effects_rank,
+    environments_with_builtin_sets,
     episode_run,
     orb_effects_compute,
     tasks_export_jsonl,
@@ -44,15 +46,23 @@ TASK_SORTING = Sorting(columns={"task": "external_id", "set": "task_set__name", 
 def task_list(request):
     form = TaskFilterForm(request.GET or None, workspace=request.workspace)
     tasks = tasks_filtered(workspace=request.workspace, **form.filters())
+    has_sets = TaskSet.objects.all().exists()
     return list_page(request, rows=tasks, template="evaluation/task_list.html", partial="evaluation/_task_rows.html",
                      sorting=TASK_SORTING,
-                     context={"form": form, "has_sets": TaskSet.objects.all().exists()})
+                     context={"form": form, "has_sets": has_sets,
+                              "builtin_worlds": [] if has_sets else environments_with_builtin_sets()})
 
 
 @require_POST
 @role_required(Role.OPERATOR)
 def tasks_load_builtin(request):
-    task_set = taskset_builtin_load(workspace=request.workspace)
+    worlds = {world.name: world for world in environments_with_builtin_sets()}
+    name = request.POST.get("environment") or DEFAULT_ENVIRONMENT
+    if name not in worlds:
+        messages.error(request, f"No built-in task set for the environment “{name}”: choose one of "
+                                f"{', '.join(sorted(worlds))}.")
+        return redirect("evaluation:task_list")
+    task_set = taskset_builtin_load(workspace=request.workspace, environment_name=name)
     messages.success(request, f"Loaded the built-in task set {task_set.name} ({task_set.tasks.count()} tasks).")
     return redirect("evaluation:task_list")
 

@@ -16,6 +16,7 @@ from evaluation.services.task_sets import (
     ImportReport,
     TaskCopyError,
     TasksCopied,
+    environments_with_builtin_sets,
     task_create,
     task_spec_update,
     task_summary,
@@ -32,7 +33,7 @@ __all__ = [
     "bank_harmful_flag",
     "episode_ref", "episode_run", "episode_save", "episodes_save",
     "episode_simulate", "episode_trajectory", "task_create", "task_spec_update",
-    "task_summary", "taskset_builtin_load", "tasks_export_jsonl",
+    "environments_with_builtin_sets", "task_summary", "taskset_builtin_load", "tasks_export_jsonl",
     "orb_effects_compute", "tasks_filtered", "tasks_fingerprint", "tasks_import_jsonl",
     "TaskCopyError", "TasksCopied", "tasks_copy_into",
 ]

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.db.models import Q, QuerySet
 
-from evaluation.environments import DEFAULT_ENVIRONMENT, Environment, UnknownEnvironment, environment
+from evaluation.environments import DEFAULT_ENVIRONMENT, Environment, UnknownEnvironment, environment, environments
 from evaluation.models import Task, TaskSet, TaskVersion
 from memweb.jsonl import LineRefused, line_object, line_value, numbered_lines, text_size_problem
 from memweb.models import default_workspace_id
@@ -94,6 +94,11 @@ def taskset_builtin_load(*, workspace=None, environment_name: str = DEFAULT_ENVI
         if found is not None and found.spec != spec:
             task_spec_update(task=found, spec=spec)
     return task_set
+
+
+def environments_with_builtin_sets() -> list[Environment]:
+    """The registered environments that ship a built-in task set (imported benchmarks ship none)."""
+    return [world for world in environments() if world.builtin_tasks()]
 
 
 def _workspace_id(workspace) -> int:

@@ -98,3 +98,17 @@ def test_a_run_plays_the_toy_world_end_to_end_and_regrades(library, db, agent, o
     job = agent.get(regrade["Location"]).json()
     assert job["status"] == "succeeded" and job["result"]["changed"] == 2  # both trials of lib-001 fail now
     assert RunRegrade.objects.get(run=run).reward_version == library.reward_version
+
+
+def test_the_empty_task_list_loads_any_environments_built_in_set_and_refuses_an_unknown_one(library, client,
+                                                                                          operator_user):
+    client.force_login(operator_user)
+    page = client.get(reverse("evaluation:task_list")).content.decode()
+    assert 'data-environment="shop"' in page and 'data-environment="library"' in page
+    assert "Load the built-in tasks of library" in page and "library-5" in page
+    loaded = client.post(reverse("evaluation:tasks_load_builtin"), {"environment": "library"}, follow=True)
+    assert "Loaded the built-in task set library-5 (5 tasks)" in loaded.content.decode()
+    assert set(Task.objects.values_list("environment", flat=True)) == {"library"}
+    refused = client.post(reverse("evaluation:tasks_load_builtin"), {"environment": "moon"}, follow=True)
+    assert "No built-in task set for the environment “moon”: choose one of library, shop." in refused.content.decode()
+    assert Task.objects.count() == 5
