@@ -4,8 +4,7 @@ then says."""
 import pytest
 from django.urls import reverse
 
-from annotation.services import assignment_next, judgment_submit
-from tests.annotation.test_quality import _work
+from tests.annotation.test_quality import always_a_campaign
 from tests.browser import login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -13,14 +12,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 def test_a_flagged_annotator_has_one_status_and_it_is_not_good(browser_page, live_server, make_campaign,
                                                                 make_items, annotators, operator_user):
-    campaign = make_campaign(annotators_per_item=3)
-    make_items(campaign, 30)
-    people = annotators(3)
-    for person in people[:2]:
-        _work(campaign, person, check_answer="human", item_answer="human")
-    while (assignment := assignment_next(campaign=campaign, annotator=people[2])) is not None:
-        judgment_submit(token=assignment.token, annotator=people[2],
-                        choices={key: "A" for key in campaign.criterion_keys})
+    campaign, people = always_a_campaign(make_campaign, make_items, annotators)
     page = browser_page
     login(page, live_server, operator_user)
     page.goto(live_server.url + reverse("annotation:campaign_results", args=[campaign.pk]))

@@ -134,7 +134,8 @@ def test_it_reports_intervals_alpha_position_bias_and_competence(make_campaign, 
     assert {"competence", "side_a_share", "spam_reasons", "standing"} <= set(row)
 
 
-def test_it_flags_an_always_a_annotator(make_campaign, make_items, annotators):
+def always_a_campaign(make_campaign, make_items, annotators) -> tuple:
+    """A 30-item campaign judged by two careful annotators and a third who always answers side A."""
     campaign = make_campaign(annotators_per_item=3)
     make_items(campaign, 30)
     people = annotators(3)
@@ -143,6 +144,11 @@ def test_it_flags_an_always_a_annotator(make_campaign, make_items, annotators):
     while (assignment := assignment_next(campaign=campaign, annotator=people[2])) is not None:
         judgment_submit(token=assignment.token, annotator=people[2],
                         choices={key: "A" for key in campaign.criterion_keys})
+    return campaign, people
+
+
+def test_it_flags_an_always_a_annotator(make_campaign, make_items, annotators):
+    campaign, people = always_a_campaign(make_campaign, make_items, annotators)
     rows = {row["annotator"]: row for row in campaign_results(campaign=campaign)["annotators"]}
     assert rows[people[2].username]["side_a_share"] == 1.0 and rows[people[2].username]["spam_reasons"]
     assert Counter(bool(rows[p.username]["spam_reasons"]) for p in people[:2]) == Counter({False: 2})
