@@ -3,6 +3,7 @@ list, and the heading names the bank the queue shows, so nobody approves another
 believing the filter applied; without JavaScript the Search button applies them."""
 import pytest
 from django.urls import reverse
+from playwright.sync_api import expect
 
 from orbs.services import bank_get_or_create
 from tests.browser import login
@@ -12,7 +13,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 def test_choosing_a_bank_filters_the_queue_at_once_and_names_the_bank(browser_page, live_server, reviewer_user,
                                                                       make_orb):
-    from playwright.sync_api import expect
 
     make_orb("My sweater shrank in the wash.", approve=False)
     returns = bank_get_or_create(name="Returns desk")
@@ -25,7 +25,8 @@ def test_choosing_a_bank_filters_the_queue_at_once_and_names_the_bank(browser_pa
     expect(page.locator("#queue-table tbody tr")).to_have_count(1)
     assert "bank=returns-desk" in page.url  # the address keeps the filter, as a link to share
     assert page.locator(f"#orb-row-{kept.pk}").count() == 1
-    assert page.get_by_role("heading", level=1).inner_text() == "Review queue: Returns desk"
+    # The click starts a page load: wait for the new heading rather than read the old page's.
+    expect(page.get_by_role("heading", level=1)).to_have_text("Review queue: Returns desk")
     page.get_by_label("Bank").select_option(label="all banks")
     page.get_by_role("heading", level=1, name="Review queue: all banks").wait_for()
 
@@ -39,5 +40,6 @@ def test_without_javascript_the_search_button_applies_the_filters(browser, live_
     page.goto(live_server.url + reverse("orbs:queue"))
     page.get_by_label("Bank").select_option(label="Returns desk")
     page.get_by_role("button", name="Search").click()
-    assert page.get_by_role("heading", level=1).inner_text() == "Review queue: Returns desk"
+    # The click starts a page load: wait for the new heading rather than read the old page's.
+    expect(page.get_by_role("heading", level=1)).to_have_text("Review queue: Returns desk")
     context.close()
