@@ -8,6 +8,7 @@ urlpatterns = [
     path("runs/new/", views.run_new, name="run_new"),
     path("runs/plan/", views.run_plan, name="run_plan"),
     path("runs/compare/", views.run_compare, name="run_compare"),
+    path("runs/compare/transcripts/", views.run_compare_transcripts, name="run_compare_transcripts"),
     path("memory-layers/", views.memory_layers_board_view, name="memory_layers_board"),
     path("runs/import/", views.run_import_view, name="run_import"),
     path("runs/<int:run_id>/", views.run_detail, name="run_detail"),

@@ -66,12 +66,14 @@ from evaluation.runs.services.board import memory_layers_board
 from evaluation.runs.services.components import run_component_failures
 from evaluation.runs.services.results import run_split_summary
 from evaluation.runs.services.spec import spec_panel
+from evaluation.runs.services.transcripts import TranscriptsNotFound, transcript_runs, transcripts_compare
 from evaluation.runs.services.usage import run_usage
 from memweb.downloads import attachment
 from memweb.listing import Sorting, list_page
 from memweb.roles import Role, role_required
 
 MAX_COMPARED = 6
+SHARED_OFFERED = 12  # tasks both runs played, linked from a page that could not show the asked-for one
 RUN_SORTING = Sorting(columns={
     "run": "pk", "name": "name", "status": "status", "memory": "memory_mode", "agent": "agent_backend",
     "progress": Cast("episodes_finished", FloatField()) / NullIf(F("episodes_total"), 0),
@@ -351,3 +353,22 @@ def run_compare(request):
                "flip_columns": FLIP_COLUMNS,
                "runs_query": runs_query}
     return render(request, "evaluation/runs/compare.html", context, status=409 if refused else 200)
+
+
+@require_GET
+@role_required(Role.OPERATOR)
+def run_compare_transcripts(request):
+    """Runs A and B's transcripts of one task side by side, turn by turn (?a=&b=&task=&trial=); what
+    is missing (a run, the task in one run, the trial) is said on the page, with status 404."""
+    params = request.GET
+    runs, context = (), {}
+    try:
+        runs = transcript_runs(a=params.get("a", ""), b=params.get("b", ""))
+        context = {"compared": transcripts_compare(run_a=runs[0], run_b=runs[1], task_key=params.get("task", ""),
+                                                   trial=params.get("trial"))}
+    except TranscriptsNotFound as exc:
+        context = {"error": str(exc), "shared": exc.shared[:SHARED_OFFERED], "shared_count": len(exc.shared)}
+    pair_query = urlencode({"a": runs[0].pk, "b": runs[1].pk}) if runs else ""
+    context |= {"runs": runs, "pair_query": pair_query,
+                "compare_query": urlencode([("runs", run.pk) for run in runs] + [("shared", "1")])}
+    return render(request, "evaluation/runs/compare_transcripts.html", context, status=404 if "error" in context else 200)

@@ -220,12 +220,15 @@ def _shown(value: object) -> str:
 
 @dataclass
 class ArmsCheck:
-    """One run against the baseline: the settings both had, those they differ in, the tasks compared."""
+    """One run against the baseline: the settings both had, those they differ in, the tasks compared,
+    and on shared tasks how many of the run's and the baseline's tasks the other did not play."""
 
     equal: list[str]
     differences: list[dict]
     tasks: set[str]
     shared: bool
+    only_run: int = 0
+    only_baseline: int = 0
 
     def as_dict(self) -> dict:
         return {"equal": self.equal, "differences": self.differences, "shared_tasks": len(self.tasks) if self.shared
@@ -299,7 +302,9 @@ def runs_comparable_check(*, runs: list[EvaluationRun], shared: bool = False,
                 f"run #{run.pk} and run #{baseline.pk} have different tasks ({len(tasks)} and {len(base_tasks)}; "
                 f"{len(common)} shared by all the compared runs)", shared_tasks=len(common))
         _same_task_versions(run, baseline, common if narrowed else None)
-        checks[run.pk] = ArmsCheck(equal + ([] if narrowed else [TASKS]), differences, common, narrowed)
+        checks[run.pk] = ArmsCheck(equal + ([] if narrowed else [TASKS]), differences, common, narrowed,
+                                   only_run=len(set(tasks) - set(base_tasks)),
+                                   only_baseline=len(set(base_tasks) - set(tasks)))
     for run in runs:
         if not run.metrics_trials:
             raise RunsNotComparable(f"run #{run.pk} has no finished trial yet")
@@ -415,7 +420,7 @@ def _pair(run: EvaluationRun, baseline: EvaluationRun, check: ArmsCheck, cells: 
     metrics["flips"].sort(key=FLIP_SORTS[sort])
     measured = measured_sentence(run, baseline, check)
     return {"run": run, "baseline": baseline, **metrics, "verdict": f"{metrics['verdict']} {measured}",
-            "measures": measured, **check.as_dict()}
+            "measures": measured, **check.as_dict(), "only_run": check.only_run, "only_baseline": check.only_baseline}
 
 
 def runs_compare(*, runs: list[EvaluationRun], sort: str = DEFAULT_SORT, scores: str = "original",
