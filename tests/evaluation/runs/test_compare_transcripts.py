@@ -133,3 +133,14 @@ def test_runs_of_another_workspace_are_unknown_here(client, launch, user_for_rol
     response = client.get(reverse(VIEW), {"a": memory.pk, "b": baseline.pk, "task": TASK_IDS[0]})
     assert response.status_code == 404 and response.context["error"] == f"run A: no run #{memory.pk} in this workspace"
     assert "compared" not in response.context and memory.name not in response.content.decode()
+
+
+def test_each_side_carries_its_runs_scripted_and_gold_replay_labels(operator, launch):
+    baseline, memory = run_drive(run=launch(memory_mode="none", trials=1)), run_drive(run=launch(trials=1))
+    task_set = memory.task_set
+    task_set.provenance = {**task_set.provenance, "benchmark": "tau2-retail"}
+    task_set.save(update_fields=["provenance"])
+    page = operator.get(reverse(VIEW), {"a": memory.pk, "b": baseline.pk, "task": TASK_IDS[0]}).content.decode()
+    for letter in "AB":
+        side = page.split(f'id="sbs-side-{letter}"')[1].split("</section>")[0]
+        assert ">scripted</span>" in side and "gold-replay agent (uses the gold answer)" in side
