@@ -49,10 +49,8 @@ def transcript_runs(*, a: str, b: str) -> tuple[EvaluationRun, EvaluationRun]:
     return runs[0], runs[1]
 
 
-def _played(run: EvaluationRun, task_key: str | None = None) -> list[Played]:
-    rows = RunEpisode.objects.filter(run=run, episode__isnull=False)
-    if task_key is not None:
-        rows = rows.filter(task_key=task_key)
+def _played(run: EvaluationRun, task_key: str) -> list[Played]:
+    rows = RunEpisode.objects.filter(run=run, task_key=task_key, episode__isnull=False)
     return [Played(number, episode_id, success) for number, episode_id, success
             in rows.order_by("trial__number").values_list("trial__number", "episode_id", "success")]
 
