@@ -77,7 +77,7 @@ def _same(values: list[str]) -> list[tuple[str, str]]:
 
 class TraceFilterForm(forms.Form):
     """The traces page's filters; roles and models are the ones the workspace's calls used."""
-    role = forms.ChoiceField(required=False, label="Role")
+    role = forms.ChoiceField(required=False, label="LLM role")
     model = forms.ChoiceField(required=False, label="Model")
     status = forms.ChoiceField(required=False, label="Status", choices=_choices(LLMCall.Status.choices, "any status"))
     min_latency = forms.IntegerField(required=False, min_value=0, max_value=2**31 - 1, label="Min latency (ms)",

@@ -36,6 +36,7 @@ from evaluation.services.episode_search import EpisodeFilters, episodes_filtered
 from evaluation.services.memory_effects import bank_experience_effects_rank, experience_effects_compute
 from evaluation.services.timeline import episode_timeline
 from evaluation.services.traces import (
+    CALL_TOKENS,
     EPISODE_TOKENS,
     calls_of_workspace,
     episodes_with_usage,
@@ -210,7 +211,7 @@ def episode_detail(request, episode_id: int):
 
 TRACE_SORTING = Sorting(columns={
     "when": "created_at", "run": "run_id", "episode": "episode_id", "turn": "turn", "role": "role", "model": "model",
-    "status": "status", "attempts": "attempts", "tokens_in": "tokens_in", "tokens_out": "tokens_out",
+    "status": "status", "attempts": "attempts", "tokens": CALL_TOKENS,
     "latency": "latency_ms", "cost": "cost"})
 
 

@@ -71,6 +71,9 @@ def episodes_with_usage(episodes: QuerySet) -> QuerySet:
 EPISODE_TOKENS = Coalesce(F("llm_tokens_in") + F("llm_tokens_out"), F("tokens_in") + F("tokens_out"))
 
 
+CALL_TOKENS = F("tokens_in") + F("tokens_out")
+
+
 def episode_calls_erred() -> Exists:
     """Whether an LLM call of the outer episode's trace ended in an error (after its retries)."""
     return Exists(LLMCall.objects.filter(trace_id=OuterRef("trace_id"), status=LLMCall.Status.ERROR))

@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from evaluation.models import Episode, Task, TaskSet
 from evaluation.runs.models import EvaluationRun, RunEpisode, Trial
+from evaluation.views import TRACE_SORTING
 from memweb.llm.config import ModelPrice
 from memweb.models import LLMCall, Workspace
 
@@ -74,7 +75,7 @@ def test_the_episode_list_shows_each_episodes_latency_tokens_and_cost(operator):
     a_call(episode, tokens_in=1000, tokens_out=500)  # $0.001 + $0.001
     a_call(episode, role="user_simulator", tokens_in=3000, tokens_out=0)  # $0.003
     body = operator.get(reverse("evaluation:episode_list")).content.decode()
-    assert "4321 ms" in body and "4000 / 500" in body and "$0.0050" in body
+    assert "4321 ms" in body and "4000 → 500" in body and "$0.0050" in body
     row = operator.get(reverse("evaluation:episode_list")).context["page"].object_list[0]
     assert (row.llm_calls, row.llm_tokens_in, row.llm_tokens_out) == (2, 4000, 500)
     assert row.llm_cost == pytest.approx(0.005)
@@ -93,8 +94,9 @@ def test_a_scripted_episode_is_labelled_scripted_never_shown_as_costing_nothing(
     an_episode(task, agent="scripted", customer="agenda")
     body = operator.get(reverse("evaluation:episode_list")).content.decode()
     usage = body.split("ms</td>", 1)[1].split("</tr>", 1)[0]  # the cells after the latency
-    assert usage.count('<span class="badge badge-scripted" title="Offline backends: no LLM call') == 2
-    assert "$0" not in usage and "0 / 0" not in usage
+    assert '<td class="num nowrap" colspan="2">— <span class="badge badge-scripted" title="Offline backends: no LLM ' \
+           'call, so no tokens and no cost">scripted</span></td>' in usage
+    assert "$0" not in usage and "0 → 0" not in usage
 
 
 def test_sorting_by_latency_tokens_and_cost_orders_the_episodes(operator):
@@ -142,7 +144,7 @@ def test_a_tasks_page_shows_the_same_usage_cells(operator):
     task = a_task()
     a_call(an_episode(task), tokens_in=2000, tokens_out=1000)
     body = operator.get(reverse("evaluation:task_detail", args=[task.pk])).content.decode()
-    assert "2000 / 1000" in body and "$0.0040" in body
+    assert "2000 → 1000" in body and "$0.0040" in body
 
 
 # --- the traces page ----------------------------------------------------------------------
@@ -186,7 +188,7 @@ def test_sorting_the_traces_orders_the_calls(operator):
     unpriced = a_call(episode, model=UNPRICED, latency_ms=700, tokens_in=500)
     assert calls_listed(operator, sort="latency") == [fast.pk, unpriced.pk, slow.pk]
     assert calls_listed(operator, sort="-latency") == [slow.pk, unpriced.pk, fast.pk]
-    assert calls_listed(operator, sort="-tokens_in") == [fast.pk, unpriced.pk, slow.pk]
+    assert calls_listed(operator, sort="-tokens") == [fast.pk, unpriced.pk, slow.pk]
     assert calls_listed(operator, sort="-cost") == [fast.pk, slow.pk, unpriced.pk]  # unknown cost last
 
 
@@ -246,3 +248,12 @@ def test_with_no_prices_configured_every_cost_is_unknown(operator, settings):
     trace_page = operator.get(reverse("evaluation:trace_list"), {"sort": "cost"})
     assert trace_page.context["page"].object_list[0].cost is None and trace_page.context["summary"]["cost"] is None
     assert operator.get(reverse("evaluation:episode_list"), {"sort": "-cost"}).context["page"].object_list[0].llm_cost is None
+
+
+def test_the_traces_sort_by_each_of_their_columns_both_ways(operator):
+    a_call(an_episode(a_task()))
+    for key in TRACE_SORTING.columns:
+        for asked in (key, f"-{key}"):
+            response = operator.get(reverse("evaluation:trace_list"), {"sort": asked})
+            assert response.status_code == 200 and "cannot be sorted" not in response.content.decode(), asked
+            assert f'data-sort="{key}"' in response.content.decode()
