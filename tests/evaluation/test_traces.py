@@ -257,3 +257,10 @@ def test_the_traces_sort_by_each_of_their_columns_both_ways(operator):
             response = operator.get(reverse("evaluation:trace_list"), {"sort": asked})
             assert response.status_code == 200 and "cannot be sorted" not in response.content.decode(), asked
             assert f'data-sort="{key}"' in response.content.decode()
+
+
+def test_a_calls_error_text_is_shown_as_text_never_as_markup(operator):
+    # LLMCall.error holds what an endpoint answered; the probe world of tests/reliability has no calls.
+    a_call(an_episode(a_task()), status="error", error='<img src=x onerror="alert(1)">bad gateway')
+    body = operator.get(reverse("evaluation:trace_list")).content.decode()
+    assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;bad gateway" in body and "<img src=x" not in body
