@@ -1,6 +1,7 @@
 """Traces in a browser (issue 32): the traces page filters by role as soon as the role is chosen and
-sorts by latency from its header; the episode list's latency, tokens and cost columns with their
-filter; both pages at desktop and phone widths without sideways scrolling."""
+sorts by latency from its header; its empty state; the episode list's latency, tokens and cost
+columns with their filter, also on a task's page; each at desktop and phone widths without sideways
+scrolling."""
 import os
 import re
 
@@ -66,11 +67,17 @@ def test_the_traces_page_filters_by_role_and_sorts_by_latency(browser_page, live
 
 def test_the_episode_list_shows_usage_and_filters_by_latency(browser_page, live_server, operator_user):
     task = a_task()
-    slow = an_episode(task, latency_ms=7000)
-    a_call(slow, tokens_in=2000, tokens_out=1000)
     an_episode(task, agent="scripted", customer="agenda", latency_ms=80)
     page = browser_page
     login(page, live_server, operator_user)
+    page.goto(live_server.url + reverse("evaluation:trace_list"))
+    expect(page.locator("#trace-empty")).to_contain_text("Scripted runs make no LLM calls")
+    _shots(page, "traces-empty")
+    slow = an_episode(task, latency_ms=7000)
+    a_call(slow, tokens_in=2000, tokens_out=1000)
+    page.goto(live_server.url + reverse("evaluation:task_detail", args=[task.pk]))
+    expect(page.locator("#task-episodes + .table-wrap tbody tr")).to_have_count(2)
+    _shots(page, "task")
     page.goto(live_server.url + reverse("evaluation:episode_list"))
     expect(page.locator("#episode-count")).to_have_text(re.compile(r"^2 episodes"))
     scripted_row = page.locator("#episode-rows tbody tr", has_text="80 ms")
