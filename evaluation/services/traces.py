@@ -66,11 +66,9 @@ def episodes_with_usage(episodes: QuerySet) -> QuerySet:
     )
 
 
-# The episode list's sort keys over the usage above: tokens as the calls counted them, else as the
-# episode stored them (episodes played before calls were traced).
+# Sort keys. An episode's tokens as its calls counted them, else as it stored them (episodes played
+# before calls were traced); a call's tokens in and out together.
 EPISODE_TOKENS = Coalesce(F("llm_tokens_in") + F("llm_tokens_out"), F("tokens_in") + F("tokens_out"))
-
-
 CALL_TOKENS = F("tokens_in") + F("tokens_out")
 
 
