@@ -6,7 +6,9 @@ from evaluation.environments import DEFAULT_ENVIRONMENT, DEFAULT_MAX_TURNS, ERRO
 from evaluation.memory_layers.registry import memory_layer_choices
 from evaluation.models import Difficulty, Domain, ErrorKind, Split, TaskSet
 from evaluation.services.episode_search import EpisodeFilters, reward_component_choices
+from evaluation.services.traces import TraceFilters, call_models_of, call_roles_of
 from memweb.jsonl import upload_text
+from memweb.models import LLMCall
 
 MAX_UPLOAD_BYTES = 5 * 1024 * 1024
 
@@ -53,11 +55,45 @@ class EpisodeFilterForm(forms.Form):
                                label="Memory mode")
     backend = forms.ChoiceField(required=False, choices=_choices((("scripted", "scripted agent"), ("llm", "LLM agent")),
                                                                  "any agent"), label="Agent backend")
+    min_latency = forms.IntegerField(required=False, min_value=0, max_value=2**31 - 1, label="Min latency (ms)",
+                                     widget=forms.NumberInput(attrs={"placeholder": "any latency"}))
+    error = forms.ChoiceField(required=False, label="Errors", choices=_choices(
+        (("infrastructure", "infrastructure error"), ("llm", "LLM call error")), "any or none"))
+    model = forms.ChoiceField(required=False, label="LLM model")
+
+    def __init__(self, *args, workspace, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["model"].choices = _choices(_same(call_models_of(workspace)), "any model")
 
     def filters(self) -> EpisodeFilters:
         """The valid filters (a field with an error filters nothing; the form shows why)."""
         self.is_valid()
         return EpisodeFilters(**{name: value for name, value in self.cleaned_data.items() if value not in (None, "")})
+
+
+def _same(values: list[str]) -> list[tuple[str, str]]:
+    return [(value, value) for value in values]
+
+
+class TraceFilterForm(forms.Form):
+    """The traces page's filters; roles and models are the ones the workspace's calls used."""
+    role = forms.ChoiceField(required=False, label="LLM role")
+    model = forms.ChoiceField(required=False, label="Model")
+    status = forms.ChoiceField(required=False, label="Status", choices=_choices(LLMCall.Status.choices, "any status"))
+    min_latency = forms.IntegerField(required=False, min_value=0, max_value=2**31 - 1, label="Min latency (ms)",
+                                     widget=forms.NumberInput(attrs={"placeholder": "any latency"}))
+    run = forms.IntegerField(required=False, min_value=1, max_value=2**31 - 1, label="Run #",
+                             widget=forms.NumberInput(attrs={"placeholder": "any run"}))
+
+    def __init__(self, *args, workspace, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["role"].choices = _choices(_same(call_roles_of(workspace)), "any role")
+        self.fields["model"].choices = _choices(_same(call_models_of(workspace)), "any model")
+
+    def filters(self) -> TraceFilters:
+        """The valid filters (a field with an error filters nothing; the form shows why)."""
+        self.is_valid()
+        return TraceFilters(**{name: value for name, value in self.cleaned_data.items() if value not in (None, "")})
 
 
 class BenchmarkImportForm(forms.Form):

@@ -15,6 +15,7 @@ urlpatterns = [
     path("tasks/<int:task_id>/play/", views.task_play, name="task_play"),
     path("episodes/", views.episode_list, name="episode_list"),
     path("episodes/<int:episode_id>/", views.episode_detail, name="episode_detail"),
+    path("traces/", views.trace_list, name="trace_list"),
     path("memory/<slug:slug>/effects/", views.memory_effects, name="memory_effects"),
     path("memory/orbs/<int:orb_id>/effect/", views.orb_effect, name="orb_effect"),
     path("memory/<slug:slug>/experience-effects/", views.experience_effects, name="experience_effects"),

@@ -1,5 +1,5 @@
-"""Pages: the task list, a task, task import/export, episodes and their transcripts, and what each
-memory is worth."""
+"""Pages: the task list, a task, task import/export, episodes and their transcripts, the LLM calls
+across runs (traces), and what each memory is worth."""
 from dataclasses import replace
 
 from django.contrib import messages
@@ -10,7 +10,14 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from pydantic import ValidationError
 
 from evaluation.environments import DEFAULT_ENVIRONMENT
-from evaluation.forms import BenchmarkImportForm, EpisodeFilterForm, PlayForm, TaskFilterForm, TaskImportForm
+from evaluation.forms import (
+    BenchmarkImportForm,
+    EpisodeFilterForm,
+    PlayForm,
+    TaskFilterForm,
+    TaskImportForm,
+    TraceFilterForm,
+)
 from evaluation.metrics import HARM_ERROR_RATE, MIN_RETRIEVALS
 from evaluation.models import Episode, Task, TaskSet
 from evaluation.services import (
@@ -28,6 +35,15 @@ from evaluation.services.benchmarks import BenchmarkImportError, benchmark_impor
 from evaluation.services.episode_search import EpisodeFilters, episodes_filtered
 from evaluation.services.memory_effects import bank_experience_effects_rank, experience_effects_compute
 from evaluation.services.timeline import episode_timeline
+from evaluation.services.traces import (
+    CALL_TOKENS,
+    EPISODE_TOKENS,
+    calls_of_workspace,
+    episodes_with_usage,
+    traces_filtered,
+    traces_listed,
+    traces_summary,
+)
 from memweb.downloads import attachment
 from memweb.listing import CappedPaginator, Sorting, list_page
 from memweb.roles import Role, has_role, role_required
@@ -72,7 +88,7 @@ def tasks_load_builtin(request):
 def task_detail(request, task_id: int):
     task = get_object_or_404(Task.objects.select_related("task_set"), pk=task_id)
     context = {"task": task, "spec": task.spec, "form": PlayForm(),
-               "episodes": task.episodes.all()[:20]}
+               "episodes": episodes_with_usage(task.episodes.all())[:20]}
     return render(request, "evaluation/task_detail.html", context)
 
 
@@ -90,7 +106,7 @@ def task_play(request, task_id: int):
         else:
             return redirect(episode)
     context = {"task": task, "spec": task.spec, "form": form, "play_error": error,
-               "episodes": task.episodes.all()[:20]}
+               "episodes": episodes_with_usage(task.episodes.all())[:20]}
     return render(request, "evaluation/task_detail.html", context, status=422)
 
 
@@ -151,13 +167,14 @@ def task_export(request):
 
 EPISODE_SORTING = Sorting(columns={
     "id": "pk", "task": "task__external_id", "outcome": "success", "reward": "reward", "agent": "agent_backend",
-    "memory": "memory_kind", "turns": "turns", "ended": "ended_by", "when": "created_at"})
+    "memory": "memory_kind", "turns": "turns", "ended": "ended_by", "when": "created_at",
+    "latency": "latency_ms", "tokens": EPISODE_TOKENS, "cost": "llm_cost"})
 
 
 @require_GET
 @role_required(Role.OPERATOR)
 def episode_list(request):
-    form = EpisodeFilterForm(request.GET)
+    form = EpisodeFilterForm(request.GET, workspace=request.workspace)
     filters = form.filters()
     return list_page(request, rows=episodes_filtered(filters=filters, workspace=request.workspace),
                      template="evaluation/episode_list.html", partial="evaluation/_episode_rows.html",
@@ -188,6 +205,27 @@ def episode_detail(request, episode_id: int):
                                 pk=episode_id)
     context = {"episode": episode, "spec": episode.task_snapshot, "timeline": episode_timeline(episode=episode)}
     return render(request, "evaluation/episode_detail.html", context)
+
+
+# --- traces: every LLM call of the workspace's episodes ---------------------------------------
+
+TRACE_SORTING = Sorting(columns={
+    "when": "created_at", "run": "run_id", "episode": "episode_id", "turn": "turn", "role": "role", "model": "model",
+    "status": "status", "attempts": "attempts", "tokens": CALL_TOKENS,
+    "latency": "latency_ms", "cost": "cost"})
+
+
+@require_GET
+@role_required(Role.OPERATOR)
+def trace_list(request):
+    form = TraceFilterForm(request.GET, workspace=request.workspace)
+    filters = form.filters()
+    calls = traces_filtered(filters=filters, workspace=request.workspace)
+    context = {"form": form, "filters": filters, "summary": traces_summary(calls),
+               "any_calls": bool(filters.active()) or calls_of_workspace(request.workspace).exists()}
+    return list_page(request, rows=traces_listed(calls, workspace=request.workspace),
+                     template="evaluation/trace_list.html", partial="evaluation/_trace_rows.html",
+                     sorting=TRACE_SORTING, context=context)
 
 
 # --- what each memory is worth (randomised withholding) -----------------------------------------

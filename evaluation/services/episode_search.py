@@ -1,5 +1,6 @@
 """The episode list's filters: run, task, outcome, failed reward component, memory mode, backend,
-and full-text search over what was said in the transcript (ranked, with a highlighted snippet)."""
+latency, errors, the model its LLM calls used, and full-text search over what was said in the
+transcript (ranked, with a highlighted snippet). Each listed episode carries its LLM usage."""
 from dataclasses import dataclass
 
 from django.contrib.postgres.search import SearchHeadline, SearchQuery, SearchRank
@@ -9,6 +10,7 @@ from django.db.models.functions import Cast
 from evaluation.configs import AgentBackend
 from evaluation.environments import environments
 from evaluation.models import SEARCH_CONFIG, Episode, transcript_texts
+from evaluation.services.traces import episode_calls_erred, episode_calls_used, episodes_with_usage
 
 # The reward's pass/fail components (evaluation.shop.reward); a failed one is 0.0 in reward_breakdown.
 REWARD_COMPONENTS = (
@@ -41,16 +43,21 @@ class EpisodeFilters:
     memory: str = ""
     backend: str = ""  # "scripted" / "llm" (the agent's)
     q: str = ""
+    min_latency: int | None = None  # ms, the whole episode's
+    error: str = ""  # "infrastructure" (the episode could not finish) / "llm" (a call failed after its retries)
+    model: str = ""  # a model one of its LLM calls used
 
     def active(self) -> dict[str, object]:
         return {name: value for name, value in vars(self).items() if value not in (None, "")}
 
 
 def episodes_filtered(*, filters: EpisodeFilters, workspace) -> QuerySet:
-    """The `workspace`'s episodes that pass every filter, newest first; with a text search, best
-    match first and each carrying `rank` and `snippet`."""
+    """The `workspace`'s episodes that pass every filter, newest first, each with its LLM usage
+    (services.traces.episodes_with_usage); with a text search, best match first and each carrying
+    `rank` and `snippet`."""
     episodes = Episode.objects.select_related("task", "task__task_set").of(workspace).defer(
         "transcript_search")
+    episodes = episodes_with_usage(_measured(episodes, filters))
     if filters.run is not None:
         # Runs sit above this app: their rows point at episodes, so the reverse relation filters
         # without importing them.
@@ -68,6 +75,19 @@ def episodes_filtered(*, filters: EpisodeFilters, workspace) -> QuerySet:
         scripted = Q(agent_backend=AgentBackend.SCRIPTED) | Q(agent_backend__startswith=f"{AgentBackend.SCRIPTED}:")
         episodes = episodes.filter(scripted) if filters.backend == "scripted" else episodes.exclude(scripted)
     return _searched(episodes, filters.q.strip()) if filters.q.strip() else episodes
+
+
+def _measured(episodes: QuerySet, filters: EpisodeFilters) -> QuerySet:
+    """The filters on what an episode cost: its latency, its errors, its calls' model."""
+    if filters.min_latency is not None:
+        episodes = episodes.filter(latency_ms__gte=filters.min_latency)
+    if filters.error == "infrastructure":
+        episodes = episodes.filter(status=Episode.Status.ERROR)
+    elif filters.error == "llm":
+        episodes = episodes.filter(episode_calls_erred())
+    if filters.model:
+        episodes = episodes.filter(episode_calls_used(filters.model))
+    return episodes
 
 
 def _searched(episodes: QuerySet, text: str) -> QuerySet:
