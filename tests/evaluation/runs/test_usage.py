@@ -44,3 +44,4 @@ def test_the_run_page_sums_its_episodes_calls_by_role(operator, launch, settings
     page = operator.get(reverse("evaluation:run_detail", args=[run.pk])).content.decode()
     assert '<tr data-role="actor">' in page and "385 ms" in page and "$0.0120" in page
     assert '<tr data-role="scorer">' in page and 'id="run-usage-scripted"' not in page
+    assert f'{reverse("evaluation:trace_list")}?run={run.pk}" id="run-traces-link"' in page  # each call, one by one
