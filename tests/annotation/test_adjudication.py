@@ -89,6 +89,14 @@ def test_the_disagreements_page_sets_and_shows_the_final_label(client, disputed,
     assert f"by {operator_user.username}" in page and NOTE in page and "settled 1 of 3" in page
 
 
+def test_the_note_is_shown_as_text(client, disputed, operator_user):
+    campaign, item = disputed
+    adjudicate(item=item, labels={"relevance": "tie"}, note="<script>alert(1)</script>", decided_by=operator_user)
+    client.force_login(operator_user)
+    page = client.get(reverse("annotation:campaign_disagreements", args=[campaign.pk])).content.decode()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<script>alert(1)" not in page
+
+
 def test_the_disagreements_page_shows_a_refused_decision_at_its_field(client, disputed, operator_user):
     campaign, item = disputed
     client.force_login(operator_user)

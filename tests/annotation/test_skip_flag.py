@@ -94,11 +94,12 @@ def test_the_lead_sees_flags_with_reasons_and_withdraws_or_clears(client, campai
     assignment_flag(token=first.token, annotator=flagger, reason=Flag.Reason.BROKEN, note="the agent's turns are empty")
     second_item = make_items(campaign, 1)[0]
     second = assignment_next(campaign=campaign, annotator=flagger)
-    assignment_flag(token=second.token, annotator=flagger, reason=Flag.Reason.UNCLEAR)
+    assignment_flag(token=second.token, annotator=flagger, reason=Flag.Reason.UNCLEAR, note="<b>which side?</b>")
     client.force_login(operator_user)
     detail = reverse("annotation:campaign_detail", args=[campaign.pk])
     page = client.get(detail).content.decode()
     assert "Broken conversation" in page and "the agent&#x27;s turns are empty" in page and "Unclear" in page
+    assert "&lt;b&gt;which side?&lt;/b&gt;" in page and "<b>which side?" not in page  # shown as text
     client.post(reverse("annotation:item_withdraw", args=[campaign.pk, first.item_id]))
     assert not Item.objects.filter(pk=first.item_id).exists()
     client.post(reverse("annotation:item_flags_clear", args=[campaign.pk, second_item.pk]))
