@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 from playwright.sync_api import expect
 
-from annotation.models import Adjudication, Flag, RosterMember, Skip
+from annotation.models import Adjudication, FeedbackTask, Flag, RosterMember, Skip
 from annotation.services import assignment_next, judgment_submit
 from tests.browser import login
 
@@ -126,3 +126,22 @@ def test_the_lead_settles_a_disagreement(browser_page, live_server, make_campaig
     page.goto(results)
     expect(page.locator("#adjudication")).to_contain_text("The lead settled 1 disputed item")
     _shoot(page, results, "results-adjudication")
+
+
+def test_a_writer_sees_their_place_and_skips_a_conversation(browser_page, live_server, make_campaign, make_items,
+                                                            annotator_user):
+    campaign = make_campaign()
+    for item in make_items(campaign, 2, human_feedback=""):
+        FeedbackTask.objects.create(campaign=campaign, item=item)
+    page = browser_page
+    login(page, live_server, annotator_user)
+    page.goto(live_server.url + reverse("annotation:queue"))
+    page.get_by_role("button", name="Write feedback").click()
+    expect(page.locator(".position")).to_have_text("Item 1 of 2 for you in this campaign")
+    first_url = page.url
+    _shoot(page, first_url, "write-position")
+    page.get_by_text("Cannot work on this conversation?").click()
+    page.get_by_role("button", name="Skip this conversation").click()
+    page.wait_for_url(lambda url: url != first_url)
+    expect(page.locator(".position")).to_have_text("Item 1 of 1 for you in this campaign")
+    assert Skip.objects.get().stage == "writing"
