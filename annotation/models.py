@@ -357,3 +357,120 @@ class Participant(models.Model):
     @property
     def attention_accuracy(self) -> float | None:
         return self.attention_correct / self.attention_total if self.attention_total else None
+
+
+class RosterMember(models.Model):
+    """An annotator the lead chose for a campaign. A campaign with no members is open to every
+    annotator of its workspace (how campaigns worked before rosters)."""
+
+    WORKSPACE_PATH = "campaign__workspace"  # memweb.workspaces
+    objects = WorkspaceManager()
+    all_workspaces = AllWorkspacesManager()
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="roster")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                                  related_name="annotation_rosters")
+    added_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                 related_name="+")
+    added_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["annotator__username"]
+        constraints = [models.UniqueConstraint(fields=["campaign", "annotator"], name="annotation_roster_once")]
+
+    def __str__(self) -> str:
+        return f"{self.annotator} on {self.campaign}"
+
+
+class Stage(models.TextChoices):
+    """Which of the study's two steps an annotator was at when they skipped or flagged an item."""
+    WRITING = "writing", "Writing feedback"
+    JUDGING = "judging", "Judging"
+
+
+class Skip(models.Model):
+    """An annotator passed on an item: it goes to someone else and never back to them."""
+
+    WORKSPACE_PATH = "campaign__workspace"  # memweb.workspaces
+    objects = WorkspaceManager()
+    all_workspaces = AllWorkspacesManager()
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="skips")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="skips")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                                  related_name="annotation_skips")
+    stage = models.CharField(max_length=8, choices=Stage.choices)
+    reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["pk"]
+
+    def __str__(self) -> str:
+        return f"{self.annotator} skipped {self.item}"
+
+
+class Flag(models.Model):
+    """An annotator reported an item to the lead. While a flag is open the item is handed to nobody;
+    the lead withdraws the item or clears the flag (who and when are kept)."""
+
+    WORKSPACE_PATH = "campaign__workspace"  # memweb.workspaces
+    objects = WorkspaceManager()
+    all_workspaces = AllWorkspacesManager()
+
+    class Reason(models.TextChoices):
+        BROKEN = "broken", "Broken conversation"
+        OFFENSIVE = "offensive", "Offensive content"
+        UNCLEAR = "unclear", "Unclear what to judge"
+        OTHER = "other", "Other"
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="flags")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="flags")
+    flagged_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
+                                   related_name="annotation_flags")
+    stage = models.CharField(max_length=8, choices=Stage.choices)
+    reason = models.CharField(max_length=16, choices=Reason.choices)
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    cleared_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    cleared_at = models.DateTimeField(null=True, blank=True, db_index=True)
+
+    class Meta:
+        ordering = ["pk"]
+
+    def __str__(self) -> str:
+        return f"flag on {self.item} ({self.reason})"
+
+    @property
+    def is_open(self) -> bool:
+        return self.cleared_at is None
+
+
+class Adjudication(models.Model):
+    """The lead's final label for one criterion of a disputed item. Every decision is kept; the
+    latest per item and criterion is the final label, the earlier ones its history."""
+
+    WORKSPACE_PATH = "campaign__workspace"  # memweb.workspaces
+    objects = WorkspaceManager()
+    all_workspaces = AllWorkspacesManager()
+
+    class Label(models.TextChoices):
+        HUMAN = HUMAN, "Human feedback better"
+        SIMULATED = SIMULATED, "Simulated feedback better"
+        TIE = TIE, "Tie"
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="adjudications")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="adjudications")
+    criterion = models.CharField(max_length=40)
+    label = models.CharField(max_length=16, choices=Label.choices)
+    note = models.TextField()
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
+                                   related_name="annotation_adjudications")
+    decided_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["pk"]
+
+    def __str__(self) -> str:
+        return f"{self.item} {self.criterion}: {self.label}"

@@ -25,4 +25,12 @@ urlpatterns = [
     path("campaigns/<int:pk>/write-next/", views.write_next, name="write_next"),
     path("judge/<uuid:token>/", views.judge, name="judge"),
     path("write/<uuid:token>/", views.write, name="write"),
+    path("campaigns/<int:pk>/roster/add/", views.roster_add, name="roster_add"),
+    path("campaigns/<int:pk>/roster/<int:annotator_id>/remove/", views.roster_remove, name="roster_remove"),
+    path("campaigns/<int:pk>/items/<int:item_id>/clear-flags/", views.item_flags_clear, name="item_flags_clear"),
+    path("campaigns/<int:pk>/items/<int:item_id>/adjudicate/", views.item_adjudicate, name="item_adjudicate"),
+    path("judge/<uuid:token>/skip/", views.judge_skip, name="judge_skip"),
+    path("judge/<uuid:token>/flag/", views.judge_flag, name="judge_flag"),
+    path("write/<uuid:token>/skip/", views.write_skip, name="write_skip"),
+    path("write/<uuid:token>/flag/", views.write_flag, name="write_flag"),
 ]

@@ -17,7 +17,7 @@ from annotation.forms import (
     ItemEditForm,
     UploadForm,
 )
-from annotation.models import Assignment, Campaign, FeedbackTask, Item, Reaction
+from annotation.models import Adjudication, Assignment, Campaign, FeedbackTask, Flag, Item, Reaction
 from annotation.services.intake import FIELDS, MAX_UPLOAD_BYTES, REQUIRED, ImportReport, RowProblem
 from memweb.downloads import attachment
 from memweb.jsonl import upload_text
@@ -103,8 +103,21 @@ def _detail_context(request, campaign: Campaign, **extra) -> dict:
         **sorted_page(request, items, sorting=ITEM_SORTING, per_page=PAGE_SIZE), "filters": filters,
         "stages": services.STAGES, "facets": services.item_facets(campaign=campaign),
         "upload_form": UploadForm(), "fields": FIELDS, "required": REQUIRED, "study_sources": study_sources(),
-        **extra,
+        "flagged_ids": services.flagged_item_ids(campaign=campaign),
+        **_roster_context(campaign), **_flags_context(campaign), **extra,
     }
+
+
+def _roster_context(campaign: Campaign) -> dict:
+    return {"roster": services.roster_members(campaign=campaign),
+            "roster_candidates": services.roster_candidates(campaign=campaign),
+            "workspace_annotator_count": services.workspace_annotators(campaign=campaign).count()}
+
+
+def _flags_context(campaign: Campaign) -> dict:
+    flags = list(services.flags_open(campaign=campaign))
+    return {"flags": [{"flag": flag, "locked": services.item_lock_reason(item=flag.item)} for flag in flags],
+            "skips": services.skips_count(campaign=campaign)}
 
 
 def _progress_context(campaign: Campaign) -> dict:
@@ -186,9 +199,48 @@ def item_withdraw(request, pk: int, item_id: int):
 @role_required(Role.OPERATOR)
 def campaign_disagreements(request, pk: int):
     campaign = get_object_or_404(Campaign, pk=pk)
-    rows = services.disagreements_list(campaign=campaign)
-    return render(request, "annotation/disagreements.html",
-                  {"campaign": campaign, "page": page_of(request, rows, per_page=PAGE_SIZE), "query": ""})
+    return render(request, "annotation/disagreements.html", _disagreements_context(request, campaign))
+
+
+def _disagreements_context(request, campaign: Campaign, failed: dict | None = None) -> dict:
+    rows = services.disagreements_adjudicated(campaign=campaign)
+    if failed:
+        _refusal_attach(rows, failed)
+    return {"campaign": campaign, "page": page_of(request, rows, per_page=PAGE_SIZE), "query": "",
+            "final_choices": Adjudication.Label.choices, "error": failed and failed["error"],
+            "error_item": failed and failed["item_id"]}
+
+
+def _refusal_attach(rows: list[dict], failed: dict) -> None:
+    """Put a refused adjudication's values and problem back on its item's form."""
+    error = failed["error"]
+    for row in rows:
+        if row["item_id"] != failed["item_id"]:
+            continue
+        row["failed"] = {"field": error.field, "reason": error.reason, "note": failed["note"]}
+        for criterion in row["criteria"]:
+            criterion["posted"] = failed["labels"].get(criterion["key"], "")
+            criterion["error"] = error.reason if error.field == criterion["key"] else ""
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def item_adjudicate(request, pk: int, item_id: int):
+    """The lead's final label per criterion of a disputed item, with a note."""
+    item = get_object_or_404(Item.objects.select_related("campaign"), pk=item_id, campaign_id=pk)
+    labels = {key: request.POST.get(f"final_{key}", "") for key in item.campaign.criterion_keys}
+    note = request.POST.get("note", "")
+    try:
+        decided = services.adjudicate(item=item, labels=labels, note=note, decided_by=request.user)
+    except services.AdjudicationError as error:
+        failed = {"item_id": item.pk, "labels": labels, "note": note, "error": error}
+        context = _disagreements_context(request, item.campaign, failed=failed)
+        return render(request, "annotation/disagreements.html", context, status=400)
+    messages.success(request, f"Item #{item.pk}: final label set for {len(decided)} "
+                              f"criteri{'on' if len(decided) == 1 else 'a'}.")
+    page = request.GET.get("page", "")
+    query = f"?page={page}" if page.isdigit() else ""
+    return redirect(reverse("annotation:campaign_disagreements", args=[pk]) + query + f"#split-{item.pk}")
 
 
 @require_GET
@@ -252,8 +304,9 @@ def campaign_import(request):
 def campaign_results(request, pk: int):
     campaign = get_object_or_404(Campaign, pk=pk)
     results = services.campaign_results(campaign=campaign)
-    return render(request, "annotation/results.html", {"campaign": campaign, "results": results,
-                                                       "chart_data": _chart_data(results)})
+    return render(request, "annotation/results.html", {
+        "campaign": campaign, "results": results, "chart_data": _chart_data(results),
+        "adjudication": services.adjudication_summary(campaign=campaign)})
 
 
 @require_POST
@@ -273,6 +326,47 @@ def participant_standing(request, pk: int, annotator_id: int):
         response["HX-Refresh"] = "true"  # every figure changes with who is counted
         return response
     return redirect("annotation:campaign_results", pk=campaign.pk)
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def roster_add(request, pk: int):
+    campaign = get_object_or_404(Campaign, pk=pk)
+    try:
+        member = services.roster_add(campaign=campaign, annotator_id=request.POST.get("annotator", ""),
+                                     added_by=request.user)
+    except services.RosterError as error:
+        messages.error(request, f"Roster: {error}.")
+    else:
+        messages.success(request, f"{member.annotator.username} may now work on this campaign.")
+    return redirect(reverse("annotation:campaign_detail", args=[pk]) + "#roster")
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def roster_remove(request, pk: int, annotator_id: int):
+    campaign = get_object_or_404(Campaign, pk=pk)
+    try:
+        released = services.roster_remove(campaign=campaign, annotator_id=annotator_id)
+    except services.RosterError as error:
+        messages.error(request, f"Roster: {error}.")
+    else:
+        messages.success(request, f"Removed from the roster; {released} unfinished item{'s' if released != 1 else ''} "
+                                  "went back to the others.")
+    return redirect(reverse("annotation:campaign_detail", args=[pk]) + "#roster")
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def item_flags_clear(request, pk: int, item_id: int):
+    """The lead keeps a flagged item: its flags are cleared and it goes back to the annotators."""
+    item = get_object_or_404(Item, pk=item_id, campaign_id=pk)
+    cleared = services.flags_clear(item=item, cleared_by=request.user)
+    if cleared:
+        messages.success(request, f"Item #{item.pk}: flag cleared; it goes back to the annotators.")
+    else:
+        messages.info(request, f"Item #{item.pk} had no open flag.")
+    return redirect(reverse("annotation:campaign_detail", args=[pk]) + "#flags")
 
 
 def _chart_data(results: dict) -> dict:
@@ -299,7 +393,8 @@ def _chart_data(results: dict) -> dict:
 @role_required(Role.OPERATOR)
 def campaign_export(request, pk: int, kind: str, fmt: str):
     campaign = get_object_or_404(Campaign, pk=pk)
-    builders = {"judgments": services.judgment_records, "results": services.result_records}
+    builders = {"judgments": services.judgment_records, "results": services.result_records,
+                "labels": services.final_label_records}
     if (kind not in builders or fmt not in ("csv", "jsonl")) and (kind, fmt) != ("campaign", "jsonl"):
         raise Http404("unknown export")
     content_type = "text/csv" if fmt == "csv" else "application/x-ndjson"
@@ -314,7 +409,8 @@ def campaign_export(request, pk: int, kind: str, fmt: str):
 @role_required(Role.ANNOTATOR)
 def queue(request):
     campaigns = Campaign.objects.filter(status=Campaign.Status.OPEN).order_by("name")
-    rows = [_queue_row(campaign, request.user) for campaign in campaigns if campaign.is_accepting_work()]
+    rows = [_queue_row(campaign, request.user) for campaign in campaigns if campaign.is_accepting_work()
+            and services.annotator_allowed(campaign=campaign, annotator=request.user)]
     return render(request, "annotation/queue.html", {"rows": rows})
 
 
@@ -328,7 +424,7 @@ def _queue_row(campaign: Campaign, user) -> dict:
         "judged": Assignment.objects.filter(campaign=campaign, annotator=user,
                                             status=Assignment.Status.COMPLETED).count(),
         "writing": services.feedback_task_active(campaign=campaign, writer=user),
-        "to_write": FeedbackTask.objects.filter(campaign=campaign, status=FeedbackTask.Status.OPEN).count(),
+        "to_write": services.feedback_tasks_open_for(campaign=campaign, writer=user).count(),
         "written": FeedbackTask.objects.filter(campaign=campaign, writer=user,
                                                status=FeedbackTask.Status.DONE).count(),
         "standing": getattr(services.participant_standing(campaign=campaign, annotator=user), "standing", ""),
@@ -377,7 +473,10 @@ def _judge_context(assignment: Assignment, user, **extra) -> dict:
     chosen = extra.pop("posted", None) or (judgment.choices if judgment else {})
     criteria = [{**criterion, "chosen": chosen.get(criterion["key"], "")} for criterion in campaign.criteria]
     done = Assignment.objects.filter(campaign=campaign, annotator=user, status=Assignment.Status.COMPLETED).count()
+    position, total = services.judging_position(assignment=assignment, annotator=user)
     return {
+        "position": position, "total": total, "flag_reasons": Flag.Reason.choices,
+        "in_hand": assignment.status == Assignment.Status.ASSIGNED, "triage": extra.pop("triage", {}),
         "token": assignment.token, "campaign": campaign, "item": _context_of(assignment.item),
         "feedback_a": assignment.feedback_for_side("A"), "feedback_b": assignment.feedback_for_side("B"),
         "criteria": criteria, "options": services.side_options(campaign), "judged": judgment is not None,
@@ -401,6 +500,95 @@ def _context_of(item) -> dict:
 
 @require_POST
 @role_required(Role.ANNOTATOR)
+def judge_skip(request, token):
+    """Pass on this item: it goes to another annotator, and the next one comes to you."""
+    assignment = _assignment_of(request, token)
+    try:
+        services.assignment_skip(token=token, annotator=request.user, reason=request.POST.get("skip_reason", ""))
+    except services.SubmitError as error:
+        return _judge_triage_refused(request, assignment, error)
+    messages.info(request, "Item skipped; it goes to another annotator.")
+    return _judge_next_redirect(request, assignment.campaign)
+
+
+@require_POST
+@role_required(Role.ANNOTATOR)
+def judge_flag(request, token):
+    """Report this item to the campaign's lead; nobody is given it until the lead decides."""
+    assignment = _assignment_of(request, token)
+    try:
+        services.assignment_flag(token=token, annotator=request.user, reason=request.POST.get("flag_reason", ""),
+                                 note=request.POST.get("flag_note", ""))
+    except services.SubmitError as error:
+        return _judge_triage_refused(request, assignment, error)
+    messages.info(request, "Item flagged for the campaign's lead. Thank you!")
+    return _judge_next_redirect(request, assignment.campaign)
+
+
+def _assignment_of(request, token) -> Assignment:
+    return get_object_or_404(Assignment.objects.select_related("item", "campaign"), token=token,
+                             annotator=request.user)
+
+
+def _judge_triage_refused(request, assignment: Assignment, error):
+    assignment.refresh_from_db()
+    context = _judge_context(assignment, request.user, triage=_posted_triage(request), **_triage_errors(error))
+    return render(request, "annotation/judge.html", context, status=400)
+
+
+TRIAGE_FIELDS = ("skip_reason", "flag_reason", "flag_note")
+
+
+def _posted_triage(request) -> dict:
+    return {name: request.POST.get(name, "") for name in TRIAGE_FIELDS}
+
+
+def _triage_errors(error) -> dict:
+    """A problem with a skip or flag field shows at that field; any other (the item is no longer
+    theirs) above the page's form."""
+    return {"triage_error": error} if error.field in TRIAGE_FIELDS else {"error": error}
+
+
+@require_POST
+@role_required(Role.ANNOTATOR)
+def write_skip(request, token):
+    task = _task_of(request, token)
+    try:
+        services.feedback_task_skip(token=token, writer=request.user, reason=request.POST.get("skip_reason", ""))
+    except services.SubmitError as error:
+        return _write_triage_refused(request, task, error)
+    messages.info(request, "Conversation skipped; it goes to another annotator.")
+    return _write_next_redirect(request, task.campaign)
+
+
+@require_POST
+@role_required(Role.ANNOTATOR)
+def write_flag(request, token):
+    task = _task_of(request, token)
+    try:
+        services.feedback_task_flag(token=token, writer=request.user, reason=request.POST.get("flag_reason", ""),
+                                    note=request.POST.get("flag_note", ""))
+    except services.SubmitError as error:
+        return _write_triage_refused(request, task, error)
+    messages.info(request, "Conversation flagged for the campaign's lead. Thank you!")
+    return _write_next_redirect(request, task.campaign)
+
+
+def _task_of(request, token) -> FeedbackTask:
+    task = get_object_or_404(FeedbackTask.objects.select_related("item", "campaign"), token=token)
+    if task.writer_id not in (None, request.user.pk):
+        raise Http404("not your task")
+    return task
+
+
+def _write_triage_refused(request, task: FeedbackTask, error):
+    task.refresh_from_db()
+    context = _write_context(task, request.user) | {"triage": _posted_triage(request), **_triage_errors(error)}
+    return render(request, "annotation/write.html", context, status=400)
+
+
+@require_POST
+@role_required(Role.ANNOTATOR)
 def write_next(request, pk: int):
     return _write_next_redirect(request, get_object_or_404(Campaign, pk=pk))
 
@@ -416,11 +604,8 @@ def _write_next_redirect(request, campaign: Campaign):
 @require_http_methods(["GET", "POST"])
 @role_required(Role.ANNOTATOR)
 def write(request, token):
-    task = get_object_or_404(FeedbackTask.objects.select_related("item", "campaign"), token=token)
-    if task.writer_id not in (None, request.user.pk):
-        raise Http404("not your task")
-    context = {"task": task, "campaign": task.campaign, "item": _context_of(task.item), "reactions": Reaction.choices,
-               "score_choices": SCORE_CHOICES, "rating": {"score": str(task.score or ""), "action": task.action}}
+    task = _task_of(request, token)
+    context = _write_context(task, request.user)
     if request.method == "GET":
         return render(request, "annotation/write.html", context)
     text = request.POST.get("text", "")
@@ -434,6 +619,14 @@ def write(request, token):
         return render(request, "annotation/write.html", context, status=400)
     messages.success(request, "Feedback saved. Thank you!")
     return _write_next_redirect(request, task.campaign)
+
+
+def _write_context(task: FeedbackTask, user) -> dict:
+    position, total = services.writing_position(task=task, writer=user)
+    return {"task": task, "campaign": task.campaign, "item": _context_of(task.item), "reactions": Reaction.choices,
+            "score_choices": SCORE_CHOICES, "rating": {"score": str(task.score or ""), "action": task.action},
+            "position": position, "total": total, "flag_reasons": Flag.Reason.choices, "triage": {},
+            "in_hand": task.status == FeedbackTask.Status.ASSIGNED and task.writer_id == user.pk}
 
 
 def _posted_rating(request) -> dict:

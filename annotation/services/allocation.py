@@ -18,6 +18,8 @@ from django.utils import timezone
 
 from annotation.models import Assignment, Campaign, FeedbackTask, Item, Judgment
 from annotation.services.quality import attention_due, excluded_ids, side_balanced
+from annotation.services.roster import annotator_allowed
+from annotation.services.triage import item_held, item_passed_by, task_passed_by
 
 _ATTEMPTS = 20
 
@@ -75,18 +77,23 @@ def split_item_ids(*, campaign: Campaign) -> list[int]:
 
 
 def _pool(campaign: Campaign, annotator):
-    """Ready items never theirs before, and not feedback they wrote themselves (they would know it)."""
+    """Ready items never theirs before, not feedback they wrote themselves (they would know it),
+    not one they skipped or flagged, and none held by an open flag."""
     theirs = Assignment.objects.filter(item=OuterRef("pk"), annotator=annotator).exclude(
         status=Assignment.Status.EXPIRED)
     return (Item.objects.filter(campaign=campaign).exclude(human_feedback="")
-            .exclude(human_feedback_author=annotator).filter(~Exists(theirs)))
+            .exclude(human_feedback_author=annotator).filter(~Exists(theirs))
+            .exclude(item_passed_by(annotator)).exclude(item_held()))
 
 
 def items_available(*, campaign: Campaign, annotator):
-    """Items this annotator may still be given: the pool, not yet full, attention checks aside."""
+    """Items this annotator may still be given: the pool, not yet full, attention checks aside;
+    none for an excluded annotator or one the campaign's roster leaves out."""
     available = (_pool(campaign, annotator).filter(is_attention=False)
                  .annotate(taken=_taken_count(campaign), target=_target(campaign)).filter(taken__lt=F("target")))
-    return available.none() if annotator.pk in excluded_ids(campaign=campaign) else available
+    if annotator.pk in excluded_ids(campaign=campaign) or not annotator_allowed(campaign=campaign, annotator=annotator):
+        return available.none()
+    return available
 
 
 def assignments_reclaim(*, campaign: Campaign, now=None) -> int:
@@ -105,7 +112,7 @@ def assignment_active(*, campaign: Campaign, annotator) -> Assignment | None:
 def assignment_next(*, campaign: Campaign, annotator, now=None) -> Assignment | None:
     """The annotator's open assignment if they have one (resume), else a new one,
     else None when nothing is left for them."""
-    if not campaign.is_accepting_work(now):
+    if not campaign.is_accepting_work(now) or not annotator_allowed(campaign=campaign, annotator=annotator):
         return None
     assignments_reclaim(campaign=campaign, now=now)
     for _ in range(_ATTEMPTS):
@@ -188,8 +195,8 @@ def feedback_task_active(*, campaign: Campaign, writer) -> FeedbackTask | None:
 
 
 def feedback_task_next(*, campaign: Campaign, writer, now=None) -> FeedbackTask | None:
-    """The writer's task in hand, else the oldest open one, else None."""
-    if not campaign.is_accepting_work(now):
+    """The writer's task in hand, else the oldest open one they may take, else None."""
+    if not campaign.is_accepting_work(now) or not annotator_allowed(campaign=campaign, annotator=writer):
         return None
     feedback_tasks_reclaim(campaign=campaign, now=now)
     for _ in range(_ATTEMPTS):
@@ -209,10 +216,43 @@ def feedback_task_next(*, campaign: Campaign, writer, now=None) -> FeedbackTask 
 
 @transaction.atomic
 def _feedback_task_claim(campaign: Campaign, writer, now, *, skip_locked: bool):
-    open_tasks = FeedbackTask.objects.filter(campaign=campaign, status=FeedbackTask.Status.OPEN)
+    open_tasks = feedback_tasks_open_for(campaign=campaign, writer=writer)
     task = open_tasks.select_for_update(skip_locked=skip_locked).order_by("pk").first()
     if task is None:
         return _ALL_LOCKED if skip_locked and open_tasks.exists() else None
     task.status, task.writer, task.assigned_at = FeedbackTask.Status.ASSIGNED, writer, now
     task.save(update_fields=["status", "writer", "assigned_at"])
     return task
+
+
+def feedback_tasks_open_for(*, campaign: Campaign, writer):
+    """Open feedback tasks `writer` may take: not on an item they skipped or flagged, nor a held one."""
+    return (FeedbackTask.objects.filter(campaign=campaign, status=FeedbackTask.Status.OPEN)
+            .exclude(task_passed_by(writer)))
+
+
+def judging_position(*, assignment: Assignment, annotator) -> tuple[int, int]:
+    """(n, N) for "item n of N for you in this campaign": N counts what they judged, what they hold
+    and what is still waiting for them, so it moves as other annotators fill items."""
+    campaign = assignment.campaign
+    theirs = Assignment.objects.filter(campaign=campaign, annotator=annotator)
+    completed = theirs.filter(status=Assignment.Status.COMPLETED)
+    done = completed.count()
+    if assignment.status == Assignment.Status.COMPLETED:
+        position = completed.filter(pk__lte=assignment.pk).count()
+    else:
+        position = done + 1
+    total = done + theirs.filter(status=Assignment.Status.ASSIGNED).count() + items_available(
+        campaign=campaign, annotator=annotator).count()
+    return position, max(total, position)
+
+
+def writing_position(*, task: FeedbackTask, writer) -> tuple[int, int]:
+    """(n, N) for the feedback-writing page, counted as judging_position is."""
+    campaign = task.campaign
+    written = FeedbackTask.objects.filter(campaign=campaign, writer=writer, status=FeedbackTask.Status.DONE)
+    done = written.count()
+    position = written.filter(pk__lte=task.pk).count() if task.status == FeedbackTask.Status.DONE else done + 1
+    held = FeedbackTask.objects.filter(campaign=campaign, writer=writer, status=FeedbackTask.Status.ASSIGNED).count()
+    total = done + held + feedback_tasks_open_for(campaign=campaign, writer=writer).count()
+    return position, max(total, position)

@@ -5,6 +5,7 @@ import io
 import json
 
 from annotation.models import Campaign
+from annotation.services.adjudication import final_labels
 from annotation.services.quality import excluded_ids
 from annotation.services.results import campaign_results, judgment_rows
 
@@ -16,7 +17,9 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 def judgment_records(*, campaign: Campaign) -> list[dict]:
     records = []
     excluded = excluded_ids(campaign=campaign)
+    finals = final_labels(campaign=campaign)
     for row in judgment_rows(campaign=campaign):
+        decided = finals.get(row["assignment__item_id"], {})
         record = {
             "judgment_id": row["pk"], "item_id": row["assignment__item_id"],
             "source_ref": row["assignment__item__source_ref"], "language": row["assignment__item__language"],
@@ -30,6 +33,8 @@ def judgment_records(*, campaign: Campaign) -> list[dict]:
         for key in campaign.criterion_keys:
             record[f"{key}_choice"] = row["choices"].get(key)
             record[f"{key}_preferred"] = row["preferences"].get(key)
+            # The lead's final label for the item, where they settled a disagreement on this criterion.
+            record[f"{key}_final"] = decided[key].label if key in decided else ""
         record.update(_timing(row), comment=row["comment"])
         records.append(record)
     return records

@@ -30,7 +30,7 @@ def _disagreement(campaign: Campaign, item_id: int, source_ref: str, votes: list
     for criterion in campaign.criteria:
         chosen = [(annotator, preferences.get(criterion["key"], "")) for annotator, preferences in votes]
         labels = {label for _, label in chosen}
-        criteria.append({"label": criterion["label"], "split": len(labels) > 1, "votes": chosen,
+        criteria.append({"key": criterion["key"], "label": criterion["label"], "split": len(labels) > 1, "votes": chosen,
                          "counts": sorted((label, sum(1 for _, own in chosen if own == label)) for label in labels)})
     return {"item_id": item_id, "source_ref": source_ref, "judgments": len(votes), "criteria": criteria,
             "split": sum(1 for criterion in criteria if criterion["split"])}

@@ -5,8 +5,9 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.models import Assignment, Campaign, FeedbackTask, Judgment, Reaction
+from annotation.models import Assignment, Campaign, FeedbackTask, Flag, Judgment, Reaction, Skip
 from annotation.services.quality import participant_score
+from annotation.services.roster import annotator_allowed
 
 MAX_COMMENT = 5000
 MAX_FEEDBACK = 10_000
@@ -105,8 +106,19 @@ def judgment_submit(*, token, annotator, choices: dict, comment: str = "", time_
 def _accepting_check(assignment: Assignment) -> None:
     if assignment.campaign.status == Campaign.Status.CLOSED:
         raise SubmitError("campaign", "the campaign is closed")
+    _still_theirs_check(assignment.campaign, assignment.item_id, assignment.annotator)
     if assignment.status == Assignment.Status.EXPIRED and not _revivable(assignment):
         raise SubmitError("assignment", "this assignment timed out and its item went to other annotators")
+
+
+def _still_theirs_check(campaign: Campaign, item_id: int, person) -> None:
+    """A late submit from someone the roster no longer names, or on an item they skipped or flagged,
+    would undo the release that handed the item to others."""
+    if not annotator_allowed(campaign=campaign, annotator=person):
+        raise SubmitError("roster", "you are no longer on this campaign's roster")
+    if (Skip.objects.filter(item_id=item_id, annotator=person).exists()
+            or Flag.objects.filter(item_id=item_id, flagged_by=person).exists()):
+        raise SubmitError("assignment", "you skipped or flagged this item, so it went to other annotators")
 
 
 def _revivable(assignment: Assignment) -> bool:
@@ -157,6 +169,7 @@ def feedback_task_submit(*, token, writer, text: str, time_spent_ms: int = 0, sc
 def _writable_check(task: FeedbackTask, writer) -> None:
     if task.campaign.status == Campaign.Status.CLOSED:
         raise SubmitError("campaign", "the campaign is closed")
+    _still_theirs_check(task.campaign, task.item_id, writer)
     if task.status == FeedbackTask.Status.DONE or (task.writer_id not in (None, writer.pk)):
         raise SubmitError("task", "this task timed out and went to another annotator")
 

@@ -10,6 +10,7 @@ from django.db.models import Q
 
 from annotation.models import Assignment, Campaign, FeedbackTask
 from annotation.services.quality import excluded_ids
+from annotation.services.roster import roster_ids
 from memweb.roles import Role
 
 SHOWN = 50  # short items listed by name; the count covers all of them
@@ -37,11 +38,16 @@ class Shortfall:
 
 
 def annotator_pool(*, campaign: Campaign) -> dict[int, str]:
-    """{user id: username} of everyone who may judge here: active annotators of the campaign's
-    workspace, and anyone who already has work in the campaign; excluded annotators left out."""
-    annotators = Q(memberships__workspace_id=campaign.workspace_id, memberships__role=Role.ANNOTATOR)
-    users = (get_user_model().objects.filter(is_active=True)
-             .filter(annotators | Q(annotation_assignments__campaign=campaign))
+    """{user id: username} of everyone who may judge here: the campaign's roster when it names
+    anyone, else active annotators of the campaign's workspace and anyone who already has work in
+    the campaign; excluded annotators left out."""
+    members = roster_ids(campaign=campaign)
+    if members:
+        allowed = Q(pk__in=members)
+    else:
+        allowed = (Q(memberships__workspace_id=campaign.workspace_id, memberships__role=Role.ANNOTATOR)
+                   | Q(annotation_assignments__campaign=campaign))
+    users = (get_user_model().objects.filter(is_active=True).filter(allowed)
              .exclude(pk__in=excluded_ids(campaign=campaign)).distinct())
     return dict(users.values_list("pk", "username"))
 

@@ -14,7 +14,18 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
-from annotation.models import Assignment, Campaign, FeedbackTask, Item, Judgment, Participant
+from annotation.models import (
+    Adjudication,
+    Assignment,
+    Campaign,
+    FeedbackTask,
+    Flag,
+    Item,
+    Judgment,
+    Participant,
+    RosterMember,
+    Skip,
+)
 from annotation.services.intake import ImportReport, RowErrors, RowProblem
 from memweb.jsonl import LineProblem, jsonl_objects
 
@@ -23,8 +34,11 @@ FORMAT = 1
 KINDS = (
     (Campaign, "campaign", None), (Item, "item", "campaign"), (FeedbackTask, "feedback_task", "item"),
     (Assignment, "assignment", "item"), (Judgment, "judgment", "assignment"), (Participant, "participant", "campaign"),
+    (RosterMember, "roster_member", "campaign"), (Skip, "skip", "item"), (Flag, "flag", "item"),
+    (Adjudication, "adjudication", "item"),
 )
-_USER_FIELDS = {"created_by", "human_feedback_author", "writer", "annotator"}
+_USER_FIELDS = {"created_by", "human_feedback_author", "writer", "annotator", "added_by", "flagged_by", "cleared_by",
+                "decided_by"}
 
 
 # Not in the file: it holds one campaign, which is imported into the importer's workspace.
@@ -137,7 +151,7 @@ def _build(parsed: list[tuple[int, dict]], errors: RowErrors, name: str) -> list
         kind = record.get("kind")
         if (position == 0) != (kind == "campaign") or kind not in models_by_kind:
             errors.add(line, "kind", "the first line is the campaign, then items, feedback tasks, assignments, "
-                                     "judgments and participants")
+                                     "judgments, participants, roster members, skips, flags and adjudications")
             continue
         if position == 0 and record.get("format") != FORMAT:
             errors.add(line, "format", f"this memweb reads format {FORMAT}")

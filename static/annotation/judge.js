@@ -96,6 +96,9 @@
 
   document.addEventListener("keydown", function (event) {
     if (event.altKey || event.isComposing) return;
+    // Keys typed in another form (skip or flag this item) belong to that form.
+    const owner = event.target.closest ? event.target.closest("form") : null;
+    if (owner && owner !== form) return;
     const inComment = event.target instanceof HTMLTextAreaElement;
     if (event.key === "Enter" && (!inComment || event.ctrlKey || event.metaKey)) {
       if (event.target instanceof HTMLButtonElement || event.target instanceof HTMLAnchorElement) return;

@@ -97,6 +97,8 @@ NOT_SHOWN = {
     "orbs.RetrievalLog.hits": NO_ROWS, "orbs.RetrievalLog.outcome_episode_ref": STATE,
     "orbs.RetrievalLog.query": STATE, "orbs.RetrievalLog.rewritten_query": STATE,
     "orbs.SourceMemory.approval_note": NO_PAGE,
+    "annotation.Skip.reason": NO_PAGE, "annotation.Adjudication.criterion": NO_PAGE,
+    "annotation.Flag.note": NO_ROWS, "annotation.Adjudication.note": NO_ROWS,
 }
 
 FIELDS = [field for field in text_fields() if field_label(field) not in NOT_WRITABLE]
