@@ -229,3 +229,31 @@ class ErasureForm(forms.Form):
         if key and again != key:
             self.add_error("confirm_customer_key", "does not match the customer key; nothing was erased.")
         return cleaned
+
+
+class CustomerLookupForm(forms.Form):
+    """The customer whose timeline is shown. Posted, never put in an address: a customer key must not
+    reach the access log (as with erasure)."""
+
+    prefix = "customer"
+
+    customer_key = forms.CharField(max_length=200, label="Customer key",
+                                   error_messages={"required": "Type the customer key to look up."})
+    page = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
+
+    def clean_customer_key(self) -> str:
+        key = self.cleaned_data["customer_key"].strip()
+        if not key:
+            raise forms.ValidationError("Type the customer key to look up.")
+        return key
+
+
+class CustomerErasureForm(ErasureForm):
+    """Erasure from the customer's timeline: the key looked up travels hidden and is typed once more;
+    every bank of the workspace holding the customer is erased, as the timeline lists them all."""
+
+    every_bank = None
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["customer_key"].widget = forms.HiddenInput()

@@ -28,5 +28,7 @@ urlpatterns = [
     path("banks/<slug:slug>/delete/", views.bank_delete, name="bank_delete"),
     path("banks/<slug:slug>/restore/", views.bank_restore_page, name="bank_restore"),
     path("banks/<slug:slug>/erase/", views.customer_erase_page, name="customer_erase"),
+    path("customers/", views.customer_timeline_page, name="customer_timeline"),
+    path("customers/erase/", views.customer_timeline_erase, name="customer_timeline_erase"),
 ]
 urlpatterns += dmrm_urlpatterns

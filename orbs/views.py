@@ -7,7 +7,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from memweb.downloads import attachment
-from memweb.listing import Sorting, query_without_page, rows_sorted, sort_state, sorted_page
+from memweb.listing import CappedPaginator, Sorting, query_without_page, rows_sorted, sort_state, sorted_page
 from memweb.roles import Role, has_role, role_required
 from orbs.errors import OrbConflict, OrbsError
 from orbs.forms import (
@@ -17,6 +17,8 @@ from orbs.forms import (
     BankDeleteForm,
     BankPolicyForm,
     BulkForm,
+    CustomerErasureForm,
+    CustomerLookupForm,
     DeleteForm,
     DuplicateMergeForm,
     EditForm,
@@ -50,6 +52,7 @@ from orbs.services import (
     orbs_search,
 )
 from orbs.services.banks import SETTABLE_FIELDS
+from orbs.services.customers import customer_timeline, timeline_objects
 from orbs.services.deletion import bank_archive, bank_events, bank_restore, orb_delete, orb_restore
 from orbs.services.duplicates import (
     duplicate_group_of,
@@ -57,7 +60,7 @@ from orbs.services.duplicates import (
     duplicates_merge,
     merge_candidates,
 )
-from orbs.services.erasure import customer_erasure_start
+from orbs.services.erasure import banks_holding_customer, customer_erasure_start
 from orbs.services.history import history_status, history_verify_start
 from orbs.services.proposals import proposal_accept, proposal_reject, proposals_listed
 from orbs.services.queue import orbs_filtered, orbs_queue
@@ -535,4 +538,51 @@ def customer_erase_page(request, slug: str):
     data = form.cleaned_data
     job = customer_erasure_start(bank=bank, customer_key=data["customer_key"], actor=request.user,
                                  reason=data["reason"], every_bank=data["every_bank"])
+    return redirect("job_detail", job.pk)
+
+
+# --- one customer's timeline ---------------------------------------------------------------
+
+TIMELINE_PAGE_SIZE = 25
+
+
+def _timeline_context(request, lookup, erasure_form=None) -> dict:
+    """The lookup form and, once it names a customer, their counts, one page of rows and the erase form."""
+    context = {"lookup": lookup, "can_erase": has_role(request.user, Role.OPERATOR)}
+    if not lookup.is_bound or not lookup.is_valid():
+        return context
+    key = lookup.cleaned_data["customer_key"]
+    timeline = customer_timeline(workspace=request.workspace, customer_key=key)
+    page = CappedPaginator(timeline.rows, TIMELINE_PAGE_SIZE).get_page(lookup.cleaned_data["page"])
+    erasure_form = erasure_form or CustomerErasureForm(initial={"customer_key": key})
+    return {**context, "customer_key": key, "timeline": timeline, "page": page, "erasure_form": erasure_form,
+            "entries": timeline_objects(workspace=request.workspace, customer_key=key, entries=list(page.object_list))}
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(*READERS)
+def customer_timeline_page(request):
+    """Everything held on one customer, newest first. The key is posted (a search form, and pages as
+    buttons), never in the address, so it stays out of access logs as an erasure's does."""
+    lookup = CustomerLookupForm(request.POST if request.method == "POST" else None)
+    status = 422 if lookup.is_bound and not lookup.is_valid() else 200
+    return render(request, "orbs/customer_timeline.html", _timeline_context(request, lookup), status=status)
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def customer_timeline_erase(request):
+    """Erase the customer the timeline shows from every bank of the workspace holding them, by the
+    erasure job (the job's page follows it). Refused at the field when the key typed again differs."""
+    form = CustomerErasureForm(request.POST)
+    lookup = CustomerLookupForm({"customer-customer_key": request.POST.get("erase-customer_key", "")})
+    if not form.is_valid():
+        return render(request, "orbs/customer_timeline.html", _timeline_context(request, lookup, form), status=422)
+    key = form.cleaned_data["customer_key"].strip()
+    first = banks_holding_customer(customer_key=key, workspace_id=request.workspace.pk).first()
+    if first is None:
+        messages.info(request, "memweb holds nothing on this customer: nothing was erased.")
+        return render(request, "orbs/customer_timeline.html", _timeline_context(request, lookup), status=409)
+    job = customer_erasure_start(bank=first, customer_key=key, actor=request.user,
+                                 reason=form.cleaned_data["reason"], every_bank=True)
     return redirect("job_detail", job.pk)
