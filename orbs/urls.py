@@ -12,6 +12,7 @@ urlpatterns = [
     path("<int:orb_id>/approve/", views.approve, name="approve"),
     path("<int:orb_id>/reject/", views.reject, name="reject"),
     path("<int:orb_id>/merge/", views.merge, name="merge"),
+    path("<int:orb_id>/merge/undo/", views.merge_undo, name="merge_undo"),
     path("<int:orb_id>/edit/", views.edit, name="edit"),
     path("<int:orb_id>/duplicates/", views.duplicates, name="duplicates"),
     path("<int:orb_id>/delete/", views.delete, name="delete"),

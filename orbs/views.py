@@ -62,6 +62,7 @@ from orbs.services.duplicates import (
 )
 from orbs.services.erasure import banks_holding_customer, customer_erasure_start
 from orbs.services.history import history_status, history_verify_start
+from orbs.services.merge_undo import UNDO_DAYS, merge_undo_state, orb_merge_undo
 from orbs.services.proposals import proposal_accept, proposal_reject, proposals_listed
 from orbs.services.queue import orbs_filtered, orbs_queue
 
@@ -163,8 +164,17 @@ def orb_detail(request, orb_id: int):
         "trajectory": orb.episode.trajectory if orb.episode else None,
         "can_review": has_role(request.user, Role.REVIEWER),
         "reject_form": RejectForm(initial={"expected_version": orb.version}),
+        "merge_undos": _merge_undos(orb) if has_role(request.user, Role.REVIEWER) else [], "undo_days": UNDO_DAYS,
     }
     return render(request, "orbs/orb_detail.html", context)
+
+
+def _merge_undos(orb: Orb) -> list:
+    """The undos this Orb's page offers: of its own merge into another Orb, and of the merges into it
+    (where a merge lands), newest first."""
+    merged_in = Orb.objects.filter(merged_into=orb, status=Orb.Status.SUPERSEDED).select_related("bank")
+    states = [merge_undo_state(orb=merged) for merged in [orb, *merged_in]]
+    return sorted((state for state in states if state), key=lambda state: state.merge.at, reverse=True)
 
 
 # --- review actions -------------------------------------------------------------------
@@ -368,6 +378,15 @@ def bulk(request):
     if request.htmx:
         return render(request, "orbs/_queue_results.html", {**_queue_context(request), "flash": True})
     return redirect(f"{reverse('orbs:queue')}?{request.GET.urlencode()}")
+
+
+@require_POST
+@role_required(Role.REVIEWER)
+def merge_undo(request, orb_id: int):
+    """Undo the merge of Orb `orb_id` into another; back to it with a message saying what it is again."""
+    def act(data):
+        orb_merge_undo(orb_id=orb_id, expected_version=data["expected_version"], actor=request.user, note=data["note"])
+    return _act(request, orb_id, ApproveForm(request.POST), act, "merge undone, its decision from before the merge restored")
 
 
 # --- banks -----------------------------------------------------------------------------
