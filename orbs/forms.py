@@ -78,9 +78,13 @@ class EditForm(VersionForm):
 
 
 class BulkForm(forms.Form):
+    """A bulk decision on the ticked Orbs, or (`scope` "matching") on every Orb the queue's filters
+    match: that one is confirmed first, and the confirmation carries the plan's fingerprint."""
     action = forms.ChoiceField(choices=[("approve", "approve"), ("reject", "reject")])
-    selected = forms.MultipleChoiceField(error_messages={"required": "Select at least one Orb."})
+    selected = forms.MultipleChoiceField(required=False)
     reason = forms.CharField(required=False, max_length=2000)
+    scope = forms.ChoiceField(required=False, choices=[("", "the ticked Orbs"), ("matching", "every matching Orb")])
+    fingerprint = forms.CharField(required=False, max_length=64)
 
     def __init__(self, data=None, **kwargs):
         super().__init__(data, **kwargs)
@@ -100,7 +104,13 @@ class BulkForm(forms.Form):
         cleaned = super().clean()
         if cleaned.get("action") == "reject" and not cleaned.get("reason", "").strip():
             self.add_error("reason", "Give a reason to reject the selected Orbs.")
+        if cleaned.get("scope") != "matching" and not cleaned.get("selected") and "selected" not in self.errors:
+            self.add_error("selected", "Select at least one Orb, or tick “all matching the filters”.")
         return cleaned
+
+    @property
+    def for_all_matching(self) -> bool:
+        return self.cleaned_data.get("scope") == "matching"
 
 
 def _choices(values, blank: str) -> list[tuple[str, str]]:

@@ -5,6 +5,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from memweb.downloads import attachment
 from memweb.listing import CappedPaginator, Sorting, query_without_page, rows_sorted, sort_state, sorted_page
@@ -52,6 +53,7 @@ from orbs.services import (
     orbs_search,
 )
 from orbs.services.banks import SETTABLE_FIELDS
+from orbs.services.bulk import bulk_plan, bulk_review_start
 from orbs.services.customers import customer_timeline, timeline_objects
 from orbs.services.deletion import bank_archive, bank_events, bank_restore, orb_delete, orb_restore
 from orbs.services.duplicates import (
@@ -363,21 +365,58 @@ def edit(request, orb_id: int):
 @require_POST
 @role_required(Role.REVIEWER)
 def bulk(request):
+    """Decide the ticked Orbs, or every Orb the queue's filters (the address's query) match: that one
+    shows a confirmation with the count and the banks first (`fingerprint` absent), then a job
+    decides exactly the Orbs it showed (orbs.services.bulk)."""
     form = BulkForm(request.POST)
-    if form.is_valid():
+    if not form.is_valid():
+        messages.error(request, _first_error(form))
+    elif form.for_all_matching:
+        confirmation = _bulk_matching(request, form)
+        if confirmation is not None:
+            return confirmation
+    else:
         for orb_id, _version in form.cleaned_data["selected"]:
             _orb_or_404(request, orb_id)
-        try:
-            orbs = orbs_bulk_review(action=form.cleaned_data["action"], items=form.cleaned_data["selected"],
-                                    actor=request.user, reason=form.cleaned_data["reason"])
-            messages.success(request, f"{len(orbs)} Orbs {PAST_TENSE[form.cleaned_data['action']]}.")
-        except OrbsError as refused:
-            messages.error(request, f"Nothing was changed. {refused}")
-    else:
-        messages.error(request, _first_error(form))
+        _bulk_decide(request, form, form.cleaned_data["selected"])
     if request.htmx:
         return render(request, "orbs/_queue_results.html", {**_queue_context(request), "flash": True})
     return redirect(f"{reverse('orbs:queue')}?{request.GET.urlencode()}")
+
+
+def _bulk_decide(request, form, items: list[tuple[int, int]]) -> None:
+    try:
+        orbs = orbs_bulk_review(action=form.cleaned_data["action"], items=items, actor=request.user,
+                                reason=form.cleaned_data["reason"])
+        messages.success(request, f"{len(orbs)} Orbs {PAST_TENSE[form.cleaned_data['action']]}.")
+    except OrbsError as refused:
+        messages.error(request, f"Nothing was changed. {refused}")
+
+
+def _bulk_matching(request, form) -> HttpResponse | None:
+    """The confirmation page of a decision on every matching Orb, or, once confirmed, the job's page
+    that makes it; None (the queue follows with its message) when it is refused."""
+    filters = QueueFilterForm(request.GET, workspace=request.workspace)
+    if filters.errors:
+        messages.error(request, "Nothing was changed: the queue's filters were refused; set them again.")
+        return None
+    try:
+        plan = bulk_plan(action=form.cleaned_data["action"], filters=filters.filters())
+    except OrbsError as refused:
+        messages.error(request, f"Nothing was changed: {refused}.")
+        return None
+    if not form.cleaned_data["fingerprint"]:
+        context = {"plan": plan, "reason": form.cleaned_data["reason"], "query": request.GET.urlencode(),
+                   "done": PAST_TENSE[plan.action]}
+        return render(request, "orbs/_bulk_confirm.html" if request.htmx else "orbs/bulk_confirm.html", context)
+    if form.cleaned_data["fingerprint"] != plan.fingerprint:
+        messages.error(request, f"Nothing was changed: the matching Orbs changed after you confirmed (now "
+                                f"{len(plan.items)} to {plan.action}); review the count again.")
+        return None
+    job = bulk_review_start(plan=plan, reason=form.cleaned_data["reason"], actor=request.user,
+                            workspace=request.workspace, queue_query=request.GET.urlencode())
+    job_url = reverse("job_detail", args=[job.pk])
+    return HttpResponseClientRedirect(job_url) if request.htmx else redirect(job_url)
 
 
 @require_POST
