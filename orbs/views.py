@@ -53,7 +53,7 @@ from orbs.services import (
     orbs_search,
 )
 from orbs.services.banks import SETTABLE_FIELDS
-from orbs.services.bulk import bulk_plan, bulk_review_start
+from orbs.services.bulk import BULK_CAP, bulk_plan, bulk_review_start
 from orbs.services.customers import customer_timeline, timeline_objects
 from orbs.services.deletion import bank_archive, bank_events, bank_restore, orb_delete, orb_restore
 from orbs.services.duplicates import (
@@ -84,7 +84,7 @@ QUEUE_SORTING = Sorting(columns={"orb": "lineage_id", "situation": "obs", "lesso
 
 def _queue_context(request) -> dict:
     form = QueueFilterForm(request.GET or None, workspace=request.workspace)
-    context = {"form": form, "semantic": "", "query": query_without_page(request)}
+    context = {"form": form, "semantic": "", "query": query_without_page(request), "bulk_cap": BULK_CAP}
     if form.errors:  # the results say which filter was refused; an unfiltered list would pass for a match
         return context
     filters = form.filters()

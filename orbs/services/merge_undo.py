@@ -42,9 +42,9 @@ def merge_undo_state(*, orb: Orb, now: datetime | None = None) -> MergeUndo | No
     if orb.merged_into_id is None:
         return None
     merge = orb.events.filter(action=ReviewEvent.Action.MERGED).order_by("-at", "-id").first()
-    kept = orb_current(orb_id=orb.merged_into_id)
     if merge is None:
         return None
+    kept = orb_current(orb_id=orb.merged_into_id)
     until = merge.at + timedelta(days=UNDO_DAYS)
     return MergeUndo(orb=orb, kept=kept, merge=merge, until=until,
                      refusal=_refusal(orb, kept, merge, until, now or timezone.now()))

@@ -92,6 +92,15 @@ def test_a_key_typed_again_wrong_erases_nothing_and_says_so_at_the_field(client,
     assert refused.context["timeline"].total == 11  # the timeline stays on screen
 
 
+def test_erasing_a_customer_nobody_holds_queues_nothing_and_says_so(client, operator_user, bank):
+    client.force_login(operator_user)
+
+    refused = client.post(ERASE_URL, {"erase-customer_key": "nobody-9", "erase-confirm_customer_key": "nobody-9"})
+
+    assert refused.status_code == 409 and not Job.objects.exists()
+    assert "memweb holds nothing on this customer: nothing was erased." in refused.content.decode()
+
+
 def test_only_operators_see_and_use_the_erase_action(client, reviewer_user, alice_everywhere):
     client.force_login(reviewer_user)
 
