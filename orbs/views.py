@@ -276,7 +276,8 @@ def merge(request, orb_id: int):
     except OrbsError as refused:
         return render(request, "orbs/merge.html", {**context, "error": str(refused)}, status=409)
     messages.success(request, f"Orb #{orb.lineage_id} merged into Orb #{kept.lineage_id}, which is kept; "
-                              f"#{orb.lineage_id} stays readable, superseded.")
+                              f"#{orb.lineage_id} stays readable, superseded. You can undo the merge below for "
+                              f"{UNDO_DAYS} days.")
     return redirect("orbs:detail", kept.lineage_id)
 
 
