@@ -82,4 +82,3 @@ def orbs_with_outcomes(*, bank) -> list[int]:
     measured effect can exist for (found through the retrievals, not by reading every Orb)."""
     return list(Orb.objects.filter(bank=bank, retrieval_hits__retrieval__outcome_success__isnull=False)
                 .order_by().values_list("pk", flat=True).distinct())
-
