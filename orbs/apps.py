@@ -27,6 +27,7 @@ class OrbsConfig(AppConfig):
         ("orbs.dmrm_source_build", "orbs.dmrm.services.source.source_memory_build_job"),
         ("orbs.history_verify", "orbs.services.history.history_verify_job"),
         ("orbs.customer_erasure", "orbs.services.erasure.customer_erasure_job"),
+        ("orbs.bulk_review", "orbs.services.bulk.bulk_review_job"),
     )
     # Read by memweb.registry: the tables whose rows form each bank's hash chain (orbs.services.history),
     # in the order rows written at one moment are chained.

@@ -78,9 +78,13 @@ class EditForm(VersionForm):
 
 
 class BulkForm(forms.Form):
+    """A bulk decision on the ticked Orbs, or (`scope` "matching") on every Orb the queue's filters
+    match: that one is confirmed first, and the confirmation carries the plan's fingerprint."""
     action = forms.ChoiceField(choices=[("approve", "approve"), ("reject", "reject")])
-    selected = forms.MultipleChoiceField(error_messages={"required": "Select at least one Orb."})
+    selected = forms.MultipleChoiceField(required=False)
     reason = forms.CharField(required=False, max_length=2000)
+    scope = forms.ChoiceField(required=False, choices=[("", "the ticked Orbs"), ("matching", "every matching Orb")])
+    fingerprint = forms.CharField(required=False, max_length=64)
 
     def __init__(self, data=None, **kwargs):
         super().__init__(data, **kwargs)
@@ -100,7 +104,13 @@ class BulkForm(forms.Form):
         cleaned = super().clean()
         if cleaned.get("action") == "reject" and not cleaned.get("reason", "").strip():
             self.add_error("reason", "Give a reason to reject the selected Orbs.")
+        if cleaned.get("scope") != "matching" and not cleaned.get("selected") and "selected" not in self.errors:
+            self.add_error("selected", "Select at least one Orb, or tick “all matching the filters”.")
         return cleaned
+
+    @property
+    def for_all_matching(self) -> bool:
+        return self.cleaned_data.get("scope") == "matching"
 
 
 def _choices(values, blank: str) -> list[tuple[str, str]]:
@@ -229,3 +239,31 @@ class ErasureForm(forms.Form):
         if key and again != key:
             self.add_error("confirm_customer_key", "does not match the customer key; nothing was erased.")
         return cleaned
+
+
+class CustomerLookupForm(forms.Form):
+    """The customer whose timeline is shown. Posted, never put in an address: a customer key must not
+    reach the access log (as with erasure)."""
+
+    prefix = "customer"
+
+    customer_key = forms.CharField(max_length=200, label="Customer key",
+                                   error_messages={"required": "Type the customer key to look up."})
+    page = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
+
+    def clean_customer_key(self) -> str:
+        key = self.cleaned_data["customer_key"].strip()
+        if not key:
+            raise forms.ValidationError("Type the customer key to look up.")
+        return key
+
+
+class CustomerErasureForm(ErasureForm):
+    """Erasure from the customer's timeline: the key looked up travels hidden and is typed once more;
+    every bank of the workspace holding the customer is erased, as the timeline lists them all."""
+
+    every_bank = None
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["customer_key"].widget = forms.HiddenInput()

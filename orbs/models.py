@@ -356,6 +356,7 @@ class ReviewEvent(AppendOnly):
         FLAGGED = "flagged", "flagged for review"
         DELETED = "deleted", "deleted"
         RESTORED = "restored", "restored"
+        MERGE_UNDONE = "merge_undone", "merge undone"
 
     orb = models.ForeignKey(Orb, on_delete=models.CASCADE, related_name="events")
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)

@@ -12,6 +12,7 @@ urlpatterns = [
     path("<int:orb_id>/approve/", views.approve, name="approve"),
     path("<int:orb_id>/reject/", views.reject, name="reject"),
     path("<int:orb_id>/merge/", views.merge, name="merge"),
+    path("<int:orb_id>/merge/undo/", views.merge_undo, name="merge_undo"),
     path("<int:orb_id>/edit/", views.edit, name="edit"),
     path("<int:orb_id>/duplicates/", views.duplicates, name="duplicates"),
     path("<int:orb_id>/delete/", views.delete, name="delete"),
@@ -28,5 +29,7 @@ urlpatterns = [
     path("banks/<slug:slug>/delete/", views.bank_delete, name="bank_delete"),
     path("banks/<slug:slug>/restore/", views.bank_restore_page, name="bank_restore"),
     path("banks/<slug:slug>/erase/", views.customer_erase_page, name="customer_erase"),
+    path("customers/", views.customer_timeline_page, name="customer_timeline"),
+    path("customers/erase/", views.customer_timeline_erase, name="customer_timeline_erase"),
 ]
 urlpatterns += dmrm_urlpatterns

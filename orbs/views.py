@@ -5,9 +5,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from memweb.downloads import attachment
-from memweb.listing import Sorting, query_without_page, rows_sorted, sort_state, sorted_page
+from memweb.listing import CappedPaginator, Sorting, query_without_page, rows_sorted, sort_state, sorted_page
 from memweb.roles import Role, has_role, role_required
 from orbs.errors import OrbConflict, OrbsError
 from orbs.forms import (
@@ -17,6 +18,8 @@ from orbs.forms import (
     BankDeleteForm,
     BankPolicyForm,
     BulkForm,
+    CustomerErasureForm,
+    CustomerLookupForm,
     DeleteForm,
     DuplicateMergeForm,
     EditForm,
@@ -50,6 +53,8 @@ from orbs.services import (
     orbs_search,
 )
 from orbs.services.banks import SETTABLE_FIELDS
+from orbs.services.bulk import BULK_CAP, bulk_plan, bulk_review_start
+from orbs.services.customers import customer_timeline, timeline_objects
 from orbs.services.deletion import bank_archive, bank_events, bank_restore, orb_delete, orb_restore
 from orbs.services.duplicates import (
     duplicate_group_of,
@@ -57,8 +62,9 @@ from orbs.services.duplicates import (
     duplicates_merge,
     merge_candidates,
 )
-from orbs.services.erasure import customer_erasure_start
+from orbs.services.erasure import banks_holding_customer, customer_erasure_start
 from orbs.services.history import history_status, history_verify_start
+from orbs.services.merge_undo import UNDO_DAYS, merge_undo_state, orb_merge_undo
 from orbs.services.proposals import proposal_accept, proposal_reject, proposals_listed
 from orbs.services.queue import orbs_filtered, orbs_queue
 
@@ -78,7 +84,7 @@ QUEUE_SORTING = Sorting(columns={"orb": "lineage_id", "situation": "obs", "lesso
 
 def _queue_context(request) -> dict:
     form = QueueFilterForm(request.GET or None, workspace=request.workspace)
-    context = {"form": form, "semantic": "", "query": query_without_page(request)}
+    context = {"form": form, "semantic": "", "query": query_without_page(request), "bulk_cap": BULK_CAP}
     if form.errors:  # the results say which filter was refused; an unfiltered list would pass for a match
         return context
     filters = form.filters()
@@ -160,8 +166,17 @@ def orb_detail(request, orb_id: int):
         "trajectory": orb.episode.trajectory if orb.episode else None,
         "can_review": has_role(request.user, Role.REVIEWER),
         "reject_form": RejectForm(initial={"expected_version": orb.version}),
+        "merge_undos": _merge_undos(orb) if has_role(request.user, Role.REVIEWER) else [], "undo_days": UNDO_DAYS,
     }
     return render(request, "orbs/orb_detail.html", context)
+
+
+def _merge_undos(orb: Orb) -> list:
+    """The undos this Orb's page offers: of its own merge into another Orb, and of the merges into it
+    (where a merge lands), newest first."""
+    merged_in = Orb.objects.filter(merged_into=orb, status=Orb.Status.SUPERSEDED).select_related("bank")
+    states = [merge_undo_state(orb=merged) for merged in [orb, *merged_in]]
+    return sorted((state for state in states if state), key=lambda state: state.merge.at, reverse=True)
 
 
 # --- review actions -------------------------------------------------------------------
@@ -261,7 +276,8 @@ def merge(request, orb_id: int):
     except OrbsError as refused:
         return render(request, "orbs/merge.html", {**context, "error": str(refused)}, status=409)
     messages.success(request, f"Orb #{orb.lineage_id} merged into Orb #{kept.lineage_id}, which is kept; "
-                              f"#{orb.lineage_id} stays readable, superseded.")
+                              f"#{orb.lineage_id} stays readable, superseded. You can undo the merge below for "
+                              f"{UNDO_DAYS} days.")
     return redirect("orbs:detail", kept.lineage_id)
 
 
@@ -350,21 +366,67 @@ def edit(request, orb_id: int):
 @require_POST
 @role_required(Role.REVIEWER)
 def bulk(request):
+    """Decide the ticked Orbs, or every Orb the queue's filters (the address's query) match: that one
+    shows a confirmation with the count and the banks first (`fingerprint` absent), then a job
+    decides exactly the Orbs it showed (orbs.services.bulk)."""
     form = BulkForm(request.POST)
-    if form.is_valid():
+    if not form.is_valid():
+        messages.error(request, _first_error(form))
+    elif form.for_all_matching:
+        confirmation = _bulk_matching(request, form)
+        if confirmation is not None:
+            return confirmation
+    else:
         for orb_id, _version in form.cleaned_data["selected"]:
             _orb_or_404(request, orb_id)
-        try:
-            orbs = orbs_bulk_review(action=form.cleaned_data["action"], items=form.cleaned_data["selected"],
-                                    actor=request.user, reason=form.cleaned_data["reason"])
-            messages.success(request, f"{len(orbs)} Orbs {PAST_TENSE[form.cleaned_data['action']]}.")
-        except OrbsError as refused:
-            messages.error(request, f"Nothing was changed. {refused}")
-    else:
-        messages.error(request, _first_error(form))
+        _bulk_decide(request, form, form.cleaned_data["selected"])
     if request.htmx:
         return render(request, "orbs/_queue_results.html", {**_queue_context(request), "flash": True})
     return redirect(f"{reverse('orbs:queue')}?{request.GET.urlencode()}")
+
+
+def _bulk_decide(request, form, items: list[tuple[int, int]]) -> None:
+    try:
+        orbs = orbs_bulk_review(action=form.cleaned_data["action"], items=items, actor=request.user,
+                                reason=form.cleaned_data["reason"])
+        messages.success(request, f"{len(orbs)} Orbs {PAST_TENSE[form.cleaned_data['action']]}.")
+    except OrbsError as refused:
+        messages.error(request, f"Nothing was changed. {refused}")
+
+
+def _bulk_matching(request, form) -> HttpResponse | None:
+    """The confirmation page of a decision on every matching Orb, or, once confirmed, the job's page
+    that makes it; None (the queue follows with its message) when it is refused."""
+    filters = QueueFilterForm(request.GET, workspace=request.workspace)
+    if filters.errors:
+        messages.error(request, "Nothing was changed: the queue's filters were refused; set them again.")
+        return None
+    try:
+        plan = bulk_plan(action=form.cleaned_data["action"], filters=filters.filters())
+    except OrbsError as refused:
+        messages.error(request, f"Nothing was changed: {refused}.")
+        return None
+    if not form.cleaned_data["fingerprint"]:
+        context = {"plan": plan, "reason": form.cleaned_data["reason"], "query": request.GET.urlencode(),
+                   "done": PAST_TENSE[plan.action]}
+        return render(request, "orbs/_bulk_confirm.html" if request.htmx else "orbs/bulk_confirm.html", context)
+    if form.cleaned_data["fingerprint"] != plan.fingerprint:
+        messages.error(request, f"Nothing was changed: the matching Orbs changed after you confirmed (now "
+                                f"{len(plan.items)} to {plan.action}); review the count again.")
+        return None
+    job = bulk_review_start(plan=plan, reason=form.cleaned_data["reason"], actor=request.user,
+                            workspace=request.workspace, queue_query=request.GET.urlencode())
+    job_url = reverse("job_detail", args=[job.pk])
+    return HttpResponseClientRedirect(job_url) if request.htmx else redirect(job_url)
+
+
+@require_POST
+@role_required(Role.REVIEWER)
+def merge_undo(request, orb_id: int):
+    """Undo the merge of Orb `orb_id` into another; back to it with a message saying what it is again."""
+    def act(data):
+        orb_merge_undo(orb_id=orb_id, expected_version=data["expected_version"], actor=request.user, note=data["note"])
+    return _act(request, orb_id, ApproveForm(request.POST), act, "merge undone, its decision from before the merge restored")
 
 
 # --- banks -----------------------------------------------------------------------------
@@ -535,4 +597,51 @@ def customer_erase_page(request, slug: str):
     data = form.cleaned_data
     job = customer_erasure_start(bank=bank, customer_key=data["customer_key"], actor=request.user,
                                  reason=data["reason"], every_bank=data["every_bank"])
+    return redirect("job_detail", job.pk)
+
+
+# --- one customer's timeline ---------------------------------------------------------------
+
+TIMELINE_PAGE_SIZE = 25
+
+
+def _timeline_context(request, lookup, erasure_form=None) -> dict:
+    """The lookup form and, once it names a customer, their counts, one page of rows and the erase form."""
+    context = {"lookup": lookup, "can_erase": has_role(request.user, Role.OPERATOR)}
+    if not lookup.is_bound or not lookup.is_valid():
+        return context
+    key = lookup.cleaned_data["customer_key"]
+    timeline = customer_timeline(workspace=request.workspace, customer_key=key)
+    page = CappedPaginator(timeline.rows, TIMELINE_PAGE_SIZE).get_page(lookup.cleaned_data["page"])
+    erasure_form = erasure_form or CustomerErasureForm(initial={"customer_key": key})
+    return {**context, "customer_key": key, "timeline": timeline, "page": page, "erasure_form": erasure_form,
+            "entries": timeline_objects(workspace=request.workspace, customer_key=key, entries=list(page.object_list))}
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(*READERS)
+def customer_timeline_page(request):
+    """Everything held on one customer, newest first. The key is posted (a search form, and pages as
+    buttons), never in the address, so it stays out of access logs as an erasure's does."""
+    lookup = CustomerLookupForm(request.POST if request.method == "POST" else None)
+    status = 422 if lookup.is_bound and not lookup.is_valid() else 200
+    return render(request, "orbs/customer_timeline.html", _timeline_context(request, lookup), status=status)
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def customer_timeline_erase(request):
+    """Erase the customer the timeline shows from every bank of the workspace holding them, by the
+    erasure job (the job's page follows it). Refused at the field when the key typed again differs."""
+    form = CustomerErasureForm(request.POST)
+    lookup = CustomerLookupForm({"customer-customer_key": request.POST.get("erase-customer_key", "")})
+    if not form.is_valid():
+        return render(request, "orbs/customer_timeline.html", _timeline_context(request, lookup, form), status=422)
+    key = form.cleaned_data["customer_key"].strip()
+    first = banks_holding_customer(customer_key=key, workspace_id=request.workspace.pk).first()
+    if first is None:
+        messages.info(request, "memweb holds nothing on this customer: nothing was erased.")
+        return render(request, "orbs/customer_timeline.html", _timeline_context(request, lookup), status=409)
+    job = customer_erasure_start(bank=first, customer_key=key, actor=request.user,
+                                 reason=form.cleaned_data["reason"], every_bank=True)
     return redirect("job_detail", job.pk)

@@ -57,10 +57,10 @@ ERASURE_JOB = "orbs.customer_erasure"
 
 
 @dataclass(frozen=True)
-class Erasure:
-    """Rows of one bank that belong to one customer."""
+class CustomerRows:
+    """Rows of some banks that belong to one customer: what an erasure removes and what the customer's
+    timeline (orbs.services.customers) shows, found in this one place so the two never drift apart."""
 
-    bank: MemoryBank
     orbs: QuerySet
     episodes: QuerySet
     retrievals: QuerySet
@@ -75,21 +75,31 @@ def customer_key_sha256(customer_key: str) -> str:
     return hashlib.sha256(customer_key.encode()).hexdigest()
 
 
-def _of_customer(bank: MemoryBank, customer_key: str) -> Erasure:
-    orbs = Orb.objects.filter(bank=bank, customer_key=customer_key)
-    episodes = EpisodeRecord.objects.filter(bank=bank).filter(
+def customer_rows(*, banks, customer_key: str) -> CustomerRows:
+    """The rows of `customer_key` in `banks` (banks or a queryset of them)."""
+    orbs = Orb.objects.filter(bank__in=banks, customer_key=customer_key)
+    episodes = EpisodeRecord.objects.filter(bank__in=banks).filter(
         Q(trajectory__customer_key=customer_key) | Q(pk__in=orbs.filter(episode__isnull=False).values("episode_id")))
     # A retrieval names its customer when it reads only their Orbs; that query was theirs.
-    retrievals = RetrievalLog.objects.filter(bank=bank, filters__customer_key=customer_key)
-    steps = _dmrm_model("ExperienceStep").objects.filter(bank=bank, customer_key=customer_key)
-    experiences = _dmrm_model("Experience").objects.filter(bank=bank).filter(
+    retrievals = RetrievalLog.objects.filter(bank__in=banks, filters__customer_key=customer_key)
+    steps = _dmrm_model("ExperienceStep").objects.filter(bank__in=banks, customer_key=customer_key)
+    experiences = _dmrm_model("Experience").objects.filter(bank__in=banks).filter(
         Q(customer_key=customer_key) | Q(pk__in=steps.filter(experience__isnull=False).values("experience_id")))
-    return Erasure(bank, orbs, episodes, retrievals, Dialogue.objects.filter(bank=bank, customer_key=customer_key),
-                   experiences=experiences,
-                   experience_trajectories=_dmrm_model("ExperienceTrajectory").objects.filter(
-                       bank=bank, customer_key=customer_key),
-                   experience_steps=steps,
-                   dmrm_retrievals=_dmrm_model("DMRMRetrievalLog").objects.filter(bank=bank, customer_key=customer_key))
+    return CustomerRows(orbs, episodes, retrievals, Dialogue.objects.filter(bank__in=banks, customer_key=customer_key),
+                        experiences=experiences,
+                        experience_trajectories=_dmrm_model("ExperienceTrajectory").objects.filter(
+                            bank__in=banks, customer_key=customer_key),
+                        experience_steps=steps,
+                        dmrm_retrievals=_dmrm_model("DMRMRetrievalLog").objects.filter(
+                            bank__in=banks, customer_key=customer_key))
+
+
+def customer_rows_counts(found: CustomerRows) -> dict[str, int]:
+    """Rows per kind, named as an erasure's audit record counts them."""
+    return {"orbs": found.orbs.count(), "episodes": found.episodes.count(), "retrievals": found.retrievals.count(),
+            "dialogues": found.dialogues.count(), "experiences": found.experiences.count(),
+            "experience_trajectories": found.experience_trajectories.count(),
+            "dmrm_retrievals": found.dmrm_retrievals.count()}
 
 
 def _utterances(trajectory: dict) -> list[str]:
@@ -97,7 +107,7 @@ def _utterances(trajectory: dict) -> list[str]:
     return [m.get("content", "") for m in messages or [] if isinstance(m, dict)]
 
 
-def _texts(found: Erasure) -> set[str]:
+def _texts(found: CustomerRows) -> set[str]:
     """What the customer said or was told, as it may be quoted in a stored idempotent answer."""
     texts = set()
     for obs, outcome in found.orbs.values_list("obs", "outcome"):
@@ -113,16 +123,14 @@ def _texts(found: Erasure) -> set[str]:
     return {text.strip() for text in texts if len(text.strip()) >= MIN_TEXT_TO_MATCH} - {REMEMBERED_OBS}
 
 
-def _delete(found: Erasure, *, orb_ids: list[int], episode_ids: list[int]) -> dict[str, int]:
+def _delete(bank: MemoryBank, found: CustomerRows, *, orb_ids: list[int], episode_ids: list[int]) -> dict[str, int]:
     """`orb_ids` and `episode_ids` materialised first: the episode query reads the Orbs that are about to go."""
     # Revisions point at the Orbs they replaced (PROTECT); all of them go, so the links go first.
     found.orbs.update(supersedes=None)
-    counts = {"orbs": found.orbs.count(), "episodes": found.episodes.count(),
-              "retrievals": found.retrievals.count(), "dialogues": found.dialogues.count(),
-              **_dmrm_counts(found)}
+    counts = customer_rows_counts(found)
     # Apps above orbs that quote Orbs (evaluation episodes keep their prompt blocks) scrub them first.
     for name, hook in erasure_hooks():
-        counts[name] = hook(bank=found.bank, orb_ids=orb_ids) if orb_ids else 0
+        counts[name] = hook(bank=bank, orb_ids=orb_ids) if orb_ids else 0
     found.orbs.delete()  # with their review events and retrieval hits
     EpisodeRecord.objects.filter(pk__in=episode_ids).delete()
     found.retrievals.delete()  # with their hits
@@ -131,12 +139,7 @@ def _delete(found: Erasure, *, orb_ids: list[int], episode_ids: list[int]) -> di
     return counts
 
 
-def _dmrm_counts(found: Erasure) -> dict[str, int]:
-    return {"experiences": found.experiences.count(), "experience_trajectories": found.experience_trajectories.count(),
-            "dmrm_retrievals": found.dmrm_retrievals.count()}
-
-
-def _dmrm_delete(found: Erasure) -> None:
+def _dmrm_delete(found: CustomerRows) -> None:
     """The customer's DMRM rows. The entries are materialised first: they are found through the steps."""
     experience_ids = list(found.experiences.values_list("pk", flat=True))
     found.experience_steps.delete()
@@ -159,7 +162,7 @@ def customer_erase(*, bank: MemoryBank, customer_key: str, actor, reason: str = 
     customer_key = _named(customer_key)
     with transaction.atomic():
         history_lock(bank_id=bank.pk)
-        found = _of_customer(bank, customer_key)
+        found = customer_rows(banks=[bank], customer_key=customer_key)
         texts = _texts(found)
         # The chain keeps the erased rows' hashes (never their content) and expects them gone.
         history_erase(bank_id=bank.pk, reason="customer erasure", rows=[
@@ -167,13 +170,18 @@ def customer_erase(*, bank: MemoryBank, customer_key: str, actor, reason: str = 
             (REVIEW_EVENT, ReviewEvent.objects.filter(orb__in=found.orbs).values_list("pk", flat=True))])
         orb_ids = list(found.orbs.values_list("pk", flat=True))
         episode_ids = list(found.episodes.values_list("pk", flat=True))
-        counts = _delete(found, orb_ids=orb_ids, episode_ids=episode_ids)
+        counts = _delete(bank, found, orb_ids=orb_ids, episode_ids=episode_ids)
         counts["idempotent_answers"] = idempotent_answers_forget(values=[customer_key], texts=texts)
         counts["webhook_deliveries"] = webhook_deliveries_erase(
             workspace_id=bank.workspace_id, orb_ids=orb_ids, episode_ids=episode_ids, values=[customer_key],
             texts=texts)
         return bank_event(bank, action=BankEvent.Action.CUSTOMER_ERASED, actor=actor, note=reason.strip(),
                           customer_key_sha256=customer_key_sha256(customer_key), counts=counts, job_id=job_id)
+
+
+def banks_holding_customer(*, customer_key: str, workspace_id: int) -> QuerySet:
+    """The banks of a workspace with any row of the customer, archived ones included, by name."""
+    return MemoryBank.objects.filter(pk__in=_banks_holding(customer_key), workspace_id=workspace_id).order_by("name")
 
 
 def _banks_holding(customer_key: str) -> set[int]:
@@ -196,7 +204,7 @@ def _banks_to_erase(first: MemoryBank, customer_key: str, every_bank: bool) -> l
     may change them, or learn they hold the customer."""
     if not every_bank:
         return [first]
-    holding = (MemoryBank.objects.filter(pk__in=_banks_holding(customer_key), workspace_id=first.workspace_id)
+    holding = (banks_holding_customer(customer_key=customer_key, workspace_id=first.workspace_id)
                .exclude(pk=first.pk).order_by("pk"))
     return [first, *holding]
 

@@ -191,14 +191,22 @@ def orb_merge(*, orb_id: int, expected_version: int, into_id: int, actor, note: 
         target = _merge_target(orb, into_id)
         if target.status not in (Orb.Status.PENDING, Orb.Status.APPROVED):
             raise InvalidTransition(f"Orb #{target.lineage_id} is {target.status}, so it cannot take a merge")
-        before = orb_snapshot(orb)
+        before = merge_decision(orb)
         orb = orb_update_if_version(orb, expected_version, status=Orb.Status.SUPERSEDED, merged_into=target,
                                   reviewer=actor, reviewed_at=timezone.now(), review_note=note)
-        review_event_record(orb, action=ReviewEvent.Action.MERGED, actor=actor, before={"status": before["status"]},
-               after={"status": orb.status, "merged_into": target.lineage_id}, note=note)
+        # The decision it had and the kept Orb's version are what an undo restores and checks.
+        review_event_record(orb, action=ReviewEvent.Action.MERGED, actor=actor, before=before,
+               after={**merge_decision(orb), "merged_into": target.lineage_id, "target_version": target.version},
+               note=note)
         review_event_record(target, action=ReviewEvent.Action.MERGED, actor=actor, before={}, after={"absorbed": orb.lineage_id},
                note=note)
     return target
+
+
+def merge_decision(orb: Orb) -> dict:
+    """The review decision an Orb holds, as a merge records it (and its undo restores it)."""
+    return {"status": orb.status, "review_note": orb.review_note, "reviewer_id": orb.reviewer_id,
+            "reviewed_at": orb.reviewed_at.isoformat() if orb.reviewed_at else None}
 
 
 def _merge_target(orb: Orb, into_id: int) -> Orb:

@@ -70,3 +70,12 @@
   // New content (a swapped row, a new page of results): keep the cursor if its Orb is still listed.
   document.body.addEventListener("htmx:load", mark);
 })();
+
+// "Select all on this page": the header's checkbox ticks or clears every row's. Delegated, so it
+// keeps working on the results htmx swaps in.
+document.addEventListener("change", (event) => {
+  if (!event.target.matches("[data-select-page]")) return;
+  document.querySelectorAll('#queue-table input[name="selected"]').forEach((box) => {
+    box.checked = event.target.checked;
+  });
+});

@@ -33,7 +33,8 @@ def test_it_merges_into_a_near_duplicate_picked_side_by_side_after_a_confirmatio
     page.get_by_role("button", name=f"Merge Orb #{duplicate.pk} into Orb #{keep.pk}").click()
     page.wait_for_url(live_server.url + reverse("orbs:detail", args=[keep.pk]))
     assert page.get_by_role("status").first.inner_text() == (
-        f"Orb #{duplicate.pk} merged into Orb #{keep.pk}, which is kept; #{duplicate.pk} stays readable, superseded.")
+        f"Orb #{duplicate.pk} merged into Orb #{keep.pk}, which is kept; #{duplicate.pk} stays readable, superseded. "
+        "You can undo the merge below for 7 days.")
     assert Orb.objects.get(pk=duplicate.pk).merged_into_id == keep.pk
 
 
