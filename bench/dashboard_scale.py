@@ -32,6 +32,7 @@ from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from psycopg.types.json import Jsonb  # noqa: E402
 
+from bench.figures import record  # noqa: E402
 from bench.orbs_retrieval import (  # sets Django up
     Data,
     _bank,
@@ -224,7 +225,7 @@ def pages(bank: MemoryBank) -> dict[str, str]:
         "Orb provenance": f"/orbs/{orb}/provenance/",
         "Orb edit form": f"/orbs/{orb}/edit/",
         "bank list": "/orbs/banks/",
-        "bank detail (1M Orbs)": f"/orbs/banks/{bank.slug}/",
+        "bank detail": f"/orbs/banks/{bank.slug}/",
         "bank memory effects": f"/evaluation/memory/{bank.slug}/effects/",
         "Orb effect": f"/evaluation/memory/orbs/{orb}/effect/",
         "experience list": "/orbs/experiences/",
@@ -294,6 +295,10 @@ def main() -> None:
     results = time_pages(bank, args.samples)
     name, _, p95, _ = max(results, key=lambda row: row[2])
     say(f"\nslowest page by p95: {name} ({p95:.1f} ms); load average {os.getloadavg()[0]:.2f}")
+    scale = f"{Orb.objects.count():,} Orbs, {Episode.objects.count():,} episodes"
+    record("dashboard.slowest_p95_ms", p95, f"{name}, at {scale}")
+    for page in ("review queue, text search", "bank list", "bank detail", "review queue, semantic search"):
+        record(f"dashboard.p95_ms.{page}", next(row[2] for row in results if row[0] == page), f"at {scale}")
 
 
 if __name__ == "__main__":
