@@ -124,13 +124,16 @@ def run_step(step: Step, logs: Path, figures_file: Path, peers_python: Path) -> 
             done = subprocess.run([str(python), "-m", step.module, *step.args], cwd=ROOT, env=environment,
                                   stdout=output, stderr=subprocess.STDOUT, check=False)
     finally:
-        _discard_scratch(scratch)
+        _discard_scratch(scratch, keep_logs_in=logs, step=step.name)
     say(f"           {time.monotonic() - began:.0f} s, exit {done.returncode}; its output: {log}")
     return "" if done.returncode == 0 else f"it exited {done.returncode} (see {log})"
 
 
-def _discard_scratch(scratch: Path) -> None:
-    """A benchmark stops the PostgreSQL it started; one that died mid-way leaves it running."""
+def _discard_scratch(scratch: Path, *, keep_logs_in: Path, step: str) -> None:
+    """Keeps the logs a benchmark left in its data folder (its servers', PostgreSQL's), then stops the
+    PostgreSQL a benchmark that died mid-way left running, and removes the folder."""
+    for log in scratch.glob("*.log"):
+        shutil.copy(log, keep_logs_in / f"{step}-{log.name}")
     server = embedded_db.EmbeddedServer(scratch)
     if embedded_db.is_running(server):
         embedded_db.stop(server)

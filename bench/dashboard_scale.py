@@ -69,7 +69,8 @@ def _column_types(model) -> dict[str, str]:
 def copy_model(model, rows: list[dict]) -> None:
     """Binary COPY of `rows` (attribute name → value, primary key included); other fields take
     their model default. JSON values are sent as jsonb."""
-    fields = model._meta.concrete_fields
+    # PostgreSQL computes generated columns (the episode's transcript search vector) itself.
+    fields = [f for f in model._meta.concrete_fields if not getattr(f, "generated", False)]
     types = _column_types(model)
     defaults = {f.attname: f.get_default() for f in fields}
     json_columns = {f.attname for f in fields if types[f.column] == "jsonb"}

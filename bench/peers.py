@@ -205,7 +205,7 @@ class Memweb:
                          "scripted", "scripted", "", 0, 1, now, ""])
         began = time.perf_counter()
         _copy(rows)
-        rebuild_index(m=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION, maintenance_work_mem="1GB")
+        rebuild_index("halfvec", m=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION, maintenance_work_mem="1GB")  # memweb's own index
         return time.perf_counter() - began
 
     def _ids(self, pairs) -> list[int]:
