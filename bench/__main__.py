@@ -47,7 +47,7 @@ STEPS = (
     Step("evaluation", "bench.evaluation_throughput", ("--quick", "--processes", "2")),
     Step("peers", "bench.peers", ("--size", "5000", "--real", "500", "--queries", "100", "--text-queries", "20",
                                   "--adds", "121", "--single-adds", "40", "--batch", "40"), needs_peers=True),
-    Step("dashboard", "bench.dashboard_scale", ("--orbs", "100000", "--runs", "20", "--samples", "8")),
+    Step("dashboard", "bench.dashboard_scale", ("--orbs", "50000", "--runs", "10", "--samples", "8")),
     Step("demo", "bench.demo_curves"),
 )
 

@@ -66,7 +66,7 @@ from bench.orbs_retrieval import (  # noqa: E402  (sets Django up and starts the
     say,
 )
 from memweb.embeddings import MINILM, embedder, model_weights_path  # noqa: E402
-from orbs.models import HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH, HNSW_M, Orb, orb_document  # noqa: E402
+from orbs.models import HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH, HNSW_M, Orb, orb_document, orb_ids_draw  # noqa: E402
 from orbs.services import bank_get_or_create, orb_remember, orbs_retrievable, orbs_search  # noqa: E402
 from orbs.services.ingest import REMEMBERED_EMOTION, REMEMBERED_OBS  # noqa: E402
 from orbs.services.search import vectors_nearest  # noqa: E402
@@ -226,12 +226,12 @@ class Memweb:
         bank, model = self.add_bank, embedder()
         documents = [orb_document(obs=REMEMBERED_OBS, emotion=REMEMBERED_EMOTION, outcome=t, context={}) for t in texts]
         vectors = model.embed(documents)
-        Orb.objects.bulk_create([
-            Orb(bank=bank, content_hash=bank.orb_hash(obs=REMEMBERED_OBS, emotion=REMEMBERED_EMOTION, outcome=t,
-                                                      customer_key=""),
+        Orb.objects.bulk_create([  # bulk_create skips Orb.save, which draws a first revision's id and lineage
+            Orb(pk=orb_id, lineage_id=orb_id, bank=bank, content_hash=bank.orb_hash(
+                obs=REMEMBERED_OBS, emotion=REMEMBERED_EMOTION, outcome=t, customer_key=""),
                 obs=REMEMBERED_OBS, emotion=REMEMBERED_EMOTION, outcome=t, context={}, source="remembered",
                 source_label="peers", vector=v, embedding_model=model.model_name)
-            for t, v in zip(texts, vectors, strict=True)
+            for t, v, orb_id in zip(texts, vectors, orb_ids_draw(len(texts)), strict=True)
         ])
 
 
