@@ -131,8 +131,9 @@ def _transcript(task: Task, success: bool) -> list[dict]:
     ask = task.summary or "I need help with my order."
     return [{"turn": 1, "role": "user", "content": ask},
             {"turn": 1, "role": "assistant", "content": "Let me look that up.",
-             "tool_calls": [{"name": "get_order", "arguments": {"order_id": "W1"}}]},
-            {"turn": 1, "role": "tool", "tool_name": "get_order", "content": '{"order_id": "W1", "status": "delivered"}'},
+             "tool_calls": [{"id": "call-1", "name": "get_order", "arguments": {"order_id": "W1"}}]},
+            {"turn": 1, "role": "tool", "tool_call_id": "call-1", "tool_name": "get_order",
+             "content": '{"order_id": "W1", "status": "delivered"}'},
             {"turn": 1, "role": "assistant", "content": "Your order W1 was delivered."},
             {"turn": 2, "role": "user", "content": "Thanks, that is all." if success else "That is not right."},
             {"turn": 2, "role": "assistant", "content": "Glad to help." if success else "Sorry about that."}]
