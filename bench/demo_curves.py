@@ -35,6 +35,7 @@ STARTED_HERE = ensure_configured()
 
 from django.core.management import call_command  # noqa: E402
 
+from bench.figures import record  # noqa: E402
 from evaluation.runs.demo import load_demo  # noqa: E402
 from evaluation.runs.models import EvaluationRun  # noqa: E402
 
@@ -68,7 +69,9 @@ def main() -> None:
     log = io.StringIO()
     load_demo(stdout=log, run_tasks=args.tasks, run_trials=args.trials)
     print(curves_text(EvaluationRun.objects.filter(name__startswith="Demo:").order_by("pk")))
-    print(f"({time.monotonic() - started:.0f} s, commit {os.environ.get('GIT_COMMIT', 'see git log')})")
+    seconds = time.monotonic() - started
+    print(f"({seconds:.0f} s, commit {os.environ.get('GIT_COMMIT', 'see git log')})")
+    record("demo.seconds", seconds, "migrate and every demo run, in one process")
     if STARTED_HERE:
         from django.db import connections
 

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 from django.conf import settings
 
+from bench.figures import record
 from memweb.embeddings import MINILM, ONNX, TORCH, Embedder, model_weights_path
 from memweb.onnx_encoder import GRAPH_FILE, OPTIMIZATION_LEVELS, TOKENIZER_FILE, OnnxEncoder, export_state
 from memweb.onnx_export import export_and_check, neighbour_overlap, reference_texts
@@ -145,6 +146,10 @@ def report(args, made: dict, texts: list[str]) -> None:
     torch_p95, onnx_p95 = (float(np.percentile(singles[name], 95)) for name in ("torch", "onnx"))
     say(f"\nsingle query: onnx {torch_p50 / onnx_p50:.2f}x faster at p50, {torch_p95 / onnx_p95:.2f}x at p95 "
         f"(target 2x); batch: {throughput['onnx'] / throughput['torch']:.2f}x (target 1.5x)")
+    record("embedding.single_ratio", torch_p50 / onnx_p50, f"p50 {onnx_p50:.1f} against {torch_p50:.1f} ms")
+    record("embedding.batch_ratio", throughput["onnx"] / throughput["torch"],
+           f"{throughput['onnx']:.0f} against {throughput['torch']:.0f} texts/s")
+    record("embedding.min_cosine", checked["onnx"][0], f"recall@5 {checked['onnx'][1]:.3f} on {len(texts)} texts")
 
 
 def main() -> None:
@@ -171,8 +176,9 @@ def main() -> None:
         f"torch {torch.__version__}, onnxruntime {__import__('onnxruntime').__version__}; export {folder}")
     made = encoders(args, weights, folder)
     report(args, made, texts)
-    say(f"cold start of a process to its first vector: torch {cold_start_seconds('torch', folder):.1f} s, "
-        f"onnx {cold_start_seconds('onnx', folder):.1f} s")
+    cold = {backend: cold_start_seconds(backend, folder) for backend in ("torch", "onnx")}
+    say(f"cold start of a process to its first vector: torch {cold['torch']:.1f} s, onnx {cold['onnx']:.1f} s")
+    record("embedding.cold_start_s", cold["onnx"], f"torch {cold['torch']:.1f} s")
     say(f"load average {load_average()}")
 
 

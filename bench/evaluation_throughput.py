@@ -41,6 +41,7 @@ from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db.models import Avg, Max  # noqa: E402
 
+from bench.figures import record  # noqa: E402
 from evaluation.runs.models import EvaluationRun  # noqa: E402
 from evaluation.runs.services import run_drive, run_launch  # noqa: E402
 from evaluation.services import episode_simulate, taskset_builtin_load  # noqa: E402
@@ -193,6 +194,11 @@ def main() -> None:
         for threads in (None, 1) if processes > 1 and not args.quick else (None,):
             none, orbs = celery_runs(args, processes, threads)
             label = f"{processes} worker process(es)" + (f", OMP_NUM_THREADS={threads}" if threads else "")
+            if threads is None:
+                record(f"evaluation.none_eps.{processes}", none["episodes_per_s"], f"{none['run'].episodes_total} episodes")
+                if orbs:
+                    record(f"evaluation.memorb_eps.{processes}", orbs["episodes_per_s"],
+                           f"per turn, {orbs['run'].episodes_total} episodes")
             say(f"celery, {label}: no memory {none['episodes_per_s']:.1f} episodes/s "
                 f"({none['per_episode_ms']:.1f} ms/episode; {_orchestration(none, plain, processes)}); "
                 f"load average {_load()}")

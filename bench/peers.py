@@ -54,6 +54,7 @@ from django.conf import settings  # noqa: E402
 from django.db import connection  # noqa: E402
 from psycopg.types.json import Jsonb  # noqa: E402
 
+from bench.figures import record  # noqa: E402
 from bench.orbs_retrieval import (  # noqa: E402  (sets Django up and starts the scratch PostgreSQL)
     EMBEDDED_DB_STARTED_HERE,
     Data,
@@ -65,7 +66,7 @@ from bench.orbs_retrieval import (  # noqa: E402  (sets Django up and starts the
     say,
 )
 from memweb.embeddings import MINILM, embedder, model_weights_path  # noqa: E402
-from orbs.models import HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH, HNSW_M, Orb, orb_document  # noqa: E402
+from orbs.models import HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH, HNSW_M, Orb, orb_document, orb_ids_draw  # noqa: E402
 from orbs.services import bank_get_or_create, orb_remember, orbs_retrievable, orbs_search  # noqa: E402
 from orbs.services.ingest import REMEMBERED_EMOTION, REMEMBERED_OBS  # noqa: E402
 from orbs.services.search import vectors_nearest  # noqa: E402
@@ -204,7 +205,7 @@ class Memweb:
                          "scripted", "scripted", "", 0, 1, now, ""])
         began = time.perf_counter()
         _copy(rows)
-        rebuild_index(m=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION, maintenance_work_mem="1GB")
+        rebuild_index("halfvec", m=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION, maintenance_work_mem="1GB")  # memweb's own index
         return time.perf_counter() - began
 
     def _ids(self, pairs) -> list[int]:
@@ -225,12 +226,12 @@ class Memweb:
         bank, model = self.add_bank, embedder()
         documents = [orb_document(obs=REMEMBERED_OBS, emotion=REMEMBERED_EMOTION, outcome=t, context={}) for t in texts]
         vectors = model.embed(documents)
-        Orb.objects.bulk_create([
-            Orb(bank=bank, content_hash=bank.orb_hash(obs=REMEMBERED_OBS, emotion=REMEMBERED_EMOTION, outcome=t,
-                                                      customer_key=""),
+        Orb.objects.bulk_create([  # bulk_create skips Orb.save, which draws a first revision's id and lineage
+            Orb(pk=orb_id, lineage_id=orb_id, bank=bank, content_hash=bank.orb_hash(
+                obs=REMEMBERED_OBS, emotion=REMEMBERED_EMOTION, outcome=t, customer_key=""),
                 obs=REMEMBERED_OBS, emotion=REMEMBERED_EMOTION, outcome=t, context={}, source="remembered",
                 source_label="peers", vector=v, embedding_model=model.model_name)
-            for t, v in zip(texts, vectors, strict=True)
+            for t, v, orb_id in zip(texts, vectors, orb_ids_draw(len(texts)), strict=True)
         ])
 
 
@@ -446,6 +447,10 @@ def print_ratios(search: dict, text: dict, adds: dict) -> None:
     for peer in ("mem0", "chroma"):
         single = statistics.fmean(adds[peer]["single"]) / statistics.fmean(adds["memweb"]["single"])
         batched = adds[peer]["batched_per_memory"] / adds["memweb"]["batched_per_memory"]
+        record(f"peers.add_single_vs_{peer}", single, "a peer's mean ms per add over memweb's")
+        record(f"peers.add_batched_vs_{peer}", batched, "a peer's ms per memory batched over memweb's")
+        record(f"peers.recall_{peer}", search[peer]["recall"], "recall@5, vector queries")
+        record(f"peers.search_p50_vs_{peer}", search[peer]["p50"] / search["memweb"]["p50"], "vector search")
         say(f"vs {peer:<6}: vector search p50 x{search[peer]['p50'] / search['memweb']['p50']:.2f}, "
             f"p95 x{search[peer]['p95'] / search['memweb']['p95']:.2f}; text search p50 "
             f"x{text[peer]['p50'] / text['memweb']['p50']:.2f}; add throughput single x{single:.2f}, "
@@ -504,6 +509,7 @@ def main() -> None:
         adds = measure_adds(systems, lessons(args.adds + 1, seed=1234), args.batch, args.single_adds)
         print_adds(adds, args.batch)
         print_ratios(search, text, adds)
+        record("peers.recall_memweb", search["memweb"]["recall"], f"recall@5 over {args.size:,} rows")
         say(f"load average at the end: {load_average()}")
     finally:
         stop_embedded_database()

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import requests
 
+from bench.figures import record
+
 # isort: off
 from bench.orbs_retrieval import EMBEDDED_DB_STARTED_HERE, ITEMS, SENTENCES, Data, copy_rows, say  # sets Django up
 # isort: on
@@ -247,6 +249,13 @@ def report(level: Level, tag: str, server: str = "") -> None:
         f"({server_stages(tag)}; load average {load_average()})")
 
 
+def record_level(level: Level, unique: bool) -> None:
+    p95 = percentiles_ms(level.latencies, (95,))[0]
+    detail = f"{'unique' if unique else 'repeating'} queries, {level.completed} requests, {level.errors} errors"
+    record(f"retrieve.p95_ms.{level.clients}", p95, detail)
+    record(f"retrieve.rps.{level.clients}", level.throughput, detail)
+
+
 def saturation(levels: list[Level]) -> str:
     """The knee: the fewest clients that already get within 10 % of the best throughput (a rule
     that one noisy level on a shared machine cannot fool), and what more clients cost after it."""
@@ -317,6 +326,8 @@ def main() -> None:
                 server.levels.append(drive(server.url, key, clients=clients, seconds=args.seconds,
                                            max_requests=args.max_requests, tag=tag, unique=args.unique_queries))
                 report(server.levels[-1], tag, f"{server.label:>14} " if len(servers) > 1 else "")
+                if server is servers[0]:
+                    record_level(server.levels[-1], args.unique_queries)
         for server in servers:
             say(f"{server.label}: {saturation(server.levels)}; errors in all levels: "
                 f"{sum(level.errors for level in server.levels)}")
