@@ -8,6 +8,7 @@ from django.contrib.postgres.indexes import GinIndex, OpClass
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import connection, models
+from django.db.models.functions import Upper
 from django.utils import timezone
 from pgvector.django import VectorField
 
@@ -280,6 +281,13 @@ class Orb(models.Model):
             # Retrieval filters on context (orbs.context_filter) match with `context @@ jsonpath`;
             # jsonb_path_ops answers that operator's equalities and is smaller than the default class.
             GinIndex(OpClass("context", name="jsonb_path_ops"), name="orb_context_gin_idx"),
+            # The review queue's text search is `icontains` (UPPER(column) LIKE '%words%'), which only a
+            # trigram index on the same expression answers without reading every Orb (pg_trgm).
+            GinIndex(OpClass(Upper("obs"), name="gin_trgm_ops"), name="orb_obs_trgm_idx"),
+            GinIndex(OpClass(Upper("outcome"), name="gin_trgm_ops"), name="orb_outcome_trgm_idx"),
+            # Its third alternative, a hash prefix (LIKE 'abc%'): without an index for it the planner
+            # could not combine the three, and would read every Orb for all of them.
+            models.Index(OpClass("content_hash", name="varchar_pattern_ops"), name="orb_hash_prefix_idx"),
         ]
 
     def __str__(self) -> str:
