@@ -48,7 +48,8 @@ class UserCreateForm(forms.Form):
     username = forms.CharField(max_length=150, validators=[UnicodeUsernameValidator()],
                                help_text="Letters, digits and @ . + - _ only.")
     email = forms.EmailField(required=False, help_text="Optional.")
-    workspace = forms.ModelChoiceField(queryset=None, help_text="Where the new user works first.")
+    workspace = forms.ModelChoiceField(queryset=None, help_text="Where the new user works first.",
+                                       error_messages={"required": "Choose the workspace the user starts in."})
     role = forms.ChoiceField(choices=Role.choices, initial=Role.OPERATOR)
     sign_in = forms.ChoiceField(
         label="First sign-in", widget=forms.RadioSelect, initial=LINK,
@@ -59,9 +60,12 @@ class UserCreateForm(forms.Form):
     password2 = forms.CharField(label="Initial password again", required=False, strip=False,
                                 widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}))
 
-    def __init__(self, *args, actor, **kwargs):
+    def __init__(self, *args, actor, current=None, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["workspace"].queryset = workspaces_administered(actor).filter(archived_at__isnull=True)
+        choices = workspaces_administered(actor).filter(archived_at__isnull=True)
+        self.fields["workspace"].queryset = choices
+        if current is not None and choices.filter(pk=current.pk).exists():
+            self.fields["workspace"].initial = current.pk
 
     def clean_username(self):
         username = self.cleaned_data["username"]
@@ -93,7 +97,7 @@ def _users_context(request, *, create_form=None) -> dict:
     memberships = Membership.objects.filter(workspace__in=administered).select_related("workspace")
     users = filters.filtered(users_visible_to(request.user)).prefetch_related(
         Prefetch("memberships", queryset=memberships, to_attr="shown_memberships"))
-    context = {"filters": filters, "create_form": create_form or UserCreateForm(actor=request.user),
+    context = {"filters": filters, "create_form": create_form or UserCreateForm(actor=request.user, current=request.workspace),
                "events": user_admin.audit_visible_to(request.user)[:AUDIT_SHOWN],
                **sorted_page(request, users, sorting=USER_SORTING)}
     for user in context["page"].object_list:

@@ -97,6 +97,7 @@ NOT_SHOWN = {
     "orbs.RetrievalLog.hits": NO_ROWS, "orbs.RetrievalLog.outcome_episode_ref": STATE,
     "orbs.RetrievalLog.query": STATE, "orbs.RetrievalLog.rewritten_query": STATE,
     "orbs.SourceMemory.approval_note": NO_PAGE,
+    "memweb.AdminEvent.note": NO_ROWS,
 }
 
 FIELDS = [field for field in text_fields() if field_label(field) not in NOT_WRITABLE]
