@@ -182,3 +182,15 @@ def test_an_admin_renames_or_archives_only_their_own_workspaces(admin_client, te
                              {f"workspace-{default.pk}-name": "Mine"}).status_code == 404
     default.refresh_from_db()
     assert default.name == "Default" and not default.is_archived
+
+
+@pytest.mark.django_db
+def test_a_key_of_an_open_workspace_writes_even_from_a_session_in_an_archived_one(admin_client, team,
+                                                                                    operator_user):
+    workspace, _, _ = team
+    admin_client.post(reverse("workspace_archive", args=[workspace.pk]))
+    secret = ApiKey.issue(user=operator_user, name="agent", workspace=Workspace.objects.get(pk=default_workspace_id()))[1]
+    response = admin_client.post("/api/orbs/banks", {"name": "Default bank"}, content_type="application/json",
+                                 headers={"Authorization": f"Bearer {secret}"})
+    assert response.status_code == 201
+    assert MemoryBank.all_workspaces.get(name="Default bank").workspace_id == default_workspace_id()
