@@ -204,6 +204,7 @@ def workspace_rename(request, workspace_id: int):
     form = _rename_form(workspace, request.POST)
     if not form.is_valid():
         return _workspaces_page(request, rename_form=form, status=400)
+    # Validating the form wrote the new name onto `workspace`: the service reads the stored one afresh.
     user_admin.workspace_rename(actor=request.user, workspace=Workspace.objects.get(pk=workspace.pk),
                                 name=form.cleaned_data["name"])
     messages.success(request, f"Workspace “{old_name}” is now “{form.cleaned_data['name']}”.")

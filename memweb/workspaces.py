@@ -16,8 +16,8 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # Writes still allowed in an archived workspace: signing in and out, leaving it, the admins' pages
 # that unarchive it or manage its people, and revoking a key (taking access away is always allowed).
 ARCHIVE_EXEMPT = frozenset({
-    "login", "logout", "workspace_switch", "workspaces", "workspace_create", "workspace_rename", "workspace_archive",
-    "workspace_unarchive", "membership_add", "membership_remove", "membership_role", "users", "user_create",
+    "login", "logout", "workspace_switch", "workspace_create", "workspace_rename", "workspace_archive",
+    "workspace_unarchive", "membership_add", "membership_remove", "membership_role", "user_create",
     "user_deactivate", "user_reactivate", "api_key_revoke", "saved_view_save", "saved_view_rename",
     "saved_view_delete",
 })
