@@ -38,7 +38,7 @@ urlpatterns = [
     path("users/new/", user_views.user_create, name="user_create"),
     path("users/<int:user_id>/deactivate/", user_views.user_deactivate, name="user_deactivate"),
     path("users/<int:user_id>/reactivate/", user_views.user_reactivate, name="user_reactivate"),
-    path("set-password/<uidb64>/<token>/", user_views.password_set, name="password_set"),
+    path("set-password/", user_views.password_set, name="password_set"),
     path("jobs/", views.job_list, name="job_list"),
     path("jobs/<int:job_id>/", views.job_detail, name="job_detail"),
     path("admin/", admin.site.urls),

@@ -4,16 +4,16 @@ password. Who may manage whom is memweb.user_admin's rule."""
 from django import forms
 from django.contrib import messages
 from django.contrib.auth import get_user_model, password_validation
+from django.contrib.auth.forms import SetPasswordForm
 from django.contrib.auth.tokens import default_token_generator
 from django.contrib.auth.validators import UnicodeUsernameValidator
-from django.contrib.auth.views import PasswordResetConfirmView
 from django.core.exceptions import ValidationError
 from django.db.models import Prefetch, Q
-from django.shortcuts import get_object_or_404, redirect
-from django.urls import reverse, reverse_lazy
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils.encoding import force_bytes
-from django.utils.http import urlsafe_base64_encode
-from django.views.decorators.http import require_GET, require_POST
+from django.utils.http import urlencode, urlsafe_base64_decode, urlsafe_base64_encode
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from memweb import user_admin
 from memweb.listing import Sorting, sorted_page
@@ -24,6 +24,7 @@ from memweb.views import render_uncached
 
 USER_SORTING = Sorting(columns={"username": "username", "joined": "date_joined", "last_login": "last_login"})
 AUDIT_SHOWN = 20
+LINK_SESSION_KEY = "memweb_password_link"
 
 
 class UserFilterForm(forms.Form):
@@ -134,9 +135,10 @@ def user_create(request):
 
 
 def password_set_path(user) -> str:
-    """The one-time link: its token is void once the password is set (it hashes the password)."""
-    uidb64 = urlsafe_base64_encode(force_bytes(user.pk))
-    return reverse("password_set", kwargs={"uidb64": uidb64, "token": default_token_generator.make_token(user)})
+    """The one-time link: its token is void once the password is set (it hashes the password), and
+    after PASSWORD_RESET_TIMEOUT."""
+    link = f"{urlsafe_base64_encode(force_bytes(user.pk))}.{default_token_generator.make_token(user)}"
+    return f"{reverse('password_set')}?{urlencode({'link': link})}"
 
 
 @require_POST
@@ -166,15 +168,30 @@ def _active_set(request, user_id: int, *, active: bool):
     return redirect("users")
 
 
-class PasswordSetView(PasswordResetConfirmView):
-    """Django's set-password step for a reset link, on memweb's page; its token is good once."""
+@require_http_methods(["GET", "POST"])
+def password_set(request):
+    """The one-time link's page: the link's token moves into the session at once, out of the address
+    bar (and of any Referer), then the new user chooses a password; the token dies with the old one."""
+    if "link" in request.GET:
+        request.session[LINK_SESSION_KEY] = request.GET["link"]
+        return redirect("password_set")
+    user = _link_user(request.session.get(LINK_SESSION_KEY, ""))
+    if user is None:
+        return render(request, "registration/password_set.html", {"validlink": False})
+    form = SetPasswordForm(user, request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        form.save()
+        del request.session[LINK_SESSION_KEY]
+        messages.success(request, "Your password is set: sign in with it.")
+        return redirect("login")
+    return render(request, "registration/password_set.html", {"validlink": True, "form": form})
 
-    template_name = "registration/password_set.html"
-    success_url = reverse_lazy("login")
 
-    def form_valid(self, form):
-        messages.success(self.request, "Your password is set: sign in with it.")
-        return super().form_valid(form)
-
-
-password_set = PasswordSetView.as_view()
+def _link_user(link: str):
+    """The account a link names, if its token is still good; else None."""
+    uidb64, _, token = link.partition(".")
+    try:
+        user = get_user_model().objects.get(pk=urlsafe_base64_decode(uidb64).decode())
+    except (ValueError, TypeError, OverflowError, ValidationError, get_user_model().DoesNotExist):
+        return None
+    return user if default_token_generator.check_token(user, token) else None
