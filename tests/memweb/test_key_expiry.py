@@ -1,8 +1,10 @@
-"""API keys with an expiry date (issue 32): set when the key is created, refused after its last day
-with a 401 that says so, and listed as expired."""
+"""API keys with an expiry date (issue 32): set when the key is created (on the keys page or with
+`create_api_key --expires`), refused after its last day with a 401 that says so, and listed as expired."""
+import io
 from datetime import timedelta
 
 import pytest
+from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -62,3 +64,15 @@ def test_the_keys_page_refuses_a_bad_expiry_at_the_field(client, operator_user, 
                                                        "expires_on": value})
     assert response.status_code == 400 and response.context["form"].errors["expires_on"] == [message]
     assert message in response.content.decode() and not ApiKey.objects.filter(name="agent").exists()
+
+
+@pytest.mark.django_db
+def test_the_command_issues_a_key_with_an_expiry_and_refuses_a_bad_one(operator_user):
+    day = timezone.localdate() + timedelta(days=7)
+    out = io.StringIO()
+    call_command("create_api_key", operator_user.username, "--name", "cron", "--expires", day.isoformat(), stdout=out)
+    assert ApiKey.objects.get(name="cron").expires_on == day and f"working through {day.isoformat()}" in out.getvalue()
+    for bad, message in (("2001-01-01", "has passed"), ("soon", "is not a date")):
+        with pytest.raises(CommandError, match=message):
+            call_command("create_api_key", operator_user.username, "--name", "late", "--expires", bad)
+    assert not ApiKey.objects.filter(name="late").exists()
