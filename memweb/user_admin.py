@@ -37,14 +37,25 @@ def users_visible_to(actor):
 
 def manage_refusal(actor, target) -> str:
     """Why `actor` may not deactivate or reactivate `target`; empty when they may."""
+    return manage_refusals(actor, [target])[target.pk]
+
+
+def manage_refusals(actor, targets) -> dict[int, str]:
+    """manage_refusal for each of `targets` (a page of the users list), in two queries."""
+    mine = set(workspaces_administered(actor).values_list("pk", flat=True))
+    theirs: dict[int, set[int]] = {target.pk: set() for target in targets}
+    for user_id, workspace_id in Membership.objects.filter(user__in=theirs).values_list("user_id", "workspace_id"):
+        theirs[user_id].add(workspace_id)
+    return {target.pk: _refusal(actor, target, theirs[target.pk], mine) for target in targets}
+
+
+def _refusal(actor, target, theirs: set[int], mine: set[int]) -> str:
     if target.pk == actor.pk:
         return "You cannot change your own account here."
     if actor.is_superuser:
         return ""
     if target.is_superuser:
         return "Superuser accounts are managed by superusers only."
-    theirs = set(Membership.objects.filter(user=target).values_list("workspace_id", flat=True))
-    mine = set(workspaces_administered(actor).values_list("pk", flat=True))
     if not theirs or not theirs <= mine:
         return "This user also belongs to workspaces you do not administer."
     return ""

@@ -19,7 +19,7 @@ from memweb import user_admin
 from memweb.listing import Sorting, sorted_page
 from memweb.models import Membership
 from memweb.roles import Role, role_required
-from memweb.user_admin import AdminRefused, manage_refusal, users_visible_to, workspaces_administered
+from memweb.user_admin import AdminRefused, manage_refusals, users_visible_to, workspaces_administered
 from memweb.views import render_uncached
 
 USER_SORTING = Sorting(columns={"username": "username", "joined": "date_joined", "last_login": "last_login"})
@@ -101,8 +101,10 @@ def _users_context(request, *, create_form=None) -> dict:
     context = {"filters": filters, "create_form": create_form or UserCreateForm(actor=request.user, current=request.workspace),
                "events": user_admin.audit_visible_to(request.user)[:AUDIT_SHOWN],
                **sorted_page(request, users, sorting=USER_SORTING)}
-    for user in context["page"].object_list:
-        user.refusal = manage_refusal(request.user, user)
+    shown = list(context["page"].object_list)
+    refusals = manage_refusals(request.user, shown)
+    for user in shown:
+        user.refusal = refusals[user.pk]
     return context
 
 
