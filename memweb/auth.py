@@ -33,10 +33,11 @@ from memweb.models import ApiKey, AuthFailure
 from memweb.registry import api_scopes
 from memweb.roles import has_role, role_required
 from memweb.scoping import workspace_scope_switch
-from memweb.workspaces import workspace_activate
+from memweb.workspaces import SAFE_METHODS, archived_refusal, workspace_activate
 
 NO_CREDENTIALS = "Authentication required: sign in, or send an API key as 'Authorization: Bearer <key>' or 'X-API-Key: <key>'"
 BAD_KEY = "Invalid or revoked API key"
+EXPIRED_KEY = "This API key expired at the end of {day}: ask for a new key"
 REVIEW_NEEDS_A_PERSON = ("reviewing memories (approve, edit, reject, merge, delete, restore) is a human action: "
                          "sign in to the dashboard as a reviewer; no API key scope allows it")
 TOO_MANY_FAILURES = ("Too many failed attempts from this address or with this key prefix; "
@@ -186,7 +187,7 @@ def _key_prefix(secret: str) -> Counter:
 
 
 def api_key_of(*, request, secret: str) -> ApiKey:
-    """The active key whose secret is `secret` (its user active too), or 401/429.
+    """The active key whose secret is `secret` (its user active too, not expired), or 401/429.
 
     A valid key is always served: the key is looked up before any counter is read, so nobody's bad
     keys (from the same address behind a proxy, or with the same prefix) lock a working agent out.
@@ -200,9 +201,11 @@ def api_key_of(*, request, secret: str) -> ApiKey:
         .filter(key_hash=ApiKey.hash_secret(secret), revoked_at__isnull=True, user__is_active=True)
         .first()
     )
-    if key is not None:
+    if key is not None and not key.has_expired:
         api_key_touch(key=key)
         return key
+    # An expired key is refused, and counted, as a revoked one, but told why.
+    refusal = EXPIRED_KEY.format(day=key.expires_on.isoformat()) if key is not None else BAD_KEY
     now = timezone.now()
     counters = [_address(API, client_ip(request)), _key_prefix(secret)]
     full = [started for count, started in (_live(counter, now) for counter in counters) if count >= _max_failures()]
@@ -210,7 +213,7 @@ def api_key_of(*, request, secret: str) -> ApiKey:
         raise TooManyFailures(max(_retry_after(started, now) for started in full))
     for counter in counters:
         _count_one(counter, now)
-    raise AuthenticationError(401, BAD_KEY)
+    raise AuthenticationError(401, refusal)
 
 
 def api_key_touch(*, key: ApiKey) -> None:
@@ -244,6 +247,8 @@ class RouteAccess:
             raise AuthorizationError(403, REVIEW_NEEDS_A_PERSON)
         if self.scope and self.scope not in key.scopes:
             raise AuthorizationError(403, f"this API key lacks the scope {self.scope!r} this route needs")
+        if key.workspace.is_archived and request.method not in SAFE_METHODS:
+            raise HttpError(409, archived_refusal(key.workspace))
         request.workspace = key.workspace
         request.api_key = key  # what a program may do can differ from what its user may do signed in
         workspace_activate(user=key.user, workspace=key.workspace)

@@ -5,7 +5,7 @@ import secrets
 import uuid
 
 from django.conf import settings
-from django.db import models
+from django.db import connection, models
 from django.utils import timezone
 
 from memweb.roles import Role
@@ -21,6 +21,9 @@ class Workspace(models.Model):
     slug = models.SlugField(max_length=60, unique=True)
     name = models.CharField(max_length=100, unique=True)
     created_at = models.DateTimeField(default=timezone.now)
+    # An archived workspace is read-only: its pages stay readable, every write is refused
+    # (memweb.workspaces), and it leaves the switcher and the landing choice.
+    archived_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["name"]
@@ -28,12 +31,27 @@ class Workspace(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def is_default(self) -> bool:
+        return self.slug == DEFAULT_WORKSPACE_SLUG
+
+    @property
+    def is_archived(self) -> bool:
+        return self.archived_at is not None
+
 
 def default_workspace_id() -> int:
     """The workspace that rows made outside a request (demo data, management commands) belong to;
-    the migration that introduced workspaces put every existing row there."""
-    workspace, _ = Workspace.objects.get_or_create(slug=DEFAULT_WORKSPACE_SLUG, defaults={"name": "Default"})
-    return workspace.pk
+    the migration that introduced workspaces put every existing row there. It runs inside that and
+    later migrations too (a field default), when the table may still lack the columns added since: so
+    it reads only the id, and writes only the columns the first workspace table had."""
+    found = Workspace.objects.filter(slug=DEFAULT_WORKSPACE_SLUG).values_list("pk", flat=True).first()
+    if found is None:
+        with connection.cursor() as cursor:
+            cursor.execute(f"INSERT INTO {Workspace._meta.db_table} (slug, name, created_at) VALUES (%s, %s, %s) "
+                           "ON CONFLICT DO NOTHING", [DEFAULT_WORKSPACE_SLUG, "Default", timezone.now()])
+        found = Workspace.objects.filter(slug=DEFAULT_WORKSPACE_SLUG).values_list("pk", flat=True).get()
+    return found
 
 
 class Membership(models.Model):
@@ -79,16 +97,22 @@ def _may_act_in(user, workspace_id: int) -> bool:
     return user.is_superuser or Membership.objects.filter(user=user, workspace_id=workspace_id).exists()
 
 
+def _is_open(workspace_id: int) -> bool:
+    return Workspace.objects.filter(pk=workspace_id, archived_at__isnull=True).exists()
+
+
 def landing_workspace_id(user) -> int:
     """Where a user acts until they pick a workspace: the one they last picked, while they may still act
-    there; else the default workspace, if they may; else their oldest membership's; else the default."""
+    there and it is not archived; else the default workspace, if they may; else their oldest membership's
+    open workspace; else the default (which is never archived)."""
     last = WorkspaceLanding.objects.filter(user=user).values_list("workspace_id", flat=True).first()
-    if last is not None and _may_act_in(user, last):
+    if last is not None and _may_act_in(user, last) and _is_open(last):
         return last
     default = default_workspace_id()
     if _may_act_in(user, default):
         return default
-    first = Membership.objects.filter(user=user).order_by("workspace_id").values_list("workspace_id", flat=True).first()
+    first = (Membership.objects.filter(user=user, workspace__archived_at__isnull=True).order_by("workspace_id")
+             .values_list("workspace_id", flat=True).first())
     return first or default
 
 
@@ -163,6 +187,7 @@ class ApiKey(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    expires_on = models.DateField(null=True, blank=True, help_text="The last day the key works; empty: no expiry.")
 
     class Meta:
         ordering = ["-created_at"]
@@ -176,7 +201,7 @@ class ApiKey(models.Model):
 
     @classmethod
     def issue(cls, *, user, name: str, workspace: Workspace | None = None,
-              scopes: list[str] | tuple[str, ...] | None = None) -> tuple["ApiKey", str]:
+              scopes: list[str] | tuple[str, ...] | None = None, expires_on=None) -> tuple["ApiKey", str]:
         """Create a key and return it with its secret, which is never stored. Without a workspace,
         the key acts where the user lands (landing_workspace_id); without scopes, it holds every scope the apps declare
         (memweb.registry.api_scopes). A scope no app declares is a ValueError."""
@@ -190,13 +215,17 @@ class ApiKey(models.Model):
         workspace_id = workspace.pk if workspace else landing_workspace_id(user)
         key = cls.objects.create(
             user=user, name=name, prefix=secret[: cls.PREFIX_LENGTH], key_hash=cls.hash_secret(secret),
-            workspace_id=workspace_id, scopes=sorted(set(scopes)),
+            workspace_id=workspace_id, scopes=sorted(set(scopes)), expires_on=expires_on,
         )
         return key, secret
 
     @property
+    def has_expired(self) -> bool:
+        return self.expires_on is not None and self.expires_on < timezone.localdate()
+
+    @property
     def is_active(self) -> bool:
-        return self.revoked_at is None
+        return self.revoked_at is None and not self.has_expired
 
     def revoke(self) -> None:
         self.revoked_at = timezone.now()
@@ -443,3 +472,37 @@ class DemoLoad(models.Model):
 
     def __str__(self) -> str:
         return f"demo loading: {self.parts_done} of {self.parts_total}"
+
+
+class AdminEvent(AppendOnly):
+    """Who did what on the users and workspaces pages (memweb.user_admin): accounts created, deactivated
+    and reactivated, roles given, changed and taken, workspaces renamed, archived and unarchived."""
+
+    class Action(models.TextChoices):
+        USER_CREATED = "user_created", "created user"
+        USER_DEACTIVATED = "user_deactivated", "deactivated user"
+        USER_REACTIVATED = "user_reactivated", "reactivated user"
+        ROLE_GRANTED = "role_granted", "gave a role to"
+        ROLE_CHANGED = "role_changed", "changed the role of"
+        ROLE_REMOVED = "role_removed", "removed a role of"
+        WORKSPACE_CREATED = "workspace_created", "created workspace"
+        WORKSPACE_RENAMED = "workspace_renamed", "renamed workspace"
+        WORKSPACE_ARCHIVED = "workspace_archived", "archived workspace"
+        WORKSPACE_UNARCHIVED = "workspace_unarchived", "unarchived workspace"
+
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    action = models.CharField(max_length=32, choices=Action.choices)
+    target_user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                    related_name="+")
+    workspace = models.ForeignKey(Workspace, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    old_role = models.CharField(max_length=16, choices=Role.choices, blank=True)
+    new_role = models.CharField(max_length=16, choices=Role.choices, blank=True)
+    # A renamed workspace's previous name: the row keeps what the rename overwrote.
+    note = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.actor} {self.get_action_display()} at {self.created_at:%Y-%m-%d %H:%M}"

@@ -57,6 +57,7 @@ CORE_NAV_AFTER = (
     NavItem("API docs", "api:openapi-view"),
     NavItem("Workspaces", "workspaces", (Role.ADMIN,)),
     NavItem("Admin", "admin:index", (Role.ADMIN,), superusers_only=True),
+    NavItem("Users", "users", (Role.ADMIN,)),
 )
 
 

@@ -59,14 +59,14 @@ def role_required(*roles: str):
 
 
 def roles_context(request) -> dict:
-    from memweb.workspaces import workspaces_of
+    from memweb.workspaces import workspaces_listed
 
     held = user_roles(request.user) if hasattr(request, "user") else set()
     is_admin = Role.ADMIN in held
     current = getattr(request, "workspace", None)
     return {
         "current_workspace": current,
-        "user_workspaces": workspaces_of(request.user) if current is not None else (),
+        "user_workspaces": workspaces_listed(request.user, current) if current is not None else (),
         "user_roles": held,
         "is_operator": is_admin or Role.OPERATOR in held,
         "is_reviewer": is_admin or Role.REVIEWER in held,

@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from memweb import saved_view_views, views, webhook_views, workspace_views
+from memweb import saved_view_views, user_views, views, webhook_views, workspace_views
 from memweb.api import api
 
 urlpatterns = [
@@ -30,6 +30,15 @@ urlpatterns = [
     path("workspaces/members/new/", workspace_views.membership_add, name="membership_add"),
     path("workspaces/members/<int:membership_id>/remove/", workspace_views.membership_remove,
          name="membership_remove"),
+    path("workspaces/members/<int:membership_id>/role/", workspace_views.membership_role, name="membership_role"),
+    path("workspaces/<int:workspace_id>/rename/", workspace_views.workspace_rename, name="workspace_rename"),
+    path("workspaces/<int:workspace_id>/archive/", workspace_views.workspace_archive, name="workspace_archive"),
+    path("workspaces/<int:workspace_id>/unarchive/", workspace_views.workspace_unarchive, name="workspace_unarchive"),
+    path("users/", user_views.users, name="users"),
+    path("users/new/", user_views.user_create, name="user_create"),
+    path("users/<int:user_id>/deactivate/", user_views.user_deactivate, name="user_deactivate"),
+    path("users/<int:user_id>/reactivate/", user_views.user_reactivate, name="user_reactivate"),
+    path("set-password/", user_views.password_set, name="password_set"),
     path("jobs/", views.job_list, name="job_list"),
     path("jobs/<int:job_id>/", views.job_detail, name="job_detail"),
     path("admin/", admin.site.urls),

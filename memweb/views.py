@@ -91,6 +91,17 @@ class ApiKeyForm(forms.Form):
         help_text="What the key may call, in this workspace. No scope approves, edits or rejects memories.",
         error_messages={"required": "Choose at least one scope."},
     )
+    expires_on = forms.DateField(
+        required=False, label="Expires after", widget=forms.DateInput(attrs={"type": "date"}),
+        help_text="Optional: the last day the key works. Empty: it works until revoked.",
+        error_messages={"invalid": "Enter a date as YYYY-MM-DD."},
+    )
+
+    def clean_expires_on(self):
+        day = self.cleaned_data["expires_on"]
+        if day is not None and day < timezone.localdate():
+            raise forms.ValidationError("This day has passed: choose today or a later day.")
+        return day
 
 
 def _keys_visible_to(request):
@@ -124,7 +135,7 @@ def api_key_create(request):
     if not form.is_valid():
         return _api_keys_page(request, form=form, status=400)
     key, secret = ApiKey.issue(user=request.user, name=form.cleaned_data["name"], workspace=request.workspace,
-                               scopes=form.cleaned_data["scopes"])
+                               scopes=form.cleaned_data["scopes"], expires_on=form.cleaned_data["expires_on"])
     messages.success(request, f"API key “{key.name}” created. Copy it now: it is shown only once.")
     return _api_keys_page(request, form=ApiKeyForm(), new_secret=secret)
 

@@ -1,19 +1,23 @@
 """Switching the workspace a session acts in, and the admins' page of workspaces and members. An
-admin manages the members of the workspaces they administer (a superuser: of all); another
-workspace's membership answers 404, as every object of another workspace does."""
+admin manages the members of the workspaces they administer (a superuser: of all), renames and
+archives those workspaces; another workspace's membership or workspace answers 404, as every object
+of another workspace does. The rules and the audit trail live in memweb.user_admin."""
 from urllib.parse import urlsplit
 
 from django import forms
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import Resolver404, resolve, reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from memweb.models import Membership, Workspace, workspace_landing_remember
+from memweb import user_admin
+from memweb.models import AdminEvent, Membership, Workspace, workspace_landing_remember
 from memweb.roles import Role, role_required
+from memweb.user_admin import AdminRefused, workspaces_administered
 from memweb.workspaces import SESSION_KEY, workspaces_of
 
 
@@ -25,7 +29,8 @@ def workspace_switch(request):
     workspace = get_object_or_404(workspaces_of(request.user), pk=request.POST.get("workspace") or 0)
     request.session[SESSION_KEY] = workspace.pk
     workspace_landing_remember(user=request.user, workspace=workspace)
-    messages.success(request, f"Now working in “{workspace.name}”.")
+    archived = " It is archived: read-only until an admin unarchives it." if workspace.is_archived else ""
+    messages.success(request, f"Now working in “{workspace.name}”.{archived}")
     back = request.POST.get("next", "")
     safe = url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}, require_https=request.is_secure())
     return redirect(_same_list(back) if safe else "home")
@@ -64,10 +69,16 @@ class WorkspaceForm(forms.ModelForm):
         fields = ["name", "slug"]
 
 
-def workspaces_administered(user):
-    if user.is_superuser:
-        return Workspace.objects.all()
-    return Workspace.objects.filter(memberships__user=user, memberships__role=Role.ADMIN).distinct()
+class WorkspaceRenameForm(forms.ModelForm):
+    class Meta:
+        model = Workspace
+        fields = ["name"]
+        labels = {"name": "New name"}
+
+
+def _rename_form(workspace: Workspace, data=None) -> WorkspaceRenameForm:
+    # One form per workspace card: the prefix keeps each card's field ids unique.
+    return WorkspaceRenameForm(data, instance=workspace, prefix=f"workspace-{workspace.pk}")
 
 
 class MembershipForm(forms.Form):
@@ -86,9 +97,14 @@ class MembershipForm(forms.Form):
         return user
 
 
-def _workspaces_page(request, *, workspace_form=None, membership_form=None, status=200):
+def _workspaces_page(request, *, workspace_form=None, membership_form=None, rename_form=None, status=200):
+    workspaces = list(workspaces_administered(request.user).prefetch_related("memberships__user"))
+    for workspace in workspaces:
+        bound = rename_form if rename_form is not None and rename_form.instance.pk == workspace.pk else None
+        workspace.rename_form = bound or _rename_form(workspace)
     context = {
-        "workspaces": workspaces_administered(request.user).prefetch_related("memberships__user"),
+        "workspaces": workspaces,
+        "roles": Role.choices,
         "workspace_form": workspace_form or WorkspaceForm(),
         "membership_form": membership_form or MembershipForm(user=request.user),
     }
@@ -110,6 +126,7 @@ def workspace_create(request):
     with transaction.atomic():
         workspace = form.save()
         Membership.objects.create(workspace=workspace, user=request.user, role=Role.ADMIN)
+        user_admin.audit(actor=request.user, action=AdminEvent.Action.WORKSPACE_CREATED, workspace=workspace)
     # The creator stays where they work: switching to the new workspace is their choice.
     messages.success(request, f"Workspace “{workspace.name}” created with you as its admin; add its members below, "
                               "and switch to it from the workspace menu.")
@@ -125,7 +142,8 @@ def membership_add(request):
     data = form.cleaned_data
     try:
         with transaction.atomic():
-            Membership.objects.create(workspace=data["workspace"], user=data["username"], role=data["role"])
+            membership = Membership.objects.create(workspace=data["workspace"], user=data["username"], role=data["role"])
+            user_admin.membership_granted(actor=request.user, membership=membership)
     except IntegrityError:
         form.add_error("role", "This user already holds this role in this workspace")
         return _workspaces_page(request, membership_form=form, status=400)
@@ -136,7 +154,85 @@ def membership_add(request):
 @require_POST
 @role_required(Role.ADMIN)
 def membership_remove(request, membership_id: int):
-    membership = get_object_or_404(Membership, pk=membership_id, workspace__in=workspaces_administered(request.user))
-    membership.delete()
+    membership = _membership_or_404(request, membership_id)
+    try:
+        user_admin.membership_remove(actor=request.user, membership=membership)
+    except AdminRefused as refused:
+        messages.error(request, str(refused))
+        return redirect("workspaces")
     messages.success(request, f"{membership.user} is no longer {membership.role} in “{membership.workspace}”.")
+    return redirect("workspaces")
+
+
+def _membership_or_404(request, membership_id: int) -> Membership:
+    membership = user_admin.membership_of(request.user, membership_id)
+    if membership is None:
+        raise Http404("No such membership in a workspace you administer")
+    return membership
+
+
+@require_POST
+@role_required(Role.ADMIN)
+def membership_role(request, membership_id: int):
+    """Change a member's role; taking the admin role away asks for a confirmation first."""
+    membership = _membership_or_404(request, membership_id)
+    role = request.POST.get("role", "")
+    if role not in Role.values:
+        messages.error(request, f"Role: choose one of {', '.join(Role.values)}.")
+        return redirect("workspaces")
+    if user_admin.is_demotion(membership, role) and request.POST.get("confirmed") != "yes":
+        context = {"membership": membership, "role": role, "role_label": Role(role).label}
+        return render(request, "memweb/membership_role_confirm.html", context)
+    try:
+        user_admin.membership_role_change(actor=request.user, membership=membership, role=role)
+    except AdminRefused as refused:
+        messages.error(request, str(refused))
+        return redirect("workspaces")
+    messages.success(request, f"{membership.user} is now {role} in “{membership.workspace}”.")
+    return redirect("workspaces")
+
+
+def _workspace_or_404(request, workspace_id: int) -> Workspace:
+    return get_object_or_404(workspaces_administered(request.user), pk=workspace_id)
+
+
+@require_POST
+@role_required(Role.ADMIN)
+def workspace_rename(request, workspace_id: int):
+    workspace = _workspace_or_404(request, workspace_id)
+    old_name = workspace.name
+    form = _rename_form(workspace, request.POST)
+    if not form.is_valid():
+        return _workspaces_page(request, rename_form=form, status=400)
+    # Validating the form wrote the new name onto `workspace`: the service reads the stored one afresh.
+    user_admin.workspace_rename(actor=request.user, workspace=Workspace.objects.get(pk=workspace.pk),
+                                name=form.cleaned_data["name"])
+    messages.success(request, f"Workspace “{old_name}” is now “{form.cleaned_data['name']}”.")
+    return redirect("workspaces")
+
+
+@require_POST
+@role_required(Role.ADMIN)
+def workspace_archive(request, workspace_id: int):
+    return _archived_set(request, workspace_id, archived=True)
+
+
+@require_POST
+@role_required(Role.ADMIN)
+def workspace_unarchive(request, workspace_id: int):
+    return _archived_set(request, workspace_id, archived=False)
+
+
+def _archived_set(request, workspace_id: int, *, archived: bool):
+    workspace = _workspace_or_404(request, workspace_id)
+    try:
+        user_admin.workspace_archived_set(actor=request.user, workspace=workspace, archived=archived)
+    except AdminRefused as refused:
+        messages.error(request, str(refused))
+        return redirect("workspaces")
+    if archived:
+        messages.success(request, f"Workspace “{workspace}” archived: its pages stay readable, nothing new can be "
+                                  "written there, and it left the workspace menu.")
+    else:
+        messages.success(request, f"Workspace “{workspace}” unarchived: its members can work there again.")
     return redirect("workspaces")

@@ -9,7 +9,7 @@ from django.test import RequestFactory
 
 from evaluation.models import Task, TaskSet
 from memweb.jobs import job_execute, job_start
-from memweb.models import Membership, Workspace, WorkspaceLanding
+from memweb.models import AdminEvent, Membership, Workspace, WorkspaceLanding
 from memweb.roles import Role
 from memweb.scoping import AllWorkspacesManager, WorkspaceManager, WorkspaceMissing, workspace_scope
 from memweb.workspaces import CurrentWorkspace
@@ -102,8 +102,9 @@ def test_a_job_reads_only_its_workspace(two_banks, monkeypatch):
 
 
 def test_every_workspace_owned_model_is_scoped_by_default():
-    # Who may enter a workspace is not data it owns: memberships and landings are read per person.
-    access_records = {Membership, WorkspaceLanding}
+    # Who may enter a workspace is not data it owns: memberships and landings are read per person, and
+    # the administration trail per administrator, across the workspaces they administer (memweb.user_admin).
+    access_records = {Membership, WorkspaceLanding, AdminEvent}
     owned = [model for model in apps.get_models() if model not in access_records and (
         hasattr(model, "WORKSPACE_PATH")
         or any(field.name == "workspace" and field.related_model is Workspace for field in model._meta.fields))]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import get_resolver, reverse
 
@@ -133,6 +134,13 @@ class Owned:
                                            status=FeedbackTask.Status.ASSIGNED)
 
     @cached_property
+    def member(self):
+        """A user of this workspace alone, whom its admin may manage."""
+        user = get_user_model().objects.create_user(f"member-of-{self.workspace.slug}")
+        Membership.objects.create(workspace=self.workspace, user=user, role=Role.OPERATOR)
+        return user
+
+    @cached_property
     def webhook(self):
         return webhook_create(url="https://receiver.example/hook", events=["run.finished"], workspace=self.workspace)[0]
 
@@ -161,9 +169,10 @@ class Owned:
             "webhook_id": lambda: self.webhook.pk, "delivery_id": lambda: webhook_test_send(self.webhook).pk,
             "job_id": lambda: Job.objects.create(workspace=self.workspace, kind="orbs.bank_import", title="a job").pk,
             "key_id": lambda: ApiKey.issue(user=self.admin, name="a key", workspace=self.workspace)[0].pk,
-            "membership_id": lambda: Membership.objects.create(workspace=self.workspace, user=self.admin,
-                                                               role=Role.OPERATOR).pk,
+            "membership_id": lambda: Membership.objects.get_or_create(workspace=self.workspace, user=self.admin,
+                                                                      role=Role.OPERATOR)[0].pk,
             "item_id": lambda: Item.objects.create(campaign=self.campaign, **item_fields()).pk,
+            "workspace_id": lambda: self.workspace.pk, "user_id": lambda: self.member.pk,
             "kind": lambda: "campaign", "fmt": lambda: "jsonl", "target": lambda: "campaign",
         }
         return simple[parameter]()

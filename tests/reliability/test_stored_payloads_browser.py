@@ -99,6 +99,7 @@ NOT_SHOWN = {
     "orbs.SourceMemory.approval_note": NO_PAGE,
     "annotation.Skip.reason": NO_PAGE, "annotation.Adjudication.criterion": NO_PAGE,
     "annotation.Flag.note": NO_ROWS, "annotation.Adjudication.note": NO_ROWS,
+    "memweb.AdminEvent.note": NO_ROWS,
 }
 
 FIELDS = [field for field in text_fields() if field_label(field) not in NOT_WRITABLE]
