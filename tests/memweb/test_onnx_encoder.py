@@ -3,6 +3,7 @@ reference on real texts, chosen only while its check passed, shown on /health.""
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,7 +13,14 @@ from memweb import celery as memweb_celery
 from memweb import embeddings
 from memweb.embeddings import MINILM, ONNX, TORCH, Embedder, EmbeddingModelUnavailable, long_runs_split
 from memweb.models import ApiKey
-from memweb.onnx_encoder import CHECK_FILE, MIN_COSINE, RUN_TEXTS, RUN_TOKENS, runs_of_similar_length
+from memweb.onnx_encoder import (
+    CHECK_FILE,
+    MIN_COSINE,
+    RUN_TEXTS,
+    RUN_TOKENS,
+    export_folder,
+    runs_of_similar_length,
+)
 from memweb.onnx_export import export_and_check, export_is_current, main, neighbour_overlap, reference_texts
 from tests.support.processes import ROOT, subprocess_env
 
@@ -24,18 +32,31 @@ ODD_TEXTS = ["", " ", "é" * 50, "日本語のテキストです", "emoji 🤖�
 
 @pytest.fixture(scope="module")
 def export(tmp_path_factory):
-    """A real export of the shipped weights, made once for this module; (the folder above it, its check)."""
+    """A real export of the shipped weights, made here; (the folder above it, its check)."""
     onnx_dir = tmp_path_factory.mktemp("onnx")
     check = export_and_check(embeddings.model_weights_path(MINILM), onnx_dir / MINILM)
     return onnx_dir, check
 
 
+@pytest.fixture(scope="module")
+def checked_export(tmp_path_factory) -> Path:
+    """The folder above a current export that passed its check: the install's (scripts/bootstrap.sh
+    makes it with this code), else one made here. An export takes half a minute of a core in every
+    test process this module's tests land on, so only the test of the export itself makes its own."""
+    weights, installed = embeddings.model_weights_path(MINILM), export_folder(MINILM)
+    if export_is_current(weights, installed) and json.loads((installed / CHECK_FILE).read_text())["passed"]:
+        return installed.parent
+    onnx_dir = tmp_path_factory.mktemp("onnx")
+    export_and_check(weights, onnx_dir / MINILM)
+    return onnx_dir
+
+
 @pytest.fixture
-def exported(export, settings, monkeypatch):
-    """This process's settings point at the module's export; the next embedder() is built afresh."""
-    settings.ONNX_DIR = str(export[0])
+def exported(checked_export, settings, monkeypatch):
+    """This process's settings point at a checked export; the next embedder() is built afresh."""
+    settings.ONNX_DIR = str(checked_export)
     monkeypatch.setattr(embeddings, "_instances", {})
-    return export[0] / MINILM
+    return checked_export / MINILM
 
 
 @pytest.fixture
