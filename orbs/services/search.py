@@ -12,11 +12,9 @@ rows through the filters' own indexes):
 - more: `ORDER BY <half-precision vector> <=> q LIMIT k`, which the planner answers from the HNSW
   index (memweb/vectors.py). Filters would make a plain HNSW scan return fewer than k rows when
   the index's first candidates are filtered out, so pgvector 0.8's iterative scan keeps walking
-  until k rows pass (`relaxed_order`: rows come back nearly sorted), up to HNSW_MAX_SCAN_TUPLES
-  tuples. The index asks for RERANK_CANDIDATES times k rows and the k nearest by full-precision
-  distance are kept: half precision reorders near ties, which alone cost a peer-beaten recall@5 of
-  0.98 (docs/PERFORMANCE.md). Should the scan stop with fewer than k rows (the filtered rows all
-  far from the query), the exact scan answers instead.
+  until k rows pass (`relaxed_order`: rows come back nearly sorted; we re-sort them by their
+  full-precision distance), up to HNSW_MAX_SCAN_TUPLES tuples. Should it stop there with fewer
+  than k rows (the filtered rows all far from the query), the exact scan answers instead.
 
 The decision rests on a count, not on the planner's row estimate, which can be off by orders of
 magnitude for a customer or a small bank inside a table of millions.
@@ -42,9 +40,6 @@ EXACT_SCAN_MAX_ROWS = 2000
 # rows pass within a few thousand tuples unless they all lie far from the query; past the cap
 # the exact scan is the cheaper answer.
 HNSW_MAX_SCAN_TUPLES = 10_000
-# Candidates the index returns per row kept. ef_search (100) already visits more than this, so
-# the extra rows cost their transfer and one full-precision distance each, not a longer walk.
-RERANK_CANDIDATES = 4
 
 
 def _checked_dimension(vector: list[float]) -> int:
@@ -103,11 +98,11 @@ def vectors_nearest(*, queryset: QuerySet, vector: list[float], k: int) -> list[
     filtered = filtered_rows_at_most(queryset, EXACT_SCAN_MAX_ROWS)
     if filtered == 0:
         return []
-    rows = [] if filtered <= EXACT_SCAN_MAX_ROWS else _index_rows(queryset, vector, k * RERANK_CANDIDATES)
+    rows = [] if filtered <= EXACT_SCAN_MAX_ROWS else _index_rows(queryset, vector, k)
     if len(rows) < min(k, filtered):
         rows = list(vectors_exact_query(queryset=queryset, vector=vector, k=k))
     rows.sort(key=lambda row: (row.distance, row.pk))
-    return [(row, 1.0 - row.distance) for row in rows[:k]]
+    return [(row, 1.0 - row.distance) for row in rows]
 
 
 def text_nearest(*, queryset: QuerySet, model: Embedder, text: str,

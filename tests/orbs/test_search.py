@@ -75,27 +75,6 @@ def test_a_large_filtered_set_is_searched_on_the_index(bank, make_orb, monkeypat
     assert [round(score, 6) for _, score in found] == [round(1 - orb.distance, 6) for orb in expected]
 
 
-def test_the_index_answer_keeps_the_k_nearest_of_more_candidates_at_full_precision(bank, make_orb, monkeypatch):
-    """Half precision can put the true fifth-nearest row sixth: the index hands back several times k
-    candidates, and the k nearest by full-precision distance are kept."""
-    for text in SITUATIONS:
-        make_orb(text)
-    vector = embedder().embed_one("water leaking from an appliance")
-    queryset = orbs_retrievable(bank=bank, approved_only=True)
-    exact = list(vectors_exact_query(queryset=queryset, vector=vector, k=8))
-    asked = []
-
-    def index_out_of_order(queryset, vector, k):  # as if quantisation had swapped the 2nd and 3rd nearest
-        asked.append(k)
-        return [exact[0], exact[2], exact[1], *exact[3:]][:k]
-    monkeypatch.setattr(search, "EXACT_SCAN_MAX_ROWS", 1)
-    monkeypatch.setattr(search, "_index_rows", index_out_of_order)
-
-    found = vectors_nearest(queryset=queryset, vector=vector, k=2)
-    assert asked == [2 * search.RERANK_CANDIDATES]
-    assert [orb.pk for orb, _ in found] == [orb.pk for orb in exact[:2]]
-
-
 def test_an_index_search_that_stops_short_of_k_is_answered_exactly(bank, make_orb, monkeypatch):
     for text in SITUATIONS[:4]:
         make_orb(text)
