@@ -10,7 +10,7 @@ test:
 	scripts/test.sh
 
 # Every benchmark's quick mode and one table of the performance targets, met or not, written to the
-# top of docs/PERFORMANCE.md; about ten minutes on a quiet machine (bench/__main__.py).
+# top of docs/PERFORMANCE.md; about 8 minutes on a quiet 2-core machine (bench/__main__.py).
 bench:
 	scripts/bench.sh
 

@@ -8,7 +8,7 @@ Each benchmark runs as a child process in a scratch data folder of its own (its 
 PostgreSQL, stopped and removed afterwards) and hands its headline figures back through
 bench/figures.py; its full printout is kept in the log folder the table names. The peers benchmark
 needs Mem0 and Chroma, which live in a venv of their own (`make bench` makes `.venv-peers`); without
-it that part is reported as not measured, with the reason. About ten minutes on a quiet 2-core machine.
+it that part is reported as not measured, with the reason. About 8 minutes on a quiet 2-core machine.
 """
 import argparse
 import json
@@ -38,7 +38,7 @@ class Step:
     needs_peers: bool = False
 
 
-# Quick modes: each small enough that the whole set stays near ten minutes on a quiet 2-core
+# Quick modes: each small enough that the whole set stays under ten minutes on a quiet 2-core
 # machine; the sections of docs/PERFORMANCE.md hold the full-size runs.
 STEPS = (
     Step("embedding", "bench.embedding_encoders", ("--quick",)),
