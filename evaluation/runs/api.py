@@ -6,6 +6,7 @@ unless `allow_stale=true` or `scores=regraded` makes them alike); 422 invalid in
 `{"loc": [...], "msg": ...}` naming each field (the shape django-ninja uses for its own validation errors).
 """
 from typing import Literal
+from urllib.parse import urlencode
 
 from django.http import HttpResponse
 from django.urls import reverse
@@ -24,6 +25,9 @@ from evaluation.runs.schemas import (
     RunListOut,
     RunOut,
     RunSummaryOut,
+    TranscriptsMissingOut,
+    TranscriptsOut,
+    TranscriptsQuery,
     TrialOut,
 )
 from evaluation.runs.services import (
@@ -57,6 +61,12 @@ from evaluation.runs.services import (
     study_selection,
 )
 from evaluation.runs.services.spec import SPEC_VERSION, run_spec_stored, spec_as_columns
+from evaluation.runs.services.transcripts import (
+    TranscriptsNotFound,
+    transcript_runs,
+    transcripts_compare,
+    turn_parts,
+)
 from evaluation.vocabulary import EvaluationScope
 from memweb.auth import api_auth
 from memweb.job_api import job_accepted
@@ -223,6 +233,47 @@ def _stale_refusal(scoring: dict) -> str:
         "Re-grade them (POST /api/evaluation/runs/{id}/regrade)"
     return (f"These runs were scored against different versions of their tasks or reward: stale {named}. "
             f"{remedy}, or compare the original scores anyway with allow_stale=true.")
+
+
+# Declared before /{run_id}, as /compare is.
+@router.get("/compare/transcripts", response={200: TranscriptsOut, 404: TranscriptsMissingOut}, auth=RUNS_READ)
+def run_compare_transcripts(request, query: Query[TranscriptsQuery]):
+    """Runs A and B's transcripts of one task side by side, as the page shows them: each side's turns
+    (the customer's words, the memories injected, the tool calls with their results, the agent's
+    reply), what each turn differs in, the first difference, the trials either run played and the
+    previous and next task both runs played. 404 names what is missing (a run, the task in a run, the
+    trial); `shared` then lists the tasks both runs played."""
+    try:
+        run_a, run_b = transcript_runs(a=query.a, b=query.b)
+        compared = transcripts_compare(run_a=run_a, run_b=run_b, task_key=query.task, trial=query.trial or None)
+    except TranscriptsNotFound as exc:
+        return Status(404, {"detail": str(exc), "shared": exc.shared})
+    page = reverse("evaluation:run_compare_transcripts")
+    url = f"{page}?{urlencode({'a': run_a.pk, 'b': run_b.pk, 'task': compared['task'], 'trial': compared['trial']})}"
+    rows = [_turn_difference(row) for row in compared["rows"]]
+    first = compared["first_difference"]
+    return Status(200, {**{name: compared[name] for name in ("task", "trial", "trials", "shared", "position",
+                                                             "previous", "next")},
+                        "a": _transcript_side(compared["a"]), "b": _transcript_side(compared["b"]), "rows": rows,
+                        "first_difference": _turn_difference(first) if first else None, "url": url})
+
+
+def _turn_difference(row: dict) -> dict:
+    return {"number": row["number"], "differs": row["differs"]}
+
+
+def _transcript_side(side: dict) -> dict:
+    run, episode = side["run"], side["episode"]
+    return {"run": {"id": run.pk, "name": run.name, "status": run.status, "memory_mode": run.memory_mode,
+                    "scripted": run.scripted, "agent_uses_gold": run.agent_uses_gold, "url": run.get_absolute_url()},
+            "episode": _transcript_episode(episode) if episode else None,
+            "turns": [{"number": turn["number"], "events": turn["events"], "memories": turn_parts(turn)["memories"],
+                       "retrieval": turn["retrieval"]} for turn in side["turns"]]}
+
+
+def _transcript_episode(episode) -> dict:
+    return {"id": episode.pk, "status": episode.status, "success": episode.success, "reward": episode.reward,
+            "turns": episode.turns, "ended_by": episode.ended_by, "url": episode.get_absolute_url()}
 
 
 @router.post("/import", response={201: RunOut, 422: FieldProblemsOut | ErrorOut}, auth=RUNS_LAUNCH)

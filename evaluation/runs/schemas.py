@@ -282,3 +282,70 @@ class CampaignAddIn(StrictBody):
     campaign_id: int | None = Field(default=None, ge=1, le=2**63 - 1,
                                     description="An open or draft campaign of this workspace")
     new_campaign: str = Field(default="", max_length=200, description="Or the name of a new draft campaign")
+
+
+class TranscriptRunOut(Schema):
+    id: int
+    name: str
+    status: str
+    memory_mode: str
+    scripted: bool = Field(description="Produced by offline backends (scripted agent or agenda customer), not an LLM")
+    agent_uses_gold: bool = Field(description="The offline agent replays each task's gold calls: not an LLM result")
+    url: str
+
+
+class TranscriptEpisodeOut(Schema):
+    id: int
+    status: str
+    success: bool | None
+    reward: float | None
+    turns: int
+    ended_by: str
+    url: str
+
+
+class TranscriptTurnOut(Schema):
+    number: int
+    events: list[dict] = Field(description="In order: customer {text, ended}, tool {id, name, arguments, result, ms}, "
+                                            "reply {text}")
+    memories: list[str] = Field(description="The memory text injected into the agent's prompt on this turn")
+    retrieval: dict | None = Field(description="MemOrb's retrieval facts: timings, retrieved, injected, cut")
+
+
+class TranscriptSideOut(Schema):
+    run: TranscriptRunOut
+    episode: TranscriptEpisodeOut | None = Field(description="None: the run has no transcript of the task in this trial")
+    turns: list[TranscriptTurnOut]
+
+
+class TurnDifferenceOut(Schema):
+    number: int
+    differs: list[str] = Field(description="What turn `number` differs in: customer, memories, tool calls, reply; "
+                                           "or 'A had ended' / 'B had ended'")
+
+
+class TranscriptsOut(Schema):
+    task: str
+    trial: int
+    trials: list[int] = Field(description="Every trial either run played of the task")
+    a: TranscriptSideOut
+    b: TranscriptSideOut
+    rows: list[TurnDifferenceOut]
+    first_difference: TurnDifferenceOut | None
+    shared: int = Field(description="How many tasks both runs played")
+    position: int
+    previous: str | None
+    next: str | None
+    url: str
+
+
+class TranscriptsQuery(Schema):
+    a: str = Field("", description="Run A's id")
+    b: str = Field("", description="Run B's id")
+    task: str = Field("", description="The task's external id")
+    trial: str = Field("", description="A trial number; by default the first whose verdicts differ")
+
+
+class TranscriptsMissingOut(Schema):
+    detail: str
+    shared: list[str] = Field(description="Tasks both runs played (empty when a run is unknown)")
