@@ -16,6 +16,7 @@ from ninja.responses import Status
 
 from annotation import services
 from annotation.models import Assignment, Campaign, FeedbackTask, Participant, Reaction, default_criteria
+from annotation.operations_api import router as operations_router
 from annotation.schemas import (
     CampaignImportIn,
     CampaignImportOut,
@@ -45,48 +46,7 @@ from memweb.schemas import ErrorOut
 router = Router(tags=["annotation"])
 OPERATORS = api_auth(Role.OPERATOR, scope=AnnotationScope.ANNOTATION)
 ANNOTATORS = api_auth(Role.ANNOTATOR, scope=AnnotationScope.ANNOTATION)
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
+router.add_router("", operations_router)  # roster, skip / flag, flags, adjudication
 
 
 # --- operators ---
@@ -125,8 +85,6 @@ def _campaign_problem(campaign: Campaign) -> tuple[str, str] | None:
 @router.get("/campaigns/{campaign_id}", response=CampaignOut, auth=OPERATORS)
 def campaign_detail(request, campaign_id: int):
     return get_object_or_404(Campaign, pk=campaign_id)
-
-
 
 
 @router.post("/campaigns/{campaign_id}/status", response={200: CampaignOut, 409: ErrorOut}, auth=OPERATORS)

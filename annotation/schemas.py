@@ -178,3 +178,102 @@ class StandingOut(Schema):
 
 class StatusIn(StrictBody, Schema):
     status: str
+
+
+# --- operations: roster, skip / flag, flags, adjudication ---
+class RosterMemberOut(Schema):
+    annotator: str
+    annotator_id: int
+    added_by: str
+    added_at: datetime
+
+
+class RosterOut(Schema):
+    open_to_all: bool
+    members: list[RosterMemberOut]
+    candidates: list[str]
+    released: int = 0
+
+
+class RosterIn(StrictBody, Schema):
+    annotators: list[str]
+
+
+class SkipIn(StrictBody, Schema):
+    reason: str = ""
+
+
+class FlagIn(StrictBody, Schema):
+    reason: str = ""
+    note: str = ""
+
+
+class PassedOut(Schema):
+    """A skip or flag taken: the item is no longer the caller's."""
+    detail: str
+
+
+class FlagOut(Schema):
+    id: int
+    item_id: int
+    source_ref: str
+    stage: str
+    reason: str
+    reason_label: str
+    note: str
+    flagged_by: str
+    created_at: datetime
+    withdrawable: bool
+    locked_reason: str
+
+
+class FlagsOut(Schema):
+    flags: list[FlagOut]
+    skips: int
+
+
+class FlagsClearedOut(Schema):
+    item_id: int
+    cleared: int
+
+
+class VoteOut(Schema):
+    annotator: str
+    label: str
+
+
+class DecisionOut(Schema):
+    id: int
+    item_id: int
+    criterion: str
+    label: str
+    note: str
+    decided_by: str
+    decided_at: datetime
+
+
+class DisputedCriterionOut(Schema):
+    key: str
+    label: str
+    split: bool
+    votes: list[VoteOut]
+    final: DecisionOut | None
+
+
+class DisagreementOut(Schema):
+    item_id: int
+    source_ref: str
+    judgments: int
+    split: int
+    adjudicated: int
+    criteria: list[DisputedCriterionOut]
+
+
+class AdjudicationIn(StrictBody, Schema):
+    labels: dict[str, str]
+    note: str
+
+
+class DecisionHistoryOut(DecisionOut):
+    source_ref: str
+    current: bool

@@ -83,6 +83,7 @@ from annotation.services.roster import (
     roster_candidates,
     roster_members,
     roster_remove,
+    roster_set,
     workspace_annotators,
 )
 from annotation.services.transfer import campaign_export_lines, campaign_export_render, campaign_import
@@ -174,6 +175,7 @@ __all__ = [
     "roster_candidates",
     "roster_members",
     "roster_remove",
+    "roster_set",
     "side_balanced",
     "side_options",
     "skips_count",

@@ -39,6 +39,10 @@ def adjudicate(*, item: Item, labels: dict[str, str], note: str, decided_by) -> 
 
 
 def _labels_validate(campaign: Campaign, labels: dict[str, str]) -> dict[str, str]:
+    unknown = sorted(set(labels) - set(campaign.criterion_keys))
+    if unknown:
+        raise AdjudicationError("labels", f"no criterion {', '.join(unknown)} in this campaign "
+                                          f"(its criteria: {', '.join(campaign.criterion_keys)})")
     chosen = {}
     for key in campaign.criterion_keys:
         label = labels.get(key, "")

@@ -1,6 +1,9 @@
 """Campaign results: agreement, win rates, breakdowns, annotators, sampling.
 
-Win rates count every judgment of a scored item; Fleiss' kappa uses the first N
+Win rates count every judgment of a scored item, except that where the lead settled a
+disagreement (adjudication) the item's votes on that criterion count as the final label: the
+lead's decision replaces the item's majority, and the item keeps its weight. Agreement is between
+annotators, so kappa and alpha read the votes as cast. Fleiss' kappa uses the first N
 judgments of items that have at least N (kappa needs the same number of raters
 per item; max-disagreement items may have more), Krippendorff's alpha uses all
 of them. Intervals are percentile bootstraps over items. Gold items only feed
@@ -11,6 +14,7 @@ from collections import Counter, defaultdict
 
 from annotation import competence, fidelity, metrics
 from annotation.models import Assignment, Campaign, FeedbackTask, Item, Judgment, Participant
+from annotation.services.adjudication import final_labels
 from annotation.services.allocation import items_with_judgment_counts
 from annotation.services.quality import excluded_ids
 
@@ -37,9 +41,12 @@ def _is_scored(row: dict) -> bool:
     return not (row["assignment__item__is_gold"] or row["assignment__item__is_attention"])
 
 
-def criterion_stats(*, campaign: Campaign, rows: list[dict], intervals: bool = False) -> list[dict]:
+def criterion_stats(*, campaign: Campaign, rows: list[dict], intervals: bool = False,
+                    finals: dict[int, dict[str, str]] | None = None) -> list[dict]:
     """Kappa, alpha and win rates per criterion over the given judgment rows
-    (rows in pk order, so "the first N" is the first N judged)."""
+    (rows in pk order, so "the first N" is the first N judged). `finals`, {item id: {criterion:
+    final label}}, decides the win rates of adjudicated items; agreement ignores it."""
+    finals = finals or {}
     by_item = defaultdict(list)
     for row in rows:
         by_item[row["assignment__item_id"]].append(row["preferences"])
@@ -54,11 +61,23 @@ def criterion_stats(*, campaign: Campaign, rows: list[dict], intervals: bool = F
             "criterion": key, "label": criterion["label"],
             "kappa": _kappa(kappa_units, campaign), "kappa_items": len(complete), "items": len(by_item),
             "alpha": metrics.krippendorff_alpha_nominal(alpha_units),
-            "win": metrics.win_rates(row["preferences"][key] for row in rows).as_dict(),
+            "win": metrics.win_rates(_decided(row, key, finals) for row in rows).as_dict(),
+            "adjudicated_items": sum(1 for item_id in by_item if key in finals.get(item_id, {})),
         })
         if intervals:
             stats[-1] |= _intervals(campaign, kappa_units, alpha_units)
     return stats
+
+
+def _decided(row: dict, key: str, finals: dict[int, dict[str, str]]) -> str:
+    """The judgment's vote on `key`, or the lead's final label where they decided the item."""
+    return finals.get(row["assignment__item_id"], {}).get(key) or row["preferences"][key]
+
+
+def final_label_map(*, campaign: Campaign) -> dict[int, dict[str, str]]:
+    """{item id: {criterion: the lead's latest final label}}."""
+    return {item_id: {key: decision.label for key, decision in decided.items()}
+            for item_id, decided in final_labels(campaign=campaign).items()}
 
 
 def _intervals(campaign: Campaign, kappa_units: list, alpha_units: list) -> dict:
@@ -77,11 +96,12 @@ def _kappa(units: list[list[str]], campaign: Campaign) -> float | None:
     return metrics.fleiss_kappa(metrics.counts_from_labels(units, campaign.categories))
 
 
-def breakdown(*, campaign: Campaign, rows: list[dict], field: str) -> list[dict]:
+def breakdown(*, campaign: Campaign, rows: list[dict], field: str,
+              finals: dict[int, dict[str, str]] | None = None) -> list[dict]:
     groups = defaultdict(list)
     for row in rows:
         groups[row[f"assignment__item__{field}"]].append(row)
-    return [{"group": group, "criteria": criterion_stats(campaign=campaign, rows=groups[group])}
+    return [{"group": group, "criteria": criterion_stats(campaign=campaign, rows=groups[group], finals=finals)}
             for group in sorted(groups)]
 
 
@@ -216,16 +236,18 @@ def campaign_results(*, campaign: Campaign) -> dict:
     rows = judgment_rows(campaign=campaign)
     excluded = excluded_ids(campaign=campaign)
     scored = [row for row in rows if _is_scored(row) and row["assignment__annotator_id"] not in excluded]
+    finals = final_label_map(campaign=campaign)
     return {
         "campaign": {"id": campaign.pk, "name": campaign.name, "annotators_per_item": campaign.annotators_per_item,
                      "allow_ties": campaign.allow_ties, "criteria": campaign.criteria,
                      "assignment_strategy": campaign.assignment_strategy},
         "progress": campaign_progress(campaign=campaign),
-        "overall": criterion_stats(campaign=campaign, rows=scored, intervals=True),
+        "overall": criterion_stats(campaign=campaign, rows=scored, intervals=True, finals=finals),
+        "adjudicated_items": len({row["assignment__item_id"] for row in scored} & set(finals)),
         "position": position_bias(campaign=campaign, rows=scored),
         "excluded": len(excluded),
         "breakdowns": [{"field": field, "label": label,
-                        "groups": breakdown(campaign=campaign, rows=scored, field=field)}
+                        "groups": breakdown(campaign=campaign, rows=scored, field=field, finals=finals)}
                        for field, label in BREAKDOWNS],
         "annotators": annotator_stats(campaign=campaign, rows=rows),
         "sampling": sampling_table(campaign=campaign),

@@ -63,6 +63,23 @@ def roster_remove(*, campaign: Campaign, annotator_id) -> int:
     return outsiders_release(campaign=campaign)
 
 
+@transaction.atomic
+def roster_set(*, campaign: Campaign, usernames: list[str], set_by) -> int:
+    """Make the roster exactly `usernames` (workspace annotators; empty opens the campaign to all of
+    them). All or nothing: an unknown name changes nothing. Whoever leaves it, or is left out by
+    a first member, gives back their unfinished work; returns how many items were released."""
+    wanted = list(dict.fromkeys(name.strip() for name in usernames))
+    chosen = {user.username: user for user in workspace_annotators(campaign=campaign).filter(username__in=wanted)}
+    unknown = [name for name in wanted if name not in chosen]
+    if unknown:
+        raise RosterError(f"not an annotator of this workspace: {', '.join(unknown)}")
+    current = roster_ids(campaign=campaign)
+    RosterMember.objects.filter(campaign=campaign).exclude(annotator__in=chosen.values()).delete()
+    RosterMember.objects.bulk_create([RosterMember(campaign=campaign, annotator=user, added_by=set_by)
+                                      for user in chosen.values() if user.pk not in current])
+    return outsiders_release(campaign=campaign)
+
+
 def outsiders_release(*, campaign: Campaign) -> int:
     """Release the open work of everyone the roster leaves out (nobody while it is empty)."""
     members = roster_ids(campaign=campaign)
