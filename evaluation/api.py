@@ -8,6 +8,7 @@ from django.core.exceptions import ObjectDoesNotExist
 from django.http import HttpResponse
 from ninja import Query, Router
 from ninja.errors import HttpError
+from ninja.pagination import paginate
 from ninja.responses import Status
 from pydantic import ValidationError
 
@@ -31,6 +32,8 @@ from evaluation.schemas import (
     TaskImportIn,
     TaskImportOut,
     TaskListOut,
+    TraceFiltersIn,
+    TraceOut,
 )
 from evaluation.services import (
     EpisodeConfigError,
@@ -43,10 +46,12 @@ from evaluation.services import (
     tasks_import_jsonl,
 )
 from evaluation.services.benchmarks import BenchmarkImportError, benchmark_import_start
+from evaluation.services.traces import TraceFilters, traces_filtered, traces_listed
 from evaluation.vocabulary import EvaluationScope
 from memweb.auth import api_auth
 from memweb.downloads import attachment
 from memweb.job_api import job_accepted
+from memweb.listing import ApiPagination
 from memweb.roles import Role
 from memweb.schemas import ErrorOut, JobOut
 from orbs.models import Orb
@@ -162,6 +167,15 @@ def episode_list(request, filters: Query[EpisodeFilters]):
     if filters.task_id is not None:
         episodes = episodes.filter(task_id=filters.task_id)
     return [_episode_out(e) for e in episodes[:filters.limit]]
+
+
+@router.get("/traces", response=list[TraceOut], auth=TASKS_READ)
+@paginate(ApiPagination, page_size=50)
+def trace_list(request, filters: Query[TraceFiltersIn]):
+    """The workspace's LLM calls, newest first, each beside its episode and run, with the traces
+    page's filters. Scripted (offline) steps make no call, so an offline run has none here."""
+    chosen = TraceFilters(**{name: value for name, value in filters.dict().items() if value not in (None, "")})
+    return traces_listed(traces_filtered(filters=chosen, workspace=request.workspace), workspace=request.workspace)
 
 
 @router.get("/episodes/{episode_id}", response={200: EpisodeOut, 404: ErrorOut}, auth=TASKS_READ)

@@ -1,6 +1,7 @@
 """API schemas of the evaluation app (tasks and episodes)."""
 from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 from ninja import Schema
 from pydantic import Field
@@ -170,3 +171,30 @@ class BankEffectsOut(Schema):
     flag_rule: str
     orbs: list[OrbEffectOut] = Field(description="Most harmful first (lowest upper bound), then those without an "
                                                  "estimate, most retrieved first.")
+
+
+class TraceFiltersIn(Schema):
+    """The traces page's filters; each optional."""
+    role: str = Field("", description="The LLM role of the call (actor, user_simulator, rewriter, ...)")
+    model: str = ""
+    status: str = Field("", pattern="^(|ok|repaired|error)$", description="ok, repaired (ok after JSON repair) or error")
+    min_latency: int | None = Field(None, ge=0, le=2**31 - 1, description="Milliseconds")
+    run: int | None = Field(None, ge=1, le=2**31 - 1, description="Only the calls of this run's episodes")
+
+
+class TraceOut(Schema):
+    id: int
+    created_at: datetime
+    role: str
+    model: str
+    status: str
+    error: str
+    attempts: int
+    tokens_in: int
+    tokens_out: int
+    latency_ms: int
+    cost: float | None = Field(description="Dollars; null when the model has no configured price")
+    trace_id: UUID | None
+    turn: int | None
+    episode_id: int | None
+    run_id: int | None
