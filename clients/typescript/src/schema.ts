@@ -904,6 +904,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/evaluation/traces": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Trace List
+         * @description The workspace's LLM calls, newest first, each beside its episode and run, with the traces
+         *     page's filters. Scripted (offline) steps make no call, so an offline run has none here.
+         */
+        get: operations["evaluation_api_trace_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/evaluation/episodes/{episode_id}": {
         parameters: {
             query?: never;
@@ -1023,6 +1044,30 @@ export interface paths {
          *     `allow_stale=true` compares anyway (`stale` still lists them).
          */
         get: operations["evaluation_runs_api_run_compare"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/evaluation/runs/compare/transcripts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Run Compare Transcripts
+         * @description Runs A and B's transcripts of one task side by side, as the page shows them: each side's turns
+         *     (the customer's words, the memories injected, the tool calls with their results, the agent's
+         *     reply), what each turn differs in, the first difference, the trials either run played and the
+         *     previous and next task both runs played. 404 names what is missing (a run, the task in a run, the
+         *     trial); `shared` then lists the tasks both runs played.
+         */
+        get: operations["evaluation_runs_api_run_compare_transcripts"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1633,6 +1678,238 @@ export interface paths {
          * @description Idempotent: a repeated submit answers 200 with the judgment stored first.
          */
         post: operations["annotation_api_judgment_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/annotation/campaigns/{campaign_id}/roster": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Roster Detail
+         * @description Who may work on the campaign; an empty roster admits every annotator of the workspace.
+         */
+        get: operations["annotation_operations_api_roster_detail"];
+        /**
+         * Roster Replace
+         * @description The roster becomes exactly `annotators` (usernames; [] opens the campaign to every annotator).
+         *     Whoever is left out gives back their unfinished items; `released` counts them. All or nothing.
+         */
+        put: operations["annotation_operations_api_roster_replace"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/annotation/campaigns/{campaign_id}/flags": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Flag List
+         * @description Open flags, oldest first: each holds its item back from everyone until it is cleared or the
+         *     item is withdrawn (`withdrawable` false, with the reason, once the item has been judged).
+         */
+        get: operations["annotation_operations_api_flag_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/annotation/campaigns/{campaign_id}/items/{item_id}/clear-flags": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Item Flags Clear
+         * @description Keep a flagged item: its open flags are cleared (who and when are kept) and it goes back to
+         *     the annotators. `cleared` is 0 when it had no open flag.
+         */
+        post: operations["annotation_operations_api_item_flags_clear"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/annotation/campaigns/{campaign_id}/items/{item_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Item Withdraw
+         * @description Take an item nobody has judged out of the campaign (409 naming why not, once judged).
+         */
+        delete: operations["annotation_operations_api_item_withdraw"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/annotation/campaigns/{campaign_id}/disagreements": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Disagreement List
+         * @description Scored items whose counted votes differ, most split first: every vote per criterion and the
+         *     lead's final label where they set one.
+         */
+        get: operations["annotation_operations_api_disagreement_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/annotation/campaigns/{campaign_id}/items/{item_id}/adjudications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Item Adjudicate
+         * @description The lead's final label per criterion (`labels`: criterion key -> human, simulated or tie;
+         *     criteria left out keep their decision) with a `note` saying why. The final label replaces the
+         *     item's majority in the campaign's win rates; agreement stays on the annotators' votes.
+         */
+        post: operations["annotation_operations_api_item_adjudicate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/annotation/campaigns/{campaign_id}/adjudications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Adjudication History
+         * @description Every decision the lead made, newest first (of one item with `item_id`); `current` marks the
+         *     final label of its item and criterion, the others are its history.
+         */
+        get: operations["annotation_operations_api_adjudication_history"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/annotation/assignments/{token}/skip": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Assignment Skip
+         * @description Pass on the pair you were given (an optional `reason`); it goes to another annotator, never back to you.
+         */
+        post: operations["annotation_operations_api_assignment_skip"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/annotation/assignments/{token}/flag": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Assignment Flag
+         * @description Report the pair to the campaign's lead: `reason` one of broken, offensive, unclear, other (which
+         *     needs a `note`). Nobody gets the item until the lead clears the flag.
+         */
+        post: operations["annotation_operations_api_assignment_flag"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/annotation/feedback-tasks/{token}/skip": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Feedback Task Skip
+         * @description Pass on the conversation you were given to write feedback on; it goes to another writer.
+         */
+        post: operations["annotation_operations_api_feedback_task_skip"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/annotation/feedback-tasks/{token}/flag": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Feedback Task Flag
+         * @description Report the conversation to the campaign's lead, with a `reason` as for a pair.
+         */
+        post: operations["annotation_operations_api_feedback_task_flag"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4190,6 +4467,85 @@ export interface components {
             created_at: string;
         };
         /**
+         * TraceFiltersIn
+         * @description The traces page's filters; each optional.
+         */
+        TraceFiltersIn: {
+            /**
+             * Role
+             * @description The LLM role of the call (actor, user_simulator, rewriter, ...)
+             * @default
+             */
+            role?: string;
+            /**
+             * Model
+             * @default
+             */
+            model?: string;
+            /**
+             * Status
+             * @description ok, repaired (ok after JSON repair) or error
+             * @default
+             */
+            status?: string;
+            /**
+             * Min Latency
+             * @description Milliseconds
+             */
+            min_latency?: number | null;
+            /**
+             * Run
+             * @description Only the calls of this run's episodes
+             */
+            run?: number | null;
+        };
+        /** PagedTraceOut */
+        PagedTraceOut: {
+            /** Items */
+            items: components["schemas"]["TraceOut"][];
+            /** Count */
+            count: number;
+        };
+        /** TraceOut */
+        TraceOut: {
+            /** Id */
+            id: number;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Role */
+            role: string;
+            /** Model */
+            model: string;
+            /** Status */
+            status: string;
+            /** Error */
+            error: string;
+            /** Attempts */
+            attempts: number;
+            /** Tokens In */
+            tokens_in: number;
+            /** Tokens Out */
+            tokens_out: number;
+            /** Latency Ms */
+            latency_ms: number;
+            /**
+             * Cost
+             * @description Dollars; null when the model has no configured price
+             */
+            cost: number | null;
+            /** Trace Id */
+            trace_id: string | null;
+            /** Turn */
+            turn: number | null;
+            /** Episode Id */
+            episode_id: number | null;
+            /** Run Id */
+            run_id: number | null;
+        };
+        /**
          * MemoryEffectOut
          * @description Success of the episodes a memory was served in minus those it was withheld from (randomised
          *     withholding); estimate and interval are null below the minimum number of episodes or without an
@@ -5202,6 +5558,155 @@ export interface components {
             /** P Value */
             p_value: number;
         };
+        /** TranscriptsQuery */
+        TranscriptsQuery: {
+            /**
+             * A
+             * @description Run A's id
+             * @default
+             */
+            a?: string;
+            /**
+             * B
+             * @description Run B's id
+             * @default
+             */
+            b?: string;
+            /**
+             * Task
+             * @description The task's external id
+             * @default
+             */
+            task?: string;
+            /**
+             * Trial
+             * @description A trial number; by default the first whose verdicts differ
+             * @default
+             */
+            trial?: string;
+        };
+        /** TranscriptEpisodeOut */
+        TranscriptEpisodeOut: {
+            /** Id */
+            id: number;
+            /** Status */
+            status: string;
+            /** Success */
+            success: boolean | null;
+            /** Reward */
+            reward: number | null;
+            /** Turns */
+            turns: number;
+            /** Ended By */
+            ended_by: string;
+            /** Url */
+            url: string;
+        };
+        /** TranscriptRunOut */
+        TranscriptRunOut: {
+            /** Id */
+            id: number;
+            /** Name */
+            name: string;
+            /** Status */
+            status: string;
+            /** Memory Mode */
+            memory_mode: string;
+            /**
+             * Scripted
+             * @description Produced by offline backends (scripted agent or agenda customer), not an LLM
+             */
+            scripted: boolean;
+            /**
+             * Agent Uses Gold
+             * @description The offline agent replays each task's gold calls: not an LLM result
+             */
+            agent_uses_gold: boolean;
+            /** Url */
+            url: string;
+        };
+        /** TranscriptSideOut */
+        TranscriptSideOut: {
+            run: components["schemas"]["TranscriptRunOut"];
+            /** @description None: the run has no transcript of the task in this trial */
+            episode: components["schemas"]["TranscriptEpisodeOut"] | null;
+            /** Turns */
+            turns: components["schemas"]["TranscriptTurnOut"][];
+        };
+        /** TranscriptTurnOut */
+        TranscriptTurnOut: {
+            /** Number */
+            number: number;
+            /**
+             * Events
+             * @description In order: customer {text, ended}, tool {id, name, arguments, result, ms}, reply {text}
+             */
+            events: {
+                [key: string]: unknown;
+            }[];
+            /**
+             * Memories
+             * @description The memory text injected into the agent's prompt on this turn
+             */
+            memories: string[];
+            /**
+             * Retrieval
+             * @description MemOrb's retrieval facts: timings, retrieved, injected, cut
+             */
+            retrieval: {
+                [key: string]: unknown;
+            } | null;
+        };
+        /** TranscriptsOut */
+        TranscriptsOut: {
+            /** Task */
+            task: string;
+            /** Trial */
+            trial: number;
+            /**
+             * Trials
+             * @description Every trial either run played of the task
+             */
+            trials: number[];
+            a: components["schemas"]["TranscriptSideOut"];
+            b: components["schemas"]["TranscriptSideOut"];
+            /** Rows */
+            rows: components["schemas"]["TurnDifferenceOut"][];
+            first_difference: components["schemas"]["TurnDifferenceOut"] | null;
+            /**
+             * Shared
+             * @description How many tasks both runs played
+             */
+            shared: number;
+            /** Position */
+            position: number;
+            /** Previous */
+            previous: string | null;
+            /** Next */
+            next: string | null;
+            /** Url */
+            url: string;
+        };
+        /** TurnDifferenceOut */
+        TurnDifferenceOut: {
+            /** Number */
+            number: number;
+            /**
+             * Differs
+             * @description What turn `number` differs in: customer, memories, tool calls, reply; or 'A had ended' / 'B had ended'
+             */
+            differs: string[];
+        };
+        /** TranscriptsMissingOut */
+        TranscriptsMissingOut: {
+            /** Detail */
+            detail: string;
+            /**
+             * Shared
+             * @description Tasks both runs played (empty when a run is unknown)
+             */
+            shared: string[];
+        };
         /** FeedbackCurveOut */
         FeedbackCurveOut: {
             /** Id */
@@ -5876,6 +6381,197 @@ export interface components {
              * @default
              */
             action?: string;
+        };
+        /** RosterMemberOut */
+        RosterMemberOut: {
+            /** Annotator */
+            annotator: string;
+            /** Annotator Id */
+            annotator_id: number;
+            /** Added By */
+            added_by: string;
+            /**
+             * Added At
+             * Format: date-time
+             */
+            added_at: string;
+        };
+        /** RosterOut */
+        RosterOut: {
+            /** Open To All */
+            open_to_all: boolean;
+            /** Members */
+            members: components["schemas"]["RosterMemberOut"][];
+            /** Candidates */
+            candidates: string[];
+            /**
+             * Released
+             * @default 0
+             */
+            released?: number;
+        };
+        /** RosterIn */
+        RosterIn: {
+            /** Annotators */
+            annotators: string[];
+        };
+        /** FlagOut */
+        FlagOut: {
+            /** Id */
+            id: number;
+            /** Item Id */
+            item_id: number;
+            /** Source Ref */
+            source_ref: string;
+            /** Stage */
+            stage: string;
+            /** Reason */
+            reason: string;
+            /** Reason Label */
+            reason_label: string;
+            /** Note */
+            note: string;
+            /** Flagged By */
+            flagged_by: string;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Withdrawable */
+            withdrawable: boolean;
+            /** Locked Reason */
+            locked_reason: string;
+        };
+        /** FlagsOut */
+        FlagsOut: {
+            /** Flags */
+            flags: components["schemas"]["FlagOut"][];
+            /** Skips */
+            skips: number;
+        };
+        /** FlagsClearedOut */
+        FlagsClearedOut: {
+            /** Item Id */
+            item_id: number;
+            /** Cleared */
+            cleared: number;
+        };
+        /** DecisionOut */
+        DecisionOut: {
+            /** Id */
+            id: number;
+            /** Item Id */
+            item_id: number;
+            /** Criterion */
+            criterion: string;
+            /** Label */
+            label: string;
+            /** Note */
+            note: string;
+            /** Decided By */
+            decided_by: string;
+            /**
+             * Decided At
+             * Format: date-time
+             */
+            decided_at: string;
+        };
+        /** DisagreementOut */
+        DisagreementOut: {
+            /** Item Id */
+            item_id: number;
+            /** Source Ref */
+            source_ref: string;
+            /** Judgments */
+            judgments: number;
+            /** Split */
+            split: number;
+            /** Adjudicated */
+            adjudicated: number;
+            /** Criteria */
+            criteria: components["schemas"]["DisputedCriterionOut"][];
+        };
+        /** DisputedCriterionOut */
+        DisputedCriterionOut: {
+            /** Key */
+            key: string;
+            /** Label */
+            label: string;
+            /** Split */
+            split: boolean;
+            /** Votes */
+            votes: components["schemas"]["VoteOut"][];
+            final: components["schemas"]["DecisionOut"] | null;
+        };
+        /** VoteOut */
+        VoteOut: {
+            /** Annotator */
+            annotator: string;
+            /** Label */
+            label: string;
+        };
+        /** AdjudicationIn */
+        AdjudicationIn: {
+            /** Labels */
+            labels: {
+                [key: string]: string;
+            };
+            /** Note */
+            note: string;
+        };
+        /** DecisionHistoryOut */
+        DecisionHistoryOut: {
+            /** Id */
+            id: number;
+            /** Item Id */
+            item_id: number;
+            /** Criterion */
+            criterion: string;
+            /** Label */
+            label: string;
+            /** Note */
+            note: string;
+            /** Decided By */
+            decided_by: string;
+            /**
+             * Decided At
+             * Format: date-time
+             */
+            decided_at: string;
+            /** Source Ref */
+            source_ref: string;
+            /** Current */
+            current: boolean;
+        };
+        /**
+         * PassedOut
+         * @description A skip or flag taken: the item is no longer the caller's.
+         */
+        PassedOut: {
+            /** Detail */
+            detail: string;
+        };
+        /** SkipIn */
+        SkipIn: {
+            /**
+             * Reason
+             * @default
+             */
+            reason?: string;
+        };
+        /** FlagIn */
+        FlagIn: {
+            /**
+             * Reason
+             * @default
+             */
+            reason?: string;
+            /**
+             * Note
+             * @default
+             */
+            note?: string;
         };
         /** LayerDescribeOut */
         LayerDescribeOut: {
@@ -10668,6 +11364,74 @@ export interface operations {
             };
         };
     };
+    evaluation_api_trace_list: {
+        parameters: {
+            query?: {
+                /** @description The LLM role of the call (actor, user_simulator, rewriter, ...) */
+                role?: string;
+                model?: string;
+                /** @description ok, repaired (ok after JSON repair) or error */
+                status?: string;
+                /** @description Milliseconds */
+                min_latency?: number | null;
+                /** @description Only the calls of this run's episodes */
+                run?: number | null;
+                page?: number;
+                page_size?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PagedTraceOut"];
+                };
+            };
+            /** @description No credentials, or an invalid or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description The key's user lacks the role this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description A field is missing, of the wrong type, or out of range */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrors"];
+                };
+            };
+            /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+        };
+    };
     evaluation_api_episode_detail: {
         parameters: {
             query?: never;
@@ -11169,6 +11933,80 @@ export interface operations {
                 };
             };
             /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrors"];
+                };
+            };
+            /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+        };
+    };
+    evaluation_runs_api_run_compare_transcripts: {
+        parameters: {
+            query?: {
+                /** @description Run A's id */
+                a?: string;
+                /** @description Run B's id */
+                b?: string;
+                /** @description The task's external id */
+                task?: string;
+                /** @description A trial number; by default the first whose verdicts differ */
+                trial?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TranscriptsOut"];
+                };
+            };
+            /** @description No credentials, or an invalid or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description The key's user lacks the role this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TranscriptsMissingOut"];
+                };
+            };
+            /** @description A field is missing, of the wrong type, or out of range */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -13943,6 +14781,1041 @@ export interface operations {
                         /** Field */
                         field?: string;
                     };
+                };
+            };
+            /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+        };
+    };
+    annotation_operations_api_roster_detail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                campaign_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RosterOut"];
+                };
+            };
+            /** @description No credentials, or an invalid or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description The key's user lacks the role this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Nothing with this id or slug */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description A field is missing, of the wrong type, or out of range */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrors"];
+                };
+            };
+            /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+        };
+    };
+    annotation_operations_api_roster_replace: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key and request is answered with the first answer (header `Idempotent-Replayed: true`) and writes nothing. The same key with another request is a 422; keys are kept a day (MEMWEB_IDEMPOTENCY_TTL_SECONDS). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                campaign_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RosterIn"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RosterOut"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldErrorOut"];
+                };
+            };
+            /** @description No credentials, or an invalid or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description The key's user lacks the role this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Nothing with this id or slug */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still in progress; the Retry-After header says when to retry */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description The body is larger than 2560 KB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description A field is missing, of the wrong type, or out of range */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrors"];
+                };
+            };
+            /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+        };
+    };
+    annotation_operations_api_flag_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                campaign_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FlagsOut"];
+                };
+            };
+            /** @description No credentials, or an invalid or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description The key's user lacks the role this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Nothing with this id or slug */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description A field is missing, of the wrong type, or out of range */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrors"];
+                };
+            };
+            /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+        };
+    };
+    annotation_operations_api_item_flags_clear: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key and request is answered with the first answer (header `Idempotent-Replayed: true`) and writes nothing. The same key with another request is a 422; keys are kept a day (MEMWEB_IDEMPOTENCY_TTL_SECONDS). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                campaign_id: number;
+                item_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FlagsClearedOut"];
+                };
+            };
+            /** @description No credentials, or an invalid or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description The key's user lacks the role this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Nothing with this id or slug */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still in progress; the Retry-After header says when to retry */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description A field is missing, of the wrong type, or out of range */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrors"];
+                };
+            };
+            /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+        };
+    };
+    annotation_operations_api_item_withdraw: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key and request is answered with the first answer (header `Idempotent-Replayed: true`) and writes nothing. The same key with another request is a 422; keys are kept a day (MEMWEB_IDEMPOTENCY_TTL_SECONDS). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                campaign_id: number;
+                item_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No credentials, or an invalid or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description The key's user lacks the role this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Nothing with this id or slug */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"] | components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description A field is missing, of the wrong type, or out of range */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrors"];
+                };
+            };
+            /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+        };
+    };
+    annotation_operations_api_disagreement_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                campaign_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DisagreementOut"][];
+                };
+            };
+            /** @description No credentials, or an invalid or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description The key's user lacks the role this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Nothing with this id or slug */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description A field is missing, of the wrong type, or out of range */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrors"];
+                };
+            };
+            /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+        };
+    };
+    annotation_operations_api_item_adjudicate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key and request is answered with the first answer (header `Idempotent-Replayed: true`) and writes nothing. The same key with another request is a 422; keys are kept a day (MEMWEB_IDEMPOTENCY_TTL_SECONDS). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                campaign_id: number;
+                item_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AdjudicationIn"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DecisionOut"][];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldErrorOut"];
+                };
+            };
+            /** @description No credentials, or an invalid or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description The key's user lacks the role this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Nothing with this id or slug */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still in progress; the Retry-After header says when to retry */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description The body is larger than 2560 KB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description A field is missing, of the wrong type, or out of range */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrors"];
+                };
+            };
+            /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+        };
+    };
+    annotation_operations_api_adjudication_history: {
+        parameters: {
+            query?: {
+                item_id?: number | null;
+            };
+            header?: never;
+            path: {
+                campaign_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DecisionHistoryOut"][];
+                };
+            };
+            /** @description No credentials, or an invalid or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description The key's user lacks the role this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Nothing with this id or slug */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description A field is missing, of the wrong type, or out of range */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrors"];
+                };
+            };
+            /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+        };
+    };
+    annotation_operations_api_assignment_skip: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key and request is answered with the first answer (header `Idempotent-Replayed: true`) and writes nothing. The same key with another request is a 422; keys are kept a day (MEMWEB_IDEMPOTENCY_TTL_SECONDS). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SkipIn"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PassedOut"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldErrorOut"];
+                };
+            };
+            /** @description No credentials, or an invalid or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description The key's user lacks the role this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Nothing with this id or slug */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"] | components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description The body is larger than 2560 KB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description A field is missing, of the wrong type, or out of range */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrors"];
+                };
+            };
+            /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+        };
+    };
+    annotation_operations_api_assignment_flag: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key and request is answered with the first answer (header `Idempotent-Replayed: true`) and writes nothing. The same key with another request is a 422; keys are kept a day (MEMWEB_IDEMPOTENCY_TTL_SECONDS). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FlagIn"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PassedOut"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldErrorOut"];
+                };
+            };
+            /** @description No credentials, or an invalid or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description The key's user lacks the role this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Nothing with this id or slug */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"] | components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description The body is larger than 2560 KB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description A field is missing, of the wrong type, or out of range */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrors"];
+                };
+            };
+            /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+        };
+    };
+    annotation_operations_api_feedback_task_skip: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key and request is answered with the first answer (header `Idempotent-Replayed: true`) and writes nothing. The same key with another request is a 422; keys are kept a day (MEMWEB_IDEMPOTENCY_TTL_SECONDS). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SkipIn"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PassedOut"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldErrorOut"];
+                };
+            };
+            /** @description No credentials, or an invalid or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description The key's user lacks the role this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Nothing with this id or slug */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"] | components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description The body is larger than 2560 KB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description A field is missing, of the wrong type, or out of range */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrors"];
+                };
+            };
+            /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+        };
+    };
+    annotation_operations_api_feedback_task_flag: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key and request is answered with the first answer (header `Idempotent-Replayed: true`) and writes nothing. The same key with another request is a 422; keys are kept a day (MEMWEB_IDEMPOTENCY_TTL_SECONDS). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FlagIn"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PassedOut"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FieldErrorOut"];
+                };
+            };
+            /** @description No credentials, or an invalid or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description The key's user lacks the role this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Nothing with this id or slug */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"] | components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description The body is larger than 2560 KB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description A field is missing, of the wrong type, or out of range */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrors"];
                 };
             };
             /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
