@@ -41,6 +41,9 @@ from memweb_client.models import (
     Run,
     RunPage,
     RunSummary,
+    Trace,
+    TracePage,
+    Transcripts,
     Transition,
     TransitionsWritten,
     Webhook,
@@ -52,6 +55,7 @@ __all__ = [
     "Experience", "ExperienceHit", "ExperiencePage", "ExperienceRetrieval", "FieldProblem", "Forbidden", "Hit",
     "Ingest", "Job", "Me", "MemwebConnectionError", "MemwebError", "NotFound", "Orb", "OrbDetail", "OrbPage",
     "OrbRevisions", "PayloadTooLarge", "RateLimited", "RequestInProgress", "Retrieval", "RetryPolicy", "Run",
-    "RunPage", "RunSummary", "ServerError", "StaleVersion", "Transition", "TransitionsWritten", "Unauthorized",
+    "RunPage", "RunSummary", "ServerError", "StaleVersion", "Trace", "TracePage", "Transcripts",
+    "Transition", "TransitionsWritten", "Unauthorized",
     "ValidationFailed", "WaitTimedOut", "Webhook", "WebhookCreated",
 ]

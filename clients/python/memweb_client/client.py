@@ -247,6 +247,20 @@ class _Endpoints:
     def run(self, run_id: int) -> m.Run:
         return self._send(_call(r.RUN, run_id=run_id))
 
+    @endpoint(r.RUN_TRANSCRIPTS)
+    def run_transcripts(self, a: int, b: int, task: str, *, trial: Optional[int] = None) -> m.Transcripts:
+        """Runs A and B's transcripts of `task` side by side (by default the first trial whose verdicts differ)."""
+        return self._send(_call(r.RUN_TRANSCRIPTS, query={"a": a, "b": b, "task": task, "trial": trial}))
+
+    @endpoint(r.TRACES)
+    def traces(self, *, role: Optional[str] = None, model: Optional[str] = None, status: Optional[str] = None,
+               min_latency: Optional[int] = None, run: Optional[int] = None, page: Optional[int] = None,
+               page_size: Optional[int] = None) -> m.TracePage:
+        """The workspace's LLM calls, newest first, with the traces page's filters."""
+        query = {"role": role, "model": model, "status": status, "min_latency": min_latency, "run": run,
+                 "page": page, "page_size": page_size}
+        return self._send(_call(r.TRACES, query=query))
+
     @endpoint(r.RUN_CREATE)
     def run_create(self, spec: Mapping[str, Any]) -> m.Run:
         """Start an evaluation run from its spec (`name` required; see the API docs for the rest)."""

@@ -317,6 +317,93 @@ class RunPage:
 
 
 @dataclasses.dataclass(frozen=True)
+class TranscriptRun:
+    id: int
+    name: str
+    status: str
+    memory_mode: str
+    scripted: bool  # true: offline backends, not an LLM
+    agent_uses_gold: bool  # true: the offline agent replays each task's gold calls
+    url: str
+
+
+@dataclasses.dataclass(frozen=True)
+class TranscriptEpisode:
+    id: int
+    status: str
+    success: Optional[bool]
+    reward: Optional[float]
+    turns: int
+    ended_by: str
+    url: str
+
+
+@dataclasses.dataclass(frozen=True)
+class TranscriptTurn:
+    """One turn of one side: `events` in order (customer, tool with its result, reply) and the memory text injected."""
+    number: int
+    events: list[dict[str, Any]]
+    memories: list[str]
+    retrieval: Optional[dict[str, Any]] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class TranscriptSide:
+    run: TranscriptRun
+    episode: Optional[TranscriptEpisode]  # None: no transcript of the task in this trial
+    turns: list[TranscriptTurn]
+
+
+@dataclasses.dataclass(frozen=True)
+class TurnDifference:
+    number: int
+    differs: list[str]
+
+
+@dataclasses.dataclass(frozen=True)
+class Transcripts:
+    """Two runs' transcripts of one task in one trial, turn by turn, as the side-by-side page shows them."""
+    task: str
+    trial: int
+    trials: list[int]
+    a: TranscriptSide
+    b: TranscriptSide
+    rows: list[TurnDifference]
+    first_difference: Optional[TurnDifference]
+    shared: int
+    position: int
+    previous: Optional[str]
+    next: Optional[str]
+    url: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Trace:
+    """One LLM call beside its episode and run; `cost` is None when its model has no price."""
+    id: int
+    created_at: datetime
+    role: str
+    model: str
+    status: str
+    error: str
+    attempts: int
+    tokens_in: int
+    tokens_out: int
+    latency_ms: int
+    cost: Optional[float]
+    trace_id: Optional[str]
+    turn: Optional[int]
+    episode_id: Optional[int]
+    run_id: Optional[int]
+
+
+@dataclasses.dataclass(frozen=True)
+class TracePage:
+    items: list[Trace]
+    count: int
+
+
+@dataclasses.dataclass(frozen=True)
 class Webhook:
     id: int
     url: str

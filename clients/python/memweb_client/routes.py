@@ -65,6 +65,9 @@ JOB = _get("/api/jobs/{job_id}", m.Job)
 
 RUNS = _get("/api/evaluation/runs/", m.RunPage, query=("status", "memory_mode", "q", "limit", "offset"))
 RUN = _get("/api/evaluation/runs/{run_id}", m.Run)
+RUN_TRANSCRIPTS = _get("/api/evaluation/runs/compare/transcripts", m.Transcripts, query=("a", "b", "task", "trial"))
+TRACES = _get("/api/evaluation/traces", m.TracePage,
+              query=("role", "model", "status", "min_latency", "run", "page", "page_size"))
 RUN_CREATE = Route("POST", "/api/evaluation/runs/", {201: m.Run, 202: m.Run}, body=dict)  # the whole RunSpec
 RUN_CANCEL = Route("POST", "/api/evaluation/runs/{run_id}/cancel", {200: m.Run})
 
