@@ -157,6 +157,12 @@ def _campaign(request, user):
     return campaign
 
 
+def _item(request, user):
+    """An item of the campaign `campaign_id` names (the path names the campaign first)."""
+    campaign = Campaign.objects.filter(name="existing").first() or _campaign(request, user)
+    return campaign.items.first()
+
+
 def _run(request, user):
     request.getfixturevalue("builtin")
     return run_launch(spec={"name": "existing", "task_ids": TASK_IDS[:1], "trials": 1}, user=user)
@@ -190,6 +196,7 @@ MAKERS = {
     "episode_id": lambda request, user: episode_run(task=_task(request, user)).pk,
     "run_id": lambda request, user: _run(request, user).pk,
     "campaign_id": lambda request, user: _campaign(request, user).pk,
+    "item_id": lambda request, user: _item(request, user).pk,
     "curve_id": lambda request, user: FeedbackCurve.objects.create(run=_run(request, user), batch_size=1, batches=1).pk,
     "job_id": lambda request, user: Job.objects.create(kind="orbs.bank_copy", title="existing", created_by=user).pk,
     "token": lambda request, user: str(annotation.assignment_next(campaign=_campaign(request, user),
