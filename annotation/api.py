@@ -2,7 +2,8 @@
 lossless export/import, annotator standing. Annotators: the feedback-writing
 queue (next task, submit), next assignment, the blind pair, judgments.
 Annotator responses carry only opaque tokens and sides A/B, never which side
-is human nor anything about the simulated user."""
+is human nor anything about the simulated user. The roster, skip / flag, the
+flag list and adjudication are in annotation.operations_api, mounted here."""
 from uuid import UUID
 
 from django.contrib.auth import get_user_model
