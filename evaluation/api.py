@@ -32,6 +32,7 @@ from evaluation.schemas import (
     TaskImportOut,
     TaskListOut,
 )
+from evaluation.scores.api import router as scores_router
 from evaluation.services import (
     EpisodeConfigError,
     bank_effects_rank,
@@ -56,6 +57,7 @@ from orbs.vocabulary import OrbsScope
 router = Router(tags=["evaluation"])
 router.add_router("/runs", runs_router)
 router.add_router("/feedback", feedback_router)
+router.add_router("/scores", scores_router)
 TASKS_READ = api_auth(Role.OPERATOR, scope=EvaluationScope.TASKS_READ)
 TASKS_WRITE = api_auth(Role.OPERATOR, scope=EvaluationScope.TASKS_WRITE)
 MEMORY_READ = api_auth(Role.OPERATOR, Role.REVIEWER, scope=OrbsScope.MEMORY_READ)
