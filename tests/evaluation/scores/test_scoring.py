@@ -142,3 +142,32 @@ def test_the_api_scores_a_run_and_lists_its_scores_page_by_page(finished_run, ap
     assert summary[0]["name"] == "lookup first" and summary[0]["scored"] == 3
     assert summary[0]["mean"] == sum(i["value"] for i in items) / 3
     assert api.get(f"{API}/runs/999999/summary").status_code == 404
+
+
+def test_the_run_episode_and_compare_pages_show_the_scores_beside_the_reward(finished_run, launch, client,
+                                                                            operator_user):
+    from evaluation.runs.services import run_drive
+
+    other = run_drive(run=launch(memory_mode="none", trials=1, agent={"error_rates": {}}, name="other run"))
+    _define(finished_run, kind="llm_judge", config={"rubric": "Was the agent polite?"}, name="polite")
+    _define(finished_run, kind="ended_by", config={"ended_by": "stop"}, name="customer ended")
+    for run in (finished_run, other):
+        job_execute(job_id=run_score_start(run=run).pk)
+    client.force_login(operator_user)
+
+    card = client.get(finished_run.get_absolute_url()).content.decode()
+    assert 'id="custom-scores"' in card and "not judged (no LLM configured)" in card and "mean reward" in card
+    episode = _episodes(finished_run)[0]
+    page = client.get(episode.get_absolute_url()).content.decode()
+    assert 'id="episode-custom-scores"' in page and "Not judged: no LLM is configured" in page
+
+    compared = client.get("/evaluation/runs/compare/", {"runs": [finished_run.pk, other.pk]})
+    assert compared.status_code == 200, compared.content[:500]
+    html = compared.content.decode()
+    section = html[html.index('id="compare-custom-scores"'):]
+    row = section[section.index('data-score="customer ended"'):]
+    row = row[:row.index("</tr>")]
+    rates = [sum(e.ended_by == "stop" for e in _episodes(run)) / 3 for run in (finished_run, other)]
+    assert row.count("<td") == 2 and all(f"{rate:.2f}" in row for rate in rates)
+    polite = section[section.index('data-score="polite"'):]
+    assert polite[:polite.index("</tr>")].count("not judged") == 2
