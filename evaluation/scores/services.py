@@ -141,15 +141,17 @@ def _finished_episodes(runs):
                                   run_episode__run__status__in=FINISHED_RUN).select_related("task")
 
 
-@transaction.atomic
 def _episode_write(episode: Episode, definitions: list[ScoreDefinition]) -> None:
-    """All of one episode's scores at once, replacing any earlier ones (a re-run leaves one row each)."""
-    for definition in definitions:
-        result = episode_scored(kind=definition.kind, config=definition.config, episode=episode)
-        EpisodeScore.objects.update_or_create(
-            definition=definition, episode=episode,
-            defaults={"value": result.value, "passed": result.passed, "explanation": result.explanation,
-                      "status": result.status, "judge": result.judge, "scored_at": timezone.now()})
+    """All of one episode's scores at once, replacing any earlier ones (a re-run leaves one row each).
+    A judge is asked before the transaction opens, so no LLM call holds it."""
+    results = [(definition, episode_scored(kind=definition.kind, config=definition.config, episode=episode))
+               for definition in definitions]
+    with transaction.atomic():
+        for definition, result in results:
+            EpisodeScore.objects.update_or_create(
+                definition=definition, episode=episode,
+                defaults={"value": result.value, "passed": result.passed, "explanation": result.explanation,
+                          "status": result.status, "judge": result.judge, "scored_at": timezone.now()})
 
 
 def _episodes_score(context: JobContext, episodes, definitions) -> int:

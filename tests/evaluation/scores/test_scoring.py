@@ -171,3 +171,25 @@ def test_the_run_episode_and_compare_pages_show_the_scores_beside_the_reward(fin
     assert row.count("<td") == 2 and all(f"{rate:.2f}" in row for rate in rates)
     polite = section[section.index('data-score="polite"'):]
     assert polite[:polite.index("</tr>")].count("not judged") == 2
+
+
+def test_the_job_stores_an_llm_judges_values_asked_without_the_tasks_gold(finished_run, fake_llm):
+    import json
+
+    fake_llm.use_for("scorer", model="judge-model")
+    fake_llm.set_default_json({"passed": True, "explanation": "The agent answered the question."})
+    definition = _define(finished_run, kind="llm_judge", config={"rubric": "Did the agent answer?"}, name="answered")
+    job_execute(job_id=run_score_start(run=finished_run).pk)
+    stored = list(definition.scores.values_list("status", "value", "passed", "judge"))
+    assert stored == [("scored", 1.0, True, "judge-model")] * 3
+    prompts = ["\n".join(m["content"] for m in body["messages"]) for body in fake_llm.chat_requests]
+    assert len(prompts) == 3
+    snapshots = [episode.task_snapshot for episode in _episodes(finished_run)]
+    assert any(gold["gold_actions"] for gold in snapshots) and any(gold["required_outputs"] for gold in snapshots)
+    for gold in snapshots:
+        hidden = [json.dumps(gold[key]) for key in ("gold_actions", "gold_lookups", "required_outputs") if gold[key]]
+        hidden.append(json.dumps(gold["instructions"]))
+        assert not [p for p in prompts for text in hidden if text in p]
+    assert not [p for p in prompts if "gold" in p.lower() or "reward" in p.lower()]
+    summary = {row["name"]: row for row in run_scores_summary(run=finished_run)}["answered"]
+    assert (summary["pass_rate"], summary["judge"]) == (1.0, "LLM judge judge-model")
