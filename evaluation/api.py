@@ -35,6 +35,7 @@ from evaluation.schemas import (
     TraceFiltersIn,
     TraceOut,
 )
+from evaluation.scores.api import router as scores_router
 from evaluation.services import (
     EpisodeConfigError,
     bank_effects_rank,
@@ -61,6 +62,7 @@ from orbs.vocabulary import OrbsScope
 router = Router(tags=["evaluation"])
 router.add_router("/runs", runs_router)
 router.add_router("/feedback", feedback_router)
+router.add_router("/scores", scores_router)
 TASKS_READ = api_auth(Role.OPERATOR, scope=EvaluationScope.TASKS_READ)
 TASKS_WRITE = api_auth(Role.OPERATOR, scope=EvaluationScope.TASKS_WRITE)
 MEMORY_READ = api_auth(Role.OPERATOR, Role.REVIEWER, scope=OrbsScope.MEMORY_READ)

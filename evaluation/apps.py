@@ -5,7 +5,8 @@ from django.apps import AppConfig
 # Packages above the evaluation core that keep their models in their own modules (runs, feedback, the
 # memory layers);
 # registered with this app after the core's own models.
-SUBMODULE_MODELS = ("evaluation.feedback.models", "evaluation.runs.models", "evaluation.memory_layers.models")
+SUBMODULE_MODELS = ("evaluation.feedback.models", "evaluation.runs.models", "evaluation.memory_layers.models",
+                    "evaluation.scores.models")
 
 
 class EvaluationConfig(AppConfig):
@@ -40,7 +41,9 @@ class EvaluationConfig(AppConfig):
     job_kinds: tuple = (("evaluation.run_regrade", "evaluation.runs.services.regrade.run_regrade_job"),
                         ("evaluation.episodes_to_campaign", "evaluation.runs.services.studies.episodes_to_campaign_job"),
                         ("evaluation.run_prepare", "evaluation.runs.services.launch.run_prepare_job"),
-                        ("evaluation.benchmark_import", "evaluation.services.benchmarks.benchmark_import_job"))
+                        ("evaluation.benchmark_import", "evaluation.services.benchmarks.benchmark_import_job"),
+                        ("evaluation.run_score", "evaluation.scores.services.run_score_job"),
+                        ("evaluation.task_set_score", "evaluation.scores.services.task_set_score_job"))
     # Read by memweb.registry: evaluation's own words (evaluation.vocabulary): the scopes its routes
     # ask for, the webhook events it announces, the LLM roles its agents, customers and feedback call.
     api_scopes: tuple = ("evaluation.vocabulary.EvaluationScope",)
@@ -64,7 +67,9 @@ class EvaluationConfig(AppConfig):
                      "evaluation.change_evaluationrun", "evaluation.view_trial", "evaluation.view_runepisode",
                      "evaluation.view_episodefeedback", "evaluation.view_feedbackprofile",
                      "evaluation.add_feedbackprofile", "evaluation.change_feedbackprofile",
-                     "evaluation.view_calibrationsetting", "evaluation.change_calibrationsetting"),
+                     "evaluation.view_calibrationsetting", "evaluation.change_calibrationsetting",
+                     "evaluation.view_scoredefinition", "evaluation.add_scoredefinition",
+                     "evaluation.change_scoredefinition", "evaluation.view_episodescore"),
     }
 
     def import_models(self) -> None:

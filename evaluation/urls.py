@@ -3,6 +3,7 @@ from django.urls import path
 from evaluation import views
 from evaluation.feedback.urls import urlpatterns as feedback_urlpatterns
 from evaluation.runs.urls import urlpatterns as runs_urlpatterns
+from evaluation.scores.urls import urlpatterns as scores_urlpatterns
 
 app_name = "evaluation"
 urlpatterns = [
@@ -21,4 +22,4 @@ urlpatterns = [
     path("memory/<slug:slug>/experience-effects/", views.experience_effects, name="experience_effects"),
     path("memory/experiences/<int:experience_id>/effect/", views.experience_effect, name="experience_effect"),
 ]
-urlpatterns += runs_urlpatterns + feedback_urlpatterns
+urlpatterns += runs_urlpatterns + feedback_urlpatterns + scores_urlpatterns

@@ -22,11 +22,13 @@ LEVELS = (
     "evaluation",
     "evaluation.feedback",
     "evaluation.runs",
+    "evaluation.scores",
     "evaluation.memory_layers",
 )
-# Composition: these modules mount the routers, URLs, models and Celery tasks of the levels above them.
+# Composition: these modules mount the routers, URLs, models and Celery tasks of the levels above them
+# (custom_scores: the template tags that put evaluation.scores' cards on the core's and the runs' pages).
 COMPOSITION = {"memweb.urls", "memweb.api", "orbs.urls", "orbs.api", "orbs.apps", "evaluation.urls", "evaluation.api",
-               "evaluation.apps"}
+               "evaluation.apps", "evaluation.templatetags.custom_scores"}
 # The Django-free simulator and the environment protocol beneath it: nothing from Django or from
 # memweb's own packages above them.
 DJANGO_FREE = ("evaluation.environments", "evaluation.shop", "evaluation.environments.shop")

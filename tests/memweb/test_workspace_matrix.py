@@ -21,6 +21,7 @@ from django.urls import get_resolver, reverse
 from annotation.models import Assignment, Campaign, FeedbackTask, Item
 from evaluation.models import Task
 from evaluation.runs.models import EvaluationRun, FeedbackCurve
+from evaluation.scores.models import ScoreDefinition
 from evaluation.services import episode_run, tasks_import_jsonl
 from memweb.api import api
 from memweb.models import ApiKey, Job, Membership, Workspace
@@ -162,7 +163,11 @@ class Owned:
             "slug": lambda: self.bank.slug, "orb_id": lambda: self.orb.pk, "experience_id": lambda: self.experience.pk,
             "ingest_id": lambda: EpisodeRecord.objects.create(bank=self.bank, trajectory={}).pk,
             "retrieval_id": lambda: RetrievalLog.objects.create(bank=self.bank, query="q", rewritten_query="q", k=1).pk,
-            "task_id": lambda: self.task.pk, "episode_id": lambda: self.episode.pk, "run_id": lambda: self.run.pk,
+            "task_id": lambda: self.task.pk, "task_set_id": lambda: self.task.task_set_id,
+            "definition_id": lambda: ScoreDefinition.objects.create(
+                task_set=self.task.task_set, name="a score", slug="a-score", kind="reply_matches",
+                config={"pattern": "sorry", "mode": "must"}).pk,
+            "episode_id": lambda: self.episode.pk, "run_id": lambda: self.run.pk,
             "curve_id": lambda: FeedbackCurve.objects.create(run=self.run, batch_size=1, batches=1).pk,
             "campaign_id": lambda: self.campaign.pk, "annotator_id": lambda: self.assignment.annotator_id,
             "proposal_id": lambda: proposal_create(orb=self.orb, kind="delete", reason="r", actor=self.admin).pk,
@@ -198,6 +203,8 @@ BODIES = {
     "DELETE /api/orbs/experiences/banks/{slug}/experiences/{experience_id}": VERSION | {"reason": "r"},
     "POST /api/orbs/experiences/banks/{slug}/experiences/{experience_id}/restore": VERSION,
     "POST /api/annotation/campaigns/{campaign_id}/status": {"status": "closed"},
+    "POST /api/evaluation/scores/task-sets/{task_set_id}/definitions": {"name": "n", "kind": "turns_at_most",
+                                                                       "config": {"turns": 3}},
     "PATCH /api/webhooks/{int:webhook_id}": {"active": False},
 }
 

@@ -13,6 +13,7 @@ from django.urls import get_resolver, reverse
 
 from evaluation.feedback.models import FeedbackProfile
 from evaluation.runs.services import run_drive, run_launch
+from evaluation.scores.models import EpisodeScore, ScoreDefinition
 from memweb.models import SavedView, TaskProbe, Workspace, default_workspace_id
 from orbs.services import orb_edit, orb_from_episode, orb_reject
 from tests.memweb.test_roles import PUBLIC_PAGES, _walk
@@ -71,6 +72,14 @@ class World(Owned):
         for name in ("run", "orb", "experience", "episode", "assignment", "feedback_task", "webhook"):
             getattr(self, name)
         build_approved(self.bank, name="hostile source")
+        self._custom_score()
+
+    def _custom_score(self) -> None:
+        """An LLM judge's stored score of the episode the episode page shows."""
+        judge = ScoreDefinition.objects.create(task_set=self.task.task_set, name="a judge", slug="a-judge",
+                                               kind="llm_judge", config={"rubric": "polite?", "scale": "pass_fail"})
+        EpisodeScore.objects.create(definition=judge, episode=self.episode, value=1.0, passed=True,
+                                    explanation="The agent was polite.", status="scored", judge="judge-model")
 
 
 def page_routes() -> list[Route]:

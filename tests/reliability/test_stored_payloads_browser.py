@@ -29,7 +29,7 @@ NOT_WRITABLE = {
     "orbs.Dialogue.embedding_model": CONFIGURED, "orbs.DialogueMessage.embedding_model": CONFIGURED,
     "evaluation.Episode.agent_backend": CONFIGURED, "evaluation.Episode.customer_backend": CONFIGURED,
     "evaluation.EpisodeFeedback.critique_backend": CONFIGURED, "evaluation.EpisodeFeedback.score_backend": CONFIGURED,
-    "evaluation.EvaluationRun.agent_backend": CONFIGURED,
+    "evaluation.EvaluationRun.agent_backend": CONFIGURED, "evaluation.EpisodeScore.judge": CONFIGURED,
     "memweb.WorkerHeartbeat.hostname": WORKER, "memweb.TaskProbe.worker": WORKER, "memweb.Job.worker": WORKER,
     "evaluation.Trial.claimed_by": WORKER, "evaluation.RunEpisode.claimed_by": WORKER,
     "memweb.LLMCall.role": CODE, "memweb.Job.kind": CODE, "memweb.WebhookDelivery.event": CODE, "memweb.DemoLoad.part": CODE,

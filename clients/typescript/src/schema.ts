@@ -1378,6 +1378,133 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/evaluation/scores/task-sets/{task_set_id}/definitions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Definition List
+         * @description The task set's custom scores (`archived=true`: also those archived).
+         */
+        get: operations["evaluation_scores_api_definition_list"];
+        put?: never;
+        /**
+         * Definition Create Op
+         * @description Define a custom score on the task set. Unless `score_existing` is false, a background job then
+         *     scores the finished runs' episodes of the set (`job.status_url` says when it is done).
+         */
+        post: operations["evaluation_scores_api_definition_create_op"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/evaluation/scores/definitions/{definition_id}/archive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Definition Archive Op
+         * @description Archive a score: no longer computed nor shown; the values stored with it are kept.
+         */
+        post: operations["evaluation_scores_api_definition_archive_op"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/evaluation/scores/task-sets/{task_set_id}/score": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Task Set Score Op
+         * @description Score the finished runs' episodes of the task set with its active scores: 202 with the job.
+         */
+        post: operations["evaluation_scores_api_task_set_score_op"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/evaluation/scores/runs/{run_id}/score": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run Score Op
+         * @description Compute every active custom score of the run's task sets over its finished episodes, as a
+         *     background job: 202 with the job (the same one while it is queued or running); 409 when the run
+         *     is still playing, imported, or its task set has no scores. A re-run replaces the stored values.
+         */
+        post: operations["evaluation_scores_api_run_score_op"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/evaluation/scores/runs/{run_id}/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Run Score Summary
+         * @description Per custom score: mean, pass rate, episodes scored, not judged (offline judge) and errors.
+         */
+        get: operations["evaluation_scores_api_run_score_summary"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/evaluation/scores/runs/{run_id}/scores": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Run Score List
+         * @description The run's stored scores, one item per (score, episode), by episode.
+         */
+        get: operations["evaluation_scores_api_run_score_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/annotation/campaigns": {
         parameters: {
             query?: never;
@@ -6032,6 +6159,176 @@ export interface components {
             expected: {
                 [key: string]: number;
             } | null;
+        };
+        /** DefinitionOut */
+        DefinitionOut: {
+            /** Id */
+            id: number;
+            /** Task Set Id */
+            task_set_id: number;
+            /** Task Set */
+            task_set: string;
+            /** Name */
+            name: string;
+            /** Slug */
+            slug: string;
+            kind: components["schemas"]["ScoreKind"];
+            /** Config */
+            config: {
+                [key: string]: unknown;
+            };
+            /**
+             * Describe
+             * @description What it checks, in a line
+             */
+            describe: string;
+            /** Archived */
+            archived: boolean;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+        };
+        /**
+         * ScoreKind
+         * @enum {string}
+         */
+        ScoreKind: "reply_matches" | "tool_called" | "turns_at_most" | "ended_by" | "llm_judge";
+        /** DefinitionCreatedOut */
+        DefinitionCreatedOut: {
+            /** Id */
+            id: number;
+            /** Task Set Id */
+            task_set_id: number;
+            /** Task Set */
+            task_set: string;
+            /** Name */
+            name: string;
+            /** Slug */
+            slug: string;
+            kind: components["schemas"]["ScoreKind"];
+            /** Config */
+            config: {
+                [key: string]: unknown;
+            };
+            /**
+             * Describe
+             * @description What it checks, in a line
+             */
+            describe: string;
+            /** Archived */
+            archived: boolean;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** @description The job scoring the set's finished episodes; empty when none was started */
+            job: components["schemas"]["JobOut"] | null;
+        };
+        /** DefinitionIn */
+        DefinitionIn: {
+            /**
+             * Name
+             * @description Unique among the task set's active scores
+             */
+            name: string;
+            kind: components["schemas"]["ScoreKind"];
+            /**
+             * Config
+             * @description reply_matches: pattern, mode (must | must_not); tool_called: tool, mode, min_count, max_count; turns_at_most: turns; ended_by: ended_by (stop | transfer | max_turns | error); llm_judge: rubric, scale (pass_fail | one_to_five)
+             */
+            config?: {
+                [key: string]: unknown;
+            };
+            /**
+             * Score Existing
+             * @description Also score the finished runs' episodes of the set now, as a background job
+             * @default true
+             */
+            score_existing?: boolean;
+        };
+        /** ScoreSummaryOut */
+        ScoreSummaryOut: {
+            /**
+             * Id
+             * @description The score definition
+             */
+            id: number;
+            /** Name */
+            name: string;
+            kind: components["schemas"]["ScoreKind"];
+            /** Pass Fail */
+            pass_fail: boolean;
+            /**
+             * Mean
+             * @description Mean value over the scored episodes (1/0 rules: the pass rate)
+             */
+            mean: number | null;
+            /** Pass Rate */
+            pass_rate: number | null;
+            /** Scored */
+            scored: number;
+            /**
+             * Not Judged
+             * @description Episodes an LLM judge did not judge: no LLM configured (offline)
+             */
+            not_judged: number;
+            /** Errors */
+            errors: number;
+            /**
+             * Judge
+             * @description Who gave the values: a rule, or the LLM judge's model
+             */
+            judge: string;
+        };
+        /** ScoreListQuery */
+        ScoreListQuery: {
+            /**
+             * Limit
+             * @default 50
+             */
+            limit?: number;
+            /**
+             * Offset
+             * @default 0
+             */
+            offset?: number;
+        };
+        /** EpisodeScoreListOut */
+        EpisodeScoreListOut: {
+            /** Count */
+            count: number;
+            /** Items */
+            items: components["schemas"]["EpisodeScoreOut"][];
+        };
+        /** EpisodeScoreOut */
+        EpisodeScoreOut: {
+            /** Definition Id */
+            definition_id: number;
+            /** Name */
+            name: string;
+            /** Episode Id */
+            episode_id: number;
+            /** Task */
+            task: string;
+            /** Trial */
+            trial: number;
+            status: components["schemas"]["Status"];
+            /** Value */
+            value: number | null;
+            /** Passed */
+            passed: boolean | null;
+            /** Explanation */
+            explanation: string;
+            /** Judge */
+            judge: string;
+            /**
+             * Scored At
+             * Format: date-time
+             */
+            scored_at: string;
         };
         /** CampaignOut */
         CampaignOut: {
@@ -13285,6 +13582,550 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RatesOut"];
+                };
+            };
+            /** @description No credentials, or an invalid or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description The key's user lacks the role this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description A field is missing, of the wrong type, or out of range */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrors"];
+                };
+            };
+            /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+        };
+    };
+    evaluation_scores_api_definition_list: {
+        parameters: {
+            query?: {
+                archived?: boolean;
+            };
+            header?: never;
+            path: {
+                task_set_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DefinitionOut"][];
+                };
+            };
+            /** @description No credentials, or an invalid or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description The key's user lacks the role this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description A field is missing, of the wrong type, or out of range */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrors"];
+                };
+            };
+            /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+        };
+    };
+    evaluation_scores_api_definition_create_op: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key and request is answered with the first answer (header `Idempotent-Replayed: true`) and writes nothing. The same key with another request is a 422; keys are kept a day (MEMWEB_IDEMPOTENCY_TTL_SECONDS). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                task_set_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DefinitionIn"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DefinitionCreatedOut"];
+                };
+            };
+            /** @description The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description No credentials, or an invalid or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description The key's user lacks the role this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still in progress; the Retry-After header says when to retry */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description The body is larger than 2560 KB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrors"];
+                };
+            };
+            /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+        };
+    };
+    evaluation_scores_api_definition_archive_op: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key and request is answered with the first answer (header `Idempotent-Replayed: true`) and writes nothing. The same key with another request is a 422; keys are kept a day (MEMWEB_IDEMPOTENCY_TTL_SECONDS). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                definition_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DefinitionOut"];
+                };
+            };
+            /** @description No credentials, or an invalid or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description The key's user lacks the role this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still in progress; the Retry-After header says when to retry */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description A field is missing, of the wrong type, or out of range */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrors"];
+                };
+            };
+            /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+        };
+    };
+    evaluation_scores_api_task_set_score_op: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key and request is answered with the first answer (header `Idempotent-Replayed: true`) and writes nothing. The same key with another request is a 422; keys are kept a day (MEMWEB_IDEMPOTENCY_TTL_SECONDS). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                task_set_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobOut"];
+                };
+            };
+            /** @description No credentials, or an invalid or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description The key's user lacks the role this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"] | components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description A field is missing, of the wrong type, or out of range */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrors"];
+                };
+            };
+            /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+        };
+    };
+    evaluation_scores_api_run_score_op: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key and request is answered with the first answer (header `Idempotent-Replayed: true`) and writes nothing. The same key with another request is a 422; keys are kept a day (MEMWEB_IDEMPOTENCY_TTL_SECONDS). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobOut"];
+                };
+            };
+            /** @description No credentials, or an invalid or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description The key's user lacks the role this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"] | components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description A field is missing, of the wrong type, or out of range */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrors"];
+                };
+            };
+            /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+        };
+    };
+    evaluation_scores_api_run_score_summary: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScoreSummaryOut"][];
+                };
+            };
+            /** @description No credentials, or an invalid or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description The key's user lacks the role this operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description A field is missing, of the wrong type, or out of range */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrors"];
+                };
+            };
+            /** @description Too many failed attempts from this address; the Retry-After header says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDetail"];
+                };
+            };
+        };
+    };
+    evaluation_scores_api_run_score_list: {
+        parameters: {
+            query?: {
+                limit?: number;
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EpisodeScoreListOut"];
                 };
             };
             /** @description No credentials, or an invalid or revoked API key */
