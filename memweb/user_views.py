@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from memweb import user_admin
 from memweb.listing import Sorting, sorted_page
+from memweb.mail import password_set_mail_send
 from memweb.models import Membership
 from memweb.roles import Role, role_required
 from memweb.user_admin import AdminRefused, manage_refusals, users_visible_to, workspaces_administered
@@ -48,7 +49,7 @@ class UserCreateForm(forms.Form):
 
     username = forms.CharField(max_length=150, validators=[UnicodeUsernameValidator()],
                                help_text="Letters, digits and @ . + - _ only.")
-    email = forms.EmailField(required=False, help_text="Optional.")
+    email = forms.EmailField(required=False, help_text="Optional: the one-time link is e-mailed there too.")
     workspace = forms.ModelChoiceField(queryset=None, help_text="Where the new user works first.",
                                        error_messages={"required": "Choose the workspace the user starts in."})
     role = forms.ChoiceField(choices=Role.choices, initial=Role.OPERATOR)
@@ -132,7 +133,9 @@ def user_create(request):
                                   "they sign in with the password you set.")
         return redirect("users")
     messages.success(request, f"User {user.username} created as {data['role']} in “{data['workspace']}”.")
-    context = {"new_user": user, "link": request.build_absolute_uri(password_set_path(user))}
+    link = request.build_absolute_uri(password_set_path(user))
+    unsent = password_set_mail_send(request=request, user=user, link=link) if user.email else ""
+    context = {"new_user": user, "link": link, "mailed": bool(user.email) and not unsent, "unsent": unsent}
     return render_uncached(request, "memweb/user_created.html", context)
 
 

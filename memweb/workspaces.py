@@ -14,12 +14,12 @@ from memweb.scoping import workspace_scope
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # Writes still allowed in an archived workspace: signing in and out, leaving it, the admins' pages
-# that unarchive it or manage its people, and revoking a key (taking access away is always allowed).
+# that unarchive it or manage its people, choosing a password, and revoking a key (taking access away is always allowed).
 ARCHIVE_EXEMPT = frozenset({
     "login", "logout", "workspace_switch", "workspace_create", "workspace_rename", "workspace_archive",
     "workspace_unarchive", "membership_add", "membership_remove", "membership_role", "user_create",
     "user_deactivate", "user_reactivate", "api_key_revoke", "saved_view_save", "saved_view_rename",
-    "saved_view_delete",
+    "saved_view_delete", "password_set", "password_reset", "password_reset_confirm",
 })
 
 SESSION_KEY = "memweb_workspace"
