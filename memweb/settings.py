@@ -86,6 +86,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "memweb.roles.roles_context",
                 "memweb.demo_loading.demo_loading_context",
+                "memweb.workspaces.archived_workspace_context",
             ],
         },
     },

@@ -43,6 +43,13 @@ def archived_refusal(workspace: Workspace) -> str:
             "in it. An admin can unarchive it on the Workspaces page.")
 
 
+def archived_workspace_context(request) -> dict:
+    """`archived_workspace` for base.html's banner: the request's workspace when it is archived, so
+    every page says why its buttons are refused before anyone presses one."""
+    workspace = getattr(request, "workspace", None)
+    return {"archived_workspace": workspace if workspace is not None and workspace.is_archived else None}
+
+
 def workspace_activate(*, user, workspace: Workspace) -> None:
     """Make `workspace` the one the user's roles are read in for the rest of this request or task."""
     user._memweb_workspace = workspace

@@ -1,6 +1,8 @@
 """Workspaces administered in the dashboard (issue 32): a member's role changed on the members page
 (taking the admin role away asks first; the last admin stays), workspaces renamed, archived (read-only,
 out of the switcher and of landing; the default one never) and unarchived; all audited."""
+import re
+
 import pytest
 from django.test import Client
 from django.urls import reverse
@@ -194,3 +196,29 @@ def test_a_key_of_an_open_workspace_writes_even_from_a_session_in_an_archived_on
                                  headers={"Authorization": f"Bearer {secret}"})
     assert response.status_code == 201
     assert MemoryBank.all_workspaces.get(name="Default bank").workspace_id == default_workspace_id()
+
+
+def _banner(page) -> str:
+    found = re.search(r'<div class="archived-banner"[^>]*>(.*?)</div>', page.content.decode(), re.DOTALL)
+    return found.group(1) if found else ""
+
+
+@pytest.mark.django_db
+def test_every_page_of_an_archived_workspace_carries_the_banner(admin_client, team):
+    workspace, _, operator = team
+    assert _banner(admin_client.get(reverse("home"))) == ""
+    admin_client.post(reverse("workspace_archive", args=[workspace.pk]))
+    unarchive_link = f'href="{reverse("workspaces")}#workspace-{workspace.pk}"'
+    for url in (reverse("home"), reverse("orbs:queue"), reverse("orbs:bank_list"), reverse("users"),
+                reverse("job_list")):
+        banner = _banner(admin_client.get(url))
+        assert "Workspace “Team” is archived: read-only." in banner, url
+        assert "nothing can be created, changed, started or deleted in it" in banner and unarchive_link in banner
+    reader = Client()
+    reader.force_login(operator)
+    reader.post(reverse("workspace_switch"), {"workspace": workspace.pk})
+    banner = _banner(reader.get(reverse("home")))
+    assert "is archived: read-only." in banner and "An admin of it can unarchive it" in banner
+    assert unarchive_link not in banner  # an operator cannot unarchive: no link to a page they may not open
+    admin_client.post(reverse("workspace_unarchive", args=[workspace.pk]))
+    assert _banner(admin_client.get(reverse("home"))) == ""
