@@ -31,6 +31,7 @@ urlpatterns = [
     path("workspaces/members/<int:membership_id>/remove/", workspace_views.membership_remove,
          name="membership_remove"),
     path("workspaces/members/<int:membership_id>/role/", workspace_views.membership_role, name="membership_role"),
+    path("workspaces/<int:workspace_id>/members/", workspace_views.workspace_members, name="workspace_members"),
     path("workspaces/<int:workspace_id>/rename/", workspace_views.workspace_rename, name="workspace_rename"),
     path("workspaces/<int:workspace_id>/archive/", workspace_views.workspace_archive, name="workspace_archive"),
     path("workspaces/<int:workspace_id>/unarchive/", workspace_views.workspace_unarchive, name="workspace_unarchive"),

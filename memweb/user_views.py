@@ -31,14 +31,20 @@ LINK_SESSION_KEY = "memweb_password_link"
 class UserFilterForm(forms.Form):
     q = forms.CharField(required=False, label="Search", widget=forms.TextInput(attrs={"type": "search"}),
                         help_text="Part of a username or an email address.")
+    role = forms.ChoiceField(required=False, label="Role", choices=[("", "Any role"), *Role.choices],
+                             help_text="Held in a workspace you administer.")
     status = forms.ChoiceField(required=False, label="Status",
                                choices=[("", "Active and inactive"), ("active", "Active"), ("inactive", "Inactive")])
 
-    def filtered(self, users):
+    def filtered(self, users, *, administered):
         if not self.is_valid():
             return users
         if query := self.cleaned_data["q"].strip():
             users = users.filter(Q(username__icontains=query) | Q(email__icontains=query))
+        if role := self.cleaned_data["role"]:
+            # A role held in another team's workspace is not the viewer's business, nor shown in the row.
+            held = Membership.objects.filter(role=role, workspace__in=administered).values("user_id")
+            users = users.filter(pk__in=held)
         if status := self.cleaned_data["status"]:
             users = users.filter(is_active=status == "active")
         return users
@@ -97,7 +103,7 @@ def _users_context(request, *, create_form=None) -> dict:
     filters = UserFilterForm(request.GET or None)
     administered = workspaces_administered(request.user)
     memberships = Membership.objects.filter(workspace__in=administered).select_related("workspace")
-    users = filters.filtered(users_visible_to(request.user)).prefetch_related(
+    users = filters.filtered(users_visible_to(request.user), administered=administered).prefetch_related(
         Prefetch("memberships", queryset=memberships, to_attr="shown_memberships"))
     context = {"filters": filters, "create_form": create_form or UserCreateForm(actor=request.user, current=request.workspace),
                "events": user_admin.audit_visible_to(request.user)[:AUDIT_SHOWN],
