@@ -36,6 +36,10 @@ class UserFilterForm(forms.Form):
     status = forms.ChoiceField(required=False, label="Status",
                                choices=[("", "Active and inactive"), ("active", "Active"), ("inactive", "Inactive")])
 
+    def __init__(self, *args, **kwargs):
+        # Its own ids: the page's create form has a `role` field too, and a label finds its field by id.
+        super().__init__(*args, auto_id="filter-%s", **kwargs)
+
     def filtered(self, users, *, administered):
         if not self.is_valid():
             return users
