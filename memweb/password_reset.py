@@ -1,4 +1,4 @@
-""""Forgot your password?": Django's password-reset views with our pages and e-mail. The page says
+"""The "Forgot your password?" pages: Django's password-reset views with our pages and e-mail. The page says
 the same whether or not the address has an account (no one learns who is registered from it), and
 the requests from one client address, or for one e-mail address, are limited as sign-ins are
 (memweb.auth.reset_requests_over_limit)."""
