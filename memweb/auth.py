@@ -173,6 +173,17 @@ def _sign_in_refused(request, retry_after: int, next_url: str) -> HttpResponse:
     return response
 
 
+RESET = "reset"
+
+
+def reset_requests_over_limit(request, email: str) -> bool:
+    """Count a password-reset request against the client's address and the address it names; True
+    when either has asked MEMWEB_AUTH_MAX_FAILURES times in the window (then nothing is sent). Every
+    request counts, sent or not, so the limit says nothing about which addresses have accounts."""
+    counters = [_address(RESET, client_ip(request)), _counter(RESET, AuthFailure.Kind.ACCOUNT, email.strip().casefold())]
+    return bool(_places_take(counters, timezone.now()))
+
+
 class TooManyFailures(HttpError):
     """429 with the seconds until the address may try again (sent as Retry-After)."""
 

@@ -86,6 +86,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "memweb.roles.roles_context",
                 "memweb.demo_loading.demo_loading_context",
+                "memweb.workspaces.archived_workspace_context",
             ],
         },
     },
@@ -124,6 +125,26 @@ MEMWEB_IDEMPOTENCY_TTL_SECONDS = env_int("MEMWEB_IDEMPOTENCY_TTL_SECONDS", 24 * 
 # Internal webhook receivers memweb may post to (memweb.webhook_targets): by default none, so a
 # webhook cannot reach this machine or its private networks.
 MEMWEB_WEBHOOK_ALLOW_HOSTS = env_hosts("MEMWEB_WEBHOOK_ALLOW_HOSTS")
+
+# --- E-mail: set-password links for new accounts and password resets (memweb.mail) ---
+# "file" (the default) writes each message into DATA_DIR/mail, so a fresh machine with no mail server
+# works and an admin can still read what was sent; "console" prints them; "smtp" sends them.
+EMAIL_DELIVERY = env_choice("MEMWEB_EMAIL_BACKEND", "file", ("file", "console", "smtp"))
+EMAIL_BACKEND = {"file": "django.core.mail.backends.filebased.EmailBackend",
+                 "console": "django.core.mail.backends.console.EmailBackend",
+                 "smtp": "django.core.mail.backends.smtp.EmailBackend"}[EMAIL_DELIVERY]
+EMAIL_FILE_PATH = env_str("MEMWEB_EMAIL_FILE_PATH") or str(DATA_DIR / "mail")
+EMAIL_HOST = env_str("MEMWEB_EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("MEMWEB_EMAIL_PORT", 25, minimum=1, maximum=65535)
+EMAIL_HOST_USER = env_str("MEMWEB_EMAIL_USER")
+EMAIL_HOST_PASSWORD = env_str("MEMWEB_EMAIL_PASSWORD")
+EMAIL_USE_TLS = env_bool("MEMWEB_EMAIL_STARTTLS", False)
+EMAIL_USE_SSL = env_bool("MEMWEB_EMAIL_SSL", False)
+if EMAIL_USE_TLS and EMAIL_USE_SSL:
+    raise ImproperlyConfigured("MEMWEB_EMAIL_STARTTLS and MEMWEB_EMAIL_SSL exclude each other: set one")
+# A mail server that does not answer must not hold a sign-in page's request for long.
+EMAIL_TIMEOUT = env_int("MEMWEB_EMAIL_TIMEOUT_SECONDS", 10, minimum=1)
+DEFAULT_FROM_EMAIL = env_str("MEMWEB_EMAIL_FROM", "memweb <memweb@localhost>")
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

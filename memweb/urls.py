@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from memweb import saved_view_views, user_views, views, webhook_views, workspace_views
+from memweb import password_reset, saved_view_views, user_views, views, webhook_views, workspace_views
 from memweb.api import api
 
 urlpatterns = [
@@ -31,6 +31,7 @@ urlpatterns = [
     path("workspaces/members/<int:membership_id>/remove/", workspace_views.membership_remove,
          name="membership_remove"),
     path("workspaces/members/<int:membership_id>/role/", workspace_views.membership_role, name="membership_role"),
+    path("workspaces/<int:workspace_id>/members/", workspace_views.workspace_members, name="workspace_members"),
     path("workspaces/<int:workspace_id>/rename/", workspace_views.workspace_rename, name="workspace_rename"),
     path("workspaces/<int:workspace_id>/archive/", workspace_views.workspace_archive, name="workspace_archive"),
     path("workspaces/<int:workspace_id>/unarchive/", workspace_views.workspace_unarchive, name="workspace_unarchive"),
@@ -39,6 +40,9 @@ urlpatterns = [
     path("users/<int:user_id>/deactivate/", user_views.user_deactivate, name="user_deactivate"),
     path("users/<int:user_id>/reactivate/", user_views.user_reactivate, name="user_reactivate"),
     path("set-password/", user_views.password_set, name="password_set"),
+    path("password-reset/", password_reset.ResetRequest.as_view(), name="password_reset"),
+    path("password-reset/sent/", password_reset.ResetRequested.as_view(), name="password_reset_done"),
+    path("password-reset/<uidb64>/<token>/", password_reset.ResetConfirm.as_view(), name="password_reset_confirm"),
     path("jobs/", views.job_list, name="job_list"),
     path("jobs/<int:job_id>/", views.job_detail, name="job_detail"),
     path("admin/", admin.site.urls),

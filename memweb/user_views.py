@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from memweb import user_admin
 from memweb.listing import Sorting, sorted_page
+from memweb.mail import password_set_mail_send
 from memweb.models import Membership
 from memweb.roles import Role, role_required
 from memweb.user_admin import AdminRefused, manage_refusals, users_visible_to, workspaces_administered
@@ -30,14 +31,24 @@ LINK_SESSION_KEY = "memweb_password_link"
 class UserFilterForm(forms.Form):
     q = forms.CharField(required=False, label="Search", widget=forms.TextInput(attrs={"type": "search"}),
                         help_text="Part of a username or an email address.")
+    role = forms.ChoiceField(required=False, label="Role", choices=[("", "Any role"), *Role.choices],
+                             help_text="Held in a workspace you administer.")
     status = forms.ChoiceField(required=False, label="Status",
                                choices=[("", "Active and inactive"), ("active", "Active"), ("inactive", "Inactive")])
 
-    def filtered(self, users):
+    def __init__(self, *args, **kwargs):
+        # Its own ids: the page's create form has a `role` field too, and a label finds its field by id.
+        super().__init__(*args, auto_id="filter-%s", **kwargs)
+
+    def filtered(self, users, *, administered):
         if not self.is_valid():
             return users
         if query := self.cleaned_data["q"].strip():
             users = users.filter(Q(username__icontains=query) | Q(email__icontains=query))
+        if role := self.cleaned_data["role"]:
+            # A role held in another team's workspace is not the viewer's business, nor shown in the row.
+            held = Membership.objects.filter(role=role, workspace__in=administered).values("user_id")
+            users = users.filter(pk__in=held)
         if status := self.cleaned_data["status"]:
             users = users.filter(is_active=status == "active")
         return users
@@ -48,7 +59,7 @@ class UserCreateForm(forms.Form):
 
     username = forms.CharField(max_length=150, validators=[UnicodeUsernameValidator()],
                                help_text="Letters, digits and @ . + - _ only.")
-    email = forms.EmailField(required=False, help_text="Optional.")
+    email = forms.EmailField(required=False, help_text="Optional: the one-time link is e-mailed there too.")
     workspace = forms.ModelChoiceField(queryset=None, help_text="Where the new user works first.",
                                        error_messages={"required": "Choose the workspace the user starts in."})
     role = forms.ChoiceField(choices=Role.choices, initial=Role.OPERATOR)
@@ -96,7 +107,7 @@ def _users_context(request, *, create_form=None) -> dict:
     filters = UserFilterForm(request.GET or None)
     administered = workspaces_administered(request.user)
     memberships = Membership.objects.filter(workspace__in=administered).select_related("workspace")
-    users = filters.filtered(users_visible_to(request.user)).prefetch_related(
+    users = filters.filtered(users_visible_to(request.user), administered=administered).prefetch_related(
         Prefetch("memberships", queryset=memberships, to_attr="shown_memberships"))
     context = {"filters": filters, "create_form": create_form or UserCreateForm(actor=request.user, current=request.workspace),
                "events": user_admin.audit_visible_to(request.user)[:AUDIT_SHOWN],
@@ -132,7 +143,9 @@ def user_create(request):
                                   "they sign in with the password you set.")
         return redirect("users")
     messages.success(request, f"User {user.username} created as {data['role']} in “{data['workspace']}”.")
-    context = {"new_user": user, "link": request.build_absolute_uri(password_set_path(user))}
+    link = request.build_absolute_uri(password_set_path(user))
+    unsent = password_set_mail_send(request=request, user=user, link=link) if user.email else ""
+    context = {"new_user": user, "link": link, "mailed": bool(user.email) and not unsent, "unsent": unsent}
     return render_uncached(request, "memweb/user_created.html", context)
 
 

@@ -8,6 +8,7 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
+from django.db.models import Count, Q
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import Resolver404, resolve, reverse
@@ -15,6 +16,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from memweb import user_admin
+from memweb.listing import Sorting, list_page
 from memweb.models import AdminEvent, Membership, Workspace, workspace_landing_remember
 from memweb.roles import Role, role_required
 from memweb.user_admin import AdminRefused, workspaces_administered
@@ -98,8 +100,13 @@ class MembershipForm(forms.Form):
 
 
 def _workspaces_page(request, *, workspace_form=None, membership_form=None, rename_form=None, status=200):
-    workspaces = list(workspaces_administered(request.user).prefetch_related("memberships__user"))
+    workspaces = list(workspaces_administered(request.user))
+    # Counted apart: for an admin the workspaces query joins memberships already (theirs), and a
+    # count over that join would see only their own.
+    counts = dict(Membership.objects.filter(workspace__in=workspaces).values("workspace")
+                  .annotate(members=Count("user", distinct=True)).values_list("workspace", "members"))
     for workspace in workspaces:
+        workspace.member_count = counts.get(workspace.pk, 0)
         bound = rename_form if rename_form is not None and rename_form.instance.pk == workspace.pk else None
         workspace.rename_form = bound or _rename_form(workspace)
     context = {
@@ -115,6 +122,40 @@ def _workspaces_page(request, *, workspace_form=None, membership_form=None, rena
 @role_required(Role.ADMIN)
 def workspaces(request):
     return _workspaces_page(request)
+
+
+MEMBER_SORTING = Sorting(columns={"user": "user__username", "role": "role", "since": "created_at"})
+
+
+class MemberFilterForm(forms.Form):
+    q = forms.CharField(required=False, label="Search", widget=forms.TextInput(attrs={"type": "search"}),
+                        help_text="Part of a username or an email address.")
+    role = forms.ChoiceField(required=False, label="Role", choices=[("", "Any role"), *Role.choices])
+    status = forms.ChoiceField(required=False, label="Status",
+                               choices=[("", "Active and inactive"), ("active", "Active"), ("inactive", "Inactive")])
+
+    def filtered(self, memberships):
+        if not self.is_valid():
+            return memberships
+        if query := self.cleaned_data["q"].strip():
+            memberships = memberships.filter(Q(user__username__icontains=query) | Q(user__email__icontains=query))
+        if role := self.cleaned_data["role"]:
+            memberships = memberships.filter(role=role)
+        if status := self.cleaned_data["status"]:
+            memberships = memberships.filter(user__is_active=status == "active")
+        return memberships
+
+
+@require_GET
+@role_required(Role.ADMIN)
+def workspace_members(request, workspace_id: int):
+    """One workspace's members, a page at a time, searched and filtered by role and status."""
+    workspace = _workspace_or_404(request, workspace_id)
+    filters = MemberFilterForm(request.GET or None)
+    memberships = filters.filtered(workspace.memberships.select_related("user").order_by("user__username", "pk"))
+    return list_page(request, rows=memberships, template="memweb/workspace_members.html",
+                     partial="memweb/_member_rows.html", sorting=MEMBER_SORTING,
+                     context={"workspace": workspace, "filters": filters, "roles": Role.choices})
 
 
 @require_POST
@@ -159,9 +200,18 @@ def membership_remove(request, membership_id: int):
         user_admin.membership_remove(actor=request.user, membership=membership)
     except AdminRefused as refused:
         messages.error(request, str(refused))
-        return redirect("workspaces")
+        return redirect(_members_list(request, membership))
     messages.success(request, f"{membership.user} is no longer {membership.role} in “{membership.workspace}”.")
-    return redirect("workspaces")
+    return redirect(_members_list(request, membership))
+
+
+def _members_list(request, membership: Membership) -> str:
+    """Where a member's change returns: the members list it was made from (`back`, with its filters
+    and page), else that workspace's members list."""
+    back = request.POST.get("back", "")
+    if url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        return back
+    return reverse("workspace_members", args=[membership.workspace_id])
 
 
 def _membership_or_404(request, membership_id: int) -> Membership:
@@ -179,17 +229,18 @@ def membership_role(request, membership_id: int):
     role = request.POST.get("role", "")
     if role not in Role.values:
         messages.error(request, f"Role: choose one of {', '.join(Role.values)}.")
-        return redirect("workspaces")
+        return redirect(_members_list(request, membership))
     if user_admin.is_demotion(membership, role) and request.POST.get("confirmed") != "yes":
-        context = {"membership": membership, "role": role, "role_label": Role(role).label}
+        context = {"membership": membership, "role": role, "role_label": Role(role).label,
+                   "back": _members_list(request, membership)}
         return render(request, "memweb/membership_role_confirm.html", context)
     try:
         user_admin.membership_role_change(actor=request.user, membership=membership, role=role)
     except AdminRefused as refused:
         messages.error(request, str(refused))
-        return redirect("workspaces")
+        return redirect(_members_list(request, membership))
     messages.success(request, f"{membership.user} is now {role} in “{membership.workspace}”.")
-    return redirect("workspaces")
+    return redirect(_members_list(request, membership))
 
 
 def _workspace_or_404(request, workspace_id: int) -> Workspace:

@@ -14,12 +14,12 @@ from memweb.scoping import workspace_scope
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # Writes still allowed in an archived workspace: signing in and out, leaving it, the admins' pages
-# that unarchive it or manage its people, and revoking a key (taking access away is always allowed).
+# that unarchive it or manage its people, choosing a password, and revoking a key (taking access away is always allowed).
 ARCHIVE_EXEMPT = frozenset({
     "login", "logout", "workspace_switch", "workspace_create", "workspace_rename", "workspace_archive",
     "workspace_unarchive", "membership_add", "membership_remove", "membership_role", "user_create",
     "user_deactivate", "user_reactivate", "api_key_revoke", "saved_view_save", "saved_view_rename",
-    "saved_view_delete",
+    "saved_view_delete", "password_set", "password_reset", "password_reset_confirm",
 })
 
 SESSION_KEY = "memweb_workspace"
@@ -41,6 +41,13 @@ def workspaces_listed(user, current: Workspace):
 def archived_refusal(workspace: Workspace) -> str:
     return (f"Workspace “{workspace.name}” is archived: it is read-only, so nothing can be changed or started "
             "in it. An admin can unarchive it on the Workspaces page.")
+
+
+def archived_workspace_context(request) -> dict:
+    """`archived_workspace` for base.html's banner: the request's workspace when it is archived, so
+    every page says why its buttons are refused before anyone presses one."""
+    workspace = getattr(request, "workspace", None)
+    return {"archived_workspace": workspace if workspace is not None and workspace.is_archived else None}
 
 
 def workspace_activate(*, user, workspace: Workspace) -> None:

@@ -79,12 +79,14 @@ class EditForm(VersionForm):
 
 class BulkForm(forms.Form):
     """A bulk decision on the ticked Orbs, or (`scope` "matching") on every Orb the queue's filters
-    match: that one is confirmed first, and the confirmation carries the plan's fingerprint."""
+    match. Both are confirmed first: the ticked ones' confirmation posts `confirmed`, the matching
+    ones' carries the plan's fingerprint."""
     action = forms.ChoiceField(choices=[("approve", "approve"), ("reject", "reject")])
     selected = forms.MultipleChoiceField(required=False)
     reason = forms.CharField(required=False, max_length=2000)
     scope = forms.ChoiceField(required=False, choices=[("", "the ticked Orbs"), ("matching", "every matching Orb")])
     fingerprint = forms.CharField(required=False, max_length=64)
+    confirmed = forms.BooleanField(required=False)
 
     def __init__(self, data=None, **kwargs):
         super().__init__(data, **kwargs)

@@ -366,9 +366,10 @@ def edit(request, orb_id: int):
 @require_POST
 @role_required(Role.REVIEWER)
 def bulk(request):
-    """Decide the ticked Orbs, or every Orb the queue's filters (the address's query) match: that one
-    shows a confirmation with the count and the banks first (`fingerprint` absent), then a job
-    decides exactly the Orbs it showed (orbs.services.bulk)."""
+    """Decide the ticked Orbs, or every Orb the queue's filters (the address's query) match. Each
+    shows a confirmation with the count and the banks first: the ticked Orbs are then decided at
+    once (their versions, posted again, refuse any that changed meanwhile); every matching Orb by a
+    job that decides exactly the Orbs it showed (orbs.services.bulk)."""
     form = BulkForm(request.POST)
     if not form.is_valid():
         messages.error(request, _first_error(form))
@@ -379,10 +380,23 @@ def bulk(request):
     else:
         for orb_id, _version in form.cleaned_data["selected"]:
             _orb_or_404(request, orb_id)
+        if not form.cleaned_data["confirmed"]:
+            return _bulk_ticked_confirmation(request, form)
         _bulk_decide(request, form, form.cleaned_data["selected"])
     if request.htmx:
         return render(request, "orbs/_queue_results.html", {**_queue_context(request), "flash": True})
     return redirect(f"{reverse('orbs:queue')}?{request.GET.urlencode()}")
+
+
+def _bulk_ticked_confirmation(request, form) -> HttpResponse:
+    """The question before a decision on the ticked Orbs: how many, of which banks."""
+    items = form.cleaned_data["selected"]
+    ids = [orb_id for orb_id, _version in items]
+    banks = sorted(set(Orb.objects.filter(pk__in=ids).values_list("bank__name", flat=True)))
+    context = {"action": form.cleaned_data["action"], "items": items, "banks": banks,
+               "reason": form.cleaned_data["reason"], "query": request.GET.urlencode(),
+               "confirmation": "orbs/_bulk_confirm_ticked.html"}
+    return render(request, context["confirmation"] if request.htmx else "orbs/bulk_confirm.html", context)
 
 
 def _bulk_decide(request, form, items: list[tuple[int, int]]) -> None:
@@ -408,7 +422,7 @@ def _bulk_matching(request, form) -> HttpResponse | None:
         return None
     if not form.cleaned_data["fingerprint"]:
         context = {"plan": plan, "reason": form.cleaned_data["reason"], "query": request.GET.urlencode(),
-                   "done": PAST_TENSE[plan.action]}
+                   "done": PAST_TENSE[plan.action], "confirmation": "orbs/_bulk_confirm.html"}
         return render(request, "orbs/_bulk_confirm.html" if request.htmx else "orbs/bulk_confirm.html", context)
     if form.cleaned_data["fingerprint"] != plan.fingerprint:
         messages.error(request, f"Nothing was changed: the matching Orbs changed after you confirmed (now "

@@ -220,3 +220,16 @@ def test_only_admins_open_the_users_page(client, user_for_role, role):
     client.force_login(user_for_role(role))
     assert client.get(reverse("users")).status_code == 403
     assert _new_user(client).status_code == 403
+
+
+@pytest.mark.django_db
+def test_the_list_filters_by_a_role_held_in_the_admins_workspaces(client, user_for_role, role_admin_user, other_team):
+    reviewer = user_for_role(Role.REVIEWER, username="rita")
+    _, _, their_operator = other_team
+    Membership.objects.create(workspace_id=default_workspace_id(), user=their_operator, role=Role.ANNOTATOR)
+    client.force_login(role_admin_user)
+    reviewers = client.get(reverse("users"), {"role": Role.REVIEWER}).context["page"].object_list
+    # their_operator is an operator only in a workspace this admin does not administer: not listed as one
+    operators = client.get(reverse("users"), {"role": Role.OPERATOR}).context["page"].object_list
+    assert list(reviewers) == [reviewer] and list(operators) == []
+    assert "No users match" in client.get(reverse("users"), {"role": Role.OPERATOR}).content.decode()

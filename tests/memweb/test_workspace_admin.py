@@ -1,6 +1,8 @@
 """Workspaces administered in the dashboard (issue 32): a member's role changed on the members page
 (taking the admin role away asks first; the last admin stays), workspaces renamed, archived (read-only,
 out of the switcher and of landing; the default one never) and unarchived; all audited."""
+import re
+
 import pytest
 from django.test import Client
 from django.urls import reverse
@@ -194,3 +196,74 @@ def test_a_key_of_an_open_workspace_writes_even_from_a_session_in_an_archived_on
                                  headers={"Authorization": f"Bearer {secret}"})
     assert response.status_code == 201
     assert MemoryBank.all_workspaces.get(name="Default bank").workspace_id == default_workspace_id()
+
+
+def _banner(page) -> str:
+    found = re.search(r'<div class="archived-banner"[^>]*>(.*?)</div>', page.content.decode(), re.DOTALL)
+    return found.group(1) if found else ""
+
+
+@pytest.mark.django_db
+def test_every_page_of_an_archived_workspace_carries_the_banner(admin_client, team):
+    workspace, _, operator = team
+    assert _banner(admin_client.get(reverse("home"))) == ""
+    admin_client.post(reverse("workspace_archive", args=[workspace.pk]))
+    unarchive_link = f'href="{reverse("workspaces")}#workspace-{workspace.pk}"'
+    for url in (reverse("home"), reverse("orbs:queue"), reverse("orbs:bank_list"), reverse("users"),
+                reverse("job_list")):
+        banner = _banner(admin_client.get(url))
+        assert "Workspace “Team” is archived: read-only." in banner, url
+        assert "nothing can be created, changed, started or deleted in it" in banner and unarchive_link in banner
+    reader = Client()
+    reader.force_login(operator)
+    reader.post(reverse("workspace_switch"), {"workspace": workspace.pk})
+    banner = _banner(reader.get(reverse("home")))
+    assert "is archived: read-only." in banner and "An admin of it can unarchive it" in banner
+    assert unarchive_link not in banner  # an operator cannot unarchive: no link to a page they may not open
+    admin_client.post(reverse("workspace_unarchive", args=[workspace.pk]))
+    assert _banner(admin_client.get(reverse("home"))) == ""
+
+
+@pytest.mark.django_db
+def test_the_members_page_pages_searches_and_filters_one_workspace(admin_client, team, user_for_role):
+    workspace, admin, operator = team
+    for number in range(26):
+        user_for_role(Role.ANNOTATOR, username=f"crowd{number:02d}", workspace=workspace)
+    outsider = user_for_role(Role.ANNOTATOR, username="crowd-elsewhere")  # the default workspace's
+    operator.email = "ops@example.org"
+    operator.is_active = False
+    operator.save()
+    url = reverse("workspace_members", args=[workspace.pk])
+
+    first = admin_client.get(url).context["page"]
+    assert first.paginator.count == 28 and len(first.object_list) == 25
+    second = admin_client.get(url, {"page": 2}).context["page"]
+    assert [m.user.username for m in second.object_list] == ["crowd24", "crowd25", operator.username]  # admin… sorts first
+    crowd = admin_client.get(url, {"q": "crowd", "role": Role.ANNOTATOR}).context["page"]
+    assert crowd.paginator.count == 26 and outsider.username not in {m.user.username for m in crowd.object_list}
+    by_mail = admin_client.get(url, {"q": "ops@example"}).context["page"].object_list
+    inactive = admin_client.get(url, {"status": "inactive"}).context["page"].object_list
+    assert [m.user for m in by_mail] == [operator] and [m.user for m in inactive] == [operator]
+    rows = admin_client.get(url, {"role": Role.ADMIN}, headers={"HX-Request": "true"})
+    assert rows.templates[0].name == "memweb/_member_rows.html" and admin.username in rows.content.decode()
+    assert "No members match" in admin_client.get(url, {"q": "nobody-at-all"}).content.decode()
+    listed = admin_client.get(reverse("workspaces")).content.decode()
+    assert f'href="{url}"' in listed and "28 members." in listed
+
+
+@pytest.mark.django_db
+def test_a_member_change_returns_to_the_list_it_was_made_from(admin_client, team):
+    workspace, _, operator = team
+    back = reverse("workspace_members", args=[workspace.pk]) + "?q=operator&page=1"
+    changed = admin_client.post(reverse("membership_role", args=[_membership(workspace, operator).pk]),
+                                {"role": Role.REVIEWER, "back": back})
+    assert changed["Location"] == back
+    elsewhere = admin_client.post(reverse("membership_remove", args=[_membership(workspace, operator).pk]),
+                                  {"back": "https://elsewhere.example/"})
+    assert elsewhere["Location"] == reverse("workspace_members", args=[workspace.pk])  # never off the site
+
+
+@pytest.mark.django_db
+def test_another_workspaces_members_page_is_a_404(admin_client):
+    other = Workspace.objects.create(slug="other", name="Other")
+    assert admin_client.get(reverse("workspace_members", args=[other.pk])).status_code == 404

@@ -1,5 +1,6 @@
 """Memory curation in a real browser: a customer's timeline found from the bank page and erased from
-there; select-all in the review queue with a bulk approval; a merge undone from the kept Orb's page.
+there; select-all in the review queue with a bulk approval; hand-ticked Orbs decided in bulk after a
+confirmation naming their count and banks, with and without JavaScript; a merge undone from the kept Orb's page.
 Each changed page is photographed at 1440 and 390 px (for a person to look at) and must not scroll
 sideways."""
 import os
@@ -14,7 +15,7 @@ from tests.browser import login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-SHOTS = "/tmp/shots-curate"
+SHOTS = os.environ.get("MEMWEB_SHOTS", "/tmp/shots-curate")
 CUSTOMER = "cust-tl-42"
 JEANS = ("Can I swap my jeans for a size 34?", "Can I swap my jeans for size 34?")
 
@@ -87,6 +88,54 @@ def test_select_all_on_the_page_then_all_matching_approves_after_a_confirmation(
     expect(page.get_by_text("3 Orbs approved: back to the review queue")).to_be_visible()
     assert set(Orb.objects.filter(pk__in=[o.pk for o in shop]).values_list("status", flat=True)) == {"approved"}
     assert Orb.objects.get(pk=desk.pk).status == Orb.Status.PENDING  # another bank: not matching
+
+
+def _statuses(orbs) -> set[str]:
+    return set(Orb.objects.filter(pk__in=[orb.pk for orb in orbs]).values_list("status", flat=True))
+
+
+def test_ticked_orbs_are_rejected_in_bulk_after_a_confirmation(browser_page, live_server, reviewer_user, bank):
+    shop = orb_remember(bank=bank, text="Shop lesson: check the order number first.").orb
+    desk = orb_remember(bank=bank_get_or_create(name="Returns desk"), text="Desk lesson: keep the receipt.").orb
+    left = orb_remember(bank=bank, text="Shop lesson: offer the exchange before the refund.").orb
+    page = browser_page
+    login(page, live_server, reviewer_user)
+    page.goto(live_server.url + reverse("orbs:queue") + "?status=pending")
+    page.get_by_label(f"Select Orb #{shop.pk}").check()
+    page.get_by_label(f"Select Orb #{desk.pk}").check()
+    page.get_by_label("Reason for rejecting the selected Orbs").fill("too vague to act on")
+    page.get_by_role("button", name="Reject selected").click()
+
+    expect(page.get_by_role("heading", name="Reject 2 ticked Orbs of 2 banks?")).to_be_visible()
+    expect(page.locator("#bulk-confirm")).to_contain_text("Returns desk, Test shop")
+    expect(page.locator("#bulk-confirm")).to_contain_text("“too vague to act on”")
+    assert _statuses([shop, desk]) == {"pending"}
+    _photograph(page, "queue-ticked-confirm")
+    page.get_by_role("button", name="Reject 2 Orbs").click()
+
+    expect(page.get_by_text("2 Orbs rejected.")).to_be_visible()
+    assert _statuses([shop, desk]) == {"rejected"} and _statuses([left]) == {"pending"}
+
+
+def test_without_javascript_ticked_orbs_are_approved_after_a_confirmation_page(browser, live_server, reviewer_user,
+                                                                               bank):
+    orbs = [orb_remember(bank=bank, text=f"Shop lesson {i}: check the order number first.").orb for i in range(3)]
+    context = browser.new_context(java_script_enabled=False, viewport={"width": 1280, "height": 860})
+    page = context.new_page()
+    login(page, live_server, reviewer_user)
+    page.goto(live_server.url + reverse("orbs:queue") + "?status=pending")
+    page.get_by_label(f"Select Orb #{orbs[0].pk}").check()
+    page.get_by_label(f"Select Orb #{orbs[1].pk}").check()
+    page.get_by_role("button", name="Approve selected").click()
+
+    expect(page.get_by_role("heading", level=1)).to_have_text("Confirm a bulk decision")
+    expect(page.get_by_role("heading", name="Approve 2 ticked Orbs of 1 bank?")).to_be_visible()
+    _photograph(page, "queue-ticked-confirm-nojs")
+    page.get_by_role("button", name="Approve 2 Orbs").click()
+
+    expect(page.get_by_text("2 Orbs approved.")).to_be_visible()
+    assert _statuses(orbs[:2]) == {"approved"} and _statuses(orbs[2:]) == {"pending"}
+    context.close()
 
 
 def test_a_merge_is_undone_from_the_kept_orbs_page(browser_page, live_server, reviewer_user, make_orb):

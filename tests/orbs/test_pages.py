@@ -104,11 +104,12 @@ def test_it_redirects_a_plain_form_post_with_a_message(reviewer, make_orb):
 def test_it_applies_a_bulk_decision_from_the_queue(reviewer, make_orb):
     a = make_orb("My sweater shrank in the wash.", approve=False)
     b = make_orb("The blender is too loud.", approve=False)
-    response = reviewer.post(reverse("orbs:bulk"), {"action": "reject", "reason": "too vague",
+    response = reviewer.post(reverse("orbs:bulk"), {"action": "reject", "reason": "too vague", "confirmed": "yes",
                                                     "selected": [f"{a.pk}:1", f"{b.pk}:1"]}, **HTMX)
     assert "2 Orbs rejected." in response.content.decode()
     assert set(Orb.objects.values_list("status", flat=True)) == {"rejected"}
-    response = reviewer.post(reverse("orbs:bulk"), {"action": "approve", "selected": [f"{a.pk}:1"]}, **HTMX)
+    response = reviewer.post(reverse("orbs:bulk"), {"action": "approve", "selected": [f"{a.pk}:1"],
+                                                    "confirmed": "yes"}, **HTMX)
     assert "Nothing was changed." in response.content.decode()
 
 

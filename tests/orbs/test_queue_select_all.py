@@ -1,7 +1,7 @@
-"""Bulk decisions beyond the ticked Orbs: "select all on this page" ticks the page's rows, and "all
-matching the filters" decides every Orb the queue's filters match, on every page, after a confirmation
-that states the count and the banks, then by a job; exactly the confirmed Orbs, or nothing; never
-above the cap."""
+"""Bulk decisions: "select all on this page" ticks the page's rows, and "all matching the filters"
+decides every Orb the queue's filters match, on every page, after a confirmation that states the
+count and the banks, then by a job; exactly the confirmed Orbs, or nothing; never above the cap.
+Hand-ticked Orbs are confirmed the same way (count, banks), then decided at once."""
 import pytest
 from django.urls import reverse
 
@@ -145,12 +145,59 @@ def test_a_decision_that_turned_stale_in_the_job_changes_nothing_and_says_so(
     assert _statuses(orbs[:1]) == {"pending"}
 
 
-def test_ticked_orbs_are_still_decided_at_once_and_an_empty_selection_is_refused(client, reviewer_user, bank):
+def _ticked(client, orbs, action: str = "approve", headers=None, **extra):
+    return client.post(BULK, {"action": action, "selected": [f"{orb.pk}:{orb.version}" for orb in orbs], **extra},
+                       headers=headers or {})
+
+
+def test_ticked_orbs_are_decided_once_confirmed_and_an_empty_selection_is_refused(client, reviewer_user, bank):
     orbs = _pending(bank, 2, "Shop")
     client.force_login(reviewer_user)
 
     empty = client.post(BULK, {"action": "approve"}, follow=True)
-    client.post(BULK, {"action": "approve", "selected": [f"{orbs[0].pk}:{orbs[0].version}"]})
+    asked = _ticked(client, orbs[:1])
+    assert asked.status_code == 200 and _statuses(orbs) == {"pending"}  # nothing before the confirmation
+    _ticked(client, orbs[:1], confirmed="yes")
 
     assert "Select at least one Orb, or tick “all matching the filters”." in empty.content.decode()
     assert (_statuses(orbs[:1]), _statuses(orbs[1:])) == ({"approved"}, {"pending"})
+
+
+def test_the_ticked_confirmation_names_the_count_the_banks_and_the_reason(client, reviewer_user, bank, returns):
+    shop = _pending(bank, 2, "Shop")
+    desk = _pending(returns, 1, "Desk")
+    client.force_login(reviewer_user)
+
+    page = _ticked(client, shop + desk, action="reject", reason="too vague")
+
+    html = page.content.decode()
+    assert page.templates[0].name == "orbs/bulk_confirm.html"  # a whole page: it works without JavaScript
+    assert "Reject 3 ticked Orbs of 2 banks?" in html
+    assert "<strong>Returns desk</strong>, <strong>Test shop</strong>" in html and "“too vague”" in html
+    for orb in shop + desk:
+        assert f'name="selected" value="{orb.pk}:{orb.version}"' in html
+    assert 'name="confirmed" value="yes"' in html and _statuses(shop + desk) == {"pending"}
+    partial = _ticked(client, shop[:1], headers={"HX-Request": "true"})
+    assert partial.templates[0].name == "orbs/_bulk_confirm_ticked.html"
+    assert "Approve 1 ticked Orb of 1 bank?" in partial.content.decode()
+
+
+def test_a_ticked_orb_that_changed_before_the_confirmation_changes_nothing(client, reviewer_user, bank):
+    orbs = _pending(bank, 2, "Shop")
+    client.force_login(reviewer_user)
+    _ticked(client, orbs)
+    orb_approve(orb_id=orbs[0].pk, expected_version=orbs[0].version, actor=None)  # meanwhile
+
+    refused = _ticked(client, orbs, action="reject", reason="stale", confirmed="yes")
+
+    assert refused.status_code == 302
+    assert "Nothing was changed." in client.get(refused["Location"]).content.decode()
+    assert _statuses(orbs[1:]) == {"pending"} and _statuses(orbs[:1]) == {"approved"}
+
+
+def test_ticking_another_workspaces_orb_asks_nothing(client, reviewer_user, bank):
+    theirs = _pending(bank_get_or_create(name="Their bank", workspace=Workspace.objects.create(slug="t3", name="T3")),
+                      1, "Theirs")
+    client.force_login(reviewer_user)
+
+    assert _ticked(client, theirs).status_code == 404 and _statuses(theirs) == {"pending"}

@@ -135,7 +135,11 @@ def _page_urls(world: World) -> dict[str, str]:
     """Every page of the URL configuration with real objects in its path (the API's docs included),
     plus the public ones (sign in and out)."""
     return {route.label: page_url(world, route) for route in page_routes()} | {
-        name: reverse(name) for name in PUBLIC_PAGES}
+        name: reverse(name, kwargs=PUBLIC_PATH_ARGUMENTS.get(name)) for name in PUBLIC_PAGES}
+
+
+# The public pages with parameters in their path: a reset link's (any values reach the view's check).
+PUBLIC_PATH_ARGUMENTS = {"password_reset_confirm": {"uidb64": "MQ", "token": "a-reset-token"}}
 
 
 def _served_unsafe_operations(client: Client) -> list[Route]:

@@ -48,7 +48,7 @@ NOT_SHOWN = {
     "annotation.Item.source_url": LINK,
     "annotation.FeedbackTask.text": STATE, "annotation.Item.gold_expected": NO_PAGE, "annotation.Item.source_ref": STATE,
     "annotation.Judgment.choices": NO_PAGE, "annotation.Judgment.comment": NO_PAGE,
-    "annotation.Judgment.preferences": NO_PAGE, "auth.User.email": NO_PAGE, "auth.User.first_name": NO_PAGE,
+    "annotation.Judgment.preferences": NO_PAGE, "auth.User.first_name": NO_PAGE,
     "auth.User.last_name": NO_PAGE, "evaluation.CalibrationSetting.distribution": NO_PAGE,
     "evaluation.Episode.agent_config": STATE, "evaluation.Episode.committed_errors": NO_ROWS,
     "evaluation.Episode.customer_config": STATE, "evaluation.Episode.errors": NO_ROWS,
