@@ -8,7 +8,8 @@ from memweb.celery import app as celery_app
 
 _DB_STARTED_HERE = pytest.StashKey[bool]()
 
-pytest_plugins = ["tests.fixtures.database", "tests.fixtures.users", "tests.fakes.openai_server", "tests.browser"]
+pytest_plugins = ["tests.fixtures.database", "tests.fixtures.flush", "tests.fixtures.users", "tests.fakes.openai_server",
+                  "tests.browser"]
 
 
 @pytest.fixture(autouse=True)
