@@ -1,13 +1,15 @@
 """Suite-wide fixtures: test settings, and one user per role."""
 import pytest
 from django.conf import settings
+from pytest_django.plugin import blocking_manager_key
 
 from memweb import embedded_db
 from memweb.celery import app as celery_app
 
 _DB_STARTED_HERE = pytest.StashKey[bool]()
 
-pytest_plugins = ["tests.fixtures.users", "tests.fakes.openai_server", "tests.browser"]
+pytest_plugins = ["tests.fixtures.database", "tests.fixtures.flush", "tests.fixtures.users", "tests.fakes.openai_server",
+                  "tests.browser"]
 
 
 @pytest.fixture(autouse=True)
@@ -69,5 +71,14 @@ def pytest_configure(config):
 
 
 def pytest_sessionfinish(session, exitstatus):
+    if _is_xdist_controller(session.config):
+        from tests.fixtures.database import drop_template
+
+        with session.config.stash[blocking_manager_key].unblock():
+            drop_template()  # the processes' copies of it are gone with them
     if session.config.stash.get(_DB_STARTED_HERE, False):
         embedded_db.stop(embedded_db.EmbeddedServer(settings.DATA_DIR))
+
+
+def _is_xdist_controller(config) -> bool:
+    return not hasattr(config, "workerinput") and bool(getattr(config.option, "numprocesses", None))
