@@ -145,6 +145,11 @@ class Owned:
     def webhook(self):
         return webhook_create(url="https://receiver.example/hook", events=["run.finished"], workspace=self.workspace)[0]
 
+    @cached_property
+    def score_definition(self):
+        return ScoreDefinition.objects.create(task_set=self.task.task_set, name="a score", slug="a-score",
+                                              kind="reply_matches", config={"pattern": "sorry", "mode": "must"})
+
     def value(self, route: Route, parameter: str):
         """The value of a path parameter naming this workspace's object of the kind the route expects
         (made once per route)."""
@@ -164,9 +169,7 @@ class Owned:
             "ingest_id": lambda: EpisodeRecord.objects.create(bank=self.bank, trajectory={}).pk,
             "retrieval_id": lambda: RetrievalLog.objects.create(bank=self.bank, query="q", rewritten_query="q", k=1).pk,
             "task_id": lambda: self.task.pk, "task_set_id": lambda: self.task.task_set_id,
-            "definition_id": lambda: ScoreDefinition.objects.create(
-                task_set=self.task.task_set, name="a score", slug="a-score", kind="reply_matches",
-                config={"pattern": "sorry", "mode": "must"}).pk,
+            "definition_id": lambda: self.score_definition.pk,
             "episode_id": lambda: self.episode.pk, "run_id": lambda: self.run.pk,
             "curve_id": lambda: FeedbackCurve.objects.create(run=self.run, batch_size=1, batches=1).pk,
             "campaign_id": lambda: self.campaign.pk, "annotator_id": lambda: self.assignment.annotator_id,

@@ -28,6 +28,7 @@ from annotation import services as annotation
 from annotation.models import Campaign
 from evaluation.runs.models import FeedbackCurve
 from evaluation.runs.services import run_drive, run_launch
+from evaluation.scores.models import ScoreDefinition
 from evaluation.services import episode_run
 from memweb.api import api
 from memweb.models import Job
@@ -193,6 +194,10 @@ MAKERS = {
     "retrieval_id": lambda request, user: orbs_retrieve(bank=request.getfixturevalue("bank"), query="parcel",
                                                         context={}).retrieval_id,
     "task_id": lambda request, user: _task(request, user).pk,
+    "task_set_id": lambda request, user: _task(request, user).task_set_id,
+    "definition_id": lambda request, user: ScoreDefinition.objects.create(
+        task_set=_task(request, user).task_set, name="existing", slug="existing", kind="turns_at_most",
+        config={"turns": 10}).pk,
     "episode_id": lambda request, user: episode_run(task=_task(request, user)).pk,
     "run_id": lambda request, user: _run(request, user).pk,
     "campaign_id": lambda request, user: _campaign(request, user).pk,
